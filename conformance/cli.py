@@ -1,0 +1,50 @@
+"""``conformance run|compare|tiling|defaults|replay|selftest``.
+
+Each sub-command lives in ``conformance/commands/<name>.py``; this module only
+builds the parser and maps errors to exit codes: 0 pass, 1 gate failure,
+2 usage or input error (one line, never a traceback), 130 on Ctrl-C.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Optional, Sequence
+
+from conformance.errors import UsageError
+
+COMMANDS = ("run", "compare", "tiling", "defaults", "replay", "selftest")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with exit code 2 and a single line on bad arguments."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="conformance", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name in COMMANDS:
+        module = importlib.import_module(f"conformance.commands.{name}")
+        child = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.configure(child)
+        child.set_defaults(_execute=module.execute)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args._execute(args))
+    except UsageError as exc:
+        print(f"conformance: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("conformance: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per CLI sub-command.  Each exposes ``HELP``, ``configure(parser)`` and ``execute(args) -> int``."""

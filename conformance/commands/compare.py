@@ -1,0 +1,16 @@
+"""`conformance compare`: not built yet (see the open issues)."""
+from __future__ import annotations
+
+import argparse
+
+from conformance.errors import UsageError
+
+HELP = "compare (not built yet)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("rest", nargs=argparse.REMAINDER)
+
+
+def execute(args: argparse.Namespace) -> int:
+    raise UsageError("'compare' is not built yet")

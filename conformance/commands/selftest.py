@@ -1,0 +1,16 @@
+"""`conformance selftest`: not built yet (see the open issues)."""
+from __future__ import annotations
+
+import argparse
+
+from conformance.errors import UsageError
+
+HELP = "selftest (not built yet)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("rest", nargs=argparse.REMAINDER)
+
+
+def execute(args: argparse.Namespace) -> int:
+    raise UsageError("'selftest' is not built yet")

@@ -1,0 +1,188 @@
+"""One table of dtype facts: float16, bfloat16, float32, float64.
+
+Every other module asks this table (``info``) instead of hard-coding widths,
+limits or bit masks.  The records are built from a small table of
+(name, exponent bits, mantissa bits), in the style of ml_dtypes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+import ml_dtypes
+import numpy as np
+
+DTypeLike = Union[str, np.dtype, type]
+
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+
+
+@dataclass(frozen=True)
+class DTypeInfo:
+    """finfo-like facts for one floating format, plus its unsigned bit view."""
+
+    name: str
+    dtype: np.dtype
+    bits: int
+    exp_bits: int
+    mant_bits: int
+    uint: np.dtype
+    sint: np.dtype
+
+    @property
+    def bias(self) -> int:
+        return (1 << (self.exp_bits - 1)) - 1
+
+    @property
+    def emin(self) -> int:
+        return 1 - self.bias
+
+    @property
+    def max(self) -> float:
+        return float((2.0 - 2.0 ** -self.mant_bits) * 2.0 ** self.bias)
+
+    @property
+    def smallest_normal(self) -> float:
+        return float(2.0 ** self.emin)
+
+    @property
+    def smallest_subnormal(self) -> float:
+        return float(2.0 ** (self.emin - self.mant_bits))
+
+    @property
+    def eps(self) -> float:
+        return float(2.0 ** -self.mant_bits)
+
+    @property
+    def sign_mask(self) -> int:
+        return 1 << (self.bits - 1)
+
+    @property
+    def exp_mask(self) -> int:
+        return ((1 << self.exp_bits) - 1) << self.mant_bits
+
+    @property
+    def mant_mask(self) -> int:
+        return (1 << self.mant_bits) - 1
+
+    @property
+    def short(self) -> str:
+        return _SHORT[self.name]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+#            name        numpy dtype          exp  mant  uint       int
+_TABLE = (
+    ("float16", np.dtype(np.float16), 5, 10, np.uint16, np.int16),
+    ("bfloat16", bfloat16, 8, 7, np.uint16, np.int16),
+    ("float32", np.dtype(np.float32), 8, 23, np.uint32, np.int32),
+    ("float64", np.dtype(np.float64), 11, 52, np.uint64, np.int64),
+)
+_SHORT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
+
+DTYPES: dict[str, DTypeInfo] = {
+    name: DTypeInfo(name, dt, 1 + e + m, e, m, np.dtype(u), np.dtype(s))
+    for name, dt, e, m, u, s in _TABLE
+}
+_ALIASES = {**{v: k for k, v in _SHORT.items()}, "half": "float16", "float": "float32",
+            "double": "float64", "bf16": "bfloat16"}
+
+
+def info(dtype: DTypeLike | DTypeInfo) -> DTypeInfo:
+    """The table record for ``dtype`` (a name, alias, numpy dtype or record)."""
+    if isinstance(dtype, DTypeInfo):
+        return dtype
+    if isinstance(dtype, str):
+        name = _ALIASES.get(dtype, dtype)
+    else:
+        name = np.dtype(dtype).name
+    if name not in DTYPES:
+        raise ValueError(f"unsupported dtype {dtype!r}; use one of {', '.join(DTYPES)}")
+    return DTYPES[name]
+
+
+def to_bits(a: np.ndarray) -> np.ndarray:
+    """The unsigned-integer view of a float array (no copy)."""
+    a = np.asarray(a)
+    return a.view(info(a.dtype).uint)
+
+
+def from_bits(bits: np.ndarray | int | list, dtype: DTypeLike) -> np.ndarray:
+    """Reinterpret unsigned bit patterns as ``dtype``."""
+    rec = info(dtype)
+    return np.asarray(bits).astype(rec.uint).view(rec.dtype)
+
+
+def all_patterns(dtype: DTypeLike) -> np.ndarray:
+    """Every bit pattern of a 16-bit dtype, in bit order."""
+    rec = info(dtype)
+    if rec.bits != 16:
+        raise ValueError(f"all_patterns needs a 16-bit dtype, not {rec.name}")
+    return np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(rec.dtype)
+
+
+def is_nan(a: np.ndarray) -> np.ndarray:
+    """NaN mask that also works for bfloat16 (via the bit pattern)."""
+    a = np.asarray(a)
+    rec = info(a.dtype)
+    bits = to_bits(a)
+    return ((bits & rec.exp_mask) == rec.exp_mask) & ((bits & rec.mant_mask) != 0)
+
+
+def is_subnormal(a: np.ndarray) -> np.ndarray:
+    """True where ``a`` is a nonzero subnormal of its own dtype."""
+    a = np.asarray(a)
+    rec = info(a.dtype)
+    bits = to_bits(a)
+    return ((bits & rec.exp_mask) == 0) & ((bits & rec.mant_mask) != 0)
+
+
+def ordered(a: np.ndarray) -> np.ndarray:
+    """Map floats onto the ordered-integer line as int64 (+0 and -0 both map to 0)."""
+    a = np.asarray(a)
+    rec = info(a.dtype)
+    mag = (to_bits(a) & (rec.sign_mask - 1)).astype(np.int64)
+    negative = (to_bits(a) & rec.sign_mask) != 0
+    return np.where(negative, -mag, mag)
+
+
+@dataclass(frozen=True)
+class UlpDistance:
+    """ULP distances on the ordered-integer line.
+
+    ``ulps`` is int64 and is 0 wherever either side is NaN; ``nan`` marks
+    those positions, so a NaN is reported separately and never as a number.
+    """
+
+    ulps: np.ndarray
+    nan: np.ndarray
+
+    def max(self) -> int:
+        return int(self.ulps.max()) if self.ulps.size else 0
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> UlpDistance:
+    """Element-wise ULP distance between two arrays of the same dtype."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype:
+        raise ValueError(f"ulp_distance needs equal dtypes, got {a.dtype} and {b.dtype}")
+    nan = is_nan(a) | is_nan(b)
+    dist = np.abs(ordered(a) - ordered(b))
+    return UlpDistance(np.where(nan, 0, dist), nan)
+
+
+def to_float64(a: np.ndarray) -> np.ndarray:
+    """Exact widening of any table dtype to float64."""
+    return np.asarray(a).astype(np.float64)
+
+
+def hex_value(v: float) -> str:
+    """``float.hex`` that also spells inf and nan in a JSON-safe way."""
+    v = float(v)
+    if np.isnan(v):
+        return "nan"
+    if np.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return v.hex()

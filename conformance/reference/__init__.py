@@ -1,0 +1,1 @@
+"""What "right" means: the exact golden reference and the framework backends."""
