@@ -1,16 +1,41 @@
-"""`conformance defaults`: not built yet (see the open issues)."""
+"""`conformance defaults`: each framework's default slope, declared beside probed live."""
 from __future__ import annotations
 
 import argparse
 
-from conformance.errors import UsageError
+from rich.console import Console
+from rich.table import Table
 
-HELP = "defaults (not built yet)"
+from conformance.reference.defaults import ProbeResult, probe_all
+
+HELP = "print each framework's default LeakyReLU slope, declared and probed live"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    parser.set_defaults()
+
+
+def _table(results: tuple[ProbeResult, ...]) -> Table:
+    table = Table(title="LeakyReLU default slopes (the default-alpha trap)")
+    for column in ("API", "argument", "declared", "probed", "status"):
+        table.add_column(column, overflow="fold")
+    styles = {"agrees": "green", "DISAGREES": "bold red", "not installed": "yellow"}
+    for r in results:
+        probed = "-" if r.probed is None else f"{r.probed:.7g}"
+        status = f"[{styles.get(r.status, 'dim')}]{r.status}[/]"
+        table.add_row(r.entry.api, r.entry.argument, f"{r.entry.declared:g}", probed, status)
+    return table
 
 
 def execute(args: argparse.Namespace) -> int:
-    raise UsageError("'defaults' is not built yet")
+    """Exit 0 when every probed default agrees with its declaration, 1 otherwise."""
+    results = probe_all()
+    console = Console()
+    console.print(_table(results))
+    console.print("sources: " + "; ".join(f"{r.entry.api}: {r.entry.source}" for r in results), style="dim")
+    disagreements = [r.entry.api for r in results if r.status == "DISAGREES"]
+    if disagreements:
+        console.print(f"[bold red]declared default disagrees with the installed framework: {', '.join(disagreements)}[/]")
+        return 1
+    console.print("every probed default agrees with its declaration")
+    return 0

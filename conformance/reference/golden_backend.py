@@ -1,0 +1,27 @@
+"""The golden reference as a backend: the suite's self-check row."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from conformance.records import BackendResult, Direction
+from conformance.reference import golden
+
+
+class GoldenBackend:
+    """Runs ``conformance.reference.golden``; every row must match itself exactly."""
+
+    name = "golden"
+    profile: Optional[str] = None
+    variant: Optional[str] = None
+
+    def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
+        return (dtype, out_dtype) in golden.SUPPORTED_PAIRS
+
+    def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
+        return BackendResult(golden.leaky_relu(x, alpha, out_dtype=out_dtype))
+
+    def backward(self, dy: np.ndarray, x: np.ndarray, alpha: float, *,
+                 out_dtype: Optional[str] = None) -> BackendResult:
+        return BackendResult(golden.leaky_relu_backward(dy, x, alpha, out_dtype=out_dtype))

@@ -1,0 +1,66 @@
+"""TensorFlow (CPU) LeakyReLU with an explicit alpha; backward via GradientTape.
+
+TensorFlow is imported lazily (it takes seconds) and with its C++ start-up
+logs silenced: ``TF_CPP_MIN_LOG_LEVEL=3`` plus a muted stderr during import,
+because a few lines (oneDNN, absl) are printed before the level is read.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from typing import Iterator, Optional
+
+import numpy as np
+
+from conformance.records import BackendResult, Direction
+
+SUPPORTED = ("float16", "bfloat16", "float32", "float64")
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Send file descriptor 2 to /dev/null for the duration (C++ logs bypass sys.stderr)."""
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+@functools.lru_cache(maxsize=1)
+def tensorflow():
+    """The tensorflow module, imported once, quietly."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    with _quiet_stderr():
+        import tensorflow as tf
+
+        tf.constant(0.0)  # first op initialises the runtime (more start-up logs)
+    return tf
+
+
+class TensorFlowBackend:
+    """``tf.nn.leaky_relu(x, alpha=alpha)``; the gradient comes from ``tf.GradientTape``."""
+
+    name = "tensorflow"
+    profile: Optional[str] = None
+    variant: Optional[str] = None
+
+    def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
+        return dtype == out_dtype and dtype in SUPPORTED
+
+    def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
+        tf = tensorflow()
+        return BackendResult(tf.nn.leaky_relu(tf.constant(x), alpha=alpha).numpy())
+
+    def backward(self, dy: np.ndarray, x: np.ndarray, alpha: float, *,
+                 out_dtype: Optional[str] = None) -> BackendResult:
+        tf = tensorflow()
+        xt = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(xt)
+            y = tf.nn.leaky_relu(xt, alpha=alpha)
+        return BackendResult(tape.gradient(y, xt, output_gradients=tf.constant(dy)).numpy())

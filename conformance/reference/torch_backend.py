@@ -1,0 +1,55 @@
+"""PyTorch (CPU) LeakyReLU with an explicit slope, forward and autograd backward."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from conformance.dtypes import info
+from conformance.records import BackendResult, Direction
+
+SUPPORTED = ("float16", "bfloat16", "float32", "float64")
+
+
+def to_torch(a: np.ndarray):
+    """numpy (ml_dtypes bfloat16 included) -> torch, through bit views for bfloat16."""
+    import torch
+
+    a = np.ascontiguousarray(a)
+    if info(a.dtype).name == "bfloat16":
+        return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16)
+    return torch.from_numpy(a.copy())
+
+
+def from_torch(t) -> np.ndarray:
+    """torch -> numpy, bfloat16 coming back as an ml_dtypes array with the same bits."""
+    import torch
+
+    t = t.detach().contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(info("bfloat16").dtype)
+    return t.numpy()
+
+
+class TorchBackend:
+    """``torch.nn.functional.leaky_relu(x, negative_slope=alpha)``; backward via autograd."""
+
+    name = "torch"
+    profile: Optional[str] = None
+    variant: Optional[str] = None
+
+    def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
+        return dtype == out_dtype and dtype in SUPPORTED
+
+    def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
+        import torch.nn.functional as F
+
+        return BackendResult(from_torch(F.leaky_relu(to_torch(x), negative_slope=alpha)))
+
+    def backward(self, dy: np.ndarray, x: np.ndarray, alpha: float, *,
+                 out_dtype: Optional[str] = None) -> BackendResult:
+        import torch.nn.functional as F
+
+        xt = to_torch(x).requires_grad_(True)
+        F.leaky_relu(xt, negative_slope=alpha).backward(to_torch(dy))
+        return BackendResult(from_torch(xt.grad))
