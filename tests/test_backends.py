@@ -1,0 +1,76 @@
+"""The framework backends against golden and its semantic variants (counts computed, never hard-coded)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conformance.backends import get_backend
+from conformance.dtypes import all_patterns, is_nan, to_bits
+from conformance.reference import golden
+
+pytest.importorskip("torch")
+
+
+def differing(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Indices where the bits differ (any NaN equals any NaN)."""
+    nan_a, nan_b = is_nan(a), is_nan(b)
+    return np.flatnonzero((nan_a != nan_b) | (~nan_a & (to_bits(a) != to_bits(b))))
+
+
+def reverse_dy(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x[::-1])
+
+
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+def test_torch_is_bit_identical_to_golden_at_alpha_0_2(dtype: str) -> None:
+    torch_backend, x = get_backend("torch"), all_patterns(dtype)
+    assert differing(torch_backend.forward(x, 0.2).value, golden.leaky_relu(x, 0.2)).size == 0
+    dy = reverse_dy(x)
+    dx = torch_backend.backward(dy, x, 0.2).value
+    assert differing(dx, golden.leaky_relu_backward(dy, x, 0.2)).size == 0
+
+
+@pytest.mark.parametrize("dtype", ("float16", "bfloat16"))
+def test_torch_follows_float32_opmath_where_it_differs_from_exact(dtype: str) -> None:
+    x = all_patterns(dtype)
+    y = get_backend("torch").forward(x, 0.01).value
+    exact_diff = differing(y, golden.leaky_relu(x, 0.01))
+    print(f"torch {dtype} alpha=0.01: {exact_diff.size} elements differ from exact")
+    assert differing(y, golden.leaky_relu(x, 0.01, opmath="float32")).size == 0
+    if dtype == "float16":
+        assert exact_diff.size > 0  # double rounding through fp32(0.01) is real
+
+
+def test_tensorflow_fp16_differences_are_all_the_fp16_slope() -> None:
+    x = all_patterns("float16")
+    y = get_backend("tensorflow").forward(x, 0.2).value
+    diff = differing(y, golden.leaky_relu(x, 0.2))
+    print(f"tensorflow fp16 alpha=0.2: {diff.size} / {x.size} differ from exact golden")
+    assert diff.size > 0
+    variant = golden.leaky_relu(x, 0.2, slope_dtype="float16")
+    assert differing(y[diff], variant[diff]).size == 0
+    assert differing(y, variant).size == 0
+
+
+def test_tensorflow_bf16_alpha_1_differences_are_flushed_subnormals() -> None:
+    x = all_patterns("bfloat16")
+    y = get_backend("tensorflow").forward(x, 1.0).value
+    diff = differing(y, golden.leaky_relu(x, 1.0))
+    assert diff.size > 0
+    assert differing(y, golden.leaky_relu(x, 1.0, flush_subnormals=True)).size == 0
+
+
+def test_tensorflow_backward_uses_the_rounded_slope() -> None:
+    x = all_patterns("float16")
+    dy = reverse_dy(x)
+    dx = get_backend("tensorflow").backward(dy, x, 0.2).value
+    assert differing(dx, golden.leaky_relu_backward(dy, x, 0.2)).size > 0
+    assert differing(dx, golden.leaky_relu_backward(dy, x, 0.2, slope_dtype="float16")).size == 0
+
+
+@pytest.mark.parametrize("name", ("torch", "tensorflow", "golden"))
+def test_backends_declare_their_pairs(name: str) -> None:
+    backend = get_backend(name)
+    assert backend.supports("float16", "float16", "forward")
+    assert not backend.supports("float32", "float16", "forward") or name == "golden"
+    assert not backend.supports("float64", "float16", "backward")

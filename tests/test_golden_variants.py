@@ -1,0 +1,57 @@
+"""Each semantic variant of golden, checked on values whose answer is known by hand."""
+from __future__ import annotations
+
+import numpy as np
+
+from conformance.dtypes import info
+from conformance.reference import golden
+
+
+def test_slope_rounded_to_fp16_uses_0_199951171875() -> None:
+    x = np.array([-1.0], dtype=np.float16)
+    assert float(golden.leaky_relu(x, 0.2, slope_dtype="float16")[0]) == -0.199951171875
+    assert float(golden.leaky_relu(x, 0.2)[0]) == float(np.float16(-0.2))
+
+
+def test_opmath_rounds_through_float32_first() -> None:
+    x = np.array([-2.98e-7], dtype=np.float16)  # bits 0x8005, the half-way case
+    assert golden.leaky_relu(x, 0.3).view(np.uint16)[0] == 0x8001
+    assert golden.leaky_relu(x, 0.3, opmath="float32").view(np.uint16)[0] == 0x8002
+
+
+def test_flush_subnormals_flushes_inputs_and_outputs_keeping_sign() -> None:
+    tiny = info("float32").smallest_subnormal
+    x = np.array([tiny, -tiny, -info("float32").smallest_normal], dtype=np.float32)
+    y = golden.leaky_relu(x, 0.5, flush_subnormals=True)
+    assert y.tolist() == [0.0, 0.0, 0.0] and np.signbit(y).tolist() == [False, True, True]
+    assert golden.leaky_relu(x, 0.5)[2] != 0  # without the flag the subnormal output stays
+
+
+def test_saturate_maps_nan_to_zero_and_inf_to_max() -> None:
+    x = np.array([np.nan, np.inf, -np.inf, -65504.0], dtype=np.float16)
+    y = golden.leaky_relu(x, 1.5, saturate=True)
+    assert y.tolist() == [0.0, 65504.0, -65504.0, -65504.0]
+
+
+def test_grad_rule_ge_passes_dy_at_zero() -> None:
+    x = np.array([0.0, -0.0, 1.0, -1.0], dtype=np.float32)
+    dy = np.full(4, 2.0, dtype=np.float32)
+    assert golden.leaky_relu_backward(dy, x, 0.25).tolist() == [0.5, 0.5, 2.0, 0.5]
+    assert golden.leaky_relu_backward(dy, x, 0.25, grad_rule="ge").tolist() == [2.0, 2.0, 2.0, 0.5]
+
+
+def test_nan_grad_variants() -> None:
+    x = np.array([np.nan], dtype=np.float32)
+    dy = np.array([4.0], dtype=np.float32)
+    assert golden.leaky_relu_backward(dy, x, 0.25).tolist() == [1.0]
+    assert golden.leaky_relu_backward(dy, x, 0.25, nan_grad="dy").tolist() == [4.0]
+    assert golden.leaky_relu_backward(dy, x, 0.25, nan_grad="zero").tolist() == [0.0]
+
+
+def test_bad_alpha_and_pairs_say_what_to_fix() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="finite"):
+        golden.leaky_relu(np.zeros(1, np.float32), float("nan"))
+    with pytest.raises(ValueError, match="supported"):
+        golden.leaky_relu(np.zeros(1, np.float16), 0.2, out_dtype="bfloat16")
