@@ -1,0 +1,1 @@
+"""What to feed: edge pools, hypothesis strategies, exhaustive sweeps and the reproducer corpus."""
