@@ -82,8 +82,14 @@ def _round_to_odd_product(v: np.ndarray, alpha: float) -> np.ndarray:
 
 def round_float64(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
     """Correctly rounded (half to even) float64 -> ``out``, bfloat16 included."""
-    if out.name != "bfloat16":
-        return v.astype(out.dtype)
+    with np.errstate(all="ignore"):  # overflow to inf and NaN casts are intended
+        if out.name != "bfloat16":
+            return v.astype(out.dtype)
+        return _round_to_bfloat16(v, out)
+
+
+def _round_to_bfloat16(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
+    """float64 -> float32 rounded to odd, then float32 -> bfloat16 rounded to nearest even."""
     r32 = v.astype(np.float32)
     inexact = (r32.astype(np.float64) != v) & np.isfinite(r32)
     fix = inexact & ((r32.view(np.uint32) & 1) == 0)
@@ -99,15 +105,27 @@ def cast_exact(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
     return round_float64(v.astype(np.float64), out)
 
 
+def _midpoint_candidates(p: np.ndarray, out: DTypeInfo) -> np.ndarray:
+    """Where the float64 product may sit on a rounding midpoint of ``out``.
+
+    In ``out``'s normal range a midpoint has its low ``k`` bits equal to
+    ``100...0`` (k = 52 - mant_bits); below it (subnormal results) the midpoint
+    bit sits higher, so only the low ``k - 1`` bits are known to be zero.
+    """
+    k = 52 - out.mant_bits
+    u = p.view(np.uint64)
+    mag = np.abs(p)
+    normal_mid = (u & np.uint64((1 << k) - 1)) == np.uint64(1 << (k - 1))
+    small_mid = (mag < out.smallest_normal) & ((u & np.uint64((1 << (k - 1)) - 1)) == 0)
+    return (normal_mid | small_mid) & (mag >= _TINY) & (mag < _HUGE)
+
+
 def scale_exact(v: np.ndarray, alpha: float, out: DTypeInfo) -> np.ndarray:
     """``alpha * v`` computed exactly and rounded once to ``out``."""
     p = v.astype(np.float64) * alpha
     if out.name == "float64" or v.dtype == np.float64:
         return round_float64(p, out)
-    low = (1 << (52 - out.mant_bits - 1)) - 1  # bits below a midpoint of ``out``
-    mag = np.abs(p)
-    cand = ((p.view(np.uint64) & np.uint64(low)) == 0) & (mag >= _TINY) & (mag < _HUGE)
-    idx = np.flatnonzero(cand)
+    idx = np.flatnonzero(_midpoint_candidates(p, out))
     if idx.size:
         p[idx] = _round_to_odd_product(v.astype(np.float64).ravel()[idx], alpha)
     return round_float64(p, out)
