@@ -1,0 +1,234 @@
+"""JSON (schema ``leakyrelu-conformance/1``) and JUnit XML.
+
+The JSON is strict: no NaN or Infinity literals.  Every floating value is an
+object ``{"dtype", "hex", "bits", "decimal"}``: ``float.hex`` of the value
+(``"inf"``, ``"-inf"``, ``"nan"`` for the specials), its bit pattern in its own
+dtype as ``0x...``, and its decimal ``repr`` as a string.  ``SCHEMA`` is the
+JSON Schema document; :func:`validate` checks a report against the subset of
+JSON Schema it uses (``jsonschema`` is not a dependency).
+"""
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from conformance.dtypes import DTYPES, hex_value, info
+from conformance.report.evaluate import Finding, Offender, Row
+from conformance.report.gate import CATEGORIES, overall
+
+SCHEMA_ID = "leakyrelu-conformance/1"
+_DTYPES = ["float16", "bfloat16", "float32", "float64"]
+_VALUE = {"type": "object", "required": ["dtype", "hex", "bits", "decimal"],
+          "additionalProperties": False,
+          "properties": {"dtype": {"enum": _DTYPES}, "hex": {"type": "string"},
+                         "bits": {"type": "string"}, "decimal": {"type": "string"}}}
+_MAYBE_VALUE = {"anyOf": [_VALUE, {"type": "null"}]}
+_MAYBE_INT = {"type": ["integer", "null"]}
+_EXAMPLE = {"type": "object", "additionalProperties": False,
+            "required": ["index", "part", "x", "dy", "expected", "actual", "core", "tile"],
+            "properties": {"index": {"type": "integer"}, "part": {"type": "string"},
+                           "x": _MAYBE_VALUE, "dy": _MAYBE_VALUE, "expected": _MAYBE_VALUE,
+                           "actual": _MAYBE_VALUE, "core": _MAYBE_INT, "tile": _MAYBE_INT}}
+_FINDING = {"type": "object", "additionalProperties": False,
+            "required": ["category", "count", "allowed", "summary", "detail", "examples",
+                         "reproducer", "violations"],
+            "properties": {"category": {"enum": list(CATEGORIES)}, "count": {"type": "integer"},
+                           "allowed": {"type": "boolean"}, "summary": {"type": "string"},
+                           "detail": {"type": "object"}, "examples": {"type": "array", "items": _EXAMPLE},
+                           "reproducer": {"type": ["string", "null"]},
+                           "violations": {"type": "integer"}}}
+_RATIO = {"anyOf": [_VALUE, {"type": "null"}]}
+_ROW_PROPS = {
+    "backend": {"type": "string"}, "profile": {"type": ["string", "null"]},
+    "variant": {"type": ["string", "null"]}, "dtype": {"enum": _DTYPES},
+    "out_dtype": {"enum": _DTYPES}, "direction": {"enum": ["forward", "backward"]},
+    "alpha": _VALUE, "elements": {"type": "integer"}, "mismatches": {"type": "integer"},
+    "max_abs": _VALUE, "max_rel": _VALUE, "max_ulp": {"type": "integer"},
+    "verdict": {"enum": ["pass", "warn", "fail"]}, "findings": {"type": "array", "items": _FINDING},
+    "violations": {"type": "integer"}, "nan_positions": {"type": "integer"},
+    "inf_positions": {"type": "integer"}, "zero_signs": {"type": "integer"},
+    "one_thousandth_ratio": _RATIO, "five_thousandths_ratio": _RATIO,
+    "cosine_similarity": _RATIO, "error_balance": _RATIO,
+    "parts": {"type": "array", "items": {"type": "string"}},
+}
+SCHEMA: dict = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": SCHEMA_ID,
+    "type": "object", "additionalProperties": False,
+    "required": ["schema", "verdict", "seed", "versions", "rows"],
+    "properties": {
+        "schema": {"const": SCHEMA_ID}, "verdict": {"enum": ["pass", "fail"]},
+        "seed": {"type": ["integer", "null"]}, "versions": {"type": "object"},
+        "rows": {"type": "array", "items": {"type": "object", "additionalProperties": False,
+                                            "required": list(_ROW_PROPS), "properties": _ROW_PROPS}},
+    },
+}
+
+
+# ----------------------------------------------------------------------------- values
+
+def encode_value(v: Any, *, dtype: Optional[str] = None) -> Optional[dict]:
+    """A numpy or Python float as the strict JSON value object (None stays None)."""
+    if v is None:
+        return None
+    arr = np.asarray(v, dtype=dtype)
+    if arr.dtype.name not in DTYPES:
+        arr = arr.astype(np.float64)
+    rec = info(arr.dtype)
+    wide = float(arr.astype(np.float64))
+    bits = int(arr.view(rec.uint).item())
+    return {"dtype": rec.name, "hex": hex_value(wide), "bits": f"0x{bits:0{rec.bits // 4}x}",
+            "decimal": repr(wide)}
+
+
+def _ratio(v: Optional[float]) -> Optional[dict]:
+    return None if v is None else encode_value(float(v), dtype="float64")
+
+
+def _jsonable(value: Any) -> Any:
+    """Detail values made strict-JSON safe (floats become value objects)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (bool, str, int)) or value is None:
+        return value
+    if isinstance(value, (float, np.floating)):
+        return encode_value(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    return str(value)
+
+
+# ----------------------------------------------------------------------------- rows
+
+def _example(ex: Offender) -> dict:
+    return {"index": ex.index, "part": ex.part, "x": encode_value(ex.x), "dy": encode_value(ex.dy),
+            "expected": encode_value(ex.expected), "actual": encode_value(ex.actual),
+            "core": ex.core, "tile": ex.tile}
+
+
+def _finding(f: Finding) -> dict:
+    return {"category": f.category, "count": f.count, "allowed": f.allowed, "summary": f.summary,
+            "detail": _jsonable(f.detail), "examples": [_example(e) for e in f.examples],
+            "reproducer": f.reproducer, "violations": f.violations}
+
+
+def row_dict(row: Row) -> dict:
+    """One row with ARCHITECTURE.md's fields plus the extra metric fields."""
+    m = row.metrics
+    return {
+        "backend": row.backend, "profile": row.profile, "variant": row.variant,
+        "dtype": row.dtype, "out_dtype": row.out_dtype, "direction": row.direction,
+        "alpha": encode_value(row.alpha, dtype="float64"), "elements": m.elements,
+        "mismatches": m.mismatches, "max_abs": encode_value(m.max_abs, dtype="float64"),
+        "max_rel": encode_value(m.max_rel, dtype="float64"), "max_ulp": m.max_ulp,
+        "verdict": row.verdict, "findings": [_finding(f) for f in row.findings],
+        "violations": m.violations, "nan_positions": m.nan_positions,
+        "inf_positions": m.inf_positions, "zero_signs": m.zero_signs,
+        "one_thousandth_ratio": _ratio(m.one_thousandth_ratio),
+        "five_thousandths_ratio": _ratio(m.five_thousandths_ratio),
+        "cosine_similarity": _ratio(m.cosine), "error_balance": _ratio(m.error_balance),
+        "parts": list(row.parts),
+    }
+
+
+def report_dict(rows: Sequence[Row], *, seed: Optional[int], versions: dict,
+                verdict: Optional[str] = None) -> dict:
+    """The whole report document."""
+    return {"schema": SCHEMA_ID, "verdict": verdict or overall(r.verdict for r in rows),
+            "seed": seed, "versions": _jsonable(dict(versions)), "rows": [row_dict(r) for r in rows]}
+
+
+def dumps(doc: dict) -> str:
+    """Strict JSON text (raises on NaN/inf floats instead of writing literals)."""
+    return json.dumps(doc, indent=2, allow_nan=False) + "\n"
+
+
+def write_json(rows: Sequence[Row], path: str | Path, *, seed: Optional[int], versions: dict,
+               verdict: Optional[str] = None) -> None:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(dumps(report_dict(rows, seed=seed, versions=versions, verdict=verdict)))
+
+
+# ----------------------------------------------------------------------------- schema check
+
+_TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+
+
+def _type_ok(value: Any, name: str) -> bool:
+    if name == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if name == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, _TYPES[name])
+
+
+def _check_object(value: dict, schema: dict, path: str) -> list[str]:
+    errors = [f"{path}: missing {k!r}" for k in schema.get("required", []) if k not in value]
+    props = schema.get("properties", {})
+    if schema.get("additionalProperties") is False:
+        errors += [f"{path}: unexpected {k!r}" for k in value if k not in props]
+    for key, sub in props.items():
+        if key in value:
+            errors += validate(value[key], sub, path=f"{path}.{key}")
+    return errors
+
+
+def validate(value: Any, schema: dict, *, path: str = "$") -> list[str]:
+    """Errors of ``value`` against ``schema`` (type, enum, const, anyOf, required,
+    properties, additionalProperties, items); empty when valid."""
+    if "anyOf" in schema:
+        if all(validate(value, s, path=path) for s in schema["anyOf"]):
+            return [f"{path}: matches none of anyOf"]
+        return []
+    types = schema.get("type")
+    if types is not None:
+        names = types if isinstance(types, list) else [types]
+        if not any(_type_ok(value, n) for n in names):
+            return [f"{path}: expected {types}, got {type(value).__name__}"]
+    if "enum" in schema and value not in schema["enum"]:
+        return [f"{path}: {value!r} not in {schema['enum']}"]
+    if "const" in schema and value != schema["const"]:
+        return [f"{path}: expected {schema['const']!r}"]
+    if isinstance(value, dict):
+        return _check_object(value, schema, path)
+    if isinstance(value, list) and "items" in schema:
+        return [e for i, item in enumerate(value) for e in validate(item, schema["items"], path=f"{path}[{i}]")]
+    return []
+
+
+# ----------------------------------------------------------------------------- JUnit
+
+def _testcase(suite: ET.Element, row: Row) -> None:
+    case = ET.SubElement(suite, "testcase", classname=f"conformance.{row.backend}", name=row.title)
+    props = ET.SubElement(case, "properties")
+    for f in row.findings:
+        ET.SubElement(props, "property", name=f.category,
+                      value=f"{f.count} ({'allowed' if f.allowed else 'not allowed'}): {f.summary}")
+    if row.verdict == "fail":
+        bad = [f.category for f in row.findings if not f.allowed]
+        failure = ET.SubElement(case, "failure", message=f"{row.title}: {', '.join(bad)}",
+                                type="ConformanceFailure")
+        failure.text = row.message
+    elif row.verdict == "warn":
+        ET.SubElement(case, "system-out").text = "warning (allowed findings)\n" + row.message
+
+
+def write_junit(rows: Sequence[Row], path: str | Path) -> None:
+    """One testcase per row; failures carry the torch.testing-style message."""
+    root = ET.Element("testsuites")
+    failures = sum(r.verdict == "fail" for r in rows)
+    suite = ET.SubElement(root, "testsuite", name="leakyrelu-conformance", tests=str(len(rows)),
+                          failures=str(failures), errors="0", skipped="0")
+    for row in rows:
+        _testcase(suite, row)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(root).write(target, encoding="utf-8", xml_declaration=True)

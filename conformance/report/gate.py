@@ -1,0 +1,164 @@
+"""Tolerances and per-backend policy -> a verdict (pass / warn / fail).
+
+A row **fails** when some element violates the tolerance (see ``metrics``) or
+the hazards/refusal checks, unless every such element lies in a finding whose
+category the backend's policy allows.  It **warns** when it has findings that
+do not fail it (allowed categories, or differences within tolerance such as
+1-ULP rounding or an informational signed zero).  Otherwise it **passes**.
+
+Configuration: defaults below (torch.testing's tolerances, max ULP 1,
+tensorflow allowed ``alpha-precision`` and ``subnormal-flush``), then
+``[tool.conformance]`` of ``./pyproject.toml``, then a ``--config`` TOML file
+(top-level keys or a ``[tool.conformance]`` table).
+"""
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional
+
+from conformance.dtypes import DTYPES
+from conformance.errors import UsageError
+from conformance.report.metrics import Tolerance
+
+CATEGORIES = (
+    "rejected-input", "out-of-bounds-write", "write-race", "alpha-mismatch", "alpha-precision",
+    "subnormal-flush", "saturation", "grad-at-zero", "nan-gradient", "tail-block", "overflow",
+    "spurious-nan", "lost-nan", "signed-zero", "rounding", "unexplained",
+)
+VERDICTS = ("pass", "warn", "fail")
+_TORCH_TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5),
+                     "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}
+_KEYS = ("tolerances", "max_ulp", "strict_zeros", "policy")
+
+
+def _default_tolerances() -> dict[str, tuple[float, float]]:
+    return dict(_TORCH_TOLERANCES)
+
+
+def _default_policy() -> dict[str, frozenset[str]]:
+    return {"tensorflow": frozenset({"alpha-precision", "subnormal-flush"})}
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """Tolerances per output dtype as (rtol, atol), max ULP, zero-sign strictness, policy."""
+
+    tolerances: Mapping[str, tuple[float, float]] = field(default_factory=_default_tolerances)
+    max_ulp: int = 1
+    strict_zeros: bool = False
+    policy: Mapping[str, frozenset[str]] = field(default_factory=_default_policy)
+
+    def tolerance(self, dtype: str) -> Tolerance:
+        rtol, atol = self.tolerances[dtype]
+        return Tolerance(rtol, atol, self.max_ulp, self.strict_zeros)
+
+    def allows(self, backend: str, category: str) -> bool:
+        return category in self.policy.get(backend, frozenset())
+
+
+def finding_allowed(category: str, *, violations: int, backend: str, config: GateConfig) -> bool:
+    """A finding does not fail its row when its elements are within tolerance or policy allows it."""
+    return violations == 0 or config.allows(backend, category)
+
+
+def verdict(allowed: Iterable[bool]) -> str:
+    """``fail`` if any finding is not allowed, ``warn`` if there are findings, else ``pass``."""
+    flags = list(allowed)
+    if not all(flags):
+        return "fail"
+    return "warn" if flags else "pass"
+
+
+def overall(verdicts: Iterable[str]) -> str:
+    """The report's top-level verdict: ``fail`` if any row fails, else ``pass``."""
+    return "fail" if "fail" in set(verdicts) else "pass"
+
+
+def _number(value: Any, *, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value < 0:
+        raise UsageError(f"{where} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def _tolerances(table: Any, base: Mapping[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+    if not isinstance(table, dict):
+        raise UsageError("tolerances must be a table like float16 = { rtol = 1e-3, atol = 1e-5 }")
+    out = dict(base)
+    for name, entry in table.items():
+        if name not in DTYPES or not isinstance(entry, dict) or set(entry) - {"rtol", "atol"}:
+            raise UsageError(f"tolerances.{name}: use a dtype of {', '.join(DTYPES)} "
+                             "with keys rtol and atol")
+        rtol, atol = out[name]
+        out[name] = (_number(entry.get("rtol", rtol), where=f"tolerances.{name}.rtol"),
+                     _number(entry.get("atol", atol), where=f"tolerances.{name}.atol"))
+    return out
+
+
+def _policy(table: Any, base: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
+    if not isinstance(table, dict):
+        raise UsageError('policy must be a table like tensorflow = ["alpha-precision"]')
+    out = dict(base)
+    for backend, cats in table.items():
+        unknown = set(cats) - set(CATEGORIES) if isinstance(cats, list) else {repr(cats)}
+        if unknown:
+            raise UsageError(f"policy.{backend}: unknown categories {sorted(unknown)}; "
+                             f"choose from {', '.join(CATEGORIES)}")
+        out[backend] = frozenset(cats)
+    return out
+
+
+def apply_table(config: GateConfig, table: Mapping[str, Any], *, source: str) -> GateConfig:
+    """Overlay one ``[tool.conformance]``-shaped table on ``config``."""
+    unknown = set(table) - set(_KEYS)
+    if unknown:
+        raise UsageError(f"{source}: unknown keys {sorted(unknown)}; allowed: {', '.join(_KEYS)}")
+    changes: dict[str, Any] = {}
+    if "tolerances" in table:
+        changes["tolerances"] = _tolerances(table["tolerances"], config.tolerances)
+    if "max_ulp" in table:
+        value = table["max_ulp"]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise UsageError(f"{source}: max_ulp must be an integer >= 0, got {value!r}")
+        changes["max_ulp"] = value
+    if "strict_zeros" in table:
+        if not isinstance(table["strict_zeros"], bool):
+            raise UsageError(f"{source}: strict_zeros must be true or false")
+        changes["strict_zeros"] = table["strict_zeros"]
+    if "policy" in table:
+        changes["policy"] = _policy(table["policy"], config.policy)
+    return replace(config, **changes)
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise UsageError(f"config file {path} does not exist; pass an existing TOML file") from None
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"config file {path} is not valid TOML ({exc}); fix or remove it") from None
+
+
+def _conformance_table(doc: dict) -> Optional[dict]:
+    table = doc.get("tool", {}).get("conformance") if isinstance(doc.get("tool"), dict) else None
+    return table if isinstance(table, dict) else None
+
+
+def load_config(path: Optional[str] = None, *, pyproject: Optional[str] = None,
+                strict_zeros: Optional[bool] = None) -> GateConfig:
+    """Defaults, then ``[tool.conformance]`` in pyproject.toml, then the ``--config`` file."""
+    config = GateConfig()
+    project = Path(pyproject) if pyproject is not None else Path("pyproject.toml")
+    if project.is_file():
+        table = _conformance_table(_read_toml(project))
+        if table is not None:
+            config = apply_table(config, table, source=str(project))
+    if path is not None:
+        doc = _read_toml(Path(path))
+        table = _conformance_table(doc)
+        config = apply_table(config, table if table is not None else doc, source=path)
+    return replace(config, strict_zeros=True) if strict_zeros else config

@@ -1,0 +1,241 @@
+"""How far off: abs/rel/ULP error, positional classes and msprobe-style indicators.
+
+Conventions (also in the README):
+
+- Two elements *match* when their bit patterns are equal, or when both are NaN
+  (any NaN equals any NaN).  Every other pair is a *mismatch*, +0 vs -0 included.
+- Absolute error is ``|a - g|`` in float64; it is 0 for matching pairs and for
+  equal infinities, and inf when exactly one side is NaN or the infinities differ.
+- Relative error is ``|a - g| / |g|``.  Where the golden value is 0 it is 0 if
+  the actual value is also zero (of either sign) and inf otherwise; where the
+  golden value is ±inf and the actual is not equal, it is inf.  JSON writes it
+  as the hex string ``"inf"``.
+- ULP error is the ordered-integer distance from the dtype table; pairs with a
+  NaN on either side are excluded from it (they are counted as NaN positions).
+- An element *violates* the tolerance when it mismatches and either
+  ``|a-g| > atol + rtol*|g|``, or its ULP error exceeds ``max_ulp``, or its
+  NaN/inf position differs, or (with ``strict_zeros``) its zero sign differs.
+- msprobe indicators: the one-thousandth / five-thousandths ratios are the
+  shares of elements whose relative error is below 0.001 / 0.005; cosine
+  similarity is taken over the pairs where both sides are finite; error balance
+  is ``(#(a > g) - #(a < g)) / elements`` over finite pairs, so 0 means the
+  errors are balanced and +1 means every element is too large.
+
+All counts and sums are kept as accumulators so that :func:`merge` is exact.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import numpy as np
+
+from conformance.dtypes import info, is_nan, to_bits, ulp_distance
+
+Where = Optional[tuple[str, int]]  # (part label, flat index) of an extreme value
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Closeness thresholds for one comparison."""
+
+    rtol: float
+    atol: float
+    max_ulp: int = 1
+    strict_zeros: bool = False
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Error statistics of one comparison (or of several, merged)."""
+
+    elements: int
+    mismatches: int
+    violations: int
+    max_abs: float
+    max_abs_at: Where
+    max_rel: float
+    max_rel_at: Where
+    max_ulp: int
+    max_ulp_at: Where
+    nan_positions: int  # NaN on exactly one side
+    inf_positions: int  # inf on one side, finite on the other (no NaN)
+    zero_signs: int  # both zero, sign differs
+    within_1e3: int
+    within_5e3: int
+    above: int
+    below: int
+    cos_dot: float = 0.0  # finite-pair sums, scaled by 2**-cos_exp
+    cos_aa: float = 0.0
+    cos_gg: float = 0.0
+    cos_exp: int = 0
+
+    @property
+    def mismatch_ratio(self) -> float:
+        return self.mismatches / self.elements if self.elements else 0.0
+
+    @property
+    def one_thousandth_ratio(self) -> Optional[float]:
+        return self.within_1e3 / self.elements if self.elements else None
+
+    @property
+    def five_thousandths_ratio(self) -> Optional[float]:
+        return self.within_5e3 / self.elements if self.elements else None
+
+    @property
+    def cosine(self) -> Optional[float]:
+        """Cosine similarity of the finite pairs (None when either side is all zero)."""
+        if self.cos_aa <= 0.0 or self.cos_gg <= 0.0:
+            return None
+        return self.cos_dot / math.sqrt(self.cos_aa * self.cos_gg)
+
+    @property
+    def error_balance(self) -> Optional[float]:
+        return (self.above - self.below) / self.elements if self.elements else None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Metrics plus the element masks triage needs (flat indices of mismatches)."""
+
+    metrics: Metrics
+    mismatch_index: np.ndarray  # int64 flat indices, ascending
+    violating: np.ndarray  # bool, aligned with mismatch_index
+
+
+def match_mask(actual: np.ndarray, golden: np.ndarray) -> np.ndarray:
+    """Equal bits, or NaN on both sides."""
+    same = to_bits(actual) == to_bits(golden)
+    return same | (is_nan(actual) & is_nan(golden))
+
+
+def _abs_rel(a: np.ndarray, g: np.ndarray, match: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Absolute and relative error in float64 under the module's conventions."""
+    with np.errstate(all="ignore"):
+        same = match | (a == g)
+        abs_err = np.where(same, 0.0, np.abs(a - g))
+        abs_err = np.where(np.isnan(abs_err), np.inf, abs_err)
+        mag = np.abs(g)
+        rel = np.where(mag == 0, np.inf, abs_err / mag)
+        rel = np.where(abs_err == 0, 0.0, np.where(np.isnan(rel), np.inf, rel))
+    return abs_err, rel
+
+
+def _argmax(values: np.ndarray, *, part: str) -> tuple[float, Where]:
+    """Largest value and where it is (None when everything is 0)."""
+    if values.size == 0:
+        return 0.0, None
+    i = int(np.argmax(values))
+    top = float(values[i])
+    return top, ((part, i) if top > 0 else None)
+
+
+def _cosine_sums(a: np.ndarray, g: np.ndarray) -> tuple[float, float, float, int]:
+    """Scaled dot/norm sums over pairs where both sides are finite."""
+    fin = np.isfinite(a) & np.isfinite(g)
+    af, gf = a[fin], g[fin]
+    if af.size == 0:
+        return 0.0, 0.0, 0.0, 0
+    top = max(float(np.max(np.abs(af))), float(np.max(np.abs(gf))))
+    exp = math.frexp(top)[1] if top > 0 else 0
+    af, gf = np.ldexp(af, -exp), np.ldexp(gf, -exp)
+    return float(af @ gf), float(af @ af), float(gf @ gf), exp
+
+
+def _position_classes(actual: np.ndarray, golden: np.ndarray, a: np.ndarray,
+                      g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Masks: NaN on one side; inf vs finite; both zero with different sign."""
+    nan_a, nan_g = is_nan(actual), is_nan(golden)
+    nan_pos = nan_a != nan_g
+    inf_pos = (np.isinf(a) | np.isinf(g)) & ~(nan_a | nan_g) & (a != g)
+    zero_sign = (a == 0) & (g == 0) & (np.signbit(a) != np.signbit(g))
+    return nan_pos, inf_pos, zero_sign
+
+
+def compare(actual: np.ndarray, golden: np.ndarray, *, tolerance: Tolerance,
+            part: str = "") -> Comparison:
+    """Compare two equally shaped arrays of one dtype, element by element."""
+    actual, golden = np.ravel(actual), np.ravel(golden)
+    match = match_mask(actual, golden)
+    if match.all():
+        return _identical(golden)
+    a, g = actual.astype(np.float64), golden.astype(np.float64)
+    abs_err, rel = _abs_rel(a, g, match)
+    ulps = ulp_distance(actual, golden).ulps
+    nan_pos, inf_pos, zero_sign = _position_classes(actual, golden, a, g)
+    with np.errstate(invalid="ignore"):
+        bad = (abs_err > tolerance.atol + tolerance.rtol * np.abs(g)) | (ulps > tolerance.max_ulp)
+    bad |= nan_pos | inf_pos | (zero_sign if tolerance.strict_zeros else False)
+    bad &= ~match
+    index = np.flatnonzero(~match)
+    metrics = _metrics(a, g, abs_err=abs_err, rel=rel, ulps=ulps, part=part,
+                       counts=(index.size, int(bad.sum()), int(nan_pos.sum()),
+                               int(inf_pos.sum()), int(zero_sign.sum())))
+    return Comparison(metrics, index.astype(np.int64), bad[index])
+
+
+def _identical(golden: np.ndarray) -> Comparison:
+    """The fast path: every element matches, so only the cosine sums need work."""
+    g = golden.astype(np.float64)
+    _, _, gg, exp = _cosine_sums(g, g)
+    n = int(g.size)
+    metrics = replace(empty(elements=n), within_1e3=n, within_5e3=n, cos_dot=gg, cos_aa=gg,
+                      cos_gg=gg, cos_exp=exp)
+    return Comparison(metrics, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool))
+
+
+def _metrics(a: np.ndarray, g: np.ndarray, *, abs_err: np.ndarray, rel: np.ndarray,
+             ulps: np.ndarray, part: str, counts: tuple[int, int, int, int, int]) -> Metrics:
+    """Assemble the record from the element-wise errors."""
+    mismatches, violations, nan_pos, inf_pos, zero_signs = counts
+    max_abs, abs_at = _argmax(abs_err, part=part)
+    max_rel, rel_at = _argmax(rel, part=part)
+    max_ulp, ulp_at = _argmax(ulps, part=part)
+    fin = np.isfinite(a) & np.isfinite(g)
+    dot, aa, gg, exp = _cosine_sums(a, g)
+    return Metrics(
+        elements=int(a.size), mismatches=mismatches, violations=violations,
+        max_abs=max_abs, max_abs_at=abs_at, max_rel=max_rel, max_rel_at=rel_at,
+        max_ulp=int(max_ulp), max_ulp_at=ulp_at, nan_positions=nan_pos,
+        inf_positions=inf_pos, zero_signs=zero_signs,
+        within_1e3=int((rel < 1e-3).sum()), within_5e3=int((rel < 5e-3).sum()),
+        above=int((fin & (a > g)).sum()), below=int((fin & (a < g)).sum()),
+        cos_dot=dot, cos_aa=aa, cos_gg=gg, cos_exp=exp)
+
+
+def empty(*, elements: int = 0) -> Metrics:
+    """Metrics of a comparison that produced no values (e.g. a refused call)."""
+    return Metrics(elements, 0, 0, 0.0, None, 0.0, None, 0, None, 0, 0, 0, 0, 0, 0, 0)
+
+
+def _bigger(a: tuple[float, Where], b: tuple[float, Where]) -> tuple[float, Where]:
+    return b if b[0] > a[0] else a
+
+
+def _merge_cosine(m: Metrics, n: Metrics) -> dict:
+    """Rescale both sets of sums to the larger exponent, then add."""
+    exp = max(m.cos_exp, n.cos_exp)
+    fm, fn = 2.0 ** (2 * (m.cos_exp - exp)), 2.0 ** (2 * (n.cos_exp - exp))
+    return dict(cos_dot=m.cos_dot * fm + n.cos_dot * fn, cos_aa=m.cos_aa * fm + n.cos_aa * fn,
+                cos_gg=m.cos_gg * fm + n.cos_gg * fn, cos_exp=exp)
+
+
+_SUMMED = ("elements", "mismatches", "violations", "nan_positions", "inf_positions",
+           "zero_signs", "within_1e3", "within_5e3", "above", "below")
+
+
+def merge(m: Metrics, n: Metrics) -> Metrics:
+    """Metrics of the concatenation of two comparisons."""
+    sums = {name: getattr(m, name) + getattr(n, name) for name in _SUMMED}
+    max_abs, abs_at = _bigger((m.max_abs, m.max_abs_at), (n.max_abs, n.max_abs_at))
+    max_rel, rel_at = _bigger((m.max_rel, m.max_rel_at), (n.max_rel, n.max_rel_at))
+    max_ulp, ulp_at = _bigger((m.max_ulp, m.max_ulp_at), (n.max_ulp, n.max_ulp_at))
+    return replace(m, **sums, max_abs=max_abs, max_abs_at=abs_at, max_rel=max_rel,
+                   max_rel_at=rel_at, max_ulp=int(max_ulp), max_ulp_at=ulp_at,
+                   **_merge_cosine(m, n))
+
+
+def value_dtype(a: np.ndarray) -> str:
+    """Table name of an array's dtype (raises for dtypes outside the table)."""
+    return info(a.dtype).name
