@@ -1,0 +1,169 @@
+"""The emulated CANN LeakyReLU kernel, behind an aclnn-like host entry.
+
+``leaky_relu`` and ``leaky_relu_backward`` validate their inputs like the host
+side of an aclnn operator (one :class:`HostValidationError` per rejection),
+build the tiling plan, launch the per-core kernels on emulated GM/UB, and
+return the output with its plan, tile layout and memory hazards.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from conformance.dtypes import DTypeInfo, DTypeLike, info
+from conformance.npu_impl.chips import DEFAULT_PROFILE, PROFILES, ChipProfile, get_profile
+from conformance.npu_impl.kernel import KernelSpec, launch, plan_for
+from conformance.npu_impl.memory import GmInput, GmTensor
+from conformance.npu_impl.tiling import TilingPlan
+from conformance.npu_impl.variants import DEFAULT_VARIANT, VARIANTS, Variant, get_variant
+from conformance.records import Direction, Hazard, TileLayout
+
+__all__ = ["leaky_relu", "leaky_relu_backward", "HostValidationError", "ForwardResult",
+           "BackwardResult", "PROFILES", "VARIANTS", "supported_pairs"]
+
+
+class HostValidationError(ValueError):
+    """The host entry refused the call; the message is one line saying what to fix."""
+
+
+@dataclass(frozen=True)
+class _Run:
+    value: np.ndarray
+    plan: TilingPlan
+    hazards: tuple[Hazard, ...]
+    layout: TileLayout
+
+
+@dataclass(frozen=True)
+class ForwardResult:
+    y: np.ndarray
+    plan: TilingPlan
+    hazards: tuple[Hazard, ...]
+    layout: TileLayout
+
+
+@dataclass(frozen=True)
+class BackwardResult:
+    dx: np.ndarray
+    plan: TilingPlan
+    hazards: tuple[Hazard, ...]
+    layout: TileLayout
+
+
+def supported_pairs(profile: ChipProfile) -> frozenset[tuple[str, str]]:
+    """(input, output) dtype pairs the kernel runs on ``profile``."""
+    same = {(d, d) for d in profile.dtypes}
+    narrowing = {("float32", d) for d in ("float16", "bfloat16") if d in profile.dtypes}
+    return frozenset(same | narrowing)
+
+
+def _fail(message: str) -> HostValidationError:
+    return HostValidationError(message)
+
+
+def _resolve(profile: Optional[str], variant: Optional[str]) -> tuple[ChipProfile, Variant]:
+    try:
+        return get_profile(profile), get_variant(variant)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _check_alpha(alpha: float) -> float:
+    try:
+        value = float(alpha)
+    except (TypeError, ValueError):
+        raise _fail(f"alpha must be a number, got {alpha!r}") from None
+    if not np.isfinite(value):
+        raise _fail(f"alpha must be finite, got {value!r}; pass a finite slope such as 0.01")
+    return value
+
+
+def _check_tensors(arrays: Sequence[np.ndarray]) -> None:
+    for a in arrays:
+        if not isinstance(a, np.ndarray):
+            raise _fail(f"expected numpy arrays, got {type(a).__name__}")
+    if len({(a.shape, a.dtype) for a in arrays}) > 1:
+        shown = " and ".join(f"{a.dtype}{a.shape}" for a in arrays)
+        raise _fail(f"dy and x must have the same shape and dtype, got {shown}")
+
+
+def _check_pair(prof: ChipProfile, dtype: np.dtype, out_dtype: Optional[DTypeLike]) -> tuple[DTypeInfo, DTypeInfo]:
+    try:
+        src = info(dtype)
+        out = src if out_dtype is None else info(out_dtype)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    pairs = supported_pairs(prof)
+    if (src.name, out.name) not in pairs:
+        raise _fail(f"{src.name}->{out.name} is not supported by the LeakyRelu kernel on {prof.name}; "
+                    f"supported: {', '.join(f'{a}->{b}' for a, b in sorted(pairs))}")
+    return src, out
+
+
+def _check_cores(prof: ChipProfile, cores: Optional[int]) -> int:
+    if cores is None:
+        return prof.vector_cores
+    if isinstance(cores, bool) or not isinstance(cores, (int, np.integer)) or not 1 <= cores <= prof.vector_cores:
+        raise _fail(f"cores must be an integer in 1..{prof.vector_cores} on {prof.name}, got {cores!r}")
+    return int(cores)
+
+
+def _check_inplace(arrays: Sequence[np.ndarray], src: DTypeInfo, out: DTypeInfo) -> None:
+    if src != out:
+        raise _fail(f"in-place needs the output dtype to equal the input's, got {src.name}->{out.name}")
+    if not arrays[0].flags.writeable:
+        raise _fail("in-place needs a writeable input array")
+
+
+def _run(direction: Direction, arrays: Sequence[np.ndarray], alpha: float, *, profile: Optional[str],
+         variant: Optional[str], out_dtype: Optional[DTypeLike], cores: Optional[int],
+         inplace: bool, self_is_result: bool = False) -> _Run:
+    """Validate like the host, plan, launch, and collect the output and hazards."""
+    prof, var = _resolve(profile, variant)
+    _check_tensors(arrays)
+    src, out = _check_pair(prof, arrays[0].dtype, out_dtype)
+    a = _check_alpha(alpha)
+    if self_is_result and a < 0:
+        raise _fail(f"backward from the forward result needs alpha >= 0, got {a!r} "
+                    "(aclnn rejects selfIsResult with a negative slope)")
+    n_cores = _check_cores(prof, cores)
+    if inplace:
+        _check_inplace(arrays, src, out)
+    spec = KernelSpec(direction, src, out, a if var.slope is None else var.slope, var, prof)
+    return _execute(spec, arrays, cores=n_cores, inplace=inplace)
+
+
+def _execute(spec: KernelSpec, arrays: Sequence[np.ndarray], *, cores: int, inplace: bool) -> _Run:
+    flat = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
+    plan = plan_for(flat[0].size, spec, cores=cores)
+    zone = plan.tile_elements + plan.align_elements
+    output = GmTensor(flat[0].size, spec.out.dtype, red_zone=zone, init=flat[0] if inplace else None)
+    inputs = tuple(output if inplace and i == 0 else GmInput(a, red_zone=zone) for i, a in enumerate(flat))
+    with np.errstate(all="ignore"):  # inf/NaN/overflow are emulated on purpose
+        launch(spec, plan, inputs=inputs, output=output)
+    value = output.body.reshape(arrays[0].shape)
+    if inplace:
+        arrays[0][...] = value
+        value = arrays[0]
+    return _Run(value, plan, output.hazards(), plan.layout())
+
+
+def leaky_relu(x: np.ndarray, alpha: float, *, profile: Optional[str] = DEFAULT_PROFILE,
+               variant: Optional[str] = DEFAULT_VARIANT, out_dtype: Optional[DTypeLike] = None,
+               cores: Optional[int] = None, inplace: bool = False) -> ForwardResult:
+    """``y = x > 0 ? x : alpha*x`` on the emulated chip (``inplace`` writes y over x)."""
+    run = _run("forward", [x], alpha, profile=profile, variant=variant, out_dtype=out_dtype,
+               cores=cores, inplace=inplace)
+    return ForwardResult(run.value, run.plan, run.hazards, run.layout)
+
+
+def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
+                        profile: Optional[str] = DEFAULT_PROFILE, variant: Optional[str] = DEFAULT_VARIANT,
+                        out_dtype: Optional[DTypeLike] = None, cores: Optional[int] = None,
+                        self_is_result: bool = False, inplace: bool = False) -> BackwardResult:
+    """``dx = x > 0 ? dy : alpha*dy``; ``self_is_result`` says x is the forward output, ``inplace`` writes dx over dy."""
+    run = _run("backward", [dy, x], alpha, profile=profile, variant=variant, out_dtype=out_dtype,
+               cores=cores, inplace=inplace, self_is_result=self_is_result)
+    return BackwardResult(run.value, run.plan, run.hazards, run.layout)

@@ -1,0 +1,131 @@
+"""Ascend chip profiles as data: every knob carries the source of its value.
+
+Facts come from DOMAIN.md's hardware section (CANN ``platform_config/*.ini``,
+Ascend C ``kernel_utils_constants.h``, ops-nn ``activation/leaky_relu``).
+Semantics the sources leave open are explicit knobs whose source says
+"assumed" and why; bandwidth figures are estimates and say so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Literal, Mapping
+
+FloatMode = Literal["inf_nan", "saturation"]
+SubnormalRule = Literal["keep", "flush"]
+MaxMinNan = Literal["propagate", "number"]
+
+BLOCK_BYTES = 32  # DataCopy granule (DOMAIN.md "Data movement")
+BUFFER_NUM = 2  # double buffering: two buffers per queue
+KIB = 1024
+
+_INI_910B = "CANN platform_config/Ascend910B1.ini (DOMAIN.md)"
+_INI_256K = "CANN platform_config (910A/310P: 256 KiB UB, 248 KiB usable; DOMAIN.md)"
+_SUBNORMAL_NOTE = "assumed: sources do not say; kept (IEEE) by default, 'flush' is a knob"
+_MAXMIN_NOTE = "assumed: sources do not say; NaN-propagating by default, 'number' is a knob"
+
+
+@dataclass(frozen=True)
+class ChipProfile:
+    """One chip: UB, cores, float modes, data movement, dtypes, roofline figures."""
+
+    name: str
+    ub_bytes: int
+    ub_usable_bytes: int
+    vector_cores: int
+    float_modes: tuple[FloatMode, ...]  # the first is the default
+    has_datacopy_pad: bool
+    dtypes: tuple[str, ...]
+    gm_bytes_per_s: float
+    vector_bytes_per_cycle: int
+    clock_hz: float
+    kernel_path: str
+    subnormals: SubnormalRule = "keep"
+    maxmin_nan: MaxMinNan = "propagate"
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def float_mode(self) -> FloatMode:
+        """The mode kernels run in unless told otherwise."""
+        return self.float_modes[0]
+
+    def source(self, knob: str) -> str:
+        """Where the value of ``knob`` comes from."""
+        return self.sources.get(knob, "unknown")
+
+    def with_knobs(self, **knobs: object) -> "ChipProfile":
+        """A copy with some knobs changed (the sources say they were overridden)."""
+        notes = {k: f"overridden to {v!r}" for k, v in knobs.items()}
+        return replace(self, **knobs, sources=MappingProxyType({**self.sources, **notes}))
+
+
+def _profile(name: str, sources: dict[str, str], **values: object) -> ChipProfile:
+    shared = {"subnormals": _SUBNORMAL_NOTE, "maxmin_nan": _MAXMIN_NOTE,
+              "vector_bytes_per_cycle": "assumed: 256 B per vector repeat, one repeat per cycle",
+              "clock_hz": "assumed: ~1.8 GHz AI core clock (not from a CANN source)"}
+    return ChipProfile(name=name, sources=MappingProxyType({**shared, **sources}), **values)  # type: ignore[arg-type]
+
+
+PROFILES: dict[str, ChipProfile] = {
+    "ascend910b1": _profile(
+        "ascend910b1",
+        {"ub_bytes": _INI_910B, "ub_usable_bytes": _INI_910B,
+         "vector_cores": "DOMAIN.md: 24 AI cores / 48 vector cores",
+         "float_modes": "DOMAIN.md: INF_NAN is the default on 910B (A2/A3)",
+         "has_datacopy_pad": "DOMAIN.md: DataCopyPad on 910B/A2 and later",
+         "dtypes": "ops-nn leaky_relu_def.cpp: float16, bfloat16, float32",
+         "gm_bytes_per_s": "assumed: ~1.6 TB/s HBM commonly quoted for Atlas 800T A2",
+         "kernel_path": "ops-nn activation/leaky_relu: fp32 upcast, Muls/Compare/Select, RINT back"},
+        ub_bytes=192 * KIB, ub_usable_bytes=184 * KIB, vector_cores=48,
+        float_modes=("inf_nan", "saturation"), has_datacopy_pad=True,
+        dtypes=("float16", "bfloat16", "float32"), gm_bytes_per_s=1.6e12,
+        vector_bytes_per_cycle=256, clock_hz=1.8e9, kernel_path="select-fp32"),
+}
+PROFILES["ascend910b3"] = replace(
+    PROFILES["ascend910b1"], name="ascend910b3", vector_cores=40,
+    sources=MappingProxyType({**PROFILES["ascend910b1"].sources,
+                              "vector_cores": "DOMAIN.md: 910B3 has 20 AI / 40 vector cores"}))
+PROFILES["ascend910a"] = _profile(
+    "ascend910a",
+    {"ub_bytes": _INI_256K, "ub_usable_bytes": _INI_256K,
+     "vector_cores": "issue 3: 32 cores (AI cores, vector units inside)",
+     "float_modes": "DOMAIN.md: 910A supports only saturation mode",
+     "has_datacopy_pad": "DOMAIN.md: DataCopyPad only from 910B/A2",
+     "dtypes": "issue 3: no bf16 on 910A",
+     "gm_bytes_per_s": "assumed: ~1.2 TB/s HBM2 quoted for Ascend 910",
+     "kernel_path": "assumed: same fp32-upcast select path as 910B"},
+    ub_bytes=256 * KIB, ub_usable_bytes=248 * KIB, vector_cores=32,
+    float_modes=("saturation",), has_datacopy_pad=False, dtypes=("float16", "float32"),
+    gm_bytes_per_s=1.2e12, vector_bytes_per_cycle=256, clock_hz=1.8e9, kernel_path="select-fp32")
+PROFILES["ascend310p3"] = replace(
+    PROFILES["ascend910a"], name="ascend310p3", vector_cores=8, gm_bytes_per_s=2.048e11,
+    sources=MappingProxyType({**PROFILES["ascend910a"].sources,
+                              "vector_cores": "assumed: 8 AI cores on 310P3 (Atlas 300I Pro)",
+                              "float_modes": "DOMAIN.md: 310P supports only saturation mode",
+                              "dtypes": "issue 3: no bf16 on 310P",
+                              "gm_bytes_per_s": "assumed: 204.8 GB/s LPDDR4X quoted for Atlas 300I Pro"}))
+PROFILES["ascend950"] = replace(
+    PROFILES["ascend910b1"], name="ascend950", ub_bytes=256 * KIB, ub_usable_bytes=248 * KIB,
+    vector_cores=64, float_modes=("inf_nan",),
+    sources=MappingProxyType({**PROFILES["ascend910b1"].sources,
+                              "ub_bytes": "assumed: 256 KiB UB (arch35), not from a platform ini",
+                              "ub_usable_bytes": "assumed: 248 KiB usable, as on other 256 KiB chips",
+                              "vector_cores": "assumed: 64 vector cores",
+                              "float_modes": "issue 3: INF_NAN only",
+                              "kernel_path": "ops-nn op_kernel/arch35/leaky_relu_dag.h: cast fp32, "
+                                             "Muls/Compare/Select, cast back RINT"}))
+
+DEFAULT_PROFILE = "ascend910b1"
+
+
+def get_profile(name: str | None) -> ChipProfile:
+    """The profile called ``name`` (None -> the default), or a ValueError naming the choices."""
+    key = DEFAULT_PROFILE if name is None else name
+    if key not in PROFILES:
+        raise ValueError(f"unknown profile {key!r}; choose from {', '.join(PROFILES)}")
+    return PROFILES[key]
+
+
+def block_elements(itemsize: int) -> int:
+    """Elements of ``itemsize`` bytes in one 32-byte DataCopy block."""
+    return BLOCK_BYTES // itemsize

@@ -1,0 +1,267 @@
+"""The LeakyRelu kernel in Ascend C's shape: Init, then Process (CopyIn / Compute / CopyOut).
+
+Each core runs one :class:`LeakyReluKernel` over its tiles with two buffers per
+queue: tile ``i + 1`` is copied in before tile ``i`` is copied out, which is
+what double buffering allows (and what keeps an in-place shifted tail copy
+correct).  Cores run round-robin, one tile per turn, highest core id first
+within a turn, so a late overlapping write lands on top of a neighbour's.
+
+Formulations: ``select`` (Compare + Select, ops-nn arch35), ``maxmin``
+(``max(x,0) + alpha*min(x,0)``, TBE), ``vlrelu`` (the LeakyRelu instruction)
+and ``mask-multiply`` (a seeded defect).  ``maxmin`` and ``vlrelu`` are
+forward-only rules; backward uses ``select`` for them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator, Literal, Optional, Union
+
+import numpy as np
+
+from conformance.dtypes import DTypeInfo, info
+from conformance.npu_impl.chips import BUFFER_NUM, ChipProfile
+from conformance.npu_impl.memory import GmInput, GmTensor, UbArena, round_up
+from conformance.npu_impl.tiling import CoreRange, Tile, TilingPlan, UbBuffer, make_plan
+from conformance.npu_impl.variants import Formulation, Variant
+from conformance.npu_impl.vector import CopyHow, RoundMode, VectorUnit, copy_in, copy_out
+from conformance.records import Direction
+
+Gm = Union[GmInput, GmTensor]
+Temps = dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What every core of one launch shares (the kernel's 'tiling data' and build)."""
+
+    direction: Direction
+    src: DTypeInfo
+    out: DTypeInfo
+    slope: float
+    variant: Variant
+    profile: ChipProfile
+
+    @property
+    def inputs(self) -> int:
+        return 1 if self.direction == "forward" else 2
+
+    @property
+    def compute(self) -> DTypeInfo:
+        return info("float32") if self.variant.precision == "float32" else self.src
+
+    @property
+    def formulation(self) -> Formulation:
+        forward_only = self.variant.formulation in ("maxmin", "vlrelu")
+        return "select" if forward_only and self.direction == "backward" else self.variant.formulation
+
+    @property
+    def widened(self) -> bool:
+        return self.compute != self.src or self.variant.cast_input_to is not None
+
+    def vector_unit(self) -> VectorUnit:
+        v, p = self.variant, self.profile
+        return VectorUnit(float_mode=v.float_mode or p.float_mode, subnormals=v.subnormals or p.subnormals,
+                          maxmin_nan=v.maxmin_nan or p.maxmin_nan)
+
+
+_TEMPS: dict[str, tuple[tuple[str, str], ...]] = {
+    "select": (("mask", "bool"), ("prod", "compute")),
+    "maxmin": (("t0", "compute"), ("t1", "compute")),
+    "vlrelu": (),
+    "mask-multiply": (("mask", "bool"), ("m", "compute"), ("om", "compute"),
+                      ("t0", "compute"), ("t1", "compute")),
+}
+_OPS = {"select": 3, "maxmin": 4, "vlrelu": 1, "mask-multiply": 9}
+
+
+def buffer_spec(spec: KernelSpec) -> tuple[UbBuffer, ...]:
+    """Every tile-sized UB buffer the kernel allocates in Init (the tiling budget uses it too)."""
+    c = spec.compute.name
+    bufs = [UbBuffer(f"in{i}", spec.src.name, BUFFER_NUM) for i in range(spec.inputs)]
+    bufs.append(UbBuffer("out", spec.out.name, BUFFER_NUM))
+    if spec.variant.cast_input_to:
+        bufs += [UbBuffer(f"narrow{i}", spec.variant.cast_input_to) for i in range(spec.inputs)]
+    if spec.widened:
+        bufs += [UbBuffer(f"wide{i}", c) for i in range(spec.inputs)]
+    if spec.compute != spec.out:
+        bufs.append(UbBuffer("result", c))
+    bufs += [UbBuffer(name, c if kind == "compute" else "bool") for name, kind in _TEMPS[spec.formulation]]
+    return tuple(bufs)
+
+
+def vector_ops(spec: KernelSpec) -> int:
+    """Vector instructions per element (casts included), for the roofline estimate."""
+    casts = spec.inputs * (spec.widened + (spec.variant.cast_input_to is not None))
+    return _OPS[spec.formulation] + casts + (spec.compute != spec.out)
+
+
+def plan_for(numel: int, spec: KernelSpec, *, cores: Optional[int] = None,
+             usable_fraction: Optional[float] = None) -> TilingPlan:
+    """The tiling plan this kernel build uses for ``numel`` elements."""
+    return make_plan(numel, profile=spec.profile, buffers=buffer_spec(spec),
+                     itemsizes=(spec.src.bits // 8, spec.out.bits // 8), cores=cores,
+                     usable_fraction=usable_fraction, split=spec.variant.split)
+
+
+# ---------------------------------------------------------------------------- formulations
+Rule = Literal["GT", "GE"]
+FormulationFn = Callable[[VectorUnit, np.ndarray, np.ndarray, np.ndarray, float, Temps, int, Rule], None]
+
+
+def _select(vec: VectorUnit, dst: np.ndarray, v: np.ndarray, g: np.ndarray, slope: float,
+            tmp: Temps, n: int, rule: Rule) -> None:
+    """dst = g > 0 ? v : slope * v  (Compare + Muls + Select)."""
+    vec.compare_scalar(tmp["mask"], g, 0.0, mode=rule, count=n)
+    vec.muls(tmp["prod"], v, slope, n)
+    vec.select(dst, tmp["mask"], v, tmp["prod"], n)
+
+
+def _maxmin(vec: VectorUnit, dst: np.ndarray, v: np.ndarray, g: np.ndarray, slope: float,
+            tmp: Temps, n: int, rule: Rule) -> None:
+    """dst = max(v, 0) + slope * min(v, 0)  (the TBE formulation)."""
+    vec.maxs(tmp["t0"], v, 0.0, n)
+    vec.mins(tmp["t1"], v, 0.0, n)
+    vec.muls(tmp["t1"], tmp["t1"], slope, n)
+    vec.add(dst, tmp["t0"], tmp["t1"], n)
+
+
+def _vlrelu(vec: VectorUnit, dst: np.ndarray, v: np.ndarray, g: np.ndarray, slope: float,
+            tmp: Temps, n: int, rule: Rule) -> None:
+    """dst = LeakyRelu(v, T(slope))  (the instruction)."""
+    vec.leaky_relu(dst, v, slope, n)
+
+
+def _mask_multiply(vec: VectorUnit, dst: np.ndarray, v: np.ndarray, g: np.ndarray, slope: float,
+                   tmp: Temps, n: int, rule: Rule) -> None:
+    """dst = v*m + (slope*v)*(1-m) with m = (g > 0) as 1.0/0.0."""
+    vec.compare_scalar(tmp["mask"], g, 0.0, mode=rule, count=n)
+    vec.duplicate(tmp["t0"], 1.0, n)
+    vec.duplicate(tmp["t1"], 0.0, n)
+    vec.select(tmp["m"], tmp["mask"], tmp["t0"], tmp["t1"], n)
+    vec.select(tmp["om"], tmp["mask"], tmp["t1"], tmp["t0"], n)
+    vec.mul(tmp["t0"], v, tmp["m"], n)
+    vec.muls(tmp["t1"], v, slope, n)
+    vec.mul(tmp["t1"], tmp["t1"], tmp["om"], n)
+    vec.add(dst, tmp["t0"], tmp["t1"], n)
+
+
+FORMULATIONS: dict[str, FormulationFn] = {
+    "select": _select, "maxmin": _maxmin, "vlrelu": _vlrelu, "mask-multiply": _mask_multiply}
+
+
+# ---------------------------------------------------------------------------- tile windows
+@dataclass(frozen=True)
+class Window:
+    """What one tile really moves: ``copy`` elements at ``start`` (``how``), ``compute`` lanes."""
+
+    start: int
+    copy: int
+    compute: int
+    how: CopyHow
+
+
+def exact_window(tile: Tile, *, plan: TilingPlan, has_pad: bool) -> Window:
+    """A tile copied at its real length: aligned DataCopy, DataCopyPad, shifted-back or scalar."""
+    align = plan.align_elements
+    if tile.length % align == 0:
+        return Window(tile.start, tile.length, tile.length, "block")
+    if has_pad:
+        return Window(tile.start, tile.length, tile.length, "pad")
+    if plan.numel >= align:  # shift the last copy back so that it ends at the boundary
+        shifted = round_up(tile.length, align)
+        return Window(tile.start + tile.length - shifted, shifted, shifted, "block")
+    return Window(tile.start, tile.length, tile.length, "scalar")
+
+
+def tile_windows(core: CoreRange, *, plan: TilingPlan, variant: Variant, has_pad: bool) -> list[Window]:
+    """The windows one core processes, with the variant's tail and split defects applied."""
+    windows = []
+    final_core = core.start + core.length == plan.numel
+    for i, tile in enumerate(core.tiles):
+        tensor_tail = final_core and i == len(core.tiles) - 1 and tile.length < plan.tile_elements
+        if tensor_tail and variant.tail == "dropped":
+            continue
+        if tensor_tail and variant.tail == "overrun":
+            windows.append(Window(tile.start, plan.tile_elements, plan.tile_elements, "block"))
+        elif variant.split == "even":
+            windows.append(Window(tile.start, tile.length, tile.length, "block"))
+        else:
+            windows.append(exact_window(tile, plan=plan, has_pad=has_pad))
+    return windows
+
+
+# ---------------------------------------------------------------------------- the kernel
+class LeakyReluKernel:
+    """One core's kernel instance: ``init()`` then iterate ``process()`` (one step per tile)."""
+
+    def __init__(self, core: CoreRange, *, spec: KernelSpec, plan: TilingPlan,
+                 inputs: tuple[Gm, ...], output: GmTensor):
+        self.core, self.spec, self.plan = core, spec, plan
+        self.inputs, self.output = inputs, output
+        self.vec = spec.vector_unit()
+        self.buf: dict[str, list[np.ndarray]] = {}
+        self.temps: Temps = {}
+
+    def init(self) -> None:
+        """Init: carve the queues and temporaries out of this core's UB."""
+        ub = UbArena(self.spec.profile.ub_usable_bytes)
+        for b in buffer_spec(self.spec):
+            dt = np.dtype(np.bool_) if b.dtype == "bool" else info(b.dtype).dtype
+            self.buf[b.name] = [ub.alloc(dt, self.plan.tile_elements, name=f"{b.name}[{k}]")
+                                for k in range(b.count)]
+        self.temps = {name: bufs[0] for name, bufs in self.buf.items()}
+
+    def process(self) -> Iterator[None]:
+        """Process: CopyIn(i+1) overlaps Compute(i) and CopyOut(i) (two buffers per queue)."""
+        windows = tile_windows(self.core, plan=self.plan, variant=self.spec.variant,
+                               has_pad=self.spec.profile.has_datacopy_pad)
+        if windows:
+            self.copy_in(0, windows[0])
+        for i, window in enumerate(windows):
+            if i + 1 < len(windows):
+                self.copy_in((i + 1) % BUFFER_NUM, windows[i + 1])
+            self.compute(i % BUFFER_NUM, window)
+            self.copy_out(i % BUFFER_NUM, window)
+            yield
+
+    def copy_in(self, slot: int, w: Window) -> None:
+        for i, gm in enumerate(self.inputs):
+            copy_in(self.buf[f"in{i}"][slot], gm, w.start, w.copy, how=w.how,
+                    has_pad=self.spec.profile.has_datacopy_pad)
+
+    def copy_out(self, slot: int, w: Window) -> None:
+        copy_out(self.output, w.start, self.buf["out"][slot], w.copy, core=self.core.core, how=w.how,
+                 has_pad=self.spec.profile.has_datacopy_pad)
+
+    def compute(self, slot: int, w: Window) -> None:
+        """Compute: widen, apply the formulation, cast the result back (RINT)."""
+        n, spec = w.compute, self.spec
+        wide = [self._widen(i, slot, n) for i in range(spec.inputs)]
+        out = self.buf["out"][slot]
+        result = out if spec.compute == spec.out else self.buf["result"][0]
+        FORMULATIONS[spec.formulation](self.vec, result, wide[0], wide[-1], spec.slope, self.temps, n,
+                                       spec.variant.grad_rule)
+        if result is not out:
+            self.vec.cast(out, result, mode=RoundMode.RINT, count=n)
+
+    def _widen(self, i: int, slot: int, n: int) -> np.ndarray:
+        """Input ``i`` in the compute dtype (through the narrowing cast when the variant has one)."""
+        lanes = self.buf[f"in{i}"][slot]
+        if self.spec.variant.cast_input_to:
+            self.vec.cast(self.buf[f"narrow{i}"][0], lanes, mode=RoundMode.RINT, count=n)
+            lanes = self.buf[f"narrow{i}"][0]
+        if lanes.dtype != self.spec.compute.dtype:
+            self.vec.cast(self.buf[f"wide{i}"][0], lanes, mode=RoundMode.NONE, count=n)
+            lanes = self.buf[f"wide{i}"][0]
+        return lanes
+
+
+def launch(spec: KernelSpec, plan: TilingPlan, *, inputs: tuple[Gm, ...], output: GmTensor) -> None:
+    """Run every core's kernel: Init on all, then round-robin tiles, highest core first."""
+    kernels = [LeakyReluKernel(core, spec=spec, plan=plan, inputs=inputs, output=output)
+               for core in plan.cores]
+    for kernel in kernels:
+        kernel.init()
+    running = [kernel.process() for kernel in reversed(kernels)]
+    while running:
+        running = [proc for proc in running if next(proc, StopIteration) is not StopIteration]

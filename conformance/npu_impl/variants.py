@@ -1,0 +1,87 @@
+"""The reference kernel and each seeded defect, as data the kernel reads.
+
+``expected`` names the triage categories (ARCHITECTURE.md) that prove the
+defect; ``directions`` and ``dtypes`` say where it is visible.  ``dtypes``
+holds input dtypes for same-dtype calls and ``"src->out"`` for cast pairs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+from conformance.npu_impl.chips import FloatMode, MaxMinNan, SubnormalRule
+
+Formulation = Literal["select", "maxmin", "vlrelu", "mask-multiply"]
+Precision = Literal["float32", "native"]
+TailRule = Literal["exact", "overrun", "dropped"]
+SplitRule = Literal["aligned", "even"]
+
+_BOTH = ("forward", "backward")
+_ALL = ("float16", "bfloat16", "float32", "float32->float16", "float32->bfloat16")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One kernel build: the reference or a seeded defect."""
+
+    name: str
+    description: str
+    expected: tuple[str, ...]
+    directions: tuple[str, ...] = _BOTH
+    dtypes: tuple[str, ...] = _ALL
+    formulation: Formulation = "select"
+    precision: Precision = "float32"
+    slope: Optional[float] = None  # a slope the host uses instead of alpha
+    grad_rule: Literal["GT", "GE"] = "GT"
+    tail: TailRule = "exact"
+    split: SplitRule = "aligned"
+    cast_input_to: Optional[str] = None
+    float_mode: Optional[FloatMode] = None  # None: the profile's default mode
+    subnormals: Optional[SubnormalRule] = None
+    maxmin_nan: Optional[MaxMinNan] = None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+_LIST = (
+    Variant("reference", "fp16/bf16 upcast to fp32, Muls by fp32(alpha), Compare GT + Select, "
+            "cast back RINT; exact tails (DataCopyPad or a shifted last copy)", ()),
+    Variant("default-slope", "host ignores alpha and uses the CANN op default slope 0.0",
+            ("alpha-mismatch",), slope=0.0),
+    Variant("torch-default-slope", "host ignores alpha and uses PyTorch's default slope 0.01",
+            ("alpha-mismatch",), slope=0.01),
+    Variant("fp16-slope", "fp16 computed natively with the LeakyRelu instruction and fp16(alpha)",
+            ("alpha-precision",), directions=("forward",), dtypes=("float16",),
+            formulation="vlrelu", precision="native"),
+    Variant("tail-overrun", "the tensor's last, shorter tile is copied in and out at full tile length",
+            ("out-of-bounds-write", "tail-block"), tail="overrun"),
+    Variant("tail-dropped", "the tensor's last, shorter tile is never processed (output keeps GM garbage)",
+            ("tail-block",), tail="dropped"),
+    Variant("core-overlap", "per-core ranges are ceil(n/cores) elements, not 32-byte aligned; DataCopy "
+            "rounds each copy up into the next core's range", ("write-race",), split="even"),
+    Variant("cast-before-compute", "fp32 input is cast to fp16 (RINT, no saturation) before multiplying",
+            ("overflow",), dtypes=("float32", "float32->float16", "float32->bfloat16"),
+            cast_input_to="float16"),
+    Variant("saturation-mode", "the kernel runs in saturation mode: NaN -> 0, +/-inf -> +/-max",
+            ("saturation",), float_mode="saturation"),
+    Variant("nan-swallowing-max", "max(x,0) + alpha*min(x,0) with number-preferring Max/Min: NaN -> +0 "
+            "while +/-inf pass unsaturated", ("lost-nan",), directions=("forward",),
+            formulation="maxmin", maxmin_nan="number"),
+    Variant("grad-at-zero-one", "backward selects dy where x >= 0, so x = +/-0 gets slope 1",
+            ("grad-at-zero",), directions=("backward",), grad_rule="GE"),
+    Variant("mask-multiply", "x*m + alpha*x*(1-m) with m = (x > 0): inf*0 makes NaN at +/-inf",
+            ("spurious-nan",), formulation="mask-multiply"),
+    Variant("flush-subnormals", "subnormal operands read as zero and subnormal results are flushed",
+            ("subnormal-flush",), subnormals="flush"),
+)
+VARIANTS: dict[str, Variant] = {v.name: v for v in _LIST}
+DEFAULT_VARIANT = "reference"
+
+
+def get_variant(name: Optional[str]) -> Variant:
+    """The variant called ``name`` (None -> reference), or a ValueError naming the choices."""
+    key = DEFAULT_VARIANT if name is None else name
+    if key not in VARIANTS:
+        raise ValueError(f"unknown variant {key!r}; choose from {', '.join(VARIANTS)}")
+    return VARIANTS[key]
