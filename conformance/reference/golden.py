@@ -22,7 +22,7 @@ saturation mode), ``grad_rule="ge"`` (JAX-style ``x >= 0``) and ``nan_grad``.
 from __future__ import annotations
 
 import struct
-from typing import Literal, Optional
+from typing import Literal, Optional, Union
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from conformance.dtypes import DTypeInfo, DTypeLike, info, is_nan, is_subnormal
 
 GradRule = Literal["gt", "ge"]
 NanGrad = Literal["alpha", "dy", "zero"]
+SlopeDTypes = Optional[Union[DTypeLike, tuple[DTypeLike, ...]]]
 
 #: (input dtype, output dtype) pairs the reference computes.
 SUPPORTED_PAIRS: frozenset[tuple[str, str]] = frozenset(
@@ -131,16 +132,23 @@ def scale_exact(v: np.ndarray, alpha: float, out: DTypeInfo) -> np.ndarray:
     return round_float64(p, out)
 
 
-def _slope(alpha: float, *, slope_dtype: Optional[DTypeLike]) -> float:
-    """The slope a framework actually multiplies by: alpha, or alpha rounded to a dtype."""
+def _slope(alpha: float, *, slope_dtype: SlopeDTypes) -> float:
+    """The slope a framework multiplies by: alpha, or alpha rounded to each dtype in turn.
+
+    TensorFlow stores ``alpha`` as a float32 attribute and then converts it to
+    T, so its slope is ``("float32", T)``; a single dtype is the common case.
+    """
     if slope_dtype is None:
         return alpha
-    return float(round_float64(np.array([alpha]), info(slope_dtype))[0].astype(np.float64))
+    chain = slope_dtype if isinstance(slope_dtype, tuple) else (slope_dtype,)
+    for dtype in chain:
+        alpha = float(round_float64(np.array([alpha]), info(dtype))[0].astype(np.float64))
+    return alpha
 
 
 def _flush(v: np.ndarray) -> np.ndarray:
     """Subnormals become zero of the same sign (x86 DAZ / FTZ)."""
-    return np.where(is_subnormal(v), np.copysign(0.0, v.astype(np.float64)).astype(v.dtype), v)
+    return np.where(is_subnormal(v), _signed_zero(v), v)
 
 
 def _saturate(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
@@ -159,12 +167,29 @@ def _negative_side(v: np.ndarray, alpha: float, out: DTypeInfo, *,
     return cast_exact(scale_exact(v, _slope(alpha, slope_dtype=mid), mid), out)
 
 
+def _flush_product(neg: np.ndarray, v: np.ndarray, alpha: float, out: DTypeInfo) -> np.ndarray:
+    """FTZ as x86 applies it: bfloat16 is computed in float32, so a product that is
+    subnormal in float32 is flushed even when it would round up to a bfloat16 normal."""
+    if out.name == "bfloat16":
+        neg = np.where(is_subnormal(scale_exact(v, alpha, info("float32"))), _signed_zero(neg), neg)
+    return _flush(neg)
+
+
+def _signed_zero(v: np.ndarray) -> np.ndarray:
+    return np.copysign(0.0, v.astype(np.float64)).astype(v.dtype)
+
+
 def _select(v: np.ndarray, alpha: float, out: DTypeInfo, *, opmath: Optional[DTypeLike],
             flush: bool, saturate: bool, take_v: np.ndarray) -> np.ndarray:
-    """``where(take_v, v, alpha*v)`` in ``out``, with the post-processing variants."""
-    y = np.where(take_v, cast_exact(v, out), _negative_side(v, alpha, out, opmath=opmath))
+    """``where(take_v, v, alpha*v)`` in ``out``, with the post-processing variants.
+
+    Under ``flush`` only arithmetic sees flushed operands (DAZ) and flushes its
+    result (FTZ); the pass-through branch is a select and keeps ``v``'s bits.
+    """
+    neg = _negative_side(_flush(v) if flush else v, alpha, out, opmath=opmath)
     if flush:
-        y = _flush(y)
+        neg = _flush_product(neg, _flush(v), alpha, out)
+    y = np.where(take_v, cast_exact(v, out), neg)
     return _saturate(y, out) if saturate else y
 
 
@@ -181,7 +206,7 @@ def _chunked(fn, *arrays: np.ndarray, out: DTypeInfo) -> np.ndarray:
 
 
 def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = None,
-               slope_dtype: Optional[DTypeLike] = None, opmath: Optional[DTypeLike] = None,
+               slope_dtype: SlopeDTypes = None, opmath: Optional[DTypeLike] = None,
                flush_subnormals: bool = False, saturate: bool = False) -> np.ndarray:
     """Exact forward LeakyReLU; the keywords select the semantic variants."""
     x = np.asarray(x)
@@ -189,16 +214,16 @@ def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = 
     a = _slope(check_alpha(alpha), slope_dtype=slope_dtype)
 
     def one(xs: np.ndarray) -> np.ndarray:
-        xs = _flush(xs) if flush_subnormals else xs
+        compared = _flush(xs) if flush_subnormals else xs
         return _select(xs, a, out, opmath=opmath, flush=flush_subnormals,
-                       saturate=saturate, take_v=xs > 0)
+                       saturate=saturate, take_v=compared > 0)
 
     return _chunked(one, x, out=out)
 
 
 def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
                         out_dtype: Optional[DTypeLike] = None,
-                        slope_dtype: Optional[DTypeLike] = None, opmath: Optional[DTypeLike] = None,
+                        slope_dtype: SlopeDTypes = None, opmath: Optional[DTypeLike] = None,
                         flush_subnormals: bool = False, saturate: bool = False,
                         grad_rule: GradRule = "gt", nan_grad: NanGrad = "alpha") -> np.ndarray:
     """Exact ``dx = dy if x > 0 else alpha*dy``; x = +/-0 and NaN take ``alpha*dy``."""
@@ -209,8 +234,7 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
     a = _slope(check_alpha(alpha), slope_dtype=slope_dtype)
 
     def one(ds: np.ndarray, xs: np.ndarray) -> np.ndarray:
-        if flush_subnormals:
-            ds, xs = _flush(ds), _flush(xs)
+        xs = _flush(xs) if flush_subnormals else xs  # DAZ applies to the comparison
         take = xs >= 0 if grad_rule == "ge" else xs > 0
         if nan_grad == "dy":
             take = take | is_nan(xs)
