@@ -191,11 +191,20 @@ def _slope_candidates(batch: Batch, estimate: float) -> list[float]:
     return [c for c in unique if np.isfinite(c) and not _close_to(batch.alpha, c)]
 
 
-def _best_slope(batch: Batch, state: _State, cands: list[float]) -> Optional[float]:
+def _hits(batch: Batch, state: _State, rule: dict) -> int:
+    """How many remaining elements ``rule`` reproduces (no evidence check)."""
     sub = state.remaining
-    scores = [int(match_mask(batch.variant(sub, **{**state.base, "alpha": c}),
-                             batch.actual[sub]).sum()) for c in cands]
-    return cands[int(np.argmax(scores))] if scores and max(scores) > 0 else None
+    return int(match_mask(batch.variant(sub, **{**state.base, **rule}), batch.actual[sub]).sum())
+
+
+def _best_slope(batch: Batch, state: _State, cands: list[float]) -> Optional[float]:
+    """The candidate reproducing most elements, unless alpha rounded to a dtype does as well
+    (then the slope is alpha, only rounded: that is ``alpha-precision``)."""
+    scores = [_hits(batch, state, {"alpha": c}) for c in cands]
+    if not scores or max(scores) == 0:
+        return None
+    rounded = [_hits(batch, state, {"slope_dtype": d}) for d in _slope_dtypes(batch)]
+    return None if max(rounded, default=0) >= max(scores) else cands[int(np.argmax(scores))]
 
 
 def _alpha_mismatch(batch: Batch, state: _State) -> None:
