@@ -74,3 +74,25 @@ def test_backends_declare_their_pairs(name: str) -> None:
     assert backend.supports("float16", "float16", "forward")
     assert not backend.supports("float32", "float16", "forward") or name == "golden"
     assert not backend.supports("float64", "float16", "backward")
+
+
+def random_bits(dtype: str, n: int, *, seed: int) -> np.ndarray:
+    """``n`` random float32 bit patterns, widened to ``dtype`` (exact for float64)."""
+    bits = np.random.default_rng(seed).integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    return bits.view(np.float32).astype(dtype)
+
+
+TF_MODEL_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+@pytest.mark.parametrize("dtype", TF_MODEL_DTYPES)
+@pytest.mark.parametrize("alpha", (0.01, 0.3, -0.7), ids=lambda a: f"alpha={a:g}")
+def test_tensorflow_is_fully_modelled_by_golden_variants(dtype: str, alpha: float) -> None:
+    """TF = slope stored as a float32 attribute then converted to T; FTZ/DAZ where T computes in float32."""
+    x = all_patterns(dtype) if dtype in ("float16", "bfloat16") else random_bits(dtype, 200_000, seed=5)
+    dy = reverse_dy(x)
+    model = dict(slope_dtype=("float32", dtype), flush_subnormals=dtype in ("bfloat16", "float32"))
+    tf_backend = get_backend("tensorflow")
+    assert differing(tf_backend.forward(x, alpha).value, golden.leaky_relu(x, alpha, **model)).size == 0
+    dx = tf_backend.backward(dy, x, alpha).value
+    assert differing(dx, golden.leaky_relu_backward(dy, x, alpha, **model)).size == 0
