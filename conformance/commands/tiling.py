@@ -1,16 +1,106 @@
-"""`conformance tiling`: not built yet (see the open issues)."""
+"""`conformance tiling`: print the emulated kernel's tiling plan and a roofline estimate."""
 from __future__ import annotations
 
 import argparse
+import json
+from typing import Any
 
+from conformance.dtypes import info
 from conformance.errors import UsageError
+from conformance.npu_impl import supported_pairs
+from conformance.npu_impl.chips import PROFILES, ChipProfile, get_profile
+from conformance.npu_impl.kernel import KernelSpec, plan_for, vector_ops
+from conformance.npu_impl.tiling import Roofline, TilingPlan, roofline
+from conformance.npu_impl.variants import get_variant
 
-HELP = "tiling (not built yet)"
+HELP = "show how the emulated CANN kernel tiles N elements over cores and UB, with a roofline estimate"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    parser.add_argument("--numel", type=int, required=True, help="number of elements (>= 0)")
+    parser.add_argument("--dtype", required=True, help="float16, bfloat16 or float32")
+    parser.add_argument("--out-dtype", default=None, help="output dtype (default: the input dtype)")
+    parser.add_argument("--profile", default="ascend910b1", help=f"chip: {', '.join(PROFILES)}")
+    parser.add_argument("--cores", type=int, default=None, help="cores to use (default: all vector cores)")
+    parser.add_argument("--usable-fraction", type=float, default=None,
+                        help="article model: this fraction of the total UB holds one tile")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _spec(args: argparse.Namespace) -> KernelSpec:
+    """The reference forward kernel for the requested profile and dtypes, or a UsageError."""
+    try:
+        prof = get_profile(args.profile)
+        src = info(args.dtype)
+        out = src if args.out_dtype is None else info(args.out_dtype)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if (src.name, out.name) not in supported_pairs(prof):
+        raise UsageError(f"{src.name}->{out.name} is not supported on {prof.name}; supported: "
+                         + ", ".join(f"{a}->{b}" for a, b in sorted(supported_pairs(prof))))
+    return KernelSpec("forward", src, out, 0.01, get_variant("reference"), prof)
+
+
+def _check(args: argparse.Namespace, prof: ChipProfile) -> None:
+    if args.numel < 0:
+        raise UsageError(f"--numel must be >= 0, got {args.numel}")
+    if args.cores is not None and not 1 <= args.cores <= prof.vector_cores:
+        raise UsageError(f"--cores must be in 1..{prof.vector_cores} on {prof.name}, got {args.cores}")
+    if args.usable_fraction is not None and not 0 < args.usable_fraction <= 1:
+        raise UsageError(f"--usable-fraction must be in (0, 1], got {args.usable_fraction}")
+
+
+def plan_json(plan: TilingPlan, spec: KernelSpec, est: Roofline) -> dict[str, Any]:
+    """The plan as JSON-ready data (keys: tile_elements, tiles, cores, roofline, ...)."""
+    return {
+        "profile": spec.profile.name, "dtype": spec.src.name, "out_dtype": spec.out.name,
+        "numel": plan.numel, "model": plan.model, "ub_budget_bytes": plan.ub_budget_bytes,
+        "ub_tile_bytes": plan.ub_tile_bytes, "align_elements": plan.align_elements,
+        "tile_elements": plan.tile_elements, "tiles": plan.tiles,
+        "former_cores": plan.former_cores, "tail_cores": len(plan.cores) - plan.former_cores,
+        "cores": [{"core": c.core, "start": c.start, "length": c.length,
+                   "tiles": [{"start": t.start, "length": t.length} for t in c.tiles]} for c in plan.cores],
+        "roofline": {
+            "gm_bytes": est.gm_bytes, "vector_ops_per_element": est.vector_ops_per_element,
+            "single_buffered_us": est.single_buffered_s * 1e6,
+            "double_buffered_us": est.double_buffered_s * 1e6,
+            "gm_bytes_per_s": est.gm_bytes_per_s, "gm_bytes_per_s_source": est.gm_bytes_per_s_source,
+            "vector_bytes_per_s": est.vector_bytes_per_s, "vector_source": est.vector_source,
+            "note": "an estimate: figures whose source says 'assumed' are not from a CANN source"},
+    }
+
+
+def _render(data: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]{data['profile']}[/] {data['dtype']}->{data['out_dtype']}, {data['numel']:,} elements, "
+                  f"model {data['model']}: tile {data['tile_elements']:,} elements "
+                  f"({data['ub_tile_bytes']:,} of {data['ub_budget_bytes']:,} B UB), {data['tiles']:,} tiles, "
+                  f"{data['former_cores']} former + {data['tail_cores']} tail cores, "
+                  f"align {data['align_elements']} elements")
+    table = Table("core", "start", "length", "tiles", "last tile")
+    for c in data["cores"]:
+        last = c["tiles"][-1]["length"] if c["tiles"] else 0
+        table.add_row(str(c["core"]), f"{c['start']:,}", f"{c['length']:,}", str(len(c["tiles"])), f"{last:,}")
+    console.print(table)
+    r = data["roofline"]
+    console.print(f"roofline: {r['double_buffered_us']:.2f} us double-buffered, "
+                  f"{r['single_buffered_us']:.2f} us single-buffered; GM {r['gm_bytes']:,} B at "
+                  f"{r['gm_bytes_per_s']:.3g} B/s ({r['gm_bytes_per_s_source']}); vector "
+                  f"{r['vector_bytes_per_s']:.3g} B/s ({r['vector_source']})")
 
 
 def execute(args: argparse.Namespace) -> int:
-    raise UsageError("'tiling' is not built yet")
+    spec = _spec(args)
+    _check(args, spec.profile)
+    plan = plan_for(args.numel, spec, cores=args.cores, usable_fraction=args.usable_fraction)
+    est = roofline(plan, profile=spec.profile, gm_bytes_per_element=(spec.src.bits + spec.out.bits) // 8,
+                   vector_ops=vector_ops(spec), compute_itemsize=spec.compute.bits // 8)
+    data = plan_json(plan, spec, est)
+    if args.json:
+        print(json.dumps(data, indent=1))
+    else:
+        _render(data)
+    return 0

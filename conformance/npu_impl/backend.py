@@ -1,0 +1,60 @@
+"""The ``cann`` backend: the emulated kernel behind the :class:`conformance.backends.Backend` protocol."""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+from conformance.dtypes import info
+from conformance.npu_impl import (HostValidationError, leaky_relu, leaky_relu_backward,
+                                  supported_pairs)
+from conformance.npu_impl.chips import get_profile
+from conformance.npu_impl.variants import get_variant
+from conformance.records import BackendResult, Direction, Unsupported
+
+
+class CannBackend:
+    """The emulated CANN LeakyRelu kernel on one chip profile, built as one variant."""
+
+    name = "cann"
+
+    def __init__(self, *, profile: Optional[str] = None, variant: Optional[str] = None,
+                 cores: Optional[int] = None):
+        self.profile = get_profile(profile).name
+        self.variant = get_variant(variant).name
+        self.cores = cores
+
+    def __repr__(self) -> str:
+        return f"CannBackend(profile={self.profile!r}, variant={self.variant!r})"
+
+    def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
+        """True for the (input, output) pairs this profile's kernel runs, either direction."""
+        try:
+            pair = (info(dtype).name, info(out_dtype).name)
+        except ValueError:
+            return False
+        return direction in ("forward", "backward") and pair in supported_pairs(get_profile(self.profile))
+
+    def _check(self, x: np.ndarray, out_dtype: Optional[str], direction: Direction) -> None:
+        src = x.dtype.name
+        out = src if out_dtype is None else out_dtype
+        if not self.supports(src, out, direction):
+            raise Unsupported(f"cann/{self.profile} has no {direction} for {x.dtype}->{out}")
+
+    def _call(self, fn: Callable[[], object], attr: str) -> BackendResult:
+        try:
+            result = fn()
+        except HostValidationError as exc:
+            return BackendResult(value=None, rejected=str(exc))
+        return BackendResult(getattr(result, attr), layout=result.layout, hazards=result.hazards)
+
+    def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
+        self._check(x, out_dtype, "forward")
+        return self._call(lambda: leaky_relu(x, alpha, profile=self.profile, variant=self.variant,
+                                             out_dtype=out_dtype, cores=self.cores), "y")
+
+    def backward(self, dy: np.ndarray, x: np.ndarray, alpha: float, *,
+                 out_dtype: Optional[str] = None) -> BackendResult:
+        self._check(x, out_dtype, "backward")
+        return self._call(lambda: leaky_relu_backward(dy, x, alpha, profile=self.profile, variant=self.variant,
+                                                      out_dtype=out_dtype, cores=self.cores), "dx")
