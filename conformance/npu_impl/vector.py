@@ -53,6 +53,14 @@ def round_cast(src: np.ndarray, dtype: np.dtype, mode: RoundMode) -> np.ndarray:
     down = np.where(back > wide, step(nearest, -1), nearest)  # largest value <= src
     up = np.where(back < wide, step(nearest, +1), nearest)  # smallest value >= src
     negative = wide < 0
+    picked = _directed(mode, nearest=nearest, down=down, up=up, wide=wide, back=back, negative=negative)
+    signed_zero = np.copysign(np.zeros_like(wide), wide).astype(dtype)
+    return np.where(picked.astype(np.float64) == 0, signed_zero, picked)  # a zero keeps the source's sign
+
+
+def _directed(mode: RoundMode, *, nearest: np.ndarray, down: np.ndarray, up: np.ndarray,
+              wide: np.ndarray, back: np.ndarray, negative: np.ndarray) -> np.ndarray:
+    """Pick between the neighbours ``down <= src <= up`` for a directed or odd mode."""
     if mode is RoundMode.FLOOR:
         return down
     if mode is RoundMode.CEIL:

@@ -1,0 +1,98 @@
+"""Emulated GM and UB: red zones, writer tracking, races, capacity, deterministic garbage."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conformance.npu_impl.memory import (SENTINEL_BYTE, GmFault, GmInput, GmTensor, UbArena,
+                                         UbOverflowError)
+
+
+def _gm(numel: int = 16, zone: int = 8) -> GmTensor:
+    return GmTensor(numel, np.float32, red_zone=zone)
+
+
+def test_red_zones_hold_the_sentinel() -> None:
+    gm = _gm()
+    zone_bytes = np.concatenate([gm.data[:8], gm.data[-8:]]).view(np.uint8)
+    assert (zone_bytes == SENTINEL_BYTE).all()
+
+
+def test_write_inside_the_tensor_is_no_hazard() -> None:
+    gm = _gm()
+    gm.write(0, np.ones(16, np.float32), core=3)
+    assert gm.hazards() == () and (gm.body == 1).all() and (gm.writers[8:24] == 3).all()
+
+
+def test_write_past_the_end_is_an_out_of_bounds_hazard() -> None:
+    gm = _gm()
+    gm.write(12, np.ones(8, np.float32), core=1)
+    hazards = gm.hazards()
+    assert [(h.kind, h.index, h.cores) for h in hazards] == [
+        ("out-of-bounds-write", i, (1,)) for i in range(16, 20)]
+
+
+def test_write_before_the_start_is_an_out_of_bounds_hazard() -> None:
+    gm = _gm()
+    gm.write(-2, np.ones(4, np.float32), core=0)
+    assert [h.index for h in gm.hazards()] == [-2, -1]
+
+
+def test_two_cores_writing_one_element_is_a_race_naming_both() -> None:
+    gm = _gm()
+    gm.write(0, np.zeros(8, np.float32), core=0)
+    gm.write(6, np.ones(8, np.float32), core=1)
+    races = [h for h in gm.hazards() if h.kind == "write-race"]
+    assert [(h.index, h.cores) for h in races] == [(6, (0, 1)), (7, (0, 1))]
+
+
+def test_same_core_rewriting_is_not_a_race() -> None:
+    gm = _gm()
+    gm.write(0, np.zeros(8, np.float32), core=2)
+    gm.write(4, np.ones(8, np.float32), core=2)
+    assert gm.hazards() == ()
+
+
+def test_access_beyond_the_red_zone_faults() -> None:
+    gm = _gm()
+    with pytest.raises(GmFault):
+        gm.write(20, np.ones(8, np.float32), core=0)
+    with pytest.raises(GmFault):
+        gm.read(-9, 2)
+
+
+def test_fresh_gm_is_deterministic_garbage_not_zeros() -> None:
+    a, b = _gm(1024), _gm(1024)
+    assert np.array_equal(a.body.view(np.uint32), b.body.view(np.uint32))
+    assert np.count_nonzero(a.body.view(np.uint32)) > 1000
+
+
+def test_gm_input_reads_sentinel_past_its_ends_without_copying_inside() -> None:
+    x = np.arange(8, dtype=np.float32)
+    gm = GmInput(x, red_zone=8)
+    assert np.shares_memory(gm.read(2, 4), x)
+    edge = gm.read(6, 4)
+    assert edge[:2].tolist() == [6.0, 7.0] and (edge[2:].view(np.uint8) == SENTINEL_BYTE).all()
+    with pytest.raises(GmFault):
+        gm.read(10, 8)
+
+
+def test_ub_allocations_are_32_byte_aligned() -> None:
+    ub = UbArena(1024)
+    a = ub.alloc(np.float16, 3, name="a")
+    b = ub.alloc(np.float32, 5, name="b")
+    offsets = [x.__array_interface__["data"][0] - ub.raw.__array_interface__["data"][0] for x in (a, b)]
+    assert offsets == [0, 32] and ub.used == 64
+
+
+def test_ub_over_allocation_is_a_clear_error() -> None:
+    ub = UbArena(4096)
+    ub.alloc(np.float32, 1000, name="queue")
+    with pytest.raises(UbOverflowError, match="'tmp' needs 128 B but only 96 of 4096 B remain"):
+        ub.alloc(np.float32, 32, name="tmp")
+
+
+def test_ub_starts_as_garbage_not_zeros() -> None:
+    buf = UbArena(4096).alloc(np.uint32, 1024, name="x")
+    assert np.count_nonzero(buf) > 1000
+    assert np.array_equal(buf, UbArena(4096).alloc(np.uint32, 1024, name="x")), "deterministic"

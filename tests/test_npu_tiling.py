@@ -1,0 +1,156 @@
+"""The tiling plan (hypothesis properties, the article's example) and `conformance tiling`."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.dtypes import info
+from conformance.npu_impl.chips import BLOCK_BYTES, PROFILES
+from conformance.npu_impl.kernel import KernelSpec, buffer_spec, plan_for
+from conformance.npu_impl.tiling import TilingPlan, ub_bytes
+from conformance.npu_impl.variants import VARIANTS
+
+CLI = str(Path(sys.executable).with_name("conformance"))
+PAIRS = [("float16", "float16"), ("bfloat16", "bfloat16"), ("float32", "float32"), ("float32", "float16")]
+
+
+def _spec(src: str, out: str, profile: str = "ascend910b1", variant: str = "reference",
+          direction: str = "forward") -> KernelSpec:
+    return KernelSpec(direction, info(src), info(out), 0.01, VARIANTS[variant], PROFILES[profile])
+
+
+def _covered(plan: TilingPlan) -> np.ndarray:
+    hits = np.zeros(plan.numel, dtype=np.int64)
+    for core in plan.cores:
+        for tile in core.tiles:
+            hits[tile.start:tile.start + tile.length] += 1
+    return hits
+
+
+plans = st.builds(
+    lambda numel, pair, profile, cores, direction: (numel, _spec(*pair, profile, direction=direction), cores),
+    numel=st.one_of(st.integers(0, 64), st.integers(0, 300_000)),
+    pair=st.sampled_from(PAIRS), profile=st.sampled_from(["ascend910b1", "ascend950"]),
+    cores=st.one_of(st.none(), st.integers(1, 40)), direction=st.sampled_from(["forward", "backward"]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(plans)
+def test_every_element_is_covered_exactly_once(case: tuple[int, KernelSpec, int | None]) -> None:
+    numel, spec, cores = case
+    plan = plan_for(numel, spec, cores=cores)
+    assert (_covered(plan) == 1).all()
+    starts = [c.start for c in plan.cores]
+    assert starts == sorted(starts) and all(c.length == sum(t.length for t in c.tiles) for c in plan.cores)
+
+
+@settings(max_examples=150, deadline=None)
+@given(plans)
+def test_no_tile_exceeds_the_ub_budget(case: tuple[int, KernelSpec, int | None]) -> None:
+    numel, spec, cores = case
+    plan = plan_for(numel, spec, cores=cores)
+    assert ub_bytes(buffer_spec(spec), plan.tile_elements) <= spec.profile.ub_usable_bytes
+    assert ub_bytes(buffer_spec(spec), plan.tile_elements + plan.align_elements) > spec.profile.ub_usable_bytes
+    assert all(t.length <= plan.tile_elements for c in plan.cores for t in c.tiles)
+
+
+@settings(max_examples=150, deadline=None)
+@given(plans)
+def test_core_ranges_are_aligned_and_differ_by_at_most_one_unit(case: tuple[int, KernelSpec, int | None]) -> None:
+    numel, spec, cores = case
+    plan = plan_for(numel, spec, cores=cores)
+    unit = plan.align_elements
+    assert unit * min(spec.src.bits, spec.out.bits) // 8 >= BLOCK_BYTES
+    assert all(c.start % unit == 0 for c in plan.cores)
+    lengths = [c.length for c in plan.cores]
+    assert max(lengths) - min(lengths) <= unit
+    assert len(plan.cores) <= (cores or spec.profile.vector_cores)
+
+
+@settings(max_examples=100, deadline=None)
+@given(plans)
+def test_only_each_cores_last_tile_is_shorter(case: tuple[int, KernelSpec, int | None]) -> None:
+    numel, spec, cores = case
+    plan = plan_for(numel, spec, cores=cores)
+    for core in plan.cores:
+        assert all(t.length == plan.tile_elements for t in core.tiles[:-1])
+    tails = [s for s in plan.layout().spans if s.is_tail]
+    expected = [c for c in plan.cores if c.tiles and c.tiles[-1].length < plan.tile_elements]
+    assert [(s.core, s.start) for s in tails] == [(c.core, c.tiles[-1].start) for c in expected]
+
+
+@pytest.mark.parametrize("numel", [0, 1, 5, 7])
+def test_numel_zero_and_below_one_block(numel: int) -> None:
+    plan = plan_for(numel, _spec("float32", "float32"))
+    assert len(plan.cores) == 1 and plan.cores[0].length == numel
+    assert plan.tiles == (1 if numel else 0) and (_covered(plan) == 1).all()
+
+
+def test_former_cores_get_one_more_unit() -> None:
+    plan = plan_for(8 * 100 + 3, _spec("float32", "float32"), cores=7)  # 100 units over 7 cores
+    assert [c.length for c in plan.cores] == [120, 120, 112, 112, 112, 112, 112 + 3]
+    assert plan.former_cores == 2
+
+
+def test_the_articles_worked_example() -> None:
+    spec = _spec("float32", "float32")
+    plan = plan_for(1_000_000, spec, cores=1, usable_fraction=0.6)
+    expected_tile = int(192 * 1024 * 0.6 / 4) // 8 * 8  # floor(usable / sizeof), aligned to 32 bytes
+    assert plan.tile_elements == expected_tile and abs(plan.tile_elements - 29_490) < 8
+    assert plan.tiles == -(-1_000_000 // expected_tile) == 34
+
+
+def test_temporaries_shrink_the_tile() -> None:
+    native = plan_for(1 << 20, _spec("float16", "float16", variant="fp16-slope"))
+    upcast = plan_for(1 << 20, _spec("float16", "float16"))
+    assert native.tile_elements > upcast.tile_elements
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([CLI, "tiling", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_cli_json_has_the_documented_keys() -> None:
+    run = _cli("--numel", "100000", "--dtype", "float16", "--cores", "4", "--json")
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert {"tile_elements", "tiles", "cores", "roofline"} <= data.keys()
+    assert data["tiles"] == sum(len(c["tiles"]) for c in data["cores"])
+    assert set(data["cores"][0]) == {"core", "start", "length", "tiles"}
+    assert set(data["cores"][0]["tiles"][0]) == {"start", "length"}
+    assert sum(c["length"] for c in data["cores"]) == 100000
+    roof = data["roofline"]
+    assert roof["single_buffered_us"] >= roof["double_buffered_us"] > 0 and roof["gm_bytes_per_s_source"]
+
+
+def test_cli_article_example() -> None:
+    run = _cli("--numel", "1000000", "--dtype", "float32", "--cores", "1", "--usable-fraction", "0.6", "--json")
+    data = json.loads(run.stdout)
+    assert data["tiles"] == 34 and data["model"] == "article"
+
+
+def test_cli_rich_output_names_the_plan() -> None:
+    run = _cli("--numel", "5000", "--dtype", "bfloat16", "--profile", "ascend910b3")
+    assert run.returncode == 0 and "ascend910b3" in run.stdout and "roofline" in run.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ("--numel", "-1", "--dtype", "float32"),
+    ("--numel", "10", "--dtype", "int8"),
+    ("--numel", "10", "--dtype", "bfloat16", "--profile", "ascend910a"),
+    ("--numel", "10", "--dtype", "float32", "--profile", "nope"),
+    ("--numel", "10", "--dtype", "float32", "--cores", "0"),
+    ("--numel", "10", "--dtype", "float32", "--usable-fraction", "1.5"),
+    ("--numel", "ten", "--dtype", "float32"),
+], ids=lambda a: " ".join(a))
+def test_cli_bad_arguments_exit_2_with_one_line(args: tuple[str, ...]) -> None:
+    run = _cli(*args)
+    assert run.returncode == 2
+    assert "Traceback" not in run.stderr and len(run.stderr.strip().splitlines()) == 1
