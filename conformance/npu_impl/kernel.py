@@ -152,25 +152,33 @@ FORMULATIONS: dict[str, FormulationFn] = {
 # ---------------------------------------------------------------------------- tile windows
 @dataclass(frozen=True)
 class Window:
-    """What one tile really moves: ``copy`` elements at ``start`` (``how``), ``compute`` lanes."""
+    """What one tile really moves: ``copy`` elements at ``start`` (``how``), ``compute`` lanes.
+
+    ``last_block`` is the shifted-back final copy of an unaligned tail without
+    DataCopyPad: ``(gm_start, ub_lane, elements)``, a whole block ending exactly
+    at the tensor's end and overlapping elements this tile already holds.
+    """
 
     start: int
     copy: int
     compute: int
     how: CopyHow
+    last_block: Optional[tuple[int, int, int]] = None
 
 
 def exact_window(tile: Tile, *, plan: TilingPlan, has_pad: bool) -> Window:
-    """A tile copied at its real length: aligned DataCopy, DataCopyPad, shifted-back or scalar."""
-    align = plan.align_elements
+    """A tile copied at its real length: aligned DataCopy, DataCopyPad, shifted last block or scalar."""
+    align, end = plan.align_elements, tile.start + tile.length
     if tile.length % align == 0:
         return Window(tile.start, tile.length, tile.length, "block")
     if has_pad:
         return Window(tile.start, tile.length, tile.length, "pad")
-    if plan.numel >= align:  # shift the last copy back so that it ends at the boundary
-        shifted = round_up(tile.length, align)
-        return Window(tile.start + tile.length - shifted, shifted, shifted, "block")
-    return Window(tile.start, tile.length, tile.length, "scalar")
+    if plan.numel < align:  # less than one block in the whole tensor: scalar GetValue/SetValue
+        return Window(tile.start, tile.length, tile.length, "scalar")
+    if tile.length < align:  # the block reaches back into this core's previous tile
+        return Window(end - align, align, align, "block")
+    bulk = tile.length // align * align
+    return Window(tile.start, bulk, tile.length, "block", last_block=(end - align, tile.length - align, align))
 
 
 def tile_windows(core: CoreRange, *, plan: TilingPlan, variant: Variant, has_pad: bool) -> list[Window]:
@@ -225,13 +233,22 @@ class LeakyReluKernel:
             yield
 
     def copy_in(self, slot: int, w: Window) -> None:
+        """CopyIn: GM -> the input queues' ``slot`` (and the shifted last block, if any)."""
+        pad = self.spec.profile.has_datacopy_pad
         for i, gm in enumerate(self.inputs):
-            copy_in(self.buf[f"in{i}"][slot], gm, w.start, w.copy, how=w.how,
-                    has_pad=self.spec.profile.has_datacopy_pad)
+            ub = self.buf[f"in{i}"][slot]
+            copy_in(ub, gm, w.start, w.copy, how=w.how, has_pad=pad)
+            if w.last_block:
+                start, lane, count = w.last_block
+                copy_in(ub[lane:], gm, start, count, how="block", has_pad=pad)
 
     def copy_out(self, slot: int, w: Window) -> None:
-        copy_out(self.output, w.start, self.buf["out"][slot], w.copy, core=self.core.core, how=w.how,
-                 has_pad=self.spec.profile.has_datacopy_pad)
+        """CopyOut: the output queue's ``slot`` -> GM (the last block shifted back, if any)."""
+        pad, ub, core = self.spec.profile.has_datacopy_pad, self.buf["out"][slot], self.core.core
+        copy_out(self.output, w.start, ub, w.copy, core=core, how=w.how, has_pad=pad)
+        if w.last_block:
+            start, lane, count = w.last_block
+            copy_out(self.output, start, ub[lane:], count, core=core, how="block", has_pad=pad)
 
     def compute(self, slot: int, w: Window) -> None:
         """Compute: widen, apply the formulation, cast the result back (RINT)."""

@@ -1,0 +1,219 @@
+"""The reference kernel: bit-identical to torch, within 1 ULP of golden, host validation, in-place."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+
+from conformance.dtypes import all_patterns, info, is_nan, to_bits, ulp_distance
+from conformance.npu_impl import HostValidationError, PROFILES, leaky_relu, leaky_relu_backward
+from conformance.reference import golden
+from tests.test_golden import assert_same_bits
+
+ALPHAS = (0.0, 0.01, 0.2, 0.3, 1.5)
+INF_NAN = [p for p, prof in PROFILES.items() if prof.float_mode == "inf_nan"]
+SATURATING = [p for p, prof in PROFILES.items() if prof.float_mode == "saturation"]
+_TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+
+
+def to_torch(a: np.ndarray) -> torch.Tensor:
+    rec = info(a.dtype)
+    return torch.from_numpy(to_bits(a).astype(rec.sint)).view(_TORCH[rec.name])
+
+
+def from_torch(t: torch.Tensor, dtype: str) -> np.ndarray:
+    rec = info(dtype)
+    sint = {2: torch.int16, 4: torch.int32}[rec.bits // 8]
+    return t.detach().contiguous().view(sint).numpy().view(rec.uint).view(rec.dtype)
+
+
+def torch_forward(x: np.ndarray, alpha: float) -> np.ndarray:
+    return from_torch(torch.nn.functional.leaky_relu(to_torch(x), alpha), x.dtype.name)
+
+
+def torch_backward(dy: np.ndarray, x: np.ndarray, alpha: float) -> np.ndarray:
+    tx = to_torch(x).clone().requires_grad_(True)
+    torch.nn.functional.leaky_relu(tx, alpha).backward(to_torch(dy))
+    return from_torch(tx.grad, x.dtype.name)
+
+
+def inputs(dtype: str) -> np.ndarray:
+    """All 16-bit patterns, or 2**17 random float32 bit patterns."""
+    if info(dtype).bits == 16:
+        return all_patterns(dtype)
+    bits = np.random.default_rng(32).integers(0, 1 << 32, 1 << 17, dtype=np.uint64).astype(np.uint32)
+    return bits.view(np.float32)
+
+
+def shuffled(x: np.ndarray) -> np.ndarray:
+    return x[np.random.default_rng(1).permutation(x.size)]
+
+
+@dataclass(frozen=True)
+class Case:
+    profile: str
+    dtype: str
+    alpha: float
+
+    def __str__(self) -> str:
+        return f"{self.profile}-{self.dtype}-alpha={self.alpha:g}"
+
+
+TORCH_CASES = [Case(p, d, a) for p in INF_NAN for d in ("float16", "bfloat16", "float32") for a in ALPHAS]
+
+
+@pytest.mark.parametrize("case", TORCH_CASES, ids=str)
+def test_reference_forward_is_bit_identical_to_torch(case: Case) -> None:
+    x = inputs(case.dtype)
+    y = leaky_relu(x, case.alpha, profile=case.profile).y
+    assert_same_bits(y, torch_forward(x, case.alpha), what=str(case))
+
+
+@pytest.mark.parametrize("case", TORCH_CASES, ids=str)
+def test_reference_backward_is_bit_identical_to_torch_autograd(case: Case) -> None:
+    x = inputs(case.dtype)
+    dy = shuffled(x)
+    dx = leaky_relu_backward(dy, x, case.alpha, profile=case.profile).dx
+    assert_same_bits(dx, torch_backward(dy, x, case.alpha), what=str(case))
+
+
+def assert_within_one_ulp(actual: np.ndarray, expected: np.ndarray, *, what: str, zeros_signless: bool = False) -> None:
+    dist = ulp_distance(actual, expected)
+    nan_a, nan_e = is_nan(actual), is_nan(expected)
+    assert np.array_equal(nan_a, nan_e), f"{what}: NaN positions differ at {np.flatnonzero(nan_a != nan_e)[:5]}"
+    assert dist.max() <= 1, f"{what}: {dist.max()} ULPs at {np.argmax(dist.ulps)}"
+    if not zeros_signless:
+        sign = to_bits(actual) >> (info(actual.dtype).bits - 1) != to_bits(expected) >> (info(actual.dtype).bits - 1)
+        with np.errstate(invalid="ignore"):
+            zero = (actual.astype(np.float64) == 0) & (expected.astype(np.float64) == 0)
+        assert not (sign & zero).any(), f"{what}: zero signs differ"
+
+
+GOLDEN_CASES = [Case(p, d, a) for p in PROFILES for d in PROFILES[p].dtypes for a in ALPHAS + (1 / 3,)]
+
+
+@pytest.mark.parametrize("case", GOLDEN_CASES, ids=str)
+def test_reference_is_within_one_ulp_of_golden(case: Case) -> None:
+    """On saturation-only chips the golden is the saturation variant (and zero signs are not compared)."""
+    sat = PROFILES[case.profile].float_mode == "saturation"
+    x = inputs(case.dtype)
+    dy = shuffled(x)
+    y = leaky_relu(x, case.alpha, profile=case.profile).y
+    dx = leaky_relu_backward(dy, x, case.alpha, profile=case.profile).dx
+    assert_within_one_ulp(y, golden.leaky_relu(x, case.alpha, saturate=sat), what=f"fwd {case}",
+                          zeros_signless=sat)
+    assert_within_one_ulp(dx, golden.leaky_relu_backward(dy, x, case.alpha, saturate=sat), what=f"bwd {case}",
+                          zeros_signless=sat)
+
+
+@pytest.mark.parametrize("out", ["float16", "bfloat16"])
+@pytest.mark.parametrize("alpha", [0.01, 0.2])
+def test_fp32_to_narrow_output_is_torch_then_cast(out: str, alpha: float) -> None:
+    x = np.concatenate([inputs("float32"), np.array([7e4, -7e4, 3e38, -3e38], np.float32)])
+    y = leaky_relu(x, alpha, out_dtype=out).y
+    expected = golden.leaky_relu(x, alpha, out_dtype=out, opmath="float32")
+    assert_same_bits(y, expected, what=f"float32->{out}")
+    assert (y[-4] == np.inf) if out == "float16" else np.isfinite(y[-4]), "7e4 overflows fp16 only"
+
+
+def test_saturation_profile_clamps_the_narrowing_cast() -> None:
+    y = leaky_relu(np.array([7e4, -7e5, np.nan], np.float32), 0.2, profile="ascend910a", out_dtype="float16").y
+    assert y.tolist() == [65504.0, -65504.0, 0.0]
+
+
+@pytest.mark.parametrize("profile", ["ascend910b1", "ascend910a"])
+@pytest.mark.parametrize("numel", [0, 3, 17, 1000, 20_003])
+@pytest.mark.parametrize("cores", [1, 5, None])
+def test_sizes_and_core_counts_leave_no_hazards_and_match_golden(profile: str, numel: int, cores: int | None) -> None:
+    x = np.random.default_rng(numel).standard_normal(numel).astype(np.float16)
+    r = leaky_relu(x, 0.2, profile=profile, cores=cores)
+    assert r.hazards == ()
+    assert_same_bits(r.y, golden.leaky_relu(x, 0.2, opmath="float32"), what=f"{profile} n={numel}")
+
+
+def test_shape_is_kept_and_layout_covers_the_output() -> None:
+    x = np.random.default_rng(3).standard_normal((7, 9, 5)).astype(np.float32)
+    r = leaky_relu(x, 0.1, cores=4)
+    assert r.y.shape == x.shape
+    assert sum(s.length for s in r.layout.spans) == x.size and r.layout.align_elements == 8
+    assert r.layout.locate(x.size - 1).is_tail
+
+
+@pytest.mark.parametrize("profile", ["ascend910b1", "ascend910a", "ascend310p3"])
+@pytest.mark.parametrize("numel", [5, 1003, 70_001])
+def test_in_place_equals_out_of_place(profile: str, numel: int) -> None:
+    """On chips without DataCopyPad the shifted last copy re-reads finished elements; prefetch keeps it right."""
+    x = np.random.default_rng(numel).standard_normal(numel).astype(np.float16) * 100
+    expected = leaky_relu(x, 0.3, profile=profile, cores=2).y.copy()
+    work = x.copy()
+    r = leaky_relu(work, 0.3, profile=profile, cores=2, inplace=True)
+    assert r.y is work and r.hazards == ()
+    assert_same_bits(work, expected, what=f"in-place {profile} n={numel}")
+
+
+def test_in_place_backward_overwrites_dy() -> None:
+    x = np.random.default_rng(5).standard_normal(999).astype(np.float32)
+    dy = np.random.default_rng(6).standard_normal(999).astype(np.float32)
+    expected = leaky_relu_backward(dy, x, 0.2).dx.copy()
+    r = leaky_relu_backward(dy, x, 0.2, inplace=True)
+    assert r.dx is dy and np.array_equal(dy, expected)
+
+
+def test_backward_from_the_result_matches_backward_from_the_input() -> None:
+    x = inputs("float16")
+    dy = shuffled(x)
+    y = leaky_relu(x, 0.2).y
+    from_result = leaky_relu_backward(dy, y, 0.2, self_is_result=True).dx
+    assert_same_bits(from_result, leaky_relu_backward(dy, x, 0.2).dx, what="selfIsResult")
+
+
+REJECTIONS = [
+    ("nan alpha", lambda: leaky_relu(np.ones(4, np.float32), float("nan")), "alpha must be finite"),
+    ("inf alpha", lambda: leaky_relu(np.ones(4, np.float32), float("inf")), "alpha must be finite"),
+    ("text alpha", lambda: leaky_relu(np.ones(4, np.float32), "x"), "alpha must be a number"),
+    ("float64", lambda: leaky_relu(np.ones(4), 0.1), "float64->float64 is not supported"),
+    ("bf16 on 910a", lambda: leaky_relu(np.ones(4, info("bfloat16").dtype), 0.1, profile="ascend910a"),
+     "not supported by the LeakyRelu kernel on ascend910a"),
+    ("fp16->fp32", lambda: leaky_relu(np.ones(4, np.float16), 0.1, out_dtype="float32"), "not supported"),
+    ("unknown profile", lambda: leaky_relu(np.ones(4, np.float32), 0.1, profile="ascend999"), "unknown profile"),
+    ("unknown variant", lambda: leaky_relu(np.ones(4, np.float32), 0.1, variant="nope"), "unknown variant"),
+    ("too many cores", lambda: leaky_relu(np.ones(4, np.float32), 0.1, cores=49), "cores must be"),
+    ("negative slope from result",
+     lambda: leaky_relu_backward(np.ones(4, np.float32), np.ones(4, np.float32), -0.1, self_is_result=True),
+     "selfIsResult"),
+    ("shape mismatch", lambda: leaky_relu_backward(np.ones(4, np.float32), np.ones(5, np.float32), 0.1),
+     "same shape and dtype"),
+    ("in-place cast", lambda: leaky_relu(np.ones(4, np.float32), 0.1, out_dtype="float16", inplace=True),
+     "in-place needs"),
+    ("not an array", lambda: leaky_relu([1.0, 2.0], 0.1), "numpy arrays"),
+]
+
+
+@pytest.mark.parametrize("call,message", [(c, m) for _, c, m in REJECTIONS], ids=[r[0] for r in REJECTIONS])
+def test_host_validation_rejects_with_one_line(call, message: str) -> None:
+    with pytest.raises(HostValidationError, match=message) as err:
+        call()
+    assert "\n" not in str(err.value)
+
+
+def test_negative_slope_is_accepted_when_backward_is_from_the_input() -> None:
+    x = np.array([-2.0, 3.0], np.float32)
+    dx = leaky_relu_backward(np.ones(2, np.float32), x, -0.5).dx
+    assert dx.tolist() == [-0.5, 1.0]
+
+
+def test_in_place_tail_shorter_than_a_block_reads_back_into_the_previous_tile() -> None:
+    """The shifted block covers 11 finished elements of the previous tile: they must be read before written."""
+    from conformance.npu_impl.kernel import KernelSpec, plan_for
+    from conformance.npu_impl.variants import VARIANTS
+
+    spec = KernelSpec("forward", info("float16"), info("float16"), 0.3, VARIANTS["reference"],
+                      PROFILES["ascend910a"])
+    numel = plan_for(1 << 20, spec, cores=1).tile_elements + 5
+    assert plan_for(numel, spec, cores=1).cores[0].tiles[-1].length == 5
+    x = -np.abs(np.random.default_rng(9).standard_normal(numel).astype(np.float16)) - 1
+    expected = golden.leaky_relu(x, 0.3, opmath="float32", saturate=True)
+    r = leaky_relu(x, 0.3, profile="ascend910a", cores=1, inplace=True)
+    assert_same_bits(r.y, expected, what="in-place, 5-element tail on 910A")
