@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 from typing import Callable, Iterable, Optional
 
 import numpy as np
@@ -43,9 +44,13 @@ class EdgePool:
         return frozenset(self.labels)
 
     def of(self, label: str) -> np.ndarray:
-        """The values labelled ``label``."""
-        mask = np.array([lab == label for lab in self.labels], dtype=bool)
-        return self.values[mask]
+        """The values labelled ``label`` (empty for an unknown label)."""
+        return self._by_class.get(label, self.values[:0])
+
+    @cached_property
+    def _by_class(self) -> dict[str, np.ndarray]:
+        labels = np.array(self.labels)
+        return {lab: self.values[labels == lab] for lab in set(self.labels)}
 
 
 def _bits(rec: DTypeInfo, patterns: Iterable[int]) -> np.ndarray:
@@ -110,7 +115,7 @@ def _fixed_classes(rec: DTypeInfo) -> dict[str, np.ndarray]:
         "one": _round_to([1.0, -1.0], rec),
         "huge-negative": _round_to(_HUGE_NEGATIVES, rec),
         "beyond-fp16": _beyond_fp16(rec),
-        "testfloat": testfloat_patterns(rec),
+        "testfloat": exponent_significand_patterns(rec),
     }
 
 
@@ -136,7 +141,7 @@ def _significands(rec: DTypeInfo) -> list[int]:
     return sorted({0, 1, ones, ones - 1} | {1 << i for i in range(rec.mant_bits)})
 
 
-def testfloat_patterns(dtype: DTypeLike | DTypeInfo) -> np.ndarray:
+def exponent_significand_patterns(dtype: DTypeLike | DTypeInfo) -> np.ndarray:
     """TestFloat-style exponent x significand patterns, both signs."""
     rec = info(dtype)
     mags = [(e << rec.mant_bits) | s for e in _exponents(rec) for s in _significands(rec)]
@@ -194,7 +199,7 @@ def _scan_midpoints(rec: DTypeInfo, out: DTypeInfo, alpha: float, *, limit: int 
 def _underflow(rec: DTypeInfo, out: DTypeInfo, alpha: float) -> np.ndarray:
     """Negative inputs whose product with alpha underflows to a subnormal or zero of ``out``."""
     scale = abs(alpha) if alpha != 0 else 1.0
-    fractions = (1.0, 0.5, 2.0 ** -out.mant_bits, 2.0 ** -(out.mant_bits + 1), 2.0 ** -(out.mant_bits + 3))
+    fractions = (0.75, 0.5, 2.0 ** -out.mant_bits, 2.0 ** -(out.mant_bits + 1), 2.0 ** -(out.mant_bits + 3))
     with np.errstate(over="ignore"):
         vals = _round_to([-out.smallest_normal * f / scale for f in fractions], rec)
     return vals[_finite(vals) & (vals.astype(np.float64) != 0)]

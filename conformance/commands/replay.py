@@ -1,16 +1,55 @@
-"""`conformance replay`: not built yet (see the open issues)."""
+"""`conformance replay FILE`: re-run a saved reproducer and print its finding.
+
+Exit codes: 1 if the case still fails, 0 if it now passes, 2 for a bad file.
+"""
 from __future__ import annotations
 
 import argparse
 
-from conformance.errors import UsageError
 
-HELP = "replay (not built yet)"
+from conformance.cases.corpus import CorpusError, Reproducer, load
+from conformance.commands.run import make_console
+from conformance.errors import UsageError
+from conformance.report import console as show
+from conformance.report.evaluate import Row
+from conformance.report.gate import load_config
+from conformance.suite import replay
+
+HELP = "re-run a reproducer (.npz) saved by 'conformance run' and print its finding"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    parser.add_argument("file", help="a .npz reproducer from the results directory")
+    parser.add_argument("--config", metavar="FILE", help="TOML gate configuration")
+    parser.add_argument("--strict-zeros", action="store_true", help="a zero of the wrong sign fails")
+
+
+def _load(path: str) -> Reproducer:
+    try:
+        return load(path)
+    except CorpusError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _verdict_line(rep: Reproducer, row: Row) -> str:
+    found = [f.category for f in row.findings if not f.allowed]
+    if row.verdict == "fail":
+        same = "same finding" if rep.category in found else f"recorded {rep.category!r}, now"
+        return f"still fails ({same}: {', '.join(found)})"
+    return f"now passes (recorded finding was {rep.category!r})"
 
 
 def execute(args: argparse.Namespace) -> int:
-    raise UsageError("'replay' is not built yet")
+    rep = _load(args.file)
+    config = load_config(args.config, strict_zeros=args.strict_zeros)
+    console = make_console()
+    console.print(f"replaying {args.file}: {rep.label or rep.backend}")
+    console.print(f"  {rep.case}")
+    try:
+        row = replay(rep, config=config)
+    except ValueError as exc:
+        raise UsageError(f"cannot replay {args.file}: {exc}") from None
+    show.render_table([row], console=console)
+    show.render_details([row], console=console)
+    console.print(_verdict_line(rep, row))
+    return 1 if row.verdict == "fail" else 0

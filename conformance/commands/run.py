@@ -1,16 +1,206 @@
-"""`conformance run`: not built yet (see the open issues)."""
+"""`conformance run`: the conformance suite, its triage table, reports and gate.
+
+Exit codes: 0 pass (warnings allowed), 1 gate failure, 2 usage error,
+130 when Ctrl-C stopped the run (the completed rows are still reported,
+marked partial).
+"""
 from __future__ import annotations
 
 import argparse
+import math
+import platform
+import sys
+from dataclasses import dataclass
+from fractions import Fraction
+from importlib import metadata
+from pathlib import Path
+from typing import Optional, Sequence
 
+from rich.console import Console
+
+from conformance.backends import BACKENDS
+from conformance.dtypes import info
 from conformance.errors import UsageError
+from conformance.report import console as show
+from conformance.report import export
+from conformance.report.evaluate import Row
+from conformance.report.gate import load_config
+from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, Selection, SuiteResult, plan, run_suite
 
-HELP = "run (not built yet)"
+HELP = "run the conformance suite (golden, torch, tensorflow, cann) and gate on it"
+LOG_WIDTH = 160
+_PACKAGES = ("numpy", "ml_dtypes", "torch", "tensorflow-cpu", "hypothesis", "rich", "conformance")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    add = parser.add_argument
+    add("--backend", action="append", metavar="NAME", help=f"one of {', '.join(BACKENDS)} (repeat or comma-separate)")
+    add("--dtype", action="append", metavar="D", help="fp16, bf16, fp32, fp64, or a pair like fp32->fp16")
+    add("--alpha", action="append", metavar="A", help="slope(s), e.g. 0.2 or 1/3 (default: the suite's 8)")
+    add("--direction", action="append", metavar="DIR", help="forward or backward (default: both)")
+    add("--profile", help="cann chip profile (default ascend910b1)")
+    add("--variant", help="cann kernel variant (default reference)")
+    add("--seed", default="0", help="seed for random inputs and hypothesis examples (default 0)")
+    add("--max-examples", default="100", help="hypothesis examples per dtype and direction (default 100)")
+    add("--json", metavar="PATH", help="write the JSON report here")
+    add("--junit", metavar="PATH", help="write JUnit XML here")
+    add("--results-dir", default="results", metavar="DIR", help="where reproducers of failing rows go")
+    add("--config", metavar="FILE", help="TOML gate configuration ([tool.conformance] table)")
+    add("--strict-zeros", action="store_true", help="a zero of the wrong sign fails the row")
+
+
+# ----------------------------------------------------------------------------- argument parsing
+
+def _items(values: Optional[Sequence[str]]) -> Optional[tuple[str, ...]]:
+    """Repeated and comma-separated values, flattened; None when not given."""
+    if not values:
+        return None
+    return tuple(v.strip() for value in values for v in value.split(",") if v.strip())
+
+
+def parse_alpha(text: str) -> float:
+    """A finite slope from ``0.2``, ``-1.5e-3`` or ``1/3``; a UsageError otherwise."""
+    try:
+        value = float(Fraction(text)) if "/" in text else float(text)
+    except (ValueError, ZeroDivisionError):
+        raise UsageError(f"--alpha {text!r} is not a number; pass a finite slope such as 0.2 or 1/3") from None
+    if not math.isfinite(value):
+        raise UsageError(f"--alpha {text!r} must be finite; pass a slope such as 0.2")
+    return value
+
+
+def parse_dtype(text: str) -> str:
+    """A dtype name (aliases allowed) or a ``src->out`` pair, normalised to table names."""
+    try:
+        names = [info(part.strip()).name for part in text.replace(":", "->").split("->")]
+    except ValueError:
+        raise UsageError(f"--dtype {text!r} is unknown; use fp16, bf16, fp32, fp64 or a pair like fp32->fp16") from None
+    if len(names) > 2:
+        raise UsageError(f"--dtype {text!r}: a pair has two dtypes, like fp32->fp16")
+    return "->".join(names)
+
+
+def parse_int(text: str, *, flag: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"{flag} {text!r} is not an integer; pass a whole number >= 0") from None
+    if value < 0:
+        raise UsageError(f"{flag} must be >= 0, got {value}")
+    return value
+
+
+def _choice(value: Optional[str], choices: Sequence[str], *, flag: str) -> Optional[str]:
+    if value is not None and value not in choices:
+        raise UsageError(f"{flag} {value!r} is unknown; choose from {', '.join(choices)}")
+    return value
+
+
+def _cann_choices() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    from conformance.npu_impl.chips import PROFILES
+    from conformance.npu_impl.variants import VARIANTS
+
+    return tuple(PROFILES), tuple(VARIANTS)
+
+
+def selection_from(args: argparse.Namespace) -> Selection:
+    """The suite selection the flags ask for, validated (UsageError on anything unknown)."""
+    backends = _items(args.backend) or Selection().backends
+    for name in backends:
+        _choice(name, BACKENDS, flag="--backend")
+    profiles, variants = _cann_choices()
+    profile = _choice(args.profile, profiles, flag="--profile")
+    variant = _choice(args.variant, variants, flag="--variant")
+    if (profile or variant) and "cann" not in backends:
+        raise UsageError("--profile/--variant apply to the cann backend; add --backend cann")
+    directions = _items(args.direction) or DIRECTIONS
+    for d in directions:
+        _choice(d, DIRECTIONS, flag="--direction")
+    dtypes = _items(args.dtype)
+    alphas = _items(args.alpha)
+    return Selection(backends=tuple(backends), dtypes=None if dtypes is None else tuple(map(parse_dtype, dtypes)),
+                     alphas=SUITE_ALPHAS if alphas is None else tuple(map(parse_alpha, alphas)),
+                     directions=tuple(directions), profile=profile, variant=variant)  # type: ignore[arg-type]
+
+
+def options_from(args: argparse.Namespace) -> Options:
+    config = load_config(args.config, strict_zeros=args.strict_zeros)
+    return Options(config=config, seed=parse_int(args.seed, flag="--seed"),
+                   max_examples=parse_int(args.max_examples, flag="--max-examples"),
+                   results_dir=Path(args.results_dir))
+
+
+# ----------------------------------------------------------------------------- reports
+
+def versions() -> dict[str, str]:
+    """Installed versions (read from package metadata: importing TensorFlow would cost seconds)."""
+    found = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    json: Optional[str]
+    junit: Optional[str]
+
+
+def write_reports(rows: Sequence[Row], paths: ReportPaths, *, seed: int, partial: bool) -> list[str]:
+    """Write the JSON and JUnit reports asked for; a partial JSON says so at the top level."""
+    written = []
+    if paths.json:
+        doc = export.report_dict(rows, seed=seed, versions=versions())
+        if partial:
+            doc["partial"] = True
+        target = Path(paths.json)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(export.dumps(doc))
+        written.append(paths.json)
+    if paths.junit:
+        export.write_junit(rows, paths.junit)
+        written.append(paths.junit)
+    return written
+
+
+def render(result: SuiteResult, *, console: Console) -> None:
+    """Triage table, detail panels for failing/warning rows, skipped rows, one-line summary."""
+    if result.rows:
+        show.render_table(result.rows, console=console)
+        show.render_details(result.rows, console=console)
+    if result.skipped:
+        console.print(f"skipped {len(result.skipped)} rows the backends do not support "
+                      f"(e.g. {result.skipped[0][0]})")
+    console.print(show.summary_line(result.rows))
+
+
+def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
+                  console: Console, title: str = "conformance") -> int:
+    """Run with a progress bar, render, write reports; return the exit code."""
+    specs, skipped = plan(selection)
+    with show.make_progress(console=console) as progress:
+        task = progress.add_task(title, total=len(specs))
+        result = run_suite(selection, options, specs=specs,
+                           on_row=lambda spec, row: progress.update(task, advance=1, description=str(spec)))
+    result.skipped = skipped
+    render(result, console=console)
+    written = write_reports(result.rows, paths, seed=options.seed, partial=result.interrupted)
+    if result.interrupted:
+        where = f"; partial report written to {', '.join(written)}" if written else ""
+        console.print(f"interrupted after {len(result.rows)} of {len(specs)} rows{where}")
+        return 130
+    return 1 if any(r.verdict == "fail" for r in result.rows) else 0
+
+
+def make_console() -> Console:
+    """Rich console; logs (not a terminal) get a wide fixed width so the table stays readable."""
+    return Console() if sys.stdout.isatty() else Console(width=LOG_WIDTH)
 
 
 def execute(args: argparse.Namespace) -> int:
-    raise UsageError("'run' is not built yet")
+    selection, options = selection_from(args), options_from(args)
+    return execute_suite(selection, options, ReportPaths(args.json, args.junit), console=make_console())
+

@@ -1,0 +1,200 @@
+"""Hypothesis strategies: width-aware, validated, built on bit patterns.
+
+Elements are drawn as unsigned bit patterns of the dtype's width, so every
+format is covered the same way (bfloat16 included, which hypothesis cannot
+infer) and NaN payloads and signalling NaNs appear.  Tensors mix a seeded
+block of random bits with values picked from the labelled edge pools, and
+report which edge classes they used, so meta-tests can count them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Optional, TypeVar
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+
+from conformance.cases.edges import EdgePool, edge_pool
+from conformance.cases.exhaustive import random_bits
+from conformance.dtypes import DTypeInfo, DTypeLike, from_bits, info
+from conformance.records import Direction
+from conformance.reference.defaults import DEFAULTS
+
+T = TypeVar("T")
+Shape = tuple[int, ...]
+BLOCK_BYTES = 32  # one DataCopy block (DOMAIN.md "Data movement")
+
+#: Slopes worth naming: every framework default, slopes fp16 cannot represent,
+#: 1, slopes above 1 (overflow on the negative side) and negative slopes.
+NOTABLE_ALPHAS: tuple[float, ...] = tuple(sorted(
+    {d.declared for d in DEFAULTS} | {0.1, 0.2, 0.3, 1 / 3, 0.01, 1.0, 1.5, 2.0, 10.0, -0.01, -0.2, -1.5}))
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """One drawn tensor (and dy for backward), with the edge classes injected into it."""
+
+    x: np.ndarray
+    dy: Optional[np.ndarray]
+    edge_classes: tuple[str, ...]
+
+
+def _check_count(name: str, value: int, *, low: int = 0) -> int:
+    if not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    return value
+
+
+def bit_patterns(dtype: DTypeLike | DTypeInfo) -> st.SearchStrategy[int]:
+    """Every bit pattern of ``dtype`` as an unsigned int (width from the dtype table)."""
+    return st.integers(min_value=0, max_value=(1 << info(dtype).bits) - 1)
+
+
+def scalars(dtype: DTypeLike | DTypeInfo, *, pool: Optional[EdgePool] = None) -> st.SearchStrategy[np.ndarray]:
+    """0-d arrays of ``dtype``: edge values (when a pool is given) or any bit pattern."""
+    rec = info(dtype)
+    if pool is not None and pool.dtype != rec:
+        raise ValueError(f"edge pool is {pool.dtype.name} but the strategy is {rec.name}; build the pool "
+                         f"with edge_pool({rec.name!r})")
+    raw = bit_patterns(rec).map(lambda b: from_bits(b, rec))
+    if pool is None:
+        return raw
+    return st.one_of(st.sampled_from(range(len(pool))).map(lambda i: pool.values[i]), raw)
+
+
+def alphas(*, allow_negative: bool = True) -> st.SearchStrategy[float]:
+    """Notable slopes (defaults, fp16-unrepresentable, 1, > 1, negative) or any finite float."""
+    named = [a for a in NOTABLE_ALPHAS if allow_negative or a >= 0]
+    low = -16.0 if allow_negative else 0.0
+    return st.one_of(st.sampled_from(named),
+                     st.floats(min_value=low, max_value=16.0, allow_nan=False, allow_infinity=False))
+
+
+def block_elements(dtype: DTypeLike | DTypeInfo) -> int:
+    """Elements in one 32-byte block of ``dtype``."""
+    return BLOCK_BYTES * 8 // info(dtype).bits
+
+
+def small_shapes(dtype: DTypeLike | DTypeInfo, *, max_elements: int = 64) -> st.SearchStrategy[Shape]:
+    """0-d, empty, one element, below one 32-byte block, or a small random shape."""
+    _check_count("max_elements", max_elements, low=1)
+    below = tuple((n,) for n in range(2, block_elements(dtype)))
+    fixed = st.sampled_from(((), (0,), (1,)) + below)
+    dims = st.lists(st.integers(0, max_elements), min_size=1, max_size=3).map(tuple)
+    return st.one_of(fixed, dims.filter(lambda s: math.prod(s) <= max_elements))
+
+
+def _plan_facts(dtype: DTypeLike | DTypeInfo, *, profile: Optional[str], out_dtype: Optional[str],
+                direction: Direction, variant: Optional[str]) -> tuple[int, int, int]:
+    """(tile elements, elements per aligned unit, cores) from the emulator's tiling plan."""
+    from conformance.npu_impl.chips import get_profile
+    from conformance.npu_impl.kernel import KernelSpec, plan_for
+    from conformance.npu_impl.variants import get_variant
+
+    rec = info(dtype)
+    chip = get_profile(profile)
+    spec = KernelSpec(direction, rec, info(out_dtype) if out_dtype else rec, 1.0, get_variant(variant), chip)
+    plan = plan_for(0, spec)
+    return plan.tile_elements, plan.align_elements, chip.vector_cores
+
+
+def boundary_sizes(dtype: DTypeLike | DTypeInfo, *, profile: Optional[str] = None,
+                   out_dtype: Optional[str] = None, direction: Direction = "backward",
+                   variant: Optional[str] = None, tiles: bool = True) -> tuple[int, ...]:
+    """Element counts on the tiling plan's edges for ``profile`` (default: the default chip).
+
+    Core boundaries: every core one aligned unit, -1/+1, and one former core more.
+    Tile boundaries: every core one full tile, -1/+1 (the +1 gives the last core a 1-element tail tile).  Backward has the most
+    UB buffers, hence the smallest tile, so it is the default plan to probe.
+    ``tiles=False`` keeps only the (small) core-boundary sizes.
+    """
+    tile, unit, cores = _plan_facts(dtype, profile=profile, out_dtype=out_dtype,
+                                    direction=direction, variant=variant)
+    sizes = {cores * unit - 1, cores * unit, cores * unit + 1, (cores + 1) * unit + 1}
+    if tiles:
+        sizes |= {cores * tile - 1, cores * tile + 1}
+    return tuple(sorted(n for n in sizes if n > 0))
+
+
+def shapes(dtype: DTypeLike | DTypeInfo, *, profile: Optional[str] = None,
+           max_elements: int = 64) -> st.SearchStrategy[Shape]:
+    """Small shapes, plus the tiling boundary sizes of ``profile`` (k*tile +/- 1, core boundaries)."""
+    boundary = st.sampled_from(tuple((n,) for n in boundary_sizes(dtype, profile=profile)))
+    return st.one_of(small_shapes(dtype, max_elements=max_elements), boundary)
+
+
+def _inject(base: np.ndarray, picks: list[tuple[int, str, int]], pool: EdgePool) -> tuple[str, ...]:
+    """Overwrite ``base`` (flat) at each pick with the chosen class member; return the classes."""
+    used = []
+    for position, label, member in picks:
+        values = pool.of(label)
+        base[position % base.size] = values[member % values.size]
+        used.append(label)
+    return tuple(used)
+
+
+def _edge_picks(n: int, pool: EdgePool, *, max_edges: int) -> st.SearchStrategy[list[tuple[int, str, int]]]:
+    """Positions, classes (uniform over classes, so rare ones appear) and members to inject."""
+    if n == 0:
+        return st.just([])
+    pick = st.tuples(st.integers(0, n - 1), st.sampled_from(sorted(pool.classes())),
+                     st.integers(0, max(len(pool) - 1, 0)))
+    return st.lists(pick, max_size=min(n, max_edges))
+
+
+@st.composite
+def _filled(draw: Callable, shape: Shape, pool: EdgePool, *, max_edges: int) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Random bits of ``shape`` from a drawn seed, with edge values injected."""
+    n = math.prod(shape)
+    flat = random_bits(pool.dtype, n, seed=draw(st.integers(0, 2 ** 32 - 1)))
+    used = _inject(flat, draw(_edge_picks(n, pool, max_edges=max_edges)), pool) if n else ()
+    return flat.reshape(shape), used
+
+
+def tensors(dtype: DTypeLike | DTypeInfo, *, direction: Direction = "forward",
+            shape: Optional[st.SearchStrategy[Shape]] = None, pool: Optional[EdgePool] = None,
+            max_edges: int = 32) -> st.SearchStrategy[Drawn]:
+    """x (and dy for backward) mixing random bit patterns with labelled edge values."""
+    rec = info(dtype)
+    _check_count("max_edges", max_edges)
+    pool = pool if pool is not None else edge_pool(rec)
+    if pool.dtype != rec:
+        raise ValueError(f"edge pool is {pool.dtype.name}, tensors are {rec.name}; use edge_pool({rec.name!r})")
+    if direction not in ("forward", "backward"):
+        raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
+    shape = shape if shape is not None else small_shapes(rec)
+
+    @st.composite
+    def build(draw: Callable) -> Drawn:
+        s = draw(shape)
+        x, used = draw(_filled(s, pool, max_edges=max_edges))
+        if direction == "forward":
+            return Drawn(x, None, used)
+        dy, used_dy = draw(_filled(s, pool, max_edges=max_edges))
+        return Drawn(x, dy, used + used_dy)
+
+    return build()
+
+
+def collect(strategy: st.SearchStrategy[T], *, count: int, seed: int) -> list[T]:
+    """``count`` examples of ``strategy``, the same list for the same seed.
+
+    Hypothesis drives generation (``@seed``, no database, generate phase only),
+    so the draws are hypothesis's own distribution yet fully reproducible.
+    """
+    _check_count("count", count)
+    drawn: list[T] = []
+
+    @hypothesis_seed(seed)
+    @settings(max_examples=max(count, 1), database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck), derandomize=False)
+    @given(strategy)
+    def run(value: T) -> None:
+        drawn.append(value)
+
+    if count:
+        run()
+    return drawn[:count]

@@ -1,0 +1,360 @@
+"""The conformance suite: which rows, which inputs, run, judge, merge, shrink.
+
+One row per (backend, dtype, out_dtype, direction, alpha).  Each row feeds
+the backend a few rich batches rather than many small calls:
+
+- ``sweep``: every 16-bit pattern (dy: the same patterns, shuffled), or for
+  float32/float64 a seeded block of random bit patterns;
+- ``edges``: the labelled edge pool built for the row's slope and output dtype;
+- ``examples``: hypothesis-drawn tensors (``cases.strategies.collect``: fixed
+  seed, no database, generate phase only) flattened into one array;
+- ``shape N``: the tiling boundary sizes of the profile under test.
+
+Every batch is judged with ``report.evaluate`` and the batches are merged with
+``merge_rows``.  A failing row gets a minimal reproducer per failing category
+(see :func:`shrink`), saved as ``.npz`` under the results directory.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import zlib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Iterable, Optional, Sequence
+
+import numpy as np
+
+from conformance.backends import Backend, call, get_backend
+from conformance.cases import corpus, strategies
+from conformance.cases.edges import EdgePool, edge_pool
+from conformance.cases.exhaustive import random_bits, shuffled16, sweep16
+from conformance.dtypes import info
+from conformance.records import BackendResult, Direction
+from conformance.report.evaluate import Finding, Row, evaluate, merge_rows
+from conformance.report.gate import GateConfig
+
+SUITE_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.2, 0.3, 1 / 3, 1.0, 1.5)
+SUITE_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64")
+SUITE_BACKENDS: tuple[str, ...] = ("golden", "torch", "tensorflow", "cann")
+DIRECTIONS: tuple[Direction, ...] = ("forward", "backward")
+#: Mixed-precision pairs the default suite runs, per backend.
+EXTRA_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
+    "cann": (("float32", "float16"), ("float32", "bfloat16")),
+}
+TILED_BACKENDS = ("cann",)  # backends whose tiling plan gives the k*tile +/- 1 sizes
+RANDOM_PATTERNS = 1 << 16  # random bit patterns per wide (fp32/fp64) row
+SHAPE_EDGES = 64  # edge values written at the head and the tail of each boundary-shape batch
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What to run: backends, dtype pairs, slopes, directions, and the cann profile/variant."""
+
+    backends: tuple[str, ...] = SUITE_BACKENDS
+    dtypes: Optional[tuple[str, ...]] = None  # input dtypes, or "src->out" pairs; None: all defaults
+    alphas: tuple[float, ...] = SUITE_ALPHAS
+    directions: tuple[Direction, ...] = DIRECTIONS
+    profile: Optional[str] = None
+    variant: Optional[str] = None
+
+    def pairs_for(self, backend: str) -> tuple[Pair, ...]:
+        """Default pairs of ``backend`` whose input dtype was selected, plus explicit pairs."""
+        default = tuple((d, d) for d in SUITE_DTYPES) + EXTRA_PAIRS.get(backend, ())
+        if self.dtypes is None:
+            return default
+        explicit = tuple(tuple(d.split("->")) for d in self.dtypes if "->" in d)
+        kept = tuple(p for p in default if p[0] in self.dtypes and p not in explicit)
+        return kept + explicit  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to run: seed, hypothesis example count, gate config, where reproducers go."""
+
+    config: GateConfig = field(default_factory=GateConfig)
+    seed: int = 0
+    max_examples: int = 100
+    results_dir: Optional[Path] = Path("results")
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """One row to run."""
+
+    backend: str
+    dtype: str
+    out_dtype: str
+    direction: Direction
+    alpha: float
+    profile: Optional[str] = None
+    variant: Optional[str] = None
+
+    def __str__(self) -> str:
+        who = self.backend + (f"[{self.profile}/{self.variant}]" if self.profile or self.variant else "")
+        pair = info(self.dtype).short + (f"->{info(self.out_dtype).short}" if self.out_dtype != self.dtype else "")
+        return f"{who} {pair} {self.direction} alpha={self.alpha!r}"
+
+
+@dataclass(frozen=True)
+class InputBatch:
+    """One batch of inputs for a row, with its label (shown in offender locations)."""
+
+    label: str
+    x: np.ndarray
+    dy: Optional[np.ndarray] = None
+
+
+@dataclass
+class SuiteResult:
+    """Judged rows, rows skipped as unsupported (with why), and whether Ctrl-C cut the run short."""
+
+    rows: list[Row] = field(default_factory=list)
+    skipped: list[tuple[RowSpec, str]] = field(default_factory=list)
+    interrupted: bool = False
+
+
+# ----------------------------------------------------------------------------- planning
+
+@functools.lru_cache(maxsize=None)
+def backend_for(name: str, profile: Optional[str], variant: Optional[str]) -> Backend:
+    """One backend instance per (name, profile, variant); ``profile``/``variant`` only for cann."""
+    if name == "cann":
+        return get_backend(name, profile=profile, variant=variant)
+    return get_backend(name)
+
+
+def _specs_for(backend: Backend, name: str, selection: Selection) -> Iterable[tuple[RowSpec, bool]]:
+    for dtype, out in selection.pairs_for(name):
+        for direction in selection.directions:
+            ok = backend.supports(dtype, out, direction)
+            for alpha in selection.alphas:
+                yield RowSpec(name, dtype, out, direction, alpha, backend.profile, backend.variant), ok
+
+
+def plan(selection: Selection) -> tuple[list[RowSpec], list[tuple[RowSpec, str]]]:
+    """Rows to run, and rows skipped because the backend does not support them."""
+    rows, skipped = [], []
+    for name in selection.backends:
+        backend = backend_for(name, selection.profile if name == "cann" else None,
+                              selection.variant if name == "cann" else None)
+        for spec, ok in _specs_for(backend, name, selection):
+            (rows if ok else skipped).append(spec if ok else (spec, "not supported by the backend"))
+    return rows, skipped
+
+
+# ----------------------------------------------------------------------------- inputs
+
+def subseed(seed: int, *parts: object) -> int:
+    """A stable per-purpose seed (crc32 of the parts; Python's hash() is salted per process)."""
+    return zlib.crc32("|".join(map(str, (seed, *parts))).encode()) & 0xFFFFFFFF
+
+
+def _with_dy(label: str, x: np.ndarray, direction: Direction, *, seed: int) -> InputBatch:
+    """``x`` and, for backward, a seeded dy of the same size (bits permuted from x's pool)."""
+    if direction == "forward":
+        return InputBatch(label, x)
+    rng = np.random.default_rng(seed)
+    return InputBatch(label, x, x.reshape(-1)[rng.permutation(x.size)].reshape(x.shape))
+
+
+class Inputs:
+    """Input batches for rows, built once per key and shared by every backend."""
+
+    def __init__(self, *, seed: int, max_examples: int, alphas: Sequence[float], profile: Optional[str]):
+        self.seed, self.max_examples, self.profile = seed, max_examples, profile
+        self.alphas = tuple(alphas)
+        self.sweep = functools.lru_cache(maxsize=None)(self._sweep)
+        self.edges = functools.lru_cache(maxsize=None)(self._edges)
+        self.examples = functools.lru_cache(maxsize=None)(self._examples)
+        self.shapes = functools.lru_cache(maxsize=None)(self._shapes)
+
+    def batches(self, spec: RowSpec) -> list[InputBatch]:
+        d = spec.direction
+        tiled = spec.backend in TILED_BACKENDS
+        return [self.sweep(spec.dtype, d), self.edges(spec.dtype, spec.out_dtype, d, spec.alpha),
+                self.examples(spec.dtype, spec.out_dtype, d), *self.shapes(spec.dtype, spec.out_dtype, d, tiled)]
+
+    def _sweep(self, dtype: str, direction: Direction) -> InputBatch:
+        if info(dtype).bits == 16:
+            dy = shuffled16(dtype, seed=subseed(self.seed, "sweep-dy", dtype)) if direction == "backward" else None
+            return InputBatch("sweep", sweep16(dtype), dy)
+        x = random_bits(dtype, RANDOM_PATTERNS, seed=subseed(self.seed, "random", dtype))
+        dy = random_bits(dtype, RANDOM_PATTERNS, seed=subseed(self.seed, "random-dy", dtype))
+        return InputBatch("random", x, dy if direction == "backward" else None)
+
+    def _edges(self, dtype: str, out_dtype: str, direction: Direction, alpha: float) -> InputBatch:
+        pool = edge_pool(dtype, out_dtype=out_dtype, alphas=(alpha,))
+        return _with_dy("edges", pool.values, direction, seed=subseed(self.seed, "edges-dy", dtype))
+
+    def _drawn(self, dtype: str, out_dtype: str) -> InputBatch:
+        """Hypothesis tensors (x and dy) for one pair, flattened into one batch."""
+        pool = edge_pool(dtype, out_dtype=out_dtype, alphas=self.alphas)
+        drawn = strategies.collect(strategies.tensors(dtype, direction="backward", pool=pool),
+                                   count=self.max_examples, seed=subseed(self.seed, "examples", dtype, out_dtype))
+        empty = [np.empty(0, info(dtype).dtype)]
+        return InputBatch("examples", np.concatenate([d.x.reshape(-1) for d in drawn] or empty),
+                          np.concatenate([d.dy.reshape(-1) for d in drawn] or empty))
+
+    def _examples(self, dtype: str, out_dtype: str, direction: Direction) -> InputBatch:
+        """The drawn batch; forward uses its x only, so both directions share one draw."""
+        both = self.examples(dtype, out_dtype, "backward") if direction == "forward" else self._drawn(dtype, out_dtype)
+        return replace(both, dy=None) if direction == "forward" else both
+
+    def _shapes(self, dtype: str, out_dtype: str, direction: Direction, tiled: bool) -> tuple[InputBatch, ...]:
+        pool = edge_pool(dtype, alphas=self.alphas)
+        sizes = strategies.boundary_sizes(dtype, profile=self.profile, out_dtype=out_dtype,
+                                          direction=direction, tiles=tiled)
+        return tuple(_shaped(n, pool, direction, seed=subseed(self.seed, "shape", dtype, n)) for n in sizes)
+
+
+def _shaped(n: int, pool: EdgePool, direction: Direction, *, seed: int) -> InputBatch:
+    """``n`` random patterns with edge values written at the head and at the tail."""
+    x = random_bits(pool.dtype, n, seed=seed)
+    k = min(SHAPE_EDGES, n // 2, len(pool))
+    rng = np.random.default_rng(seed)
+    picks = pool.values[rng.choice(len(pool), size=2 * k, replace=False)] if k else pool.values[:0]
+    x[:k], x[n - k:] = picks[:k], picks[k:]
+    return _with_dy(f"shape ({n},)", x, direction, seed=seed + 1)
+
+
+# ----------------------------------------------------------------------------- running
+
+def run_batch(spec: RowSpec, batch: InputBatch, *, config: GateConfig) -> Row:
+    """Call the backend on one batch and judge it."""
+    backend = backend_for(spec.backend, spec.profile, spec.variant)
+    out = spec.out_dtype if spec.out_dtype != spec.dtype else None
+    result = call(backend, spec.direction, batch.x, spec.alpha, dy=batch.dy, out_dtype=out)
+    return _judge(spec, batch, result, config=config)
+
+
+def _judge(spec: RowSpec, batch: InputBatch, result: BackendResult, *, config: GateConfig) -> Row:
+    return evaluate(batch.x, spec.alpha, result, direction=spec.direction, dy=batch.dy,
+                    out_dtype=spec.out_dtype, backend=spec.backend, profile=spec.profile,
+                    variant=spec.variant, config=config, label=batch.label)
+
+
+def run_row(spec: RowSpec, inputs: Inputs, *, options: Options) -> Row:
+    """Every batch of one row, judged and merged; failing rows get reproducers."""
+    parts = [(b, run_batch(spec, b, config=options.config)) for b in inputs.batches(spec)]
+    row = merge_rows([r for _, r in parts], config=options.config)
+    if row.verdict != "fail" or options.results_dir is None:
+        return row
+    return attach_reproducers(row, spec, parts, options=options)
+
+
+def run_suite(selection: Selection, options: Options, *,
+              on_row: Optional[Callable[[RowSpec, Row], None]] = None,
+              specs: Optional[list[RowSpec]] = None) -> SuiteResult:
+    """Run the selection; Ctrl-C stops it and returns the completed rows marked interrupted."""
+    todo, skipped = plan(selection) if specs is None else (specs, [])
+    inputs = Inputs(seed=options.seed, max_examples=options.max_examples,
+                    alphas=selection.alphas, profile=selection.profile)
+    result = SuiteResult(skipped=skipped)
+    try:
+        for spec in todo:
+            row = run_row(spec, inputs, options=options)
+            result.rows.append(row)
+            if on_row is not None:
+                on_row(spec, row)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    return result
+
+
+# ----------------------------------------------------------------------------- reproducers
+
+def _fails_with(spec: RowSpec, batch: InputBatch, category: str, *, config: GateConfig) -> bool:
+    """The batch still fails its row with a not-allowed finding of ``category``."""
+    row = run_batch(spec, batch, config=config)
+    return any(f.category == category and not f.allowed for f in row.findings)
+
+
+def _take(batch: InputBatch, index: np.ndarray, *, label: str) -> InputBatch:
+    x = batch.x.reshape(-1)[index]
+    dy = None if batch.dy is None else batch.dy.reshape(-1)[index]
+    return InputBatch(label, x, dy)
+
+
+def _prefix_lengths(n: int) -> list[int]:
+    """1..16, then doubling, then n: the candidate lengths for prefix reduction."""
+    lengths = list(range(1, min(n, 16) + 1))
+    k = 32
+    while k < n:
+        lengths.append(k)
+        k *= 2
+    return lengths + ([n] if n not in lengths else [])
+
+
+def _candidates(batch: InputBatch, finding: Finding) -> Iterable[InputBatch]:
+    """Ever larger candidate reproducers: single offenders, all offenders, then prefixes."""
+    n = batch.x.size
+    hits = [ex.index for ex in finding.examples if 0 <= ex.index < n and ex.x is not None]
+    for i in hits:
+        yield _take(batch, np.array([i]), label="reproducer")
+    if len(hits) > 1:
+        yield _take(batch, np.array(hits), label="reproducer")
+    for k in _prefix_lengths(n):
+        yield _take(batch, np.arange(k), label="reproducer")
+
+
+def shrink(spec: RowSpec, batch: InputBatch, finding: Finding, *, config: GateConfig) -> InputBatch:
+    """The smallest candidate that still fails with ``finding.category``.
+
+    Deterministic reduction rather than hypothesis shrinking: the row's inputs
+    come from several sources (sweeps, pools, drawn tensors), so we reduce the
+    failing batch itself.  Value defects reduce to one offending element;
+    layout defects (tails, core ranges, red zones) to the shortest failing prefix.
+    """
+    for candidate in _candidates(batch, finding):
+        if candidate.x.size and _fails_with(spec, candidate, finding.category, config=config):
+            return candidate
+    return replace(batch, label="reproducer")
+
+
+def _failing_batch(parts: Sequence[tuple[InputBatch, Row]], category: str) -> Optional[InputBatch]:
+    """The smallest batch whose own row fails with ``category``."""
+    failing = [b for b, r in parts if any(f.category == category and not f.allowed for f in r.findings)]
+    return min(failing, key=lambda b: b.x.size) if failing else None
+
+
+def reproducer_path(spec: RowSpec, category: str, *, results_dir: Path) -> Path:
+    text = f"{spec.backend}-{spec.profile or ''}-{spec.variant or ''}-{spec.dtype}-{spec.out_dtype}-" \
+           f"{spec.direction}-a{spec.alpha!r}-{category}"
+    return results_dir / (re.sub(r"[^A-Za-z0-9.+-]+", "_", text) + ".npz")
+
+
+def save_reproducer(spec: RowSpec, batch: InputBatch, finding: Finding, *, results_dir: Path) -> Path:
+    out = spec.out_dtype if spec.out_dtype != spec.dtype else None
+    case = corpus.Case(batch.x, spec.alpha, spec.direction, dy=batch.dy, out_dtype=out)
+    rep = corpus.Reproducer(case, spec.backend, spec.profile, spec.variant, finding.category,
+                            finding.summary, str(spec))
+    return corpus.save(rep, reproducer_path(spec, finding.category, results_dir=results_dir))
+
+
+def attach_reproducers(row: Row, spec: RowSpec, parts: Sequence[tuple[InputBatch, Row]], *,
+                       options: Options) -> Row:
+    """Shrink and save one reproducer per failing category; record the paths in the findings."""
+    findings = []
+    for finding in row.findings:
+        batch = None if finding.allowed else _failing_batch(parts, finding.category)
+        if batch is not None and options.results_dir is not None:
+            small = shrink(spec, batch, finding, config=options.config)
+            path = save_reproducer(spec, small, finding, results_dir=options.results_dir)
+            finding = replace(finding, reproducer=str(path))
+        findings.append(finding)
+    return replace(row, findings=tuple(findings))
+
+
+def replay(rep: corpus.Reproducer, *, config: GateConfig) -> Row:
+    """Re-run a saved reproducer on its backend and judge it."""
+    case = rep.case
+    spec = RowSpec(rep.backend, case.dtype, case.out_dtype or case.dtype, case.direction, case.alpha,
+                   rep.profile, rep.variant)
+    return run_batch(spec, InputBatch("reproducer", case.x, case.dy), config=config)
+
+
+def count_elements(rows: Sequence[Row]) -> int:
+    return sum(r.metrics.elements for r in rows)
+

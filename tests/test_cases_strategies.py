@@ -1,0 +1,100 @@
+"""Strategies: validated, width-aware, deterministic, and producing every edge class (meta-tests)."""
+from __future__ import annotations
+
+import collections
+import math
+
+import numpy as np
+import pytest
+
+from conformance.cases import strategies as cs
+from conformance.cases.edges import edge_pool
+from conformance.dtypes import DTYPES, info, is_nan, is_subnormal
+
+
+@pytest.mark.parametrize("dtype", tuple(DTYPES))
+def test_tensors_produce_every_edge_class(dtype: str) -> None:
+    pool = edge_pool(dtype)
+    drawn = cs.collect(cs.tensors(dtype, pool=pool), count=200, seed=7)
+    counts = collections.Counter(label for d in drawn for label in d.edge_classes)
+    missing = pool.classes() - set(counts)
+    assert not missing, f"never drawn: {sorted(missing)}"
+
+
+def test_injected_values_really_are_in_the_tensor() -> None:
+    """The labels are not just bookkeeping: a drawn NaN class shows up as a NaN element."""
+    drawn = cs.collect(cs.tensors("bfloat16"), count=100, seed=3)
+    with_nan = [d for d in drawn if {"quiet-nan", "signalling-nan"} & set(d.edge_classes)]
+    assert with_nan and all(is_nan(d.x).any() or is_nan(d.dy if d.dy is not None else d.x).any()
+                            for d in with_nan)
+
+
+def test_collect_is_deterministic_per_seed() -> None:
+    strategy = cs.tensors("float16", direction="backward")
+    a, b = (cs.collect(strategy, count=30, seed=11) for _ in range(2))
+    c = cs.collect(strategy, count=30, seed=12)
+    same = lambda p, q: all(x.x.tobytes() == y.x.tobytes() and x.dy.tobytes() == y.dy.tobytes()
+                            for x, y in zip(p, q))  # noqa: E731
+    assert len(a) == 30 and same(a, b) and not same(a, c)
+
+
+def test_backward_tensors_have_matching_dy() -> None:
+    for d in cs.collect(cs.tensors("float32", direction="backward"), count=30, seed=1):
+        assert d.dy is not None and d.dy.shape == d.x.shape and d.dy.dtype == d.x.dtype
+
+
+def test_bfloat16_bits_reach_nan_inf_and_subnormals() -> None:
+    values = np.concatenate([v.reshape(-1) for v in cs.collect(cs.scalars("bfloat16"), count=400, seed=5)])
+    assert values.dtype == info("bfloat16").dtype
+    assert is_nan(values).any() or is_subnormal(values).any()
+    assert len(set(values.view(np.uint16).tolist())) > 300
+
+
+def test_small_shapes_cover_scalar_empty_single_and_sub_block() -> None:
+    shapes = set(cs.collect(cs.small_shapes("float16"), count=300, seed=2))
+    assert {(), (0,), (1,)} <= shapes
+    assert any(len(s) == 1 and 1 < s[0] < cs.block_elements("float16") for s in shapes)
+    assert all(math.prod(s) <= 64 for s in shapes)
+
+
+def test_boundary_sizes_follow_the_tiling_plan() -> None:
+    from conformance.npu_impl.chips import get_profile
+
+    cores = get_profile("ascend910b1").vector_cores
+    unit = cs.block_elements("float16")
+    sizes = cs.boundary_sizes("float16", profile="ascend910b1")
+    assert {cores * unit - 1, cores * unit, cores * unit + 1} <= set(sizes)
+    big = [n for n in sizes if n > 10 * cores * unit]
+    assert len(big) == 2 and big[1] - big[0] == 2 and (big[0] + 1) % cores == 0
+    assert cs.boundary_sizes("float16", profile="ascend910b1", tiles=False) == tuple(
+        n for n in sizes if n not in big)
+
+
+def test_boundary_sizes_depend_on_the_profile() -> None:
+    assert cs.boundary_sizes("float16", profile="ascend910a") != cs.boundary_sizes("float16", profile="ascend910b1")
+
+
+def test_alphas_include_the_named_kinds() -> None:
+    drawn = cs.collect(cs.alphas(), count=300, seed=9)
+    assert all(math.isfinite(a) for a in drawn)
+    assert {0.0, 1.0} <= set(drawn) and any(a < 0 for a in drawn) and any(a > 1 for a in drawn)
+    assert any(float(np.float16(a)) != a for a in drawn)  # not representable in fp16
+    assert all(a >= 0 for a in cs.collect(cs.alphas(allow_negative=False), count=100, seed=9))
+
+
+def test_notable_alphas_contain_every_framework_default() -> None:
+    from conformance.reference.defaults import DEFAULTS
+
+    assert {d.declared for d in DEFAULTS} <= set(cs.NOTABLE_ALPHAS)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: cs.tensors("float16", pool=edge_pool("float32")), "edge pool is float32"),
+    (lambda: cs.tensors("float16", direction="sideways"), "direction must be"),
+    (lambda: cs.tensors("float16", max_edges=-1), "max_edges must be"),
+    (lambda: cs.small_shapes("float16", max_elements=0), "max_elements must be"),
+    (lambda: cs.scalars("int8"), "unsupported dtype"),
+])
+def test_strategies_validate_their_arguments(call, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        call()
