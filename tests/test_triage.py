@@ -209,8 +209,8 @@ def test_errors_confined_to_tail_tiles_are_tail_block() -> None:
     row = judge(F16, actual, 0.2, layout=layout)
     assert counts(row) == {"tail-block": edited}
     detail = row.findings[0].detail
-    assert detail["spans"] == [{"core": 2, "tile": tail.tile, "start": tail.start,
-                                "stop": tail.stop, "is_tail": True}]
+    assert detail["regions"] == [{"core": 2, "tile": tail.tile, "start": tail.start,
+                                  "stop": tail.stop}]
     assert row.findings[0].examples[0].core == 2
 
 
@@ -292,3 +292,62 @@ def test_torch_fp16_alpha_001_is_only_rounding() -> None:
     row = judge(F16, actual, 0.01, backend="torch")
     assert expected > 0
     assert counts(row) == {"rounding": expected}
+
+
+# ----------------------------------------------------------------------------- seeded kernel variants
+
+EDGES = np.array([-1e6, 1e6, -7e4, 7e4, -65504, -6000, np.inf, 0.0, -np.inf, np.nan, -0.0,
+                  1e-40, -1e-40], dtype=np.float32)
+
+
+def _variant_inputs(src: str) -> np.ndarray:
+    """All 16-bit patterns, or float32 random bits plus the DOMAIN.md edges."""
+    if src != "float32":
+        return all_patterns(src)
+    bits = np.random.default_rng(11).integers(0, 2 ** 32, 30000, dtype=np.uint64).astype(np.uint32)
+    return np.concatenate([bits.view(np.float32), EDGES])
+
+
+def _variant_dy(x: np.ndarray) -> np.ndarray:
+    """Moderate finite gradients (so every rule of x shows in dx), every third one
+    taken from a shuffle of x (so NaN, inf and subnormal gradients occur too)."""
+    rng = np.random.default_rng(5)
+    dy = rng.uniform(-4, 4, x.size).astype(x.dtype)
+    dy[::3] = rng.permutation(x)[::3]
+    with np.errstate(over="ignore"):  # 1e6 is inf in 16-bit dtypes, on purpose
+        dy[-EDGES.size:] = EDGES[::-1].astype(x.dtype)  # x = inf meets dy = inf, x = 0 meets dy = 0
+    return dy
+
+
+def _variant_params():
+    variants = pytest.importorskip("conformance.npu_impl.variants").VARIANTS
+    for name, v in variants.items():
+        for pair in v.dtypes:
+            for direction in v.directions:
+                yield pytest.param(name, pair, direction, id=f"{name}-{pair}-{direction}")
+
+
+try:
+    _PARAMS = list(_variant_params())
+except pytest.skip.Exception:  # the emulator is not there yet
+    _PARAMS = [pytest.param(None, None, None, marks=pytest.mark.skip("no conformance.npu_impl"))]
+
+
+@pytest.mark.parametrize("name,pair,direction", _PARAMS)
+def test_seeded_kernel_variant_is_caught_and_named(name: str, pair: str, direction: str) -> None:
+    from conformance.npu_impl.backend import CannBackend
+    from conformance.npu_impl.variants import VARIANTS
+
+    src, _, out = pair.partition("->")
+    out = out or src
+    x = _variant_inputs(src)
+    dy = _variant_dy(x) if direction == "backward" else None
+    backend = CannBackend(variant=name)
+    result = backend.forward(x, 0.2, out_dtype=out) if dy is None else backend.backward(dy, x, 0.2, out_dtype=out)
+    row = evaluate(x, 0.2, result, direction=direction, dy=dy, out_dtype=out, backend="cann",
+                   variant=name, config=CONFIG)
+    expected = set(VARIANTS[name].expected)
+    if not expected:
+        assert row.verdict != "fail" and set(counts(row)) <= {"rounding"}, row.message
+    else:
+        assert row.verdict != "pass" and expected & set(counts(row)), row.message

@@ -222,15 +222,17 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
 
 # ----------------------------------------------------------------------------- merge
 
+_SUMMED = frozenset({"before", "after", "mismatching", "subnormal_inputs", "subnormal_outputs",
+                     "nan_to_zero", "inf_to_max"})
+
+
 def _merge_detail(a: dict, b: dict) -> dict:
-    """Integer fields add up; everything else keeps the first batch's value."""
-    out = dict(a)
-    for key, value in b.items():
-        if key not in out:
-            out[key] = value
-        elif isinstance(value, int) and not isinstance(value, bool) and isinstance(out[key], int) \
-                and not isinstance(out[key], bool) and key not in ("start", "align_elements"):
-            out[key] = out[key] + value
+    """Counts add up, ``max_ulp`` is maxed, everything else keeps the first batch's value."""
+    out = {**b, **a}
+    for key in _SUMMED & a.keys() & b.keys():
+        out[key] = a[key] + b[key]
+    if "max_ulp" in a and "max_ulp" in b:
+        out["max_ulp"] = max(a["max_ulp"], b["max_ulp"])
     return out
 
 

@@ -22,6 +22,7 @@ This module reads tile layouts and hazards as data; it never imports the emulato
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Optional, Sequence
@@ -60,15 +61,35 @@ class Batch:
         if not rule:
             return self.golden if index is None else self.golden[index]
         alpha = rule.pop("alpha", self.alpha)
+        flush_output, sat_inputs = rule.pop("flush_output", False), rule.pop("saturate_inputs", False)
         x = self.x if index is None else self.x[index]
+        dy = None if self.dy is None else (self.dy if index is None else self.dy[index])
+        if sat_inputs:  # per-op saturation: operands saturate when widened to float32
+            x, dy = _saturated32(x), None if dy is None else _saturated32(dy)
+        if rule.pop("flush_inputs", False):  # DAZ on every read, selected values included
+            x, dy = _flush_all(x), None if dy is None else _flush_all(dy)
         if self.direction == "forward":
-            return ref.leaky_relu(x, alpha, out_dtype=self.out_dtype, **rule)
-        dy = self.dy if index is None else self.dy[index]
-        return ref.leaky_relu_backward(dy, x, alpha, out_dtype=self.out_dtype, **rule)
+            y = ref.leaky_relu(x, alpha, out_dtype=self.out_dtype, **rule)
+        else:
+            y = ref.leaky_relu_backward(dy, x, alpha, out_dtype=self.out_dtype, **rule)
+        return _flush_all(y) if flush_output else y
 
     @cached_property
     def dtypes(self) -> tuple[str, str]:
         return info(self.x.dtype).name, self.out_dtype
+
+
+def _saturated32(v: np.ndarray) -> np.ndarray:
+    """Operands as a saturating float32 unit reads them: NaN -> 0, ±inf -> ±max."""
+    w = v.astype(np.float32)
+    top = np.float32(info("float32").max)
+    return np.where(np.isnan(w), np.float32(0), np.clip(w, -top, top)).astype(np.float32)
+
+
+def _flush_all(y: np.ndarray) -> np.ndarray:
+    """Every subnormal result becomes a zero of its sign, pass-through values included."""
+    zero = np.copysign(0.0, y.astype(np.float64)).astype(y.dtype)
+    return np.where(is_subnormal(y), zero, y)
 
 
 @dataclass(frozen=True)
@@ -144,19 +165,23 @@ def _agrees(differs: np.ndarray, agree: np.ndarray) -> bool:
 
 
 def _prove(batch: Batch, state: _State, rule: dict, *,
-           groups: Optional[Callable[[np.ndarray], list]] = None) -> np.ndarray:
-    """Remaining elements that ``rule`` (on top of accepted rules) reproduces, if proved."""
-    trial = {**state.base, **rule}
-    hit = match_mask(batch.variant(state.remaining, **trial), batch.actual[state.remaining])
+           groups: Optional[Callable[[np.ndarray], list]] = None, neutral: Optional[dict] = None) -> np.ndarray:
+    """Remaining elements that ``rule`` (on top of accepted rules) reproduces and changes,
+    if proved.  ``neutral`` holds keywords that are context, not the category's own rule."""
+    before_rule = {**state.base, **(neutral or {})}
+    trial = {**before_rule, **rule}
+    sub = state.remaining
+    mine = batch.variant(sub, **trial)
+    hit = match_mask(mine, batch.actual[sub]) & ~match_mask(mine, batch.variant(sub, **before_rule))
     if not hit.any():
         return _EMPTY
-    full, before = batch.variant(**trial), batch.variant(**state.base)
+    full, before = batch.variant(**trial), batch.variant(**before_rule)
     differs, agree = ~match_mask(full, before), match_mask(full, batch.actual)
-    masks = groups(before) if groups else [np.ones(differs.shape, bool)]
+    masks = groups(batch.golden) if groups else [np.ones(differs.shape, bool)]
     present = [m for m in masks if (differs & m).any()]
     if not present or not all(_agrees(differs & m, agree) for m in present):
         return _EMPTY
-    return state.remaining[hit]
+    return sub[hit]
 
 
 def _accept(state: _State, rule: dict, claim: Claim) -> None:
@@ -215,7 +240,7 @@ def _alpha_mismatch(batch: Batch, state: _State) -> None:
     if c is None:
         return
     hits = _prove(batch, state, {"alpha": c})
-    if batch.out_dtype in ("float16", "bfloat16") and hits.size:
+    if batch.out_dtype != "float64" and hits.size:
         hits = np.union1d(hits, _prove(batch, state, {"alpha": c, "opmath": "float32"}))
     if hits.size:
         names = DEFAULT_SLOPES.get(c, ())
@@ -246,14 +271,27 @@ def _alpha_precision(batch: Batch, state: _State) -> None:
             return
 
 
+_FLUSH_RULES = ({"flush_subnormals": True},  # arithmetic flushes; selected values keep bits
+                {"flush_subnormals": True, "flush_output": True},  # every result flushed
+                {"flush_subnormals": True, "flush_output": True, "flush_inputs": True})
+
+
 def _subnormal_flush(batch: Batch, state: _State) -> None:
-    hits = _prove(batch, state, {"flush_subnormals": True})
+    opmaths = ({}, {"opmath": "float32"}) if batch.out_dtype != "float64" else ({},)
+    for rule in _FLUSH_RULES:
+        for extra in opmaths:
+            if state.remaining.size:
+                _one_flush(batch, state, rule, neutral=extra)
+
+
+def _one_flush(batch: Batch, state: _State, rule: dict, *, neutral: dict) -> None:
+    hits = _prove(batch, state, rule, neutral=neutral)
     if hits.size:
         sub_in = int(is_subnormal(batch.x[hits]).sum())
         if batch.dy is not None:
             sub_in = int((is_subnormal(batch.x[hits]) | is_subnormal(batch.dy[hits])).sum())
         sub_out = int(is_subnormal(batch.golden[hits]).sum())
-        _accept(state, {"flush_subnormals": True}, Claim(
+        _accept(state, rule, Claim(
             "subnormal-flush", hits, hits.size,
             "subnormal inputs or outputs flushed to zero",
             {"subnormal_inputs": sub_in, "subnormal_outputs": sub_out}))
@@ -263,13 +301,23 @@ def _value_groups(before: np.ndarray) -> list[np.ndarray]:
     return [is_nan(before), np.isinf(before.astype(np.float64))]
 
 
+_SATURATION_RULES = ({"saturate": True},  # the result saturates
+                     {"saturate": True, "saturate_inputs": True})  # every op saturates
+
+
 def _saturation(batch: Batch, state: _State) -> None:
-    hits = _prove(batch, state, {"saturate": True}, groups=_value_groups)
+    for rule in _SATURATION_RULES:
+        if state.remaining.size:
+            _one_saturation(batch, state, rule)
+
+
+def _one_saturation(batch: Batch, state: _State, rule: dict) -> None:
+    hits = _prove(batch, state, rule, groups=_value_groups)
     if hits.size:
         g = batch.golden[hits]
         nan_zero, inf_max = int(is_nan(g).sum()), int(np.isinf(g.astype(np.float64)).sum())
         confirmed = bool(np.isinf(batch.variant(**state.base).astype(np.float64)).any())
-        _accept(state, {"saturate": True}, Claim(
+        _accept(state, rule, Claim(
             "saturation", hits, hits.size,
             "NaN became 0 and/or ±inf became ±max (saturation mode)",
             {"nan_to_zero": nan_zero, "inf_to_max": inf_max, "confirmed_by_inf": confirmed}))
@@ -304,38 +352,60 @@ _SEMANTIC = (_alpha_mismatch, _alpha_precision, _subnormal_flush, _saturation,
 
 # ----------------------------------------------------------------------------- location
 
-def tail_region(layout: TileLayout, numel: int) -> np.ndarray:
-    """Mask of tail tiles, the unaligned tail (last partial block plus the block before
-    it, which a shifted-back copy overlaps) and anything no span covers."""
-    region = np.ones(numel, dtype=bool)
-    for span in layout.spans:
-        region[span.start:span.stop] = span.is_tail
+def tail_regions(layout: TileLayout, numel: int) -> list[tuple[int, int, dict]]:
+    """(start, stop, description) of the tail regions: the tail tile of each core that has
+    body tiles too, the tensor's last tile when it is shorter, the unaligned tail (last
+    partial block plus the block before it, which a shifted-back copy overlaps) and
+    anything past the last span."""
+    tiles_per_core = Counter(s.core for s in layout.spans)
+    last = max(layout.spans, key=lambda s: s.start, default=None)
+    spans = [s for s in layout.spans if s.is_tail and (tiles_per_core[s.core] > 1 or s is last)]
+    regions = [(s.start, s.stop, {"core": s.core, "tile": s.tile, "start": s.start, "stop": s.stop})
+               for s in spans]
     align = max(layout.align_elements, 1)
     if numel % align:
-        region[max(0, numel - numel % align - align):] = True
-    return region
+        lo = max(0, numel - numel % align - align)
+        regions.append((lo, numel, {"unaligned_tail": True, "start": lo, "stop": numel}))
+    covered = max((s.stop for s in layout.spans), default=0)
+    if covered < numel:
+        regions.append((covered, numel, {"uncovered": True, "start": covered, "stop": numel}))
+    return regions
 
 
-def _tail_spans(layout: TileLayout, index: np.ndarray) -> list[dict]:
-    spans = [s for s in layout.spans if ((index >= s.start) & (index < s.stop)).any()]
-    return [{"core": s.core, "tile": s.tile, "start": s.start, "stop": s.stop,
-             "is_tail": s.is_tail} for s in spans]
+def _confined(rest: np.ndarray, regions: list[tuple[int, int, dict]], numel: int) -> list[dict]:
+    """Regions holding the errors, if they hold all of them, are at least half wrong
+    (a tail defect garbles its tail, not one value class) and leave elements outside."""
+    mask = np.zeros(numel, dtype=bool)
+    used = []
+    for lo, hi, desc in regions:
+        if ((rest >= lo) & (rest < hi)).any():
+            mask[lo:hi] = True
+            used.append(desc)
+    dense = 2 * rest.size >= int(mask.sum())
+    return used if dense and mask[rest].all() and not mask.all() else []
+
+
+def _beyond_rounding(batch: Batch, index: np.ndarray) -> np.ndarray:
+    """The elements of ``index`` that the 1-ULP residue rule would not take."""
+    a, g = batch.actual[index], batch.golden[index]
+    finite = np.isfinite(a.astype(np.float64)) & np.isfinite(g.astype(np.float64))
+    return index[~(finite & (ulp_distance(a, g).ulps <= 1))]
 
 
 def _tail(batch: Batch, state: _State, layout: Optional[TileLayout]) -> None:
-    rest = state.remaining
-    if layout is None or rest.size == 0:
+    """Errors beyond 1-ULP residue, confined to the tail regions, are ``tail-block``."""
+    rest = _beyond_rounding(batch, state.remaining) if layout is not None else _EMPTY
+    if rest.size == 0:
         return
-    region = tail_region(layout, batch.x.size)
-    if region.all() or not region[rest].all():
+    used = _confined(rest, tail_regions(layout, batch.x.size), batch.x.size)
+    if not used:
         return
     lo, hi = int(rest.min()), int(rest.max()) + 1
     state.claim(Claim(
         "tail-block", rest, rest.size,
         f"all {rest.size} remaining errors lie in tail tiles or the unaligned tail "
         f"(elements {lo}..{hi - 1}); the rest is clean",
-        {"start": lo, "stop": hi, "spans": _tail_spans(layout, rest),
-         "align_elements": layout.align_elements}))
+        {"start": lo, "stop": hi, "regions": used, "align_elements": layout.align_elements}))
 
 
 # ----------------------------------------------------------------------------- value classes
