@@ -1,0 +1,87 @@
+"""Gate: configuration loading and the pass/warn/fail rule."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conformance.dtypes import all_patterns
+from conformance.errors import UsageError
+from conformance.records import BackendResult
+from conformance.reference import golden as ref
+from conformance.report.evaluate import evaluate
+from conformance.report.gate import GateConfig, load_config
+
+REPO = Path(__file__).resolve().parents[1]
+F16 = all_patterns("float16")
+
+
+def test_defaults_are_torch_testing_tolerances(tmp_path: Path) -> None:
+    config = load_config(pyproject=str(tmp_path / "none.toml"))
+    assert config.tolerances["float16"] == (1e-3, 1e-5)
+    assert config.tolerances["bfloat16"] == (1.6e-2, 1e-5)
+    assert config.tolerances["float32"] == (1.3e-6, 1e-5)
+    assert config.tolerances["float64"] == (1e-7, 1e-7)
+    assert config.max_ulp == 1 and not config.strict_zeros
+    assert config.allows("tensorflow", "alpha-precision") and config.allows("tensorflow", "subnormal-flush")
+    assert not config.allows("torch", "alpha-precision")
+
+
+def test_repository_pyproject_table_is_read() -> None:
+    config = load_config(pyproject=str(REPO / "pyproject.toml"))
+    assert config.policy["cann"] == frozenset() and "dump" in config.policy
+
+
+@pytest.mark.parametrize("text", [
+    "max_ulp = 3\n[policy]\ntorch = [\"rounding\"]\n",
+    "[tool.conformance]\nmax_ulp = 3\n[tool.conformance.policy]\ntorch = [\"rounding\"]\n",
+], ids=["top-level", "tool-table"])
+def test_config_file_overrides(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "gate.toml"
+    path.write_text(text)
+    config = load_config(str(path), pyproject=str(REPO / "pyproject.toml"))
+    assert config.max_ulp == 3 and config.allows("torch", "rounding")
+
+
+@pytest.mark.parametrize("text", [
+    "max_ulp = -1\n", "max_ulp = [\n", "colour = 'red'\n", "[policy]\ntorch = ['no-such-category']\n",
+    "[tolerances]\nfloat16 = { rtol = 'big' }\n", "[tolerances]\nint8 = { rtol = 1.0 }\n",
+], ids=["negative-ulp", "bad-toml", "unknown-key", "unknown-category", "rtol-not-number", "bad-dtype"])
+def test_bad_config_is_a_usage_error(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "gate.toml"
+    path.write_text(text)
+    with pytest.raises(UsageError):
+        load_config(str(path), pyproject=str(tmp_path / "none.toml"))
+
+
+def test_missing_config_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="does not exist"):
+        load_config(str(tmp_path / "missing.toml"))
+
+
+def _verdict(actual: np.ndarray, *, backend: str, config: GateConfig = GateConfig()) -> str:
+    return evaluate(F16, 0.2, BackendResult(actual), direction="forward", backend=backend,
+                    config=config).verdict
+
+
+def test_policy_turns_an_allowed_category_into_a_warning() -> None:
+    flushed = ref.leaky_relu(F16, 0.2, flush_subnormals=True)  # violates max ULP 1
+    assert _verdict(flushed, backend="tensorflow") == "warn"
+    assert _verdict(flushed, backend="torch") == "fail"
+
+
+def test_clean_row_passes_and_rounding_within_tolerance_warns() -> None:
+    assert _verdict(ref.leaky_relu(F16, 0.2), backend="cann") == "pass"
+    x = all_patterns("float16")
+    torch_like = ref.leaky_relu(x, 0.01, opmath="float32")
+    row = evaluate(x, 0.01, BackendResult(torch_like), direction="forward", backend="torch",
+                   config=GateConfig())
+    assert row.verdict == "warn" and all(f.category == "rounding" for f in row.findings)
+
+
+def test_max_ulp_zero_makes_rounding_fail() -> None:
+    torch_like = ref.leaky_relu(F16, 0.01, opmath="float32")
+    row = evaluate(F16, 0.01, BackendResult(torch_like), direction="forward", backend="torch",
+                   config=GateConfig(max_ulp=0))
+    assert row.verdict == "fail"
