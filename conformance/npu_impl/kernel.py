@@ -61,7 +61,8 @@ class KernelSpec:
     def vector_unit(self) -> VectorUnit:
         v, p = self.variant, self.profile
         return VectorUnit(float_mode=v.float_mode or p.float_mode, subnormals=v.subnormals or p.subnormals,
-                          maxmin_nan=v.maxmin_nan or p.maxmin_nan)
+                          maxmin_nan=v.maxmin_nan or p.maxmin_nan, daz_dtype=self.src.name,
+                          ftz_dtype=self.out.name)
 
 
 _TEMPS: dict[str, tuple[tuple[str, str], ...]] = {

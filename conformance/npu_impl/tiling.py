@@ -115,10 +115,12 @@ def split_cores(numel: int, cores: int, *, align: int) -> list[tuple[int, int]]:
 
 
 def split_even(numel: int, cores: int) -> list[tuple[int, int]]:
-    """(start, length) per core with ceil(numel / cores) elements each, ignoring alignment."""
+    """(start, length) per core dealing elements evenly (the first ``numel % cores`` get one more), unaligned."""
     used = max(1, min(cores, numel))
-    per = -(-numel // used) if numel else 0
-    return [(s, min(per, numel - s)) for s in range(0, max(numel, 1), max(per, 1))][:used]
+    base, extra = divmod(numel, used)
+    lengths = [base + (core < extra) for core in range(used)]
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(int).tolist()
+    return list(zip(starts, lengths))
 
 
 def split_tiles(start: int, length: int, tile: int) -> tuple[Tile, ...]:

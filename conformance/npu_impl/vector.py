@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Literal
+from typing import Literal, Optional
 
 import numpy as np
 
@@ -87,9 +87,14 @@ def saturate(a: np.ndarray) -> None:
     a[a == -np.inf] = -top
 
 
-def flush(a: np.ndarray) -> None:
-    """In place: subnormals become zero of the same sign."""
-    sub = is_subnormal(a)
+def flush(a: np.ndarray, *, below: Optional[float] = None) -> None:
+    """In place: subnormals (or nonzero values with magnitude < ``below``) become signed zeros."""
+    if below is None:
+        sub = is_subnormal(a)
+    else:
+        with np.errstate(invalid="ignore"):
+            mag = np.abs(a.astype(np.float64))
+        sub = (mag > 0) & (mag < below)
     if sub.any():
         to_bits(a)[sub] &= info(a.dtype).sign_mask
 
@@ -109,24 +114,39 @@ def blend(out: np.ndarray, mask: np.ndarray, src0: np.ndarray, src1: np.ndarray)
 
 @dataclass(frozen=True)
 class VectorUnit:
-    """The vector unit of one core, with the float semantics of its mode and knobs."""
+    """The vector unit of one core, with the float semantics of its mode and knobs.
+
+    With ``subnormals="flush"``, arithmetic ops and Compare read subnormal
+    operands as zero (DAZ) and arithmetic results are flushed (FTZ); Select,
+    Duplicate and Cast move bits unchanged.  "Subnormal" is judged in the
+    kernel's tensor dtypes when given (``daz_dtype`` for operands, results that
+    would round to a subnormal ``ftz_dtype``), so a kernel computing fp16 in
+    fp32 flushes what is subnormal in fp16.
+    """
 
     float_mode: FloatMode = "inf_nan"
     subnormals: SubnormalRule = "keep"
     maxmin_nan: MaxMinNan = "propagate"
+    daz_dtype: Optional[str] = None
+    ftz_dtype: Optional[str] = None
 
-    def _in(self, src: np.ndarray, count: int) -> np.ndarray:
-        """Operand lanes; with flushing on, a copy whose subnormals read as zero."""
+    def _in(self, src: np.ndarray, count: int, *, arithmetic: bool = True) -> np.ndarray:
+        """Operand lanes; under DAZ a copy whose subnormals read as zero."""
         lanes = src[:count]
-        if self.subnormals == "flush" and lanes.dtype != np.bool_:
+        if self.subnormals == "flush" and arithmetic and lanes.dtype != np.bool_:
             lanes = lanes.copy()
-            flush(lanes)
+            flush(lanes, below=info(self.daz_dtype or lanes.dtype).smallest_normal)
         return lanes
 
-    def _done(self, dst: np.ndarray, count: int) -> None:
-        """Apply the mode to an op's result lanes."""
-        if self.subnormals == "flush":
-            flush(dst[:count])
+    def _done(self, dst: np.ndarray, count: int, *, arithmetic: bool = True) -> None:
+        """Apply the mode to an op's result lanes (FTZ only after arithmetic)."""
+        if self.subnormals == "flush" and arithmetic:
+            out = dst[:count]
+            flush(out)
+            if self.ftz_dtype and info(self.ftz_dtype).dtype != out.dtype:
+                with np.errstate(all="ignore"):
+                    tiny = is_subnormal(out.astype(info(self.ftz_dtype).dtype))
+                to_bits(out)[tiny] &= info(out.dtype).sign_mask
         if self.float_mode == "saturation":
             saturate(dst[:count])
 
@@ -168,25 +188,29 @@ class VectorUnit:
     def select(self, dst: np.ndarray, mask: np.ndarray, src0: np.ndarray, src1: np.ndarray,
                count: int) -> None:
         """dst = mask ? src0 : src1."""
-        blend(dst[:count], mask[:count], self._in(src0, count), self._in(src1, count))
-        self._done(dst, count)
+        blend(dst[:count], mask[:count], src0[:count], src1[:count])
+        self._done(dst, count, arithmetic=False)
 
     def duplicate(self, dst: np.ndarray, scalar: float, count: int) -> None:
         """dst = T(scalar) in every lane."""
         dst[:count] = self._scalar(scalar, dst.dtype)
-        self._done(dst, count)
+        self._done(dst, count, arithmetic=False)
 
     def cast(self, dst: np.ndarray, src: np.ndarray, *, mode: RoundMode, count: int,
              saturating: bool = False) -> None:
-        """dst = convert(src) under ``mode``; ``saturating`` clamps even in INF_NAN mode."""
-        lanes = self._in(src, count)
+        """dst = convert(src) under ``mode``; ``saturating`` clamps even in INF_NAN mode.
+
+        A widening cast is exact and keeps inf/NaN even in saturation mode (the
+        next arithmetic op saturates); a narrowing one saturates in that mode.
+        """
+        lanes = src[:count]
         if mode in (RoundMode.NONE, RoundMode.RINT):
             np.copyto(dst[:count], lanes, casting="unsafe")
         else:
             dst[:count] = round_cast(lanes, dst.dtype, mode)
-        if saturating:
+        widening = dst.dtype.itemsize > lanes.dtype.itemsize
+        if saturating or (self.float_mode == "saturation" and not widening):
             saturate(dst[:count])
-        self._done(dst, count)
 
     def leaky_relu(self, dst: np.ndarray, src: np.ndarray, scalar: float, count: int) -> None:
         """The LeakyRelu instruction: dst = src < 0 ? T(scalar) * src : src."""

@@ -1,0 +1,261 @@
+"""Seeded defects: each one differs from golden on DOMAIN.md edge inputs in the way its category says.
+
+The baseline is golden with PyTorch's float32 opmath, which the reference
+kernel matches bit for bit; every check proves the variant's own category
+(recomputing golden under the alternative rule, or reading the hazards).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+import pytest
+
+from conformance.backends import get_backend
+from conformance.dtypes import info, is_nan, to_bits
+from conformance.npu_impl import VARIANTS, leaky_relu, leaky_relu_backward
+from conformance.npu_impl.backend import CannBackend
+from conformance.records import Unsupported
+from conformance.reference import golden
+
+ALPHA = 0.2
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def edges(dtype: str) -> np.ndarray:
+    """DOMAIN.md's edge list: zeros, infinities, NaN, subnormals, limits, the overflow story, a half-way case."""
+    rec = info(dtype)
+    tiny, sub, top = rec.smallest_normal, rec.smallest_subnormal, rec.max
+    values = [0.0, np.inf, np.nan, sub, 3 * sub, tiny - sub, tiny, top, 1.0, 0.5, 6000.0, 1 / 3]
+    signed = values + [-v for v in values]
+    wide = [7e4, -7e4, 1e5, -1e5, -65519.0, -65520.0] if dtype == "float32" else []
+    with np.errstate(over="ignore"):
+        arr = np.array(signed + wide, dtype=np.float64).astype(rec.dtype)
+    if dtype == "float16":
+        arr = np.concatenate([arr, np.array([0x8005], np.uint16).view(np.float16)])
+    return arr
+
+
+def suite(dtype: str, n: int = 3001) -> np.ndarray:
+    """Edges followed by ``n`` mixed-scale random values: a multi-core split of modest size."""
+    rng = np.random.default_rng(11)
+    scale = rng.choice([1e-6, 1.0, 100.0, 1e5], n) if dtype == "float32" else rng.choice([1e-3, 1.0, 100.0], n)
+    with np.errstate(over="ignore"):
+        body = (rng.standard_normal(n) * scale).astype(info(dtype).dtype)
+    return np.concatenate([edges(dtype), body])
+
+
+@dataclass(frozen=True)
+class Run:
+    """One variant run with everything a proof needs."""
+
+    variant: str
+    direction: str
+    src: str
+    out: str
+    x: np.ndarray
+    dy: Optional[np.ndarray]
+    actual: np.ndarray
+    hazards: tuple
+    layout: object
+
+    def golden(self, *, alpha: float = ALPHA, **rule: object) -> np.ndarray:
+        """Golden (float32 opmath, like the reference) under an alternative rule."""
+        kw = {"out_dtype": self.out, "opmath": "float32", **rule}
+        if self.direction == "forward":
+            return golden.leaky_relu(self.x, alpha, **kw)
+        return golden.leaky_relu_backward(self.dy, self.x, alpha, **kw)
+
+    def __str__(self) -> str:
+        return f"{self.variant}-{self.direction}-{self.src}->{self.out}"
+
+
+def execute(variant: str, direction: str, pair: str) -> Run:
+    src, _, out = pair.partition("->")
+    out = out or src
+    x = suite(src)
+    if direction == "forward":
+        r = leaky_relu(x, ALPHA, variant=variant, out_dtype=out)
+        return Run(variant, direction, src, out, x, None, r.y, r.hazards, r.layout)
+    dy = x[np.random.default_rng(2).permutation(x.size)]
+    r = leaky_relu_backward(dy, x, ALPHA, variant=variant, out_dtype=out)
+    return Run(variant, direction, src, out, x, dy, r.dx, r.hazards, r.layout)
+
+
+def differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise: not the same bits (any NaN equals any NaN)."""
+    na, nb = is_nan(a), is_nan(b)
+    return (na != nb) | (~na & ~nb & (to_bits(a) != to_bits(b)))
+
+
+def _same_up_to_zero_sign(a: np.ndarray, b: np.ndarray) -> bool:
+    with np.errstate(invalid="ignore"):
+        zeros = (a.astype(np.float64) == 0) & (b.astype(np.float64) == 0)
+    return not (differs(a, b) & ~zeros).any()
+
+
+def _indices(hazards: tuple, kind: str) -> set[int]:
+    return {h.index for h in hazards if h.kind == kind}
+
+
+def prove_alpha_mismatch(run: Run) -> None:
+    slope = VARIANTS[run.variant].slope
+    assert not differs(run.actual, run.golden(alpha=slope)).any(), "equals golden at the host's slope"
+
+
+def prove_alpha_precision(run: Run) -> None:
+    expected = golden.leaky_relu(run.x, ALPHA, slope_dtype="float16")
+    assert not differs(run.actual, expected).any(), "equals golden with the slope rounded to fp16"
+
+
+def prove_out_of_bounds(run: Run) -> None:
+    n = run.x.size
+    assert any(i < 0 or i >= n for i in _indices(run.hazards, "out-of-bounds-write"))
+
+
+def prove_tail_block(run: Run) -> None:
+    bad = np.flatnonzero(differs(run.actual, run.golden()))
+    tails = [s for s in run.layout.spans if s.is_tail]
+    assert all(any(s.start <= i < s.stop for s in tails) for i in bad.tolist()), "confined to tail tiles"
+    assert bad.size > 0 or _indices(run.hazards, "out-of-bounds-write"), "visible in values or red zones"
+
+
+def prove_write_race(run: Run) -> None:
+    races = _indices(run.hazards, "write-race")
+    bad = set(np.flatnonzero(differs(run.actual, run.golden())).tolist())
+    assert races and bad <= races, f"{len(races)} races; wrong values only where raced"
+
+
+def prove_overflow(run: Run) -> None:
+    g = run.golden()
+    with np.errstate(invalid="ignore"):
+        hit = np.isfinite(g.astype(np.float64)) & np.isinf(run.actual.astype(np.float64))
+    assert hit.any(), "golden finite where the kernel gave inf"
+
+
+def prove_saturation(run: Run) -> None:
+    assert _same_up_to_zero_sign(run.actual, run.golden(saturate=True))
+
+
+def prove_lost_nan(run: Run) -> None:
+    assert (is_nan(run.golden()) & ~is_nan(run.actual)).any()
+    assert (np.isinf(run.actual.astype(np.float64))).any(), "inf passes unsaturated: not saturation mode"
+
+
+def prove_grad_at_zero(run: Run) -> None:
+    bad = differs(run.actual, run.golden())
+    assert not differs(run.actual, run.golden(grad_rule="ge")).any()
+    assert bad.any() and (run.x[bad].astype(np.float64) == 0).all()
+
+
+def prove_spurious_nan(run: Run) -> None:
+    hit = is_nan(run.actual) & ~is_nan(run.golden())
+    assert hit.any()
+    gate = run.x if run.direction == "forward" else run.dy
+    assert np.isinf(gate[hit].astype(np.float64)).all(), "only at +/-inf"
+
+
+def prove_subnormal_flush(run: Run) -> None:
+    assert not differs(run.actual, run.golden(flush_subnormals=True)).any()
+
+
+PROOFS: dict[str, Callable[[Run], None]] = {
+    "alpha-mismatch": prove_alpha_mismatch, "alpha-precision": prove_alpha_precision,
+    "out-of-bounds-write": prove_out_of_bounds, "tail-block": prove_tail_block,
+    "write-race": prove_write_race, "overflow": prove_overflow, "saturation": prove_saturation,
+    "lost-nan": prove_lost_nan, "grad-at-zero": prove_grad_at_zero, "spurious-nan": prove_spurious_nan,
+    "subnormal-flush": prove_subnormal_flush,
+}
+CASES = [pytest.param(v.name, d, p, id=f"{v.name}-{d}-{p}")
+         for v in VARIANTS.values() for d in v.directions for p in v.dtypes]
+
+
+@pytest.mark.parametrize("variant,direction,pair", CASES)
+def test_variant_differs_from_golden_as_its_category_says(variant: str, direction: str, pair: str) -> None:
+    run = execute(variant, direction, pair)
+    if variant == "reference":
+        assert not differs(run.actual, run.golden()).any() and run.hazards == ()
+        return
+    assert differs(run.actual, run.golden()).any() or run.hazards, f"{run}: indistinguishable from golden"
+    for category in VARIANTS[variant].expected:
+        if category == "tail-block" and variant == "tail-overrun":
+            continue  # tail-overrun is proved by its red-zone writes
+        PROOFS[category](run)
+
+
+def test_every_expected_category_has_a_proof_and_every_variant_a_direction() -> None:
+    assert {c for v in VARIANTS.values() for c in v.expected} <= PROOFS.keys()
+    assert all(v.directions and v.dtypes for v in VARIANTS.values())
+
+
+def test_tail_dropped_leaves_gm_garbage_in_the_last_tile_only() -> None:
+    x = suite("float32")
+    r = leaky_relu(x, ALPHA, variant="tail-dropped", cores=3)
+    bad = np.flatnonzero(differs(r.y, golden.leaky_relu(x, ALPHA, opmath="float32")))
+    last = r.layout.spans[-1]
+    assert last.is_tail and bad.size > last.length // 2 and bad.min() >= last.start
+
+
+def test_core_overlap_races_on_a_few_thousand_elements() -> None:
+    r = leaky_relu(suite("float16"), ALPHA, variant="core-overlap")
+    races = [h for h in r.hazards if h.kind == "write-race"]
+    assert len(races) >= 20 and all(len(h.cores) == 2 for h in races)
+
+
+def test_saturation_mode_on_a_saturation_only_chip_is_the_reference_behaviour() -> None:
+    x = suite("float16")
+    ref = leaky_relu(x, ALPHA, profile="ascend910a").y
+    assert _same_up_to_zero_sign(ref, golden.leaky_relu(x, ALPHA, opmath="float32", saturate=True))
+
+
+def test_backend_reports_result_layout_and_hazards() -> None:
+    be = get_backend("cann", profile="ascend910b1", variant="tail-overrun")
+    assert isinstance(be, CannBackend) and (be.name, be.profile, be.variant) == ("cann", "ascend910b1", "tail-overrun")
+    res = be.forward(suite("float32"), ALPHA)
+    assert res.rejected is None and res.layout is not None
+    assert any(h.kind == "out-of-bounds-write" for h in res.hazards)
+
+
+def test_backend_turns_host_rejections_into_rejected_results() -> None:
+    res = CannBackend().forward(np.ones(4, np.float32), float("nan"))
+    assert res.value is None and "alpha must be finite" in res.rejected
+
+
+@pytest.mark.parametrize("profile,dtype,out,expected", [
+    ("ascend910b1", "bfloat16", "bfloat16", True), ("ascend910a", "bfloat16", "bfloat16", False),
+    ("ascend310p3", "float32", "bfloat16", False), ("ascend910b1", "float32", "bfloat16", True),
+    ("ascend910b1", "float64", "float64", False), ("ascend910b1", "float16", "float32", False),
+    ("ascend950", "float32", "float16", True),
+])
+def test_backend_supports_only_what_the_profile_runs(profile: str, dtype: str, out: str, expected: bool) -> None:
+    be = CannBackend(profile=profile)
+    assert be.supports(dtype, out, "forward") is expected and be.supports(dtype, out, "backward") is expected
+
+
+def test_backend_raises_unsupported_instead_of_faking() -> None:
+    with pytest.raises(Unsupported):
+        CannBackend(profile="ascend910a").forward(np.ones(4, info("bfloat16").dtype), 0.1)
+    with pytest.raises(Unsupported):
+        CannBackend().backward(np.ones(4), np.ones(4), 0.1)
+
+
+RULES = [("flush-subnormals", {"flush_subnormals": True}, False), ("saturation-mode", {"saturate": True}, True),
+         ("grad-at-zero-one", {"grad_rule": "ge"}, False)]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("alpha", [0.0, 0.01, 0.2, 1.5])
+@pytest.mark.parametrize("variant,rule,signless", RULES, ids=[r[0] for r in RULES])
+def test_semantic_variants_equal_golden_under_their_rule_on_every_pattern(
+        dtype: str, alpha: float, variant: str, rule: dict, signless: bool) -> None:
+    from conformance.dtypes import all_patterns
+
+    x = all_patterns(dtype)
+    dy = x[np.random.default_rng(1).permutation(x.size)]
+    actual = leaky_relu_backward(dy, x, alpha, variant=variant).dx
+    expected = golden.leaky_relu_backward(dy, x, alpha, opmath="float32", **rule)
+    if "grad_rule" not in rule:
+        actual = np.stack([actual, leaky_relu(x, alpha, variant=variant).y])
+        expected = np.stack([expected, golden.leaky_relu(x, alpha, opmath="float32", **rule)])
+    assert _same_up_to_zero_sign(actual, expected) if signless else not differs(actual, expected).any()
