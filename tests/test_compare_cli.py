@@ -1,0 +1,138 @@
+"""`conformance compare` as a subprocess: exit codes 0/1/2, one-line errors, reports."""
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+
+from conformance.dtypes import all_patterns
+from conformance.reference import golden as ref
+
+X16 = all_patterns("float16")
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "conformance", "compare", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("dumps")
+    np.save(d / "x.npy", X16)
+    np.save(d / "y.npy", ref.leaky_relu(X16, 0.2))
+    np.save(d / "y_torch_default.npy", ref.leaky_relu(X16, 0.01))
+    dy = np.random.default_rng(2).permutation(X16)
+    np.save(d / "dy.npy", dy)
+    np.save(d / "dx.npy", ref.leaky_relu_backward(dy, X16, 0.2))
+    bf = all_patterns("bfloat16")
+    np.save(d / "xb_bits.npy", bf.view(np.uint16))
+    np.save(d / "yb_bits.npy", ref.leaky_relu(bf, 0.2).view(np.uint16))
+    x32 = np.linspace(-1e5, 1e5, 4001, dtype=np.float32)
+    np.save(d / "x32.npy", x32)
+    np.savez(d / "y16.npz", y=ref.leaky_relu(x32, 0.2, out_dtype="float16"))
+    return d
+
+
+def test_passing_compare_writes_json_and_junit(dumps: Path, tmp_path: Path) -> None:
+    out = run("--x", "x.npy", "--y", "y.npy", "--dy", "dy.npy", "--dx", "dx.npy", "--alpha", "0.2",
+              "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"), cwd=dumps)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads((tmp_path / "r.json").read_text(), parse_constant=lambda c: 1 / 0)
+    assert [r["direction"] for r in doc["rows"]] == ["forward", "backward"]
+    assert doc["verdict"] == "pass" and doc["rows"][0]["backend"] == "dump"
+    assert len(ET.parse(tmp_path / "r.xml").getroot().find("testsuite").findall("testcase")) == 2
+
+
+def test_failing_compare_names_the_default_alpha_trap(dumps: Path) -> None:
+    out = run("--x", "x.npy", "--y", "y_torch_default.npy", "--alpha", "0.2", cwd=dumps)
+    assert out.returncode == 1, out.stderr
+    assert "alpha-mismatch" in out.stdout and "torch" in out.stdout
+
+
+def test_bfloat16_as_raw_bits_and_fp32_to_fp16_npz(dumps: Path) -> None:
+    bits = run("--x", "xb_bits.npy", "--y", "yb_bits.npy", "--alpha", "0.2", "--dtype", "bfloat16", cwd=dumps)
+    cast = run("--x", "x32.npy", "--y", "y16.npz", "--alpha", "0.2", cwd=dumps)
+    assert (bits.returncode, cast.returncode) == (0, 0), bits.stderr + cast.stderr
+    assert "bf16→bf16" in bits.stdout and "fp32→fp16" in cast.stdout
+
+
+@dataclass(frozen=True)
+class BadInput:
+    """One bad invocation and a word its one-line message must contain."""
+
+    name: str
+    make: Callable[[Path], list[str]]
+    says: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _write(d: Path, name: str, data: bytes) -> str:
+    (d / name).write_bytes(data)
+    return name
+
+
+def _truncated(d: Path) -> list[str]:
+    raw = (d / "y.npy").read_bytes()
+    return ["--x", "x.npy", "--y", _write(d, "cut.npy", raw[: len(raw) // 2]), "--alpha", "0.2"]
+
+
+def _pickled(d: Path) -> list[str]:
+    return ["--x", "x.npy", "--y", _write(d, "p.npy", pickle.dumps([1.0, 2.0])), "--alpha", "0.2"]
+
+
+def _object(d: Path) -> list[str]:
+    np.save(d / "obj.npy", np.array([1.0, "a"], dtype=object), allow_pickle=True)
+    return ["--x", "x.npy", "--y", "obj.npy", "--alpha", "0.2"]
+
+
+def _shape(d: Path) -> list[str]:
+    np.save(d / "short.npy", ref.leaky_relu(X16[:100], 0.2))
+    return ["--x", "x.npy", "--y", "short.npy", "--alpha", "0.2"]
+
+
+def _dtype(d: Path) -> list[str]:
+    np.save(d / "ints.npy", np.arange(X16.size, dtype=np.int32))
+    return ["--x", "x.npy", "--y", "ints.npy", "--alpha", "0.2"]
+
+
+def _pair(d: Path) -> list[str]:
+    np.save(d / "y64.npy", X16.astype(np.float64))
+    return ["--x", "x.npy", "--y", "y64.npy", "--alpha", "0.2"]
+
+
+BAD_INPUTS = [
+    BadInput("missing-file", lambda d: ["--x", "nope.npy", "--y", "y.npy", "--alpha", "0.2"], "does not exist"),
+    BadInput("truncated-file", _truncated, "truncated"),
+    BadInput("pickled-file", _pickled, "pickled"),
+    BadInput("object-array", _object, "object"),
+    BadInput("shape-mismatch", _shape, "shape"),
+    BadInput("unsupported-dtype", _dtype, "unsupported dtype"),
+    BadInput("unsupported-pair", _pair, "unsupported dtype pair"),
+    BadInput("alpha-nan", lambda d: ["--x", "x.npy", "--y", "y.npy", "--alpha", "nan"], "finite"),
+    BadInput("alpha-inf", lambda d: ["--x", "x.npy", "--y", "y.npy", "--alpha=-inf"], "finite"),
+    BadInput("alpha-text", lambda d: ["--x", "x.npy", "--y", "y.npy", "--alpha", "abc"], "not a number"),
+    BadInput("dx-without-dy", lambda d: ["--x", "x.npy", "--dx", "dx.npy", "--alpha", "0.2"], "--dx needs --dy"),
+    BadInput("raw-bits-without-dtype", lambda d: ["--x", "xb_bits.npy", "--y", "yb_bits.npy", "--alpha", "0.2"],
+             "--dtype bfloat16"),
+    BadInput("bad-cores", lambda d: ["--x", "x.npy", "--y", "y.npy", "--alpha", "0.2", "--cores", "0"], "--cores"),
+]
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS, ids=str)
+def test_bad_input_exits_2_with_one_line(dumps: Path, case: BadInput) -> None:
+    out = run(*case.make(dumps), cwd=dumps)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr + out.stdout
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and case.says in lines[0], out.stderr
