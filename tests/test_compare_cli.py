@@ -136,3 +136,13 @@ def test_bad_input_exits_2_with_one_line(dumps: Path, case: BadInput) -> None:
     assert "Traceback" not in out.stderr + out.stdout
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and case.says in lines[0], out.stderr
+
+
+def test_profile_gives_triage_the_tiling_plan(dumps: Path) -> None:
+    npu = pytest.importorskip("conformance.npu_impl")
+    np.save(dumps / "y_dropped.npy", npu.leaky_relu(X16, 0.2, variant="tail-dropped").y)
+    blind = run("--x", "x.npy", "--y", "y_dropped.npy", "--alpha", "0.2", cwd=dumps)
+    planned = run("--x", "x.npy", "--y", "y_dropped.npy", "--alpha", "0.2", "--profile", "ascend910b1",
+                  cwd=dumps)
+    assert (blind.returncode, planned.returncode) == (1, 1)
+    assert "tail-block" not in blind.stdout and "tail-block ×" in planned.stdout

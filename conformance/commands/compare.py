@@ -127,22 +127,22 @@ def _cores(text: Optional[str]) -> Optional[int]:
     return int(text)
 
 
-def plan_layout(profile: Optional[str], cores: Optional[int], *, dtypes: tuple[str, str]) -> LayoutFn:
-    """The emulator's tiling plan as a layout function (imports the emulator lazily)."""
+def plan_layout(profile: Optional[str], cores: Optional[int], *, dtypes: tuple[str, str],
+                direction: str) -> LayoutFn:
+    """The reference kernel's tiling plan as a layout function (imports the emulator lazily)."""
     try:
-        from conformance.npu_impl import chips, tiling
+        from conformance.npu_impl import chips, kernel, variants
     except ImportError as exc:
         raise UsageError(f"--profile/--cores need the emulator ({exc})") from None
     try:
         chip = chips.get_profile(profile)
     except ValueError as exc:
         raise UsageError(f"--profile: {exc}") from None
-    buffers = tuple(tiling.UbBuffer(n, d, 2) for n, d in zip(("x", "y"), dtypes))
-    sizes = tuple(info(d).dtype.itemsize for d in dtypes)
+    spec = kernel.KernelSpec(direction, info(dtypes[0]), info(dtypes[1]), 0.0,
+                             variants.get_variant(None), chip)
 
     def layout(numel: int) -> Optional[TileLayout]:
-        return tiling.make_plan(numel, profile=chip, buffers=buffers, itemsizes=sizes,
-                                cores=cores).layout()
+        return kernel.plan_for(numel, spec, cores=cores).layout()
 
     return layout
 
@@ -174,7 +174,8 @@ def _evaluate(args: argparse.Namespace, x: np.ndarray, out: np.ndarray, *, dy: O
     cores = _cores(args.cores)
     layout_fn = None
     if args.profile is not None or cores is not None:
-        layout_fn = plan_layout(args.profile, cores, dtypes=(x.dtype.name, out.dtype.name))
+        layout_fn = plan_layout(args.profile, cores, dtypes=(x.dtype.name, out.dtype.name),
+                                direction=direction)
     return evaluate(x, alpha, BackendResult(out), direction=direction, dy=dy,
                     out_dtype=out.dtype.name, backend="dump", profile=args.profile, config=config,
                     label=Path(args.y if direction == "forward" else args.dx).name,
