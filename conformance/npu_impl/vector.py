@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 from typing import Literal, Optional
 
 import numpy as np
@@ -99,11 +100,20 @@ def flush(a: np.ndarray, *, below: Optional[float] = None) -> None:
         to_bits(a)[sub] &= info(a.dtype).sign_mask
 
 
+_UINT = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
+
+
+@lru_cache(maxsize=256)
+def scalar_as(value: float, dtype: np.dtype) -> np.generic:
+    """``value`` converted (round to nearest even) to ``dtype``, as the instructions' ``T scalar``."""
+    return np.asarray(value, dtype=np.float64).astype(dtype)[()]
+
+
 def blend(out: np.ndarray, mask: np.ndarray, src0: np.ndarray, src1: np.ndarray) -> None:
     """out = mask ? src0 : src1, bit for bit (a branch-free bitwise blend)."""
     if np.may_share_memory(out, src0) or np.may_share_memory(out, src1):
         src0, src1 = src0.copy(), src1.copy()
-    u = info(out.dtype).uint
+    u = _UINT[out.dtype.itemsize]
     full = mask.view(np.uint8).astype(u)
     np.negative(full, out=full)  # 1 -> all ones
     o, s1 = out.view(u), src1.view(u)
@@ -151,7 +161,7 @@ class VectorUnit:
             saturate(dst[:count])
 
     def _scalar(self, value: float, dtype: np.dtype) -> np.generic:
-        return np.asarray(value, dtype=np.float64).astype(dtype)[()]
+        return scalar_as(float(value), np.dtype(dtype))
 
     def muls(self, dst: np.ndarray, src: np.ndarray, scalar: float, count: int) -> None:
         """dst = src * T(scalar)."""
