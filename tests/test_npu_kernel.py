@@ -217,3 +217,24 @@ def test_in_place_tail_shorter_than_a_block_reads_back_into_the_previous_tile() 
     expected = golden.leaky_relu(x, 0.3, opmath="float32", saturate=True)
     r = leaky_relu(x, 0.3, profile="ascend910a", cores=1, inplace=True)
     assert_same_bits(r.y, expected, what="in-place, 5-element tail on 910A")
+
+
+KNOBS = ("ub_bytes", "ub_usable_bytes", "vector_cores", "float_modes", "has_datacopy_pad", "dtypes",
+         "gm_bytes_per_s", "vector_bytes_per_cycle", "clock_hz", "kernel_path", "subnormals", "maxmin_nan")
+
+
+@pytest.mark.parametrize("profile", list(PROFILES))
+def test_every_profile_knob_says_where_its_value_comes_from(profile: str) -> None:
+    prof = PROFILES[profile]
+    assert prof.name == profile
+    missing = [k for k in KNOBS if prof.source(k) == "unknown"]
+    assert not missing, f"{profile}: no source for {missing}"
+    assert prof.ub_usable_bytes <= prof.ub_bytes and prof.float_mode in prof.float_modes
+
+
+def test_profile_facts_from_domain_md() -> None:
+    b1, a = PROFILES["ascend910b1"], PROFILES["ascend910a"]
+    assert (b1.ub_bytes, b1.ub_usable_bytes, b1.vector_cores) == (192 * 1024, 184 * 1024, 48)
+    assert PROFILES["ascend910b3"].vector_cores == 40
+    assert (a.ub_usable_bytes, a.float_modes, a.has_datacopy_pad) == (248 * 1024, ("saturation",), False)
+    assert "bfloat16" not in a.dtypes and "bfloat16" not in PROFILES["ascend310p3"].dtypes
