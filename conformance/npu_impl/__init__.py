@@ -163,7 +163,10 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
                         profile: Optional[str] = DEFAULT_PROFILE, variant: Optional[str] = DEFAULT_VARIANT,
                         out_dtype: Optional[DTypeLike] = None, cores: Optional[int] = None,
                         self_is_result: bool = False, inplace: bool = False) -> BackwardResult:
-    """``dx = x > 0 ? dy : alpha*dy``; ``self_is_result`` says x is the forward output, ``inplace`` writes dx over dy."""
+    """``dx = x > 0 ? dy : alpha*dy``.
+
+    ``self_is_result`` says ``x`` is the forward output; ``inplace`` writes dx over dy.
+    """
     run = _run("backward", [dy, x], alpha, profile=profile, variant=variant, out_dtype=out_dtype,
                cores=cores, inplace=inplace, self_is_result=self_is_result)
     return BackwardResult(run.value, run.plan, run.hazards, run.layout)

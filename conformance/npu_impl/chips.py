@@ -63,7 +63,8 @@ def _profile(name: str, sources: dict[str, str], **values: object) -> ChipProfil
     shared = {"subnormals": _SUBNORMAL_NOTE, "maxmin_nan": _MAXMIN_NOTE,
               "vector_bytes_per_cycle": "assumed: 256 B per vector repeat, one repeat per cycle",
               "clock_hz": "assumed: ~1.8 GHz AI core clock (not from a CANN source)"}
-    return ChipProfile(name=name, sources=MappingProxyType({**shared, **sources}), **values)  # type: ignore[arg-type]
+    merged = MappingProxyType({**shared, **sources})
+    return ChipProfile(name=name, sources=merged, **values)  # type: ignore[arg-type]
 
 
 PROFILES: dict[str, ChipProfile] = {

@@ -20,7 +20,7 @@ import numpy as np
 
 from conformance.dtypes import DTypeInfo, info
 from conformance.npu_impl.chips import BUFFER_NUM, ChipProfile
-from conformance.npu_impl.memory import GmInput, GmTensor, UbArena, round_up
+from conformance.npu_impl.memory import GmInput, GmTensor, UbArena
 from conformance.npu_impl.tiling import CoreRange, Tile, TilingPlan, UbBuffer, make_plan
 from conformance.npu_impl.variants import Formulation, Variant
 from conformance.npu_impl.vector import CopyHow, RoundMode, VectorUnit, copy_in, copy_out

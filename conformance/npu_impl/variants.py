@@ -59,7 +59,8 @@ _LIST = (
     Variant("tail-dropped", "the tensor's last, shorter tile is never processed (output keeps GM garbage)",
             ("tail-block",), tail="dropped"),
     Variant("core-overlap", "per-core ranges deal elements evenly (n // cores, the first n % cores get one "
-            "more), not 32-byte aligned; DataCopy rounds each copy up into the next core's range", ("write-race",), split="even"),
+            "more), not 32-byte aligned; DataCopy rounds each copy up into the next core's range",
+            ("write-race",), split="even"),
     Variant("cast-before-compute", "fp32 input is cast to fp16 (RINT, no saturation) before multiplying",
             ("overflow",), dtypes=("float32", "float32->float16", "float32->bfloat16"),
             cast_input_to="float16"),
