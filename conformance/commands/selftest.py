@@ -141,7 +141,7 @@ def run_selftest(names: list[str], *, profile: Optional[str], seed: int, strict:
     on_variant(DEFAULT_VARIANT)
     ref_rows = variant_rows(DEFAULT_VARIANT, profile=profile, seed=seed)
     baseline = frozenset(categories(ref_rows, allowed=True))
-    outcomes = [judge(DEFAULT_VARIANT, ref_rows, expected=(), baseline=frozenset(), strict=strict)]
+    outcomes = [judge(DEFAULT_VARIANT, ref_rows, expected=(), baseline=baseline, strict=strict)]
     for name in (n for n in names if n != DEFAULT_VARIANT):
         on_variant(name)
         rows = variant_rows(name, profile=profile, seed=seed)

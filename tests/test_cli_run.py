@@ -1,0 +1,114 @@
+"""End-to-end CLI: `conformance run`, `replay` and `selftest` as subprocesses (narrow selections)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conformance.cases import corpus
+from conformance.report import export
+
+NARROW = ["--dtype", "fp16", "--alpha", "0.2", "--direction", "forward", "--max-examples", "5"]
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return subprocess.run([sys.executable, "-m", "conformance", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _strict_json(path: Path) -> dict:
+    def refuse(name: str) -> None:
+        raise ValueError(f"non-strict JSON constant {name}")
+
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+def test_run_passes_on_a_correct_backend_and_writes_valid_reports(tmp_path: Path) -> None:
+    proc = cli("run", "--backend", "golden,torch", *NARROW, "--json", "r.json", "--junit", "j.xml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = _strict_json(tmp_path / "r.json")
+    assert export.validate(doc, export.SCHEMA) == []
+    assert doc["verdict"] == "pass" and {r["backend"] for r in doc["rows"]} == {"golden", "torch"}
+    assert all(r["elements"] > 1 << 16 for r in doc["rows"])  # the 16-bit sweep is in every row
+    assert len(ET.parse(tmp_path / "j.xml").getroot().iter("testcase").__next__().attrib) >= 2
+    assert "2 rows: 2 passed" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_run_fails_on_a_seeded_tail_defect_and_saves_a_reproducer(tmp_path: Path) -> None:
+    proc = cli("run", "--backend", "cann", "--variant", "tail-overrun", *NARROW, "--json", "r.json",
+               "--results-dir", "res", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (row,) = _strict_json(tmp_path / "r.json")["rows"]
+    cats = {f["category"] for f in row["findings"]}
+    assert row["verdict"] == "fail" and cats & {"out-of-bounds-write", "tail-block"}
+    reproducers = [f["reproducer"] for f in row["findings"] if f["reproducer"]]
+    assert reproducers and all((tmp_path / p).is_file() for p in reproducers)
+    assert "reproducer:" in proc.stdout and "1 failed" in proc.stdout
+
+
+def test_replay_reproduces_the_finding_then_reports_a_fixed_case(tmp_path: Path) -> None:
+    cli("run", "--backend", "cann", "--variant", "default-slope", *NARROW, "--results-dir", "res", cwd=tmp_path)
+    (path,) = sorted((tmp_path / "res").glob("*.npz"))
+    proc = cli("replay", str(path), cwd=tmp_path)
+    assert proc.returncode == 1 and "alpha-mismatch" in proc.stdout and "still fails" in proc.stdout
+    rep = corpus.load(path)  # the same case on the reference kernel passes: exit 0
+    fixed = corpus.save(corpus.Reproducer(rep.case, "cann", rep.profile, "reference", rep.category), tmp_path / "f.npz")
+    proc = cli("replay", str(fixed), cwd=tmp_path)
+    assert proc.returncode == 0 and "now passes" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_profile_ascend910a_reports_saturation(tmp_path: Path) -> None:
+    proc = cli("run", "--backend", "cann", "--profile", "ascend910a", *NARROW, "--json", "r.json",
+               "--results-dir", "res", cwd=tmp_path)
+    (row,) = _strict_json(tmp_path / "r.json")["rows"]
+    assert proc.returncode == 1 and "saturation" in {f["category"] for f in row["findings"]}
+
+
+def test_same_seed_same_json_rows(tmp_path: Path) -> None:
+    args = ["run", "--backend", "torch", "--dtype", "fp32", "--alpha", "0.01", "--direction", "forward",
+            "--max-examples", "10", "--seed", "5"]
+    for name in ("a", "b"):
+        assert cli(*args, "--json", f"{name}.json", cwd=tmp_path).returncode == 0
+    a, b = (_strict_json(tmp_path / f"{n}.json")["rows"] for n in ("a", "b"))
+    assert a == b and a[0]["mismatches"] > 0  # fp32(0.01) double rounding: the rows carry real counts
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "--backend", "mxnet"], "--backend 'mxnet' is unknown"),
+    (["run", "--dtype", "int8"], "--dtype 'int8' is unknown"),
+    (["run", "--profile", "ascend999"], "--profile 'ascend999' is unknown"),
+    (["run", "--variant", "nope"], "--variant 'nope' is unknown"),
+    (["run", "--alpha", "nan"], "must be finite"),
+    (["run", "--alpha", "inf"], "must be finite"),
+    (["run", "--alpha", "abc"], "is not a number"),
+    (["run", "--seed", "-1"], "--seed must be >= 0"),
+    (["run", "--backend", "torch", "--variant", "tail-overrun"], "apply to the cann backend"),
+    (["run", "--config", "missing.toml"], "does not exist"),
+    (["replay", "missing.npz"], "does not exist"),
+    (["selftest", "--variant", "nope"], "unknown variant"),
+])
+def test_usage_errors_exit_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    proc = cli(*args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_replay_refuses_a_pickled_file(tmp_path: Path) -> None:
+    np.save(tmp_path / "p.npy", np.array([object()], dtype=object), allow_pickle=True)
+    (tmp_path / "p.npz").write_bytes((tmp_path / "p.npy").read_bytes())
+    proc = cli("replay", "p.npz", cwd=tmp_path)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_selftest_catches_a_defect_and_passes_the_reference(tmp_path: Path) -> None:
+    proc = cli("selftest", "--variant", "grad-at-zero-one", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "grad-at-zero" in proc.stdout and "2/2 variants caught and named" in proc.stdout
