@@ -8,7 +8,10 @@ report which edge classes they used, so meta-tests can count them.
 """
 from __future__ import annotations
 
+import functools
+import importlib
 import math
+import pkgutil
 from dataclasses import dataclass
 from typing import Callable, Optional, TypeVar
 
@@ -127,13 +130,17 @@ def shapes(dtype: DTypeLike | DTypeInfo, *, profile: Optional[str] = None,
 
 
 def _inject(base: np.ndarray, picks: list[tuple[int, str, int]], pool: EdgePool) -> tuple[str, ...]:
-    """Overwrite ``base`` (flat) at each pick with the chosen class member; return the classes."""
-    used = []
+    """Overwrite ``base`` (flat) at each pick with the chosen class member.
+
+    Returns the classes actually present afterwards (a later pick at the same
+    position replaces an earlier one, and so does its label).
+    """
+    final: dict[int, str] = {}
     for position, label, member in picks:
         values = pool.of(label)
         base[position % base.size] = values[member % values.size]
-        used.append(label)
-    return tuple(used)
+        final[position % base.size] = label
+    return tuple(final.values())
 
 
 def _edge_picks(n: int, pool: EdgePool, *, max_edges: int) -> st.SearchStrategy[list[tuple[int, str, int]]]:
@@ -179,13 +186,32 @@ def tensors(dtype: DTypeLike | DTypeInfo, *, direction: Direction = "forward",
     return build()
 
 
+@functools.lru_cache(maxsize=1)
+def _import_package() -> int:
+    """Import every ``conformance`` module (none imports a framework eagerly); return how many.
+
+    Hypothesis mixes literal constants of the *loaded local modules* into its
+    draws, so what is loaded must not depend on which backends ran first.
+    """
+    import conformance
+
+    names = [m.name for m in pkgutil.walk_packages(conformance.__path__, "conformance.")
+             if not m.name.endswith("__main__")]
+    for name in names:
+        importlib.import_module(name)
+    return len(names)
+
+
 def collect(strategy: st.SearchStrategy[T], *, count: int, seed: int) -> list[T]:
     """``count`` examples of ``strategy``, the same list for the same seed.
 
     Hypothesis drives generation (``@seed``, no database, generate phase only),
-    so the draws are hypothesis's own distribution yet fully reproducible.
+    so the draws are hypothesis's own distribution yet reproducible: the same
+    seed, hypothesis version and code give the same examples (the whole package
+    is imported first; see :func:`_import_package`).
     """
     _check_count("count", count)
+    _import_package()
     drawn: list[T] = []
 
     @hypothesis_seed(seed)
