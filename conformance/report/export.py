@@ -64,6 +64,7 @@ SCHEMA: dict = {
     "properties": {
         "schema": {"const": SCHEMA_ID}, "verdict": {"enum": ["pass", "fail"]},
         "seed": {"type": ["integer", "null"]}, "versions": {"type": "object"},
+        "partial": {"type": "boolean"},  # optional: true when Ctrl-C stopped `conformance run`
         "rows": {"type": "array", "items": {"type": "object", "additionalProperties": False,
                                             "required": list(_ROW_PROPS), "properties": _ROW_PROPS}},
     },
