@@ -107,6 +107,7 @@ def test_ctrl_c_keeps_completed_rows_and_writes_a_partial_report(tmp_path: Path,
     code = execute_suite(sel, _options(tmp_path), paths, console=Console(file=open(tmp_path / "out", "w")))
     doc = json.loads((tmp_path / "r.json").read_text())
     assert code == 130 and doc["partial"] is True and len(doc["rows"]) == 2
+    assert export.validate(doc, export.SCHEMA) == []
     assert "interrupted after 2 of 4 rows" in (tmp_path / "out").read_text()
 
 
