@@ -320,8 +320,9 @@ def _failing_batch(parts: Sequence[tuple[InputBatch, Row]], category: str) -> Op
 
 
 def reproducer_path(spec: RowSpec, category: str, *, results_dir: Path) -> Path:
-    text = f"{spec.backend}-{spec.profile or ''}-{spec.variant or ''}-{spec.dtype}-{spec.out_dtype}-" \
-           f"{spec.direction}-a{spec.alpha!r}-{category}"
+    parts = (spec.backend, spec.profile, spec.variant, spec.dtype, spec.out_dtype, spec.direction,
+             f"a{spec.alpha!r}", category)
+    text = "-".join(p for p in parts if p)
     return results_dir / (re.sub(r"[^A-Za-z0-9.+-]+", "_", text) + ".npz")
 
 
