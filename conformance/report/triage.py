@@ -168,7 +168,8 @@ def _prove(batch: Batch, state: _State, rule: dict, *,
            groups: Optional[Callable[[np.ndarray], list]] = None, neutral: Optional[dict] = None) -> np.ndarray:
     """Remaining elements that ``rule`` (on top of accepted rules) reproduces and changes,
     if proved.  ``neutral`` holds keywords that are context, not the category's own rule."""
-    before_rule = {**state.base, **(neutral or {})}
+    earlier = {k: v for k, v in state.base.items() if k not in rule}  # a rule never is its own baseline
+    before_rule = {**earlier, **(neutral or {})}
     trial = {**before_rule, **rule}
     sub = state.remaining
     mine = batch.variant(sub, **trial)
