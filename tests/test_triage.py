@@ -351,3 +351,31 @@ def test_seeded_kernel_variant_is_caught_and_named(name: str, pair: str, directi
         assert row.verdict != "fail" and set(counts(row)) <= {"rounding"}, row.message
     else:
         assert row.verdict != "pass" and expected & set(counts(row)), row.message
+
+
+def fp16_range_float32(n: int, *, seed: int) -> np.ndarray:
+    """float32 values of both signs whose magnitudes stay inside fp16's normal range."""
+    rng = np.random.default_rng(seed)
+    mags = np.ldexp(rng.uniform(1.0, 2.0, n), rng.integers(-14, 15, n))
+    return (mags * rng.choice([-1.0, 1.0], n)).astype(np.float32)
+
+
+@pytest.mark.parametrize("narrow", ("float16", "bfloat16"))
+def test_inputs_narrowed_before_computing_are_input_precision(narrow: str) -> None:
+    x = fp16_range_float32(20_000, seed=11)
+    actual = ref.leaky_relu(x, 0.3, input_dtype=narrow)
+    expected = differs(actual, ref.leaky_relu(x, 0.3))
+    assert expected > 0
+    row = judge(x, actual, 0.3)
+    assert counts(row) == {"input-precision": expected}
+    assert narrow in row.findings[0].summary
+
+
+def test_operands_that_overflow_when_narrowed_stay_overflow() -> None:
+    x = np.concatenate([fp16_range_float32(1_000, seed=12), np.float32([7e4, -9e4, 1e6])])
+    actual = ref.leaky_relu(x, 1.0, input_dtype="float16")
+    golden = ref.leaky_relu(x, 1.0)
+    beyond = int((np.abs(x) > info("float16").max).sum())
+    found = counts(judge(x, actual, 1.0))
+    assert found["overflow"] == beyond
+    assert found["input-precision"] == differs(actual, golden) - beyond

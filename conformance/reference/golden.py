@@ -17,7 +17,8 @@ to bfloat16 through float32 and would otherwise round twice.
 The keyword variants model other frameworks' semantics for triage:
 ``slope_dtype`` (TensorFlow rounds the slope to T), ``opmath`` (PyTorch's
 float32 opmath), ``flush_subnormals`` (x86 FTZ/DAZ), ``saturate`` (Ascend
-saturation mode), ``grad_rule="ge"`` (JAX-style ``x >= 0``) and ``nan_grad``.
+saturation mode), ``grad_rule="ge"`` (JAX-style ``x >= 0``), ``nan_grad`` and
+``input_dtype`` (operands narrowed, e.g. fp32 cast to fp16, before computing).
 """
 from __future__ import annotations
 
@@ -193,6 +194,15 @@ def _select(v: np.ndarray, alpha: float, out: DTypeInfo, *, opmath: Optional[DTy
     return _saturate(y, out) if saturate else y
 
 
+def _narrowed(v: np.ndarray, input_dtype: Optional[DTypeLike]) -> np.ndarray:
+    """``v`` rounded to ``input_dtype`` (overflow to inf) and widened back: a kernel that
+    narrows its operands before computing.  None leaves ``v`` as it is."""
+    if input_dtype is None:
+        return v
+    narrow = round_float64(v.astype(np.float64), info(input_dtype))
+    return cast_exact(narrow, info(v.dtype))
+
+
 def _chunked(fn, *arrays: np.ndarray, out: DTypeInfo) -> np.ndarray:
     """Apply ``fn`` chunk by chunk over flattened, equally shaped arrays."""
     shape = arrays[0].shape
@@ -207,9 +217,10 @@ def _chunked(fn, *arrays: np.ndarray, out: DTypeInfo) -> np.ndarray:
 
 def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = None,
                slope_dtype: SlopeDTypes = None, opmath: Optional[DTypeLike] = None,
-               flush_subnormals: bool = False, saturate: bool = False) -> np.ndarray:
+               flush_subnormals: bool = False, saturate: bool = False,
+               input_dtype: Optional[DTypeLike] = None) -> np.ndarray:
     """Exact forward LeakyReLU; the keywords select the semantic variants."""
-    x = np.asarray(x)
+    x = _narrowed(np.asarray(x), input_dtype)
     _, out = resolve_pair(x.dtype, out_dtype)
     a = _slope(check_alpha(alpha), slope_dtype=slope_dtype)
 
@@ -225,9 +236,10 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
                         out_dtype: Optional[DTypeLike] = None,
                         slope_dtype: SlopeDTypes = None, opmath: Optional[DTypeLike] = None,
                         flush_subnormals: bool = False, saturate: bool = False,
-                        grad_rule: GradRule = "gt", nan_grad: NanGrad = "alpha") -> np.ndarray:
+                        grad_rule: GradRule = "gt", nan_grad: NanGrad = "alpha",
+                        input_dtype: Optional[DTypeLike] = None) -> np.ndarray:
     """Exact ``dx = dy if x > 0 else alpha*dy``; x = +/-0 and NaN take ``alpha*dy``."""
-    dy, x = np.asarray(dy), np.asarray(x)
+    dy, x = _narrowed(np.asarray(dy), input_dtype), _narrowed(np.asarray(x), input_dtype)
     if dy.shape != x.shape or dy.dtype != x.dtype:
         raise ValueError(f"dy and x must match: got {dy.dtype}{dy.shape} and {x.dtype}{x.shape}")
     _, out = resolve_pair(x.dtype, out_dtype)

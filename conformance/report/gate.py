@@ -24,8 +24,8 @@ from conformance.errors import UsageError
 from conformance.report.metrics import Tolerance
 
 CATEGORIES = (
-    "rejected-input", "out-of-bounds-write", "write-race", "alpha-mismatch", "alpha-precision",
-    "subnormal-flush", "saturation", "grad-at-zero", "nan-gradient", "tail-block", "overflow",
+    "rejected-input", "out-of-bounds-write", "write-race", "input-precision", "alpha-mismatch",
+    "alpha-precision", "subnormal-flush", "saturation", "grad-at-zero", "nan-gradient", "tail-block", "overflow",
     "spurious-nan", "lost-nan", "signed-zero", "rounding", "unexplained",
 )
 VERDICTS = ("pass", "warn", "fail")

@@ -347,7 +347,30 @@ def _nan_gradient(batch: Batch, state: _State) -> None:
             return
 
 
-_SEMANTIC = (_alpha_mismatch, _alpha_precision, _subnormal_flush, _saturation,
+def _input_precision(batch: Batch, state: _State) -> None:
+    """fp32/fp64 operands narrowed to fp16/bf16 before computing."""
+    if batch.dtypes[0] not in ("float32", "float64"):
+        return
+    for narrow in ("float16", "bfloat16"):
+        for context in ({}, {"opmath": "float32"}):
+            rule = {"input_dtype": narrow}
+            hits = _prove(batch, state, rule, neutral=context)
+            hits = hits[~_non_finite_symptom(batch, hits)]
+            if hits.size:
+                _accept(state, {**rule, **context}, Claim(
+                    "input-precision", hits, hits.size,
+                    f"inputs rounded to {narrow} before computing (precision lost)",
+                    {"input_dtype": narrow, "context": context}))
+
+
+def _non_finite_symptom(batch: Batch, index: np.ndarray) -> np.ndarray:
+    """Where the actual value is inf or NaN but golden is finite: an operand overflowed
+    when narrowed, and the value classes (``overflow``, ``spurious-nan``) name that."""
+    a, g = batch.actual[index].astype(np.float64), batch.golden[index].astype(np.float64)
+    return ~np.isfinite(a) & np.isfinite(g)
+
+
+_SEMANTIC = (_input_precision, _alpha_mismatch, _alpha_precision, _subnormal_flush, _saturation,
              _grad_at_zero, _nan_gradient)
 
 
