@@ -60,6 +60,7 @@ class DefaultSlope:
     """One API's default slope, where it is declared, and how to probe it."""
 
     api: str
+    framework: str
     argument: str
     declared: float
     module: Optional[str] = None  # the import that must exist for the probe
@@ -68,28 +69,38 @@ class DefaultSlope:
 
 
 DEFAULTS: tuple[DefaultSlope, ...] = (
-    DefaultSlope("CANN LeakyRelu (graph op)", "negative_slope", 0.0,
+    DefaultSlope("CANN LeakyRelu (graph op)", "CANN", "negative_slope", 0.0,
                  source="hicann/ops-nn activation/leaky_relu/op_host/leaky_relu_def.cpp"),
-    DefaultSlope("torch.nn.functional.leaky_relu", "negative_slope", 0.01, "torch",
+    DefaultSlope("torch.nn.functional.leaky_relu", "torch", "negative_slope", 0.01, "torch",
                  _probe_torch_functional, "aten/src/ATen/native/Activation.cpp"),
-    DefaultSlope("torch.nn.LeakyReLU", "negative_slope", 0.01, "torch", _probe_torch_module,
-                 "torch/nn/modules/activation.py"),
-    DefaultSlope("tf.nn.leaky_relu", "alpha", 0.2, "tensorflow", _probe_tf_nn,
-                 "tensorflow/python/ops/nn_ops.py"),
-    DefaultSlope("keras.layers.LeakyReLU", "negative_slope", 0.3, "tensorflow", _probe_keras_layer,
-                 "keras/src/layers/activations/leaky_relu.py"),
-    DefaultSlope("keras.ops.leaky_relu", "negative_slope", 0.2, "tensorflow", _probe_keras_ops,
-                 "keras/src/ops/nn.py"),
-    DefaultSlope("mindspore.nn.LeakyReLU", "alpha", 0.2, source="mindspore/python/mindspore/nn/layer/activation.py"),
-    DefaultSlope("ONNX LeakyRelu", "alpha", 0.01, source="onnx/defs/math/defs.cc (float32 attribute)"),
-    DefaultSlope("jax.nn.leaky_relu", "negative_slope", 0.01, "jax", _probe_jax, "jax/_src/nn/functions.py"),
-    DefaultSlope("paddle.nn.LeakyReLU", "negative_slope", 0.01, source="python/paddle/nn/layer/activation.py"),
+    DefaultSlope("torch.nn.LeakyReLU", "torch", "negative_slope", 0.01, "torch",
+                 _probe_torch_module, "torch/nn/modules/activation.py"),
+    DefaultSlope("tf.nn.leaky_relu", "tf.nn", "alpha", 0.2, "tensorflow",
+                 _probe_tf_nn, "tensorflow/python/ops/nn_ops.py"),
+    DefaultSlope("keras.layers.LeakyReLU", "Keras layer", "negative_slope", 0.3, "tensorflow",
+                 _probe_keras_layer, "keras/src/layers/activations/leaky_relu.py"),
+    DefaultSlope("keras.ops.leaky_relu", "Keras ops", "negative_slope", 0.2, "tensorflow",
+                 _probe_keras_ops, "keras/src/ops/nn.py"),
+    DefaultSlope("mindspore.nn.LeakyReLU", "MindSpore", "alpha", 0.2,
+                 source="mindspore/python/mindspore/nn/layer/activation.py"),
+    DefaultSlope("ONNX LeakyRelu", "ONNX", "alpha", 0.01,
+                 source="onnx/defs/math/defs.cc (float32 attribute)"),
+    DefaultSlope("jax.nn.leaky_relu", "JAX", "negative_slope", 0.01, "jax",
+                 _probe_jax, "jax/_src/nn/functions.py"),
+    DefaultSlope("paddle.nn.LeakyReLU", "Paddle", "negative_slope", 0.01,
+                 source="python/paddle/nn/layer/activation.py"),
 )
 
 
 def frameworks_with_default(alpha: float) -> tuple[str, ...]:
-    """APIs whose declared default equals ``alpha`` (compared as float32, as the frameworks store it)."""
-    return tuple(d.api for d in DEFAULTS if np.float32(d.declared) == np.float32(alpha))
+    """Frameworks whose declared default equals ``alpha`` (compared as float32, as they store it)."""
+    names = (d.framework for d in DEFAULTS if np.float32(d.declared) == np.float32(alpha))
+    return tuple(dict.fromkeys(names))
+
+
+def default_slopes() -> tuple[float, ...]:
+    """Every distinct declared default slope."""
+    return tuple(sorted({d.declared for d in DEFAULTS}))
 
 
 @dataclass(frozen=True)

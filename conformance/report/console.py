@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from conformance.dtypes import info
-from conformance.report.evaluate import MAX_EXAMPLES, Finding, Row
+from conformance.report.evaluate import MAX_EXAMPLES, Finding, Row, metric_lines
 
 _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
 _COLUMNS = ("backend", "dtype→out", "dir", "α", "elements", "mismatches", "max abs", "max rel",
@@ -37,7 +37,7 @@ def _findings_cell(findings: Sequence[Finding]) -> Text:
 def _cells(row: Row) -> list:
     m = row.metrics
     pair = f"{info(row.dtype).short}→{info(row.out_dtype).short}"
-    return [_backend(row), pair, row.direction[:3], f"{row.alpha:g}", str(m.elements),
+    return [_backend(row), pair, row.direction[:4], f"{row.alpha:g}", str(m.elements),
             str(m.mismatches), _number(m.max_abs), _number(m.max_rel), str(m.max_ulp),
             _findings_cell(row.findings), Text(row.verdict, style=_STYLE[row.verdict])]
 
@@ -53,7 +53,7 @@ def render_table(rows: Sequence[Row], *, console: Console) -> None:
 
 
 def _panel_body(row: Row) -> Group:
-    parts: list = []
+    parts: list = [Text(line, style="dim") for line in metric_lines(row)]
     for f in row.findings:
         head = Text(f"{f.category} ×{f.count}", style="yellow" if f.allowed else "bold red")
         head.append(f"  {'allowed' if f.allowed else 'not allowed'}: {f.summary}", style="default")
@@ -69,8 +69,7 @@ def render_details(rows: Sequence[Row], *, console: Console) -> None:
     for row in rows:
         if row.verdict == "pass":
             continue
-        m = row.metrics
-        title = f"{row.verdict.upper()}  {row.title}  ({m.mismatches}/{m.elements} mismatched)"
+        title = f"{row.verdict.upper()}  {row.title}"
         console.print(Panel(_panel_body(row), title=title, title_align="left",
                             border_style=_STYLE[row.verdict]))
 

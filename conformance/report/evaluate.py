@@ -107,8 +107,8 @@ def _where(at: met.Where) -> str:
     return f" at index ({index},)" + (f" of {part}" if part else "")
 
 
-def failure_message(row: Row, *, offenders: int = MAX_EXAMPLES) -> str:
-    """"Mismatched elements: k / N (p%)", greatest differences, first offenders."""
+def metric_lines(row: Row) -> list[str]:
+    """"Mismatched elements: k / N (p%)" and the greatest differences with their index."""
     m = row.metrics
     lines = [f"Mismatched elements: {m.mismatches} / {m.elements} ({100 * m.mismatch_ratio:.1f}%)"]
     if m.mismatches:
@@ -116,6 +116,12 @@ def failure_message(row: Row, *, offenders: int = MAX_EXAMPLES) -> str:
                      f"{_where(m.max_abs_at)}")
         lines.append(f"Greatest relative difference: {m.max_rel!r}{_where(m.max_rel_at)}")
         lines.append(f"Greatest ULP difference: {m.max_ulp}{_where(m.max_ulp_at)}")
+    return lines
+
+
+def failure_message(row: Row, *, offenders: int = MAX_EXAMPLES) -> str:
+    """The metric lines, then each finding with its first offenders."""
+    lines = metric_lines(row)
     for finding in row.findings:
         lines.append(f"{finding.category} x{finding.count}: {finding.summary}")
         lines += [f"  {ex.describe()}" for ex in finding.examples[:offenders]]

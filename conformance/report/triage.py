@@ -32,15 +32,9 @@ import numpy as np
 from conformance.dtypes import info, is_nan, is_subnormal, ulp_distance
 from conformance.records import Hazard, TileLayout
 from conformance.reference import golden as ref
+from conformance.reference.defaults import default_slopes, frameworks_with_default
 from conformance.report.metrics import match_mask
 
-#: Framework default slopes (DOMAIN.md), for ``alpha-mismatch`` details.
-DEFAULT_SLOPES: dict[float, tuple[str, ...]] = {
-    0.0: ("CANN LeakyRelu op",),
-    0.01: ("torch", "ONNX", "JAX", "Paddle"),
-    0.2: ("tf.nn", "MindSpore", "Keras ops"),
-    0.3: ("Keras LeakyReLU layer",),
-}
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 
@@ -211,7 +205,7 @@ def _close_to(alpha: float, c: float) -> bool:
 
 def _slope_candidates(batch: Batch, estimate: float) -> list[float]:
     """Framework defaults near the estimate, then the estimate at 1..7 significant digits."""
-    cands = [d for d in DEFAULT_SLOPES if abs(d - estimate) <= 0.05 * max(abs(d), 1e-6)]
+    cands = [d for d in default_slopes() if abs(d - estimate) <= 0.05 * max(abs(d), 1e-6)]
     cands += [float(f"{estimate:.{k}g}") for k in range(1, 8)] + [estimate]
     unique = list(dict.fromkeys(cands))
     return [c for c in unique if np.isfinite(c) and not _close_to(batch.alpha, c)]
@@ -244,7 +238,7 @@ def _alpha_mismatch(batch: Batch, state: _State) -> None:
     if batch.out_dtype != "float64" and hits.size:
         hits = np.union1d(hits, _prove(batch, state, {"alpha": c, "opmath": "float32"}))
     if hits.size:
-        names = DEFAULT_SLOPES.get(c, ())
+        names = frameworks_with_default(c)
         known = f" ({c!r} is the default of {', '.join(names)})" if names else ""
         _accept(state, {"alpha": c}, Claim(
             "alpha-mismatch", hits, hits.size,

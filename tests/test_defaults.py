@@ -1,0 +1,45 @@
+"""The default-slope table: declarations, live probes and the command."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conformance.reference.defaults import DEFAULTS, frameworks_with_default, probe
+
+
+def test_declared_defaults_are_the_documented_ones() -> None:
+    declared = {d.framework: d.declared for d in DEFAULTS}
+    assert declared == {"CANN": 0.0, "torch": 0.01, "tf.nn": 0.2, "Keras layer": 0.3, "Keras ops": 0.2,
+                        "MindSpore": 0.2, "ONNX": 0.01, "JAX": 0.01, "Paddle": 0.01}
+
+
+@pytest.mark.parametrize("entry", [d for d in DEFAULTS if d.probe is not None], ids=lambda d: d.api)
+def test_live_probe_agrees_with_declaration(entry) -> None:
+    pytest.importorskip(entry.module)
+    result = probe(entry)
+    assert result.probed is not None
+    assert np.float32(result.probed) == np.float32(entry.declared), result.status
+    assert result.status == "agrees"
+
+
+def test_a_wrong_declaration_is_flagged() -> None:
+    torch_entry = next(d for d in DEFAULTS if d.api == "torch.nn.LeakyReLU")
+    from dataclasses import replace
+
+    assert probe(replace(torch_entry, declared=0.2)).status == "DISAGREES"
+
+
+def test_frameworks_with_default_names_each_family() -> None:
+    assert frameworks_with_default(0.0) == ("CANN",)
+    assert set(frameworks_with_default(0.01)) == {"torch", "ONNX", "JAX", "Paddle"}
+    assert frameworks_with_default(0.123) == ()
+
+
+def test_defaults_command_prints_the_table() -> None:
+    done = subprocess.run([sys.executable, "-m", "conformance", "defaults"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "keras.layers.LeakyReLU" in done.stdout and "agrees" in done.stdout
+    assert "Traceback" not in done.stderr
