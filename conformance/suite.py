@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
-from conformance.backends import Backend, call, get_backend
+from conformance.backends import BACKENDS, Backend, call, get_backend
 from conformance.cases import corpus, strategies
 from conformance.cases.edges import EdgePool, edge_pool
 from conformance.cases.exhaustive import random_bits, shuffled16, sweep16
@@ -36,7 +36,7 @@ from conformance.report.gate import GateConfig
 
 SUITE_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.2, 0.3, 1 / 3, 1.0, 1.5)
 SUITE_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64")
-SUITE_BACKENDS: tuple[str, ...] = ("golden", "torch", "tensorflow", "cann")
+SUITE_BACKENDS: tuple[str, ...] = BACKENDS
 DIRECTIONS: tuple[Direction, ...] = ("forward", "backward")
 #: Mixed-precision pairs the default suite runs, per backend.
 EXTRA_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {

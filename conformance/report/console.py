@@ -12,6 +12,7 @@ from rich.text import Text
 from conformance.dtypes import info
 from conformance.report.evaluate import MAX_EXAMPLES, Finding, Row, metric_lines
 
+_DIRECTION = {"forward": "fwd", "backward": "bwd"}
 _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
 _COLUMNS = ("backend", "dtype→out", "dir", "α", "elements", "mismatches", "max abs", "max rel",
             "max ULP", "findings", "verdict")
@@ -37,7 +38,7 @@ def _findings_cell(findings: Sequence[Finding]) -> Text:
 def _cells(row: Row) -> list:
     m = row.metrics
     pair = f"{info(row.dtype).short}→{info(row.out_dtype).short}"
-    return [_backend(row), pair, row.direction[:4], f"{row.alpha:g}", str(m.elements),
+    return [_backend(row), pair, _DIRECTION[row.direction], f"{row.alpha:g}", str(m.elements),
             str(m.mismatches), _number(m.max_abs), _number(m.max_rel), str(m.max_ulp),
             _findings_cell(row.findings), Text(row.verdict, style=_STYLE[row.verdict])]
 
