@@ -19,8 +19,9 @@ from conformance.npu_impl.memory import GmInput, GmTensor
 from conformance.npu_impl.tiling import TilingPlan
 from conformance.npu_impl.variants import DEFAULT_VARIANT, VARIANTS, Variant, get_variant
 from conformance.records import Direction, Hazard, TileLayout
+from conformance.reference.golden import check_alpha
 
-__all__ = ["leaky_relu", "leaky_relu_backward", "HostValidationError", "ForwardResult",
+__all__ = ["leaky_relu", "leaky_relu_backward", "HostValidationError", "KernelResult", "ForwardResult",
            "BackwardResult", "PROFILES", "VARIANTS", "supported_pairs"]
 
 
@@ -29,7 +30,9 @@ class HostValidationError(ValueError):
 
 
 @dataclass(frozen=True)
-class _Run:
+class KernelResult:
+    """One launch: the output tensor, the tiling plan, the recorded hazards and the tile layout."""
+
     value: np.ndarray
     plan: TilingPlan
     hazards: tuple[Hazard, ...]
@@ -37,19 +40,17 @@ class _Run:
 
 
 @dataclass(frozen=True)
-class ForwardResult:
-    y: np.ndarray
-    plan: TilingPlan
-    hazards: tuple[Hazard, ...]
-    layout: TileLayout
+class ForwardResult(KernelResult):
+    @property
+    def y(self) -> np.ndarray:
+        return self.value
 
 
 @dataclass(frozen=True)
-class BackwardResult:
-    dx: np.ndarray
-    plan: TilingPlan
-    hazards: tuple[Hazard, ...]
-    layout: TileLayout
+class BackwardResult(KernelResult):
+    @property
+    def dx(self) -> np.ndarray:
+        return self.value
 
 
 def supported_pairs(profile: ChipProfile) -> frozenset[tuple[str, str]]:
@@ -72,12 +73,9 @@ def _resolve(profile: Optional[str], variant: Optional[str]) -> tuple[ChipProfil
 
 def _check_alpha(alpha: float) -> float:
     try:
-        value = float(alpha)
-    except (TypeError, ValueError):
-        raise _fail(f"alpha must be a number, got {alpha!r}") from None
-    if not np.isfinite(value):
-        raise _fail(f"alpha must be finite, got {value!r}; pass a finite slope such as 0.01")
-    return value
+        return check_alpha(alpha)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
 
 
 def _check_tensors(arrays: Sequence[np.ndarray]) -> None:
@@ -119,7 +117,7 @@ def _check_inplace(arrays: Sequence[np.ndarray], src: DTypeInfo, out: DTypeInfo)
 
 def _run(direction: Direction, arrays: Sequence[np.ndarray], alpha: float, *, profile: Optional[str],
          variant: Optional[str], out_dtype: Optional[DTypeLike], cores: Optional[int],
-         inplace: bool, self_is_result: bool = False) -> _Run:
+         inplace: bool, self_is_result: bool = False) -> KernelResult:
     """Validate like the host, plan, launch, and collect the output and hazards."""
     prof, var = _resolve(profile, variant)
     _check_tensors(arrays)
@@ -135,7 +133,7 @@ def _run(direction: Direction, arrays: Sequence[np.ndarray], alpha: float, *, pr
     return _execute(spec, arrays, cores=n_cores, inplace=inplace)
 
 
-def _execute(spec: KernelSpec, arrays: Sequence[np.ndarray], *, cores: int, inplace: bool) -> _Run:
+def _execute(spec: KernelSpec, arrays: Sequence[np.ndarray], *, cores: int, inplace: bool) -> KernelResult:
     flat = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
     plan = plan_for(flat[0].size, spec, cores=cores)
     zone = plan.tile_elements + plan.align_elements
@@ -147,7 +145,7 @@ def _execute(spec: KernelSpec, arrays: Sequence[np.ndarray], *, cores: int, inpl
     if inplace:
         arrays[0][...] = value
         value = arrays[0]
-    return _Run(value, plan, output.hazards(), plan.layout())
+    return KernelResult(value, plan, output.hazards(), plan.layout())
 
 
 def leaky_relu(x: np.ndarray, alpha: float, *, profile: Optional[str] = DEFAULT_PROFILE,
@@ -156,7 +154,7 @@ def leaky_relu(x: np.ndarray, alpha: float, *, profile: Optional[str] = DEFAULT_
     """``y = x > 0 ? x : alpha*x`` on the emulated chip (``inplace`` writes y over x)."""
     run = _run("forward", [x], alpha, profile=profile, variant=variant, out_dtype=out_dtype,
                cores=cores, inplace=inplace)
-    return ForwardResult(run.value, run.plan, run.hazards, run.layout)
+    return ForwardResult(**vars(run))
 
 
 def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
@@ -169,4 +167,4 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
     """
     run = _run("backward", [dy, x], alpha, profile=profile, variant=variant, out_dtype=out_dtype,
                cores=cores, inplace=inplace, self_is_result=self_is_result)
-    return BackwardResult(run.value, run.plan, run.hazards, run.layout)
+    return BackwardResult(**vars(run))
