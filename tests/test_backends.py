@@ -8,7 +8,6 @@ from conformance.backends import get_backend
 from conformance.dtypes import all_patterns, is_nan, to_bits
 from conformance.reference import golden
 
-pytest.importorskip("torch")
 
 
 def differing(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -36,6 +36,8 @@ def dumps(tmp_path_factory: pytest.TempPathFactory) -> Path:
     bf = all_patterns("bfloat16")
     np.save(d / "xb_bits.npy", bf.view(np.uint16))
     np.save(d / "yb_bits.npy", ref.leaky_relu(bf, 0.2).view(np.uint16))
+    np.save(d / "xb.npy", bf)  # ml_dtypes bfloat16: numpy stores it as '<V2'
+    np.save(d / "yb_tf.npy", ref.leaky_relu(bf, 0.2, slope_dtype="bfloat16"))
     x32 = np.linspace(-1e5, 1e5, 4001, dtype=np.float32)
     np.save(d / "x32.npy", x32)
     np.savez(d / "y16.npz", y=ref.leaky_relu(x32, 0.2, out_dtype="float16"))
@@ -50,6 +52,18 @@ def test_passing_compare_writes_json_and_junit(dumps: Path, tmp_path: Path) -> N
     assert [r["direction"] for r in doc["rows"]] == ["forward", "backward"]
     assert doc["verdict"] == "pass" and doc["rows"][0]["backend"] == "dump"
     assert len(ET.parse(tmp_path / "r.xml").getroot().find("testsuite").findall("testcase")) == 2
+
+
+def test_ml_dtypes_bfloat16_npy_is_read_as_bfloat16(dumps: Path) -> None:
+    out = run("--x", "xb.npy", "--y", "yb_tf.npy", "--alpha", "0.2", cwd=dumps)
+    assert out.returncode == 0, out.stderr  # within bf16 tolerance: a warning, not a failure
+    assert "bf16→bf16" in out.stdout and "alpha-precision" in out.stdout and "warn" in out.stdout
+
+
+def test_cores_beyond_the_chip_are_refused(dumps: Path) -> None:
+    out = run("--x", "x.npy", "--y", "y.npy", "--alpha", "0.2", "--profile", "ascend910b1",
+              "--cores", "49", cwd=dumps)
+    assert out.returncode == 2 and "48 vector cores" in out.stderr
 
 
 def test_failing_compare_names_the_default_alpha_trap(dumps: Path) -> None:
@@ -139,7 +153,8 @@ def test_bad_input_exits_2_with_one_line(dumps: Path, case: BadInput) -> None:
 
 
 def test_profile_gives_triage_the_tiling_plan(dumps: Path) -> None:
-    npu = pytest.importorskip("conformance.npu_impl")
+    import conformance.npu_impl as npu
+
     np.save(dumps / "y_dropped.npy", npu.leaky_relu(X16, 0.2, variant="tail-dropped").y)
     blind = run("--x", "x.npy", "--y", "y_dropped.npy", "--alpha", "0.2", cwd=dumps)
     planned = run("--x", "x.npy", "--y", "y_dropped.npy", "--alpha", "0.2", "--profile", "ascend910b1",

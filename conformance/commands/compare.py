@@ -83,6 +83,8 @@ def _typed(a: np.ndarray, *, flag: str, bits_dtype: Optional[str]) -> np.ndarray
     """The array in a table dtype (uint16 bits reinterpreted when --dtype says so)."""
     if a.dtype.kind == "O":
         raise UsageError(f"{flag}: object arrays are not supported; save a numeric array")
+    if a.dtype.kind == "V" and a.dtype.itemsize == 2 and a.dtype.fields is None:
+        return a.view(info("bfloat16").dtype)  # numpy.save writes ml_dtypes bfloat16 as '<V2'
     if a.dtype == np.uint16 or a.dtype == np.int16:
         if bits_dtype is None:
             raise UsageError(f"{flag}: raw {a.dtype} array; pass --dtype bfloat16 (or float16) "
@@ -138,6 +140,9 @@ def plan_layout(profile: Optional[str], cores: Optional[int], *, dtypes: tuple[s
         chip = chips.get_profile(profile)
     except ValueError as exc:
         raise UsageError(f"--profile: {exc}") from None
+    if cores is not None and cores > chip.vector_cores:
+        raise UsageError(f"--cores {cores}: {chip.name} has {chip.vector_cores} vector cores; "
+                         f"pass 1..{chip.vector_cores}")
     spec = kernel.KernelSpec(direction, info(dtypes[0]), info(dtypes[1]), 0.0,
                              variants.get_variant(None), chip)
 

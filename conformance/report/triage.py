@@ -135,8 +135,7 @@ def _hazards(batch: Batch, state: _State, hazards: Sequence[Hazard]) -> None:
         cores = sorted({c for h in hazards if h.kind == "out-of-bounds-write" for c in h.cores})
         before = sum(1 for i in oob if i < 0)
         state.claim(Claim("out-of-bounds-write", np.array(oob, dtype=np.int64), len(oob),
-                          f"kernel wrote {len(oob)} element(s) outside the output tensor "
-                          f"({before} before it, {len(oob) - before} after it)",
+                          "the kernel wrote outside the output tensor (red zones before or after it)",
                           {"before": before, "after": len(oob) - before, "cores": cores},
                           in_tensor=False))
     races = [h for h in hazards if h.kind == "write-race" and 0 <= h.index < n]
@@ -145,8 +144,7 @@ def _hazards(batch: Batch, state: _State, hazards: Sequence[Hazard]) -> None:
         pairs = sorted({tuple(sorted(h.cores)) for h in races})
         wrong = int(np.isin(index, state.remaining).sum())
         state.claim(Claim("write-race", index, index.size,
-                          f"{index.size} element(s) written by more than one core "
-                          f"({wrong} of them hold a wrong value)",
+                          "elements written by more than one core",
                           {"mismatching": wrong, "cores": [list(p) for p in pairs]}))
 
 
@@ -247,9 +245,12 @@ def _alpha_mismatch(batch: Batch, state: _State) -> None:
 
 
 def _slope_dtypes(batch: Batch) -> list[str]:
+    """Dtypes a framework may round the slope to: the 16-bit dtypes in play, and float32
+    for float32 tensors (torch, TF and the CANN kernel all hold the slope as float32) and
+    for float64 ones (TF's alpha is a float32 attribute)."""
     names = set(batch.dtypes)
     narrow = [d for d in ("float16", "bfloat16") if d in names]
-    return narrow + (["float32"] if "float64" in names else [])
+    return narrow + (["float32"] if names & {"float32", "float64"} else [])
 
 
 def _alpha_precision(batch: Batch, state: _State) -> None:
@@ -391,16 +392,20 @@ def tail_regions(layout: TileLayout, numel: int) -> list[tuple[int, int, dict]]:
 
 
 def _confined(rest: np.ndarray, regions: list[tuple[int, int, dict]], numel: int) -> list[dict]:
-    """Regions holding the errors, if they hold all of them, are at least half wrong
-    (a tail defect garbles its tail, not one value class) and leave elements outside."""
+    """The regions holding the errors, if they hold all of them, are at least half wrong
+    (a tail defect garbles its tail, not one value class) and leave elements outside.
+    Each error counts against the smallest region that holds it, so a 1-element dropped
+    tile is not diluted by the wider unaligned-tail region around it."""
     mask = np.zeros(numel, dtype=bool)
-    used = []
-    for lo, hi, desc in regions:
-        if ((rest >= lo) & (rest < hi)).any():
+    used, left = [], rest
+    for lo, hi, desc in sorted(regions, key=lambda r: r[1] - r[0]):
+        inside = (left >= lo) & (left < hi)
+        if inside.any():
             mask[lo:hi] = True
             used.append(desc)
+            left = left[~inside]
     dense = 2 * rest.size >= int(mask.sum())
-    return used if dense and mask[rest].all() and not mask.all() else []
+    return used if left.size == 0 and dense and not mask.all() else []
 
 
 def _beyond_rounding(batch: Batch, index: np.ndarray) -> np.ndarray:
@@ -421,8 +426,7 @@ def _tail(batch: Batch, state: _State, layout: Optional[TileLayout]) -> None:
     lo, hi = int(rest.min()), int(rest.max()) + 1
     state.claim(Claim(
         "tail-block", rest, rest.size,
-        f"all {rest.size} remaining errors lie in tail tiles or the unaligned tail "
-        f"(elements {lo}..{hi - 1}); the rest is clean",
+        "the remaining errors all lie in tail tiles or the unaligned tail; the rest is clean",
         {"start": lo, "stop": hi, "regions": used, "align_elements": layout.align_elements}))
 
 
