@@ -22,7 +22,7 @@ from conformance.records import BackendResult, TileLayout
 from conformance.reference.golden import SUPPORTED_PAIRS
 from conformance.report import console as render
 from conformance.report.evaluate import LayoutFn, Row, evaluate
-from conformance.report.export import write_json, write_junit
+from conformance.report.export import check_writable, versions, write_json, write_junit
 from conformance.report.gate import GateConfig, load_config
 
 HELP = "triage arrays from a real device (x, y and/or dy, dx) against the exact reference"
@@ -196,14 +196,10 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise UsageError("nothing to compare: pass --y (forward) and/or --dy with --dx (backward)")
 
 
-def _versions() -> dict:
-    from importlib.metadata import version
-
-    return {"conformance": version("conformance"), "numpy": np.__version__}
-
-
 def execute(args: argparse.Namespace) -> int:
     _check_flags(args)
+    check_writable(args.json, flag="--json")
+    check_writable(args.junit, flag="--junit")
     alpha = parse_alpha(args.alpha)
     config = load_config(args.config, strict_zeros=args.strict_zeros)
     rows = _rows(args, alpha=alpha, config=config)
@@ -212,7 +208,7 @@ def execute(args: argparse.Namespace) -> int:
     render.render_details(rows, console=console)
     console.print(render.summary_line(rows))
     if args.json:
-        write_json(rows, args.json, seed=None, versions=_versions())
+        write_json(rows, args.json, seed=None, versions=versions())
     if args.junit:
         write_junit(rows, args.junit)
     return 1 if any(r.verdict == "fail" for r in rows) else 0

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import platform
 import sys
 from dataclasses import dataclass
 from fractions import Fraction
-from importlib import metadata
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -29,7 +27,6 @@ from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, Selection, Suit
 
 HELP = "run the conformance suite (golden, torch, tensorflow, cann) and gate on it"
 LOG_WIDTH = 160
-_PACKAGES = ("numpy", "ml_dtypes", "torch", "tensorflow-cpu", "hypothesis", "rich", "conformance")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -132,17 +129,6 @@ def options_from(args: argparse.Namespace) -> Options:
 
 # ----------------------------------------------------------------------------- reports
 
-def versions() -> dict[str, str]:
-    """Installed versions (read from package metadata: importing TensorFlow would cost seconds)."""
-    found = {"python": platform.python_version()}
-    for name in _PACKAGES:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            found[name] = "not installed"
-    return found
-
-
 @dataclass(frozen=True)
 class ReportPaths:
     json: Optional[str]
@@ -153,12 +139,7 @@ def write_reports(rows: Sequence[Row], paths: ReportPaths, *, seed: int, partial
     """Write the JSON and JUnit reports asked for; a partial JSON says so at the top level."""
     written = []
     if paths.json:
-        doc = export.report_dict(rows, seed=seed, versions=versions())
-        if partial:
-            doc["partial"] = True
-        target = Path(paths.json)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(export.dumps(doc))
+        export.write_json(rows, paths.json, seed=seed, versions=export.versions(), partial=partial)
         written.append(paths.json)
     if paths.junit:
         export.write_junit(rows, paths.junit)
@@ -181,6 +162,9 @@ def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
                   console: Console, title: str = "conformance") -> int:
     """Run with a progress bar, render, write reports; return the exit code."""
     specs, skipped = plan(selection)
+    if not specs:
+        raise UsageError("the selection runs no rows: its backends support none of its dtypes "
+                         "(e.g. cann has no float64, torch no mixed pairs); pick a supported --dtype")
     with show.make_progress(console=console) as progress:
         task = progress.add_task(title, total=len(specs))
         result = run_suite(selection, options, specs=specs,
@@ -202,5 +186,7 @@ def make_console() -> Console:
 
 def execute(args: argparse.Namespace) -> int:
     selection, options = selection_from(args), options_from(args)
+    export.check_writable(args.json, flag="--json")
+    export.check_writable(args.junit, flag="--junit")
     return execute_suite(selection, options, ReportPaths(args.json, args.junit), console=make_console())
 

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import json
 import math
+import platform
 import xml.etree.ElementTree as ET
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from conformance.dtypes import DTYPES, hex_value, info
+from conformance.errors import UsageError
 from conformance.report.evaluate import Finding, Offender, Row
 from conformance.report.gate import CATEGORIES, overall
 
@@ -78,10 +81,11 @@ def encode_value(v: Any, *, dtype: Optional[str] = None) -> Optional[dict]:
     if v is None:
         return None
     arr = np.asarray(v, dtype=dtype)
-    if arr.dtype.name not in DTYPES:
-        arr = arr.astype(np.float64)
+    with np.errstate(invalid="ignore"):  # a bfloat16 NaN widens with a warning
+        if arr.dtype.name not in DTYPES:
+            arr = arr.astype(np.float64)
+        wide = float(arr.astype(np.float64))
     rec = info(arr.dtype)
-    wide = float(arr.astype(np.float64))
     bits = int(arr.view(rec.uint).item())
     return {"dtype": rec.name, "hex": hex_value(wide), "bits": f"0x{bits:0{rec.bits // 4}x}",
             "decimal": repr(wide)}
@@ -152,10 +156,43 @@ def dumps(doc: dict) -> str:
 
 
 def write_json(rows: Sequence[Row], path: str | Path, *, seed: Optional[int], versions: dict,
-               verdict: Optional[str] = None) -> None:
+               verdict: Optional[str] = None, partial: bool = False) -> None:
+    """The strict JSON report; ``partial`` marks a run that Ctrl-C cut short."""
+    doc = report_dict(rows, seed=seed, versions=versions, verdict=verdict)
+    if partial:
+        doc["partial"] = True
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(dumps(report_dict(rows, seed=seed, versions=versions, verdict=verdict)))
+    target.write_text(dumps(doc))
+
+
+_PACKAGES = ("numpy", "ml_dtypes", "torch", "tensorflow-cpu", "hypothesis", "rich", "conformance")
+
+
+def versions() -> dict[str, str]:
+    """Installed versions, from package metadata (importing TensorFlow would cost seconds)."""
+    found = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
+def check_writable(path: Optional[str], *, flag: str) -> None:
+    """Fail early, before any work, when a report cannot be written to ``path``."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"{flag} {path} is a directory; pass a file path")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "a"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot write there ({exc.strerror}); pass a writable path") from None
 
 
 # ----------------------------------------------------------------------------- schema check
