@@ -37,7 +37,7 @@ def test_run_passes_on_a_correct_backend_and_writes_valid_reports(tmp_path: Path
     assert export.validate(doc, export.SCHEMA) == []
     assert doc["verdict"] == "pass" and {r["backend"] for r in doc["rows"]} == {"golden", "torch"}
     assert all(r["elements"] > 1 << 16 for r in doc["rows"])  # the 16-bit sweep is in every row
-    assert len(ET.parse(tmp_path / "j.xml").getroot().iter("testcase").__next__().attrib) >= 2
+    assert len(list(ET.parse(tmp_path / "j.xml").getroot().iter("testcase"))) == len(doc["rows"])
     assert "2 rows: 2 passed" in proc.stdout and "Traceback" not in proc.stderr
 
 
@@ -91,10 +91,14 @@ def test_same_seed_same_json_rows(tmp_path: Path) -> None:
     (["run", "--seed", "-1"], "--seed must be >= 0"),
     (["run", "--backend", "torch", "--variant", "tail-overrun"], "apply to the cann backend"),
     (["run", "--config", "missing.toml"], "does not exist"),
+    (["run", "--backend", "cann", "--dtype", "fp64"], "the selection runs no rows"),
+    (["run", "--backend", "torch", "--json", "r.json/x.json"], "--json r.json/x.json: cannot write there"),
+    (["run", "--backend", "torch", "--junit", "."], "is a directory"),
     (["replay", "missing.npz"], "does not exist"),
     (["selftest", "--variant", "nope"], "unknown variant"),
 ])
 def test_usage_errors_exit_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    (tmp_path / "r.json").write_text("a file, so nothing can be created below it")
     proc = cli(*args, cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
