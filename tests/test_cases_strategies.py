@@ -19,6 +19,10 @@ def test_tensors_produce_every_edge_class(dtype: str) -> None:
     counts = collections.Counter(label for d in drawn for label in d.edge_classes)
     missing = pool.classes() - set(counts)
     assert not missing, f"never drawn: {sorted(missing)}"
+    uint = info(dtype).uint
+    seen = {int(b) for d in drawn for v in (d.x, d.dy) if v is not None for b in v.view(uint).reshape(-1)}
+    absent = [c for c in pool.classes() if not {int(b) for b in pool.of(c).view(uint)} & seen]
+    assert not absent, f"labelled but no member value present: {sorted(absent)}"
 
 
 def test_injected_values_really_are_in_the_tensor() -> None:
@@ -46,7 +50,9 @@ def test_backward_tensors_have_matching_dy() -> None:
 def test_bfloat16_bits_reach_nan_inf_and_subnormals() -> None:
     values = np.concatenate([v.reshape(-1) for v in cs.collect(cs.scalars("bfloat16"), count=400, seed=5)])
     assert values.dtype == info("bfloat16").dtype
-    assert is_nan(values).any() or is_subnormal(values).any()
+    assert is_nan(values).any() and is_subnormal(values).any()
+    pooled = cs.collect(cs.scalars("bfloat16", pool=edge_pool("bfloat16")), count=400, seed=5)
+    assert np.isinf(np.array([float(v) for v in pooled])).any()  # 2 of 65,536 raw patterns: needs the pool
     assert len(set(values.view(np.uint16).tolist())) > 300
 
 
