@@ -47,12 +47,10 @@ def test_backward_tensors_have_matching_dy() -> None:
         assert d.dy is not None and d.dy.shape == d.x.shape and d.dy.dtype == d.x.dtype
 
 
-def test_bfloat16_bits_reach_nan_inf_and_subnormals() -> None:
+def test_bfloat16_bits_reach_nan_and_subnormals() -> None:
     values = np.concatenate([v.reshape(-1) for v in cs.collect(cs.scalars("bfloat16"), count=400, seed=5)])
     assert values.dtype == info("bfloat16").dtype
     assert is_nan(values).any() and is_subnormal(values).any()
-    pooled = cs.collect(cs.scalars("bfloat16", pool=edge_pool("bfloat16")), count=400, seed=5)
-    assert np.isinf(np.array([float(v) for v in pooled])).any()  # 2 of 65,536 raw patterns: needs the pool
     assert len(set(values.view(np.uint16).tolist())) > 300
 
 
