@@ -113,6 +113,9 @@ def test_replay_refuses_a_pickled_file(tmp_path: Path) -> None:
 
 
 def test_selftest_catches_a_defect_and_passes_the_reference(tmp_path: Path) -> None:
-    proc = cli("selftest", "--variant", "grad-at-zero-one", cwd=tmp_path)
+    proc = cli("selftest", "--variant", "grad-at-zero-one", "--variant", "fp16-slope", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "grad-at-zero" in proc.stdout and "2/2 variants caught and named" in proc.stdout
+    assert "grad-at-zero" in proc.stdout and "3/3 variants caught and named" in proc.stdout
+    # fp16-slope stays within tolerance and the reference's fp32 rows also show alpha-precision:
+    # only a per-row baseline keeps the defect visible
+    assert "alpha-precision" in proc.stdout

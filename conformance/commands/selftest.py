@@ -6,7 +6,8 @@ visible and to ``SELFTEST_ALPHAS``.
 
 Rules:
 - ``reference`` must not fail any row.  The categories it shows as allowed
-  findings (e.g. 1-ULP ``rounding`` of fp32 compute) are the *baseline*.
+  findings in each (dtype, out_dtype, direction) row (e.g. 1-ULP ``rounding``,
+  or the float32 slope of fp32 rows) are that row's *baseline*.
 - A defect's *reported* categories are those of failing findings, plus allowed
   findings outside the baseline (a defect within tolerance, such as an fp16
   slope, still shows as a named warning).
@@ -23,7 +24,7 @@ from typing import Callable, Optional
 
 from rich.table import Table
 
-from conformance.commands.run import make_console
+from conformance.commands.run import make_console, parse_int
 from conformance.errors import UsageError
 from conformance.report.evaluate import Row
 from conformance.report.gate import load_config
@@ -36,7 +37,7 @@ SELFTEST_EXAMPLES = 20
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", help="cann chip profile (default ascend910b1)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
+    parser.add_argument("--seed", default="0", help="seed for random inputs (default 0)")
     parser.add_argument("--variant", action="append", help="only these variants (repeatable; reference always runs)")
     parser.add_argument("--strict", action="store_true",
                         help="also fail a variant that reports categories beside its expected one")
@@ -97,11 +98,25 @@ def variant_rows(name: str, *, profile: Optional[str], seed: int) -> list[Row]:
     return result.rows
 
 
-def judge(name: str, rows: list[Row], *, expected: tuple[str, ...], baseline: frozenset[str],
+Baseline = dict[tuple[str, str, str], frozenset[str]]
+
+
+def _key(row: Row) -> tuple[str, str, str]:
+    return row.dtype, row.out_dtype, row.direction
+
+
+def baseline_of(rows: list[Row]) -> Baseline:
+    """The allowed categories ``reference`` shows, per (dtype, out_dtype, direction) row."""
+    return {_key(r): frozenset(f.category for f in r.findings if f.allowed) for r in rows}
+
+
+def judge(name: str, rows: list[Row], *, expected: tuple[str, ...], baseline: Baseline,
           strict: bool) -> Outcome:
     failing = categories(rows, allowed=False)
-    extra = tuple(c for c in categories(rows, allowed=True) if c not in baseline and c not in failing)
-    return Outcome(name, expected, failing + extra, len(rows), strict)
+    extra = (f.category for r in rows for f in r.findings
+             if f.allowed and f.category not in baseline.get(_key(r), frozenset()))
+    return Outcome(name, expected, failing + tuple(c for c in dict.fromkeys(extra) if c not in failing),
+                   len(rows), strict)
 
 
 def confusion_table(outcomes: list[Outcome]) -> Table:
@@ -140,7 +155,7 @@ def run_selftest(names: list[str], *, profile: Optional[str], seed: int, strict:
 
     on_variant(DEFAULT_VARIANT)
     ref_rows = variant_rows(DEFAULT_VARIANT, profile=profile, seed=seed)
-    baseline = frozenset(categories(ref_rows, allowed=True))
+    baseline = baseline_of(ref_rows)
     outcomes = [judge(DEFAULT_VARIANT, ref_rows, expected=(), baseline=baseline, strict=strict)]
     for name in (n for n in names if n != DEFAULT_VARIANT):
         on_variant(name)
@@ -155,7 +170,8 @@ def execute(args: argparse.Namespace) -> int:
     names = _names(args)
     profile = _profile(args.profile)
     with console.status("selftest") as status:
-        outcomes = run_selftest(names, profile=profile, seed=args.seed, strict=args.strict,
+        outcomes = run_selftest(names, profile=profile, seed=parse_int(args.seed, flag="--seed"),
+                                strict=args.strict,
                                 on_variant=lambda name: status.update(f"selftest: {name}"))
     console.print(confusion_table(outcomes))
     bad = [o.variant for o in outcomes if not o.ok]
