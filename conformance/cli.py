@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import re
 import sys
 from typing import Optional, Sequence
 
@@ -34,9 +36,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_NEGATIVE_VALUE = re.compile(r"^-([\d.]|inf|nan)", re.IGNORECASE)  # -1/3, -1e-3, -.5, -inf: values
+
+
+def join_negative_values(argv: Sequence[str]) -> list[str]:
+    """``--alpha -1/3`` as ``--alpha=-1/3``: argparse only knows plain negative numbers."""
+    out: list[str] = []
+    for token in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and _NEGATIVE_VALUE.match(token):
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(join_negative_values(sys.argv[1:] if argv is None else argv))
         return int(args._execute(args))
     except UsageError as exc:
         print(f"conformance: error: {exc}", file=sys.stderr)
@@ -44,6 +60,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("conformance: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and the like: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

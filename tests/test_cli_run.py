@@ -93,7 +93,12 @@ def test_same_seed_same_json_rows(tmp_path: Path) -> None:
     (["run", "--config", "missing.toml"], "does not exist"),
     (["run", "--backend", "cann", "--dtype", "fp64"], "the selection runs no rows"),
     (["run", "--backend", "torch", "--json", "r.json/x.json"], "--json r.json/x.json: cannot write there"),
-    (["run", "--backend", "torch", "--junit", "."], "is a directory"),
+    (["run", "--backend", "torch", "--junit", "."], "is not a file path"),
+    (["run", "--backend", "torch", "--results-dir", "r.json"], "--results-dir r.json is not a directory"),
+    (["run", "--backend", "torch", "--alpha", ""], "--alpha needs a value"),
+    (["run", "--backend", "torch", "--max-examples", "100000"], "--max-examples must be >= 0 and <= 10,000"),
+    (["tiling", "--numel", "99999999999", "--dtype", "fp32"], "--numel must be in 0..2,147,483,647"),
+    (["tiling", "--numel", "1000", "--dtype", "fp32", "--usable-fraction", "1e-6"], "larger --usable-fraction"),
     (["replay", "missing.npz"], "does not exist"),
     (["selftest", "--variant", "nope"], "unknown variant"),
 ])

@@ -60,6 +60,24 @@ def test_ml_dtypes_bfloat16_npy_is_read_as_bfloat16(dumps: Path) -> None:
     assert "bf16→bf16" in out.stdout and "alpha-precision" in out.stdout and "warn" in out.stdout
 
 
+def test_float64_dumps_with_an_error_are_triaged(dumps: Path) -> None:
+    x = np.linspace(-10, 10, 1001)
+    y = ref.leaky_relu(x, 1 / 3)
+    y[17] = np.nextafter(np.nextafter(np.nextafter(y[17], 0), 0), 0)  # 3 ULP off
+    np.save(dumps / "x64.npy", x)
+    np.save(dumps / "y64.npy", y)
+    out = run("--x", "x64.npy", "--y", "y64.npy", "--alpha", "1/3", cwd=dumps)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "unexplained ×1" in out.stdout and "fp64→fp64" in out.stdout
+
+
+def test_negative_fraction_alpha_is_a_value_not_an_option(dumps: Path) -> None:
+    bf = all_patterns("float16")
+    np.save(dumps / "y_neg.npy", ref.leaky_relu(bf, -1 / 3))
+    out = run("--x", "x.npy", "--y", "y_neg.npy", "--alpha", "-1/3", cwd=dumps)
+    assert out.returncode == 0, out.stderr
+
+
 def test_cores_beyond_the_chip_are_refused(dumps: Path) -> None:
     out = run("--x", "x.npy", "--y", "y.npy", "--alpha", "0.2", "--profile", "ascend910b1",
               "--cores", "49", cwd=dumps)

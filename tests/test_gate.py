@@ -47,7 +47,9 @@ def test_config_file_overrides(tmp_path: Path, text: str) -> None:
 @pytest.mark.parametrize("text", [
     "max_ulp = -1\n", "max_ulp = [\n", "colour = 'red'\n", "[policy]\ntorch = ['no-such-category']\n",
     "[tolerances]\nfloat16 = { rtol = 'big' }\n", "[tolerances]\nint8 = { rtol = 1.0 }\n",
-], ids=["negative-ulp", "bad-toml", "unknown-key", "unknown-category", "rtol-not-number", "bad-dtype"])
+    "[policy]\nmxnet = ['rounding']\n", "[policy]\ntorch = 'rounding'\n",
+], ids=["negative-ulp", "bad-toml", "unknown-key", "unknown-category", "rtol-not-number", "bad-dtype",
+        "unknown-backend", "policy-not-a-list"])
 def test_bad_config_is_a_usage_error(tmp_path: Path, text: str) -> None:
     path = tmp_path / "gate.toml"
     path.write_text(text)

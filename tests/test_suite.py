@@ -107,8 +107,10 @@ def test_ctrl_c_keeps_completed_rows_and_writes_a_partial_report(tmp_path: Path,
     code = execute_suite(sel, _options(tmp_path), paths, console=Console(file=open(tmp_path / "out", "w")))
     doc = json.loads((tmp_path / "r.json").read_text())
     assert code == 130 and doc["partial"] is True and len(doc["rows"]) == 2
+    assert doc["verdict"] == "fail"  # two passing rows of four are not a passing gate
     assert export.validate(doc, export.SCHEMA) == []
-    assert "interrupted after 2 of 4 rows" in (tmp_path / "out").read_text()
+    out = (tmp_path / "out").read_text()
+    assert "interrupted after 2 of 4 rows" in out and "INCOMPLETE" in out and ": PASS" not in out
 
 
 @pytest.mark.parametrize("expected, reported, strict, status", [
@@ -131,7 +133,12 @@ def test_selftest_judge_uses_the_reference_baseline_for_allowed_findings() -> No
 
     rows = variant_rows("fp16-slope", profile=None, seed=0)  # within fp16 tolerance: a named warning
     assert all(r.verdict == "warn" for r in rows)
-    named = judge("fp16-slope", rows, expected=("alpha-precision",), baseline=frozenset({"rounding"}), strict=True)
+    fp16_row = ("float16", "float16", "forward")
+    named = judge("fp16-slope", rows, expected=("alpha-precision",), baseline={fp16_row: frozenset({"rounding"})},
+                  strict=True)
     hidden = judge("fp16-slope", rows, expected=("alpha-precision",),
-                   baseline=frozenset({"alpha-precision"}), strict=False)
+                   baseline={fp16_row: frozenset({"alpha-precision"})}, strict=False)
+    elsewhere = judge("fp16-slope", rows, expected=("alpha-precision",),
+                      baseline={("float32", "float32", "forward"): frozenset({"alpha-precision"})}, strict=True)
     assert named.ok and not hidden.ok and hidden.status == "MISSED"
+    assert elsewhere.ok  # a category the reference shows only on other rows does not hide the defect

@@ -9,7 +9,6 @@ tiling plan, so that errors confined to tail tiles are named ``tail-block``.
 from __future__ import annotations
 
 import argparse
-import math
 import zipfile
 from pathlib import Path
 from typing import Optional
@@ -22,7 +21,8 @@ from conformance.records import BackendResult, TileLayout
 from conformance.reference.golden import SUPPORTED_PAIRS
 from conformance.report import console as render
 from conformance.report.evaluate import LayoutFn, Row, evaluate
-from conformance.report.export import check_writable, versions, write_json, write_junit
+from conformance.commands.args import check_writable, parse_alpha
+from conformance.report.export import versions, write_json, write_junit
 from conformance.report.gate import GateConfig, load_config
 
 HELP = "triage arrays from a real device (x, y and/or dy, dx) against the exact reference"
@@ -97,16 +97,6 @@ def _typed(a: np.ndarray, *, flag: str, bits_dtype: Optional[str]) -> np.ndarray
 
 def load_array(path: str, *, flag: str, bits_dtype: Optional[str]) -> np.ndarray:
     return _typed(_read(path, flag=flag), flag=flag, bits_dtype=bits_dtype)
-
-
-def parse_alpha(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"--alpha {text!r} is not a number; pass the slope, e.g. --alpha 0.01") from None
-    if not math.isfinite(value):
-        raise UsageError(f"--alpha {text} is not finite; pass a finite slope, e.g. --alpha 0.01")
-    return value
 
 
 def _check_pair(x: np.ndarray, out: np.ndarray, *, flag: str, src_flag: str = "--x") -> None:

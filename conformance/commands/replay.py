@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 
-
 from conformance.cases.corpus import CorpusError, Reproducer, load
 from conformance.commands.run import make_console
 from conformance.errors import UsageError
@@ -25,10 +24,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _load(path: str) -> Reproducer:
+    """The reproducer, checked far enough to print it; a hand-edited, malformed file is exit 2."""
     try:
-        return load(path)
+        rep = load(path)
+        str(rep.case)
+        return rep
     except CorpusError as exc:
         raise UsageError(str(exc)) from None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise UsageError(f"{path}: malformed reproducer ({exc}); re-create it with 'conformance run'") from None
 
 
 def _verdict_line(rep: Reproducer, row: Row) -> str:
@@ -47,7 +51,7 @@ def execute(args: argparse.Namespace) -> int:
     console.print(f"  {rep.case}")
     try:
         row = replay(rep, config=config)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         raise UsageError(f"cannot replay {args.file}: {exc}") from None
     show.render_table([row], console=console)
     show.render_details([row], console=console)

@@ -7,16 +7,15 @@ marked partial).
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Optional, Sequence
 
 from rich.console import Console
 
 from conformance.backends import BACKENDS
+from conformance.commands.args import check_directory, check_writable, items, parse_alpha, parse_int
 from conformance.dtypes import info
 from conformance.errors import UsageError
 from conformance.report import console as show
@@ -25,6 +24,7 @@ from conformance.report.evaluate import Row
 from conformance.report.gate import load_config
 from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, Selection, SuiteResult, plan, run_suite
 
+MAX_EXAMPLES = 10_000  # hypothesis examples per dtype pair; more only slows the run
 HELP = "run the conformance suite (golden, torch, tensorflow, cann) and gate on it"
 LOG_WIDTH = 160
 
@@ -48,24 +48,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 # ----------------------------------------------------------------------------- argument parsing
 
-def _items(values: Optional[Sequence[str]]) -> Optional[tuple[str, ...]]:
-    """Repeated and comma-separated values, flattened; None when not given."""
-    if not values:
-        return None
-    return tuple(v.strip() for value in values for v in value.split(",") if v.strip())
-
-
-def parse_alpha(text: str) -> float:
-    """A finite slope from ``0.2``, ``-1.5e-3`` or ``1/3``; a UsageError otherwise."""
-    try:
-        value = float(Fraction(text)) if "/" in text else float(text)
-    except (ValueError, ZeroDivisionError):
-        raise UsageError(f"--alpha {text!r} is not a number; pass a finite slope such as 0.2 or 1/3") from None
-    if not math.isfinite(value):
-        raise UsageError(f"--alpha {text!r} must be finite; pass a slope such as 0.2")
-    return value
-
-
 def parse_dtype(text: str) -> str:
     """A dtype name (aliases allowed) or a ``src->out`` pair, normalised to table names."""
     try:
@@ -75,16 +57,6 @@ def parse_dtype(text: str) -> str:
     if len(names) > 2:
         raise UsageError(f"--dtype {text!r}: a pair has two dtypes, like fp32->fp16")
     return "->".join(names)
-
-
-def parse_int(text: str, *, flag: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"{flag} {text!r} is not an integer; pass a whole number >= 0") from None
-    if value < 0:
-        raise UsageError(f"{flag} must be >= 0, got {value}")
-    return value
 
 
 def _choice(value: Optional[str], choices: Sequence[str], *, flag: str) -> Optional[str]:
@@ -102,7 +74,7 @@ def _cann_choices() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def selection_from(args: argparse.Namespace) -> Selection:
     """The suite selection the flags ask for, validated (UsageError on anything unknown)."""
-    backends = _items(args.backend) or Selection().backends
+    backends = items(args.backend, flag='--backend') or Selection().backends
     for name in backends:
         _choice(name, BACKENDS, flag="--backend")
     profiles, variants = _cann_choices()
@@ -110,20 +82,20 @@ def selection_from(args: argparse.Namespace) -> Selection:
     variant = _choice(args.variant, variants, flag="--variant")
     if (profile or variant) and "cann" not in backends:
         raise UsageError("--profile/--variant apply to the cann backend; add --backend cann")
-    directions = _items(args.direction) or DIRECTIONS
+    directions = items(args.direction, flag='--direction') or DIRECTIONS
     for d in directions:
         _choice(d, DIRECTIONS, flag="--direction")
-    dtypes = _items(args.dtype)
-    alphas = _items(args.alpha)
-    return Selection(backends=tuple(backends), dtypes=None if dtypes is None else tuple(map(parse_dtype, dtypes)),
-                     alphas=SUITE_ALPHAS if alphas is None else tuple(map(parse_alpha, alphas)),
+    dtypes = items(args.dtype, flag='--dtype')
+    alphas = items(args.alpha, flag='--alpha')
+    return Selection(backends=tuple(backends), dtypes=None if dtypes is None else tuple(dict.fromkeys(map(parse_dtype, dtypes))),
+                     alphas=SUITE_ALPHAS if alphas is None else tuple(dict.fromkeys(map(parse_alpha, alphas))),
                      directions=tuple(directions), profile=profile, variant=variant)  # type: ignore[arg-type]
 
 
 def options_from(args: argparse.Namespace) -> Options:
     config = load_config(args.config, strict_zeros=args.strict_zeros)
     return Options(config=config, seed=parse_int(args.seed, flag="--seed"),
-                   max_examples=parse_int(args.max_examples, flag="--max-examples"),
+                   max_examples=parse_int(args.max_examples, flag="--max-examples", maximum=MAX_EXAMPLES),
                    results_dir=Path(args.results_dir))
 
 
@@ -138,8 +110,9 @@ class ReportPaths:
 def write_reports(rows: Sequence[Row], paths: ReportPaths, *, seed: int, partial: bool) -> list[str]:
     """Write the JSON and JUnit reports asked for; a partial JSON says so at the top level."""
     written = []
-    if paths.json:
-        export.write_json(rows, paths.json, seed=seed, versions=export.versions(), partial=partial)
+    if paths.json:  # an interrupted gate is not a pass
+        export.write_json(rows, paths.json, seed=seed, versions=export.versions(), partial=partial,
+                          verdict="fail" if partial else None)
         written.append(paths.json)
     if paths.junit:
         export.write_junit(rows, paths.junit)
@@ -153,9 +126,9 @@ def render(result: SuiteResult, *, console: Console) -> None:
         show.render_table(result.rows, console=console)
         show.render_details(result.rows, console=console)
     if result.skipped:
-        console.print(f"skipped {len(result.skipped)} rows the backends do not support "
+        console.print(f"skipped {show.plural(len(result.skipped), 'row')} the backends do not support "
                       f"(e.g. {result.skipped[0][0]})")
-    console.print(show.summary_line(result.rows))
+    console.print(show.summary_line(result.rows, interrupted=result.interrupted))
 
 
 def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
@@ -186,7 +159,8 @@ def make_console() -> Console:
 
 def execute(args: argparse.Namespace) -> int:
     selection, options = selection_from(args), options_from(args)
-    export.check_writable(args.json, flag="--json")
-    export.check_writable(args.junit, flag="--junit")
+    check_writable(args.json, flag="--json")
+    check_writable(args.junit, flag="--junit")
+    check_directory(args.results_dir, flag="--results-dir")
     return execute_suite(selection, options, ReportPaths(args.json, args.junit), console=make_console())
 

@@ -24,7 +24,8 @@ from typing import Callable, Optional
 
 from rich.table import Table
 
-from conformance.commands.run import make_console, parse_int
+from conformance.commands.args import parse_int
+from conformance.commands.run import make_console
 from conformance.errors import UsageError
 from conformance.report.evaluate import Row
 from conformance.report.gate import load_config

@@ -16,6 +16,9 @@ from conformance.npu_impl.variants import get_variant
 HELP = "show how the emulated CANN kernel tiles N elements over cores and UB, with a roofline estimate"
 
 
+MAX_NUMEL = 2 ** 31 - 1
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--numel", type=int, required=True, help="number of elements (>= 0)")
     parser.add_argument("--dtype", required=True, help="float16, bfloat16 or float32")
@@ -42,8 +45,9 @@ def _spec(args: argparse.Namespace) -> KernelSpec:
 
 
 def _check(args: argparse.Namespace, prof: ChipProfile) -> None:
-    if args.numel < 0:
-        raise UsageError(f"--numel must be >= 0, got {args.numel}")
+    if not 0 <= args.numel <= MAX_NUMEL:
+        raise UsageError(f"--numel must be in 0..{MAX_NUMEL:,} (2**31 - 1, the kernel's int32 element "
+                         f"count), got {args.numel:,}")
     if args.cores is not None and not 1 <= args.cores <= prof.vector_cores:
         raise UsageError(f"--cores must be in 1..{prof.vector_cores} on {prof.name}, got {args.cores}")
     if args.usable_fraction is not None and not 0 < args.usable_fraction <= 1:
@@ -95,7 +99,10 @@ def _render(data: dict[str, Any]) -> None:
 def execute(args: argparse.Namespace) -> int:
     spec = _spec(args)
     _check(args, spec.profile)
-    plan = plan_for(args.numel, spec, cores=args.cores, usable_fraction=args.usable_fraction)
+    try:
+        plan = plan_for(args.numel, spec, cores=args.cores, usable_fraction=args.usable_fraction)
+    except ValueError as exc:
+        raise UsageError(f"{exc}; pass a larger --usable-fraction") from None
     est = roofline(plan, profile=spec.profile, gm_bytes_per_element=(spec.src.bits + spec.out.bits) // 8,
                    vector_ops=vector_ops(spec), compute_itemsize=spec.compute.bits // 8)
     data = plan_json(plan, spec, est)

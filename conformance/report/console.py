@@ -75,11 +75,15 @@ def render_details(rows: Sequence[Row], *, console: Console) -> None:
                             border_style=_STYLE[row.verdict]))
 
 
-def summary_line(rows: Sequence[Row]) -> str:
-    """``N rows: p passed, w warned, f failed — verdict``."""
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def summary_line(rows: Sequence[Row], *, interrupted: bool = False) -> str:
+    """``N rows: p passed, w warned, f failed: PASS|FAIL|INCOMPLETE``."""
     counts = {v: sum(r.verdict == v for r in rows) for v in ("pass", "warn", "fail")}
-    overall = "FAIL" if counts["fail"] else "PASS"
-    return (f"{len(rows)} rows: {counts['pass']} passed, {counts['warn']} warned, "
+    overall = "INCOMPLETE" if interrupted else "FAIL" if counts["fail"] else "PASS"
+    return (f"{plural(len(rows), 'row')}: {counts['pass']} passed, {counts['warn']} warned, "
             f"{counts['fail']} failed: {overall}")
 
 

@@ -20,7 +20,6 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from conformance.dtypes import DTYPES, hex_value, info
-from conformance.errors import UsageError
 from conformance.report.evaluate import Finding, Offender, Row
 from conformance.report.gate import CATEGORIES, overall
 
@@ -179,20 +178,6 @@ def versions() -> dict[str, str]:
             found[name] = "not installed"
     return found
 
-
-def check_writable(path: Optional[str], *, flag: str) -> None:
-    """Fail early, before any work, when a report cannot be written to ``path``."""
-    if path is None:
-        return
-    target = Path(path)
-    if target.is_dir():
-        raise UsageError(f"{flag} {path} is a directory; pass a file path")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "a"):
-            pass
-    except OSError as exc:
-        raise UsageError(f"{flag} {path}: cannot write there ({exc.strerror}); pass a writable path") from None
 
 
 # ----------------------------------------------------------------------------- schema check

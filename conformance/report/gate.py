@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
 from conformance.dtypes import DTYPES
+from conformance.backends import BACKENDS
 from conformance.errors import UsageError
 from conformance.report.metrics import Tolerance
 
@@ -29,6 +30,7 @@ CATEGORIES = (
     "spurious-nan", "lost-nan", "signed-zero", "rounding", "unexplained",
 )
 VERDICTS = ("pass", "warn", "fail")
+POLICY_BACKENDS = (*BACKENDS, "dump")  # every backend name a row can carry
 _TORCH_TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5),
                      "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}
 _KEYS = ("tolerances", "max_ulp", "strict_zeros", "policy")
@@ -103,7 +105,11 @@ def _policy(table: Any, base: Mapping[str, frozenset[str]]) -> dict[str, frozens
         raise UsageError('policy must be a table like tensorflow = ["alpha-precision"]')
     out = dict(base)
     for backend, cats in table.items():
-        unknown = set(cats) - set(CATEGORIES) if isinstance(cats, list) else {repr(cats)}
+        if backend not in POLICY_BACKENDS:
+            raise UsageError(f"policy.{backend}: unknown backend; choose from {', '.join(POLICY_BACKENDS)}")
+        if not isinstance(cats, list):
+            raise UsageError(f'policy.{backend} must be a list of categories, like ["rounding"]')
+        unknown = set(cats) - set(CATEGORIES)
         if unknown:
             raise UsageError(f"policy.{backend}: unknown categories {sorted(unknown)}; "
                              f"choose from {', '.join(CATEGORIES)}")

@@ -302,7 +302,8 @@ _SATURATION_RULES = ({"saturate": True},  # the result saturates
 
 
 def _saturation(batch: Batch, state: _State) -> None:
-    for rule in _SATURATION_RULES:
+    rules = _SATURATION_RULES if batch.dtypes[0] != "float64" else _SATURATION_RULES[:1]  # no fp32 unit
+    for rule in rules:
         if state.remaining.size:
             _one_saturation(batch, state, rule)
 
