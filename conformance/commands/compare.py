@@ -50,8 +50,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _read(path: str, *, flag: str) -> np.ndarray:
     """One array from a .npy, or from a .npz holding one array or one named after the flag."""
     file = Path(path)
-    if not file.is_file():
+    if not file.exists():
         raise UsageError(f"{flag} {path}: file does not exist; pass the path of a .npy or .npz file")
+    if not file.is_file():
+        raise UsageError(f"{flag} {path}: not a regular file; pass the path of a .npy or .npz file")
+    with open(file, "rb") as handle:
+        magic = handle.read(6)
+    if magic.startswith(b"\x80"):  # a pickle protocol header
+        raise UsageError(f"{flag} {path}: holds a pickled object; save a plain numeric array with numpy.save")
+    if magic and not (magic.startswith(b"\x93NUMPY") or magic.startswith(b"PK")):
+        raise UsageError(f"{flag} {path}: not a .npy or .npz file (no numpy header); save it with numpy.save")
     try:
         data = np.load(file, allow_pickle=False)
         if isinstance(data, np.lib.npyio.NpzFile):
