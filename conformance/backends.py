@@ -37,6 +37,18 @@ class Backend(Protocol):
                  out_dtype: Optional[str] = None) -> BackendResult: ...
 
 
+class SameDtypeBackend:
+    """Base for framework ops whose output dtype is the input's: (T, T) for T in ``dtypes``."""
+
+    name = ""
+    profile: Optional[str] = None
+    variant: Optional[str] = None
+    dtypes: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64")
+
+    def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
+        return dtype == out_dtype and dtype in self.dtypes
+
+
 def get_backend(name: str, *, profile: Optional[str] = None, variant: Optional[str] = None) -> Backend:
     """Instantiate a backend by its stable name (``profile``/``variant`` are for ``cann``)."""
     if name not in _FACTORIES:

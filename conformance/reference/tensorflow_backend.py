@@ -13,10 +13,8 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from conformance.records import BackendResult, Direction
-
-SUPPORTED = ("float16", "bfloat16", "float32", "float64")
-
+from conformance.backends import SameDtypeBackend
+from conformance.records import BackendResult
 
 @contextlib.contextmanager
 def _quiet_stderr() -> Iterator[None]:
@@ -42,15 +40,10 @@ def tensorflow():
     return tf
 
 
-class TensorFlowBackend:
+class TensorFlowBackend(SameDtypeBackend):
     """``tf.nn.leaky_relu(x, alpha=alpha)``; the gradient comes from ``tf.GradientTape``."""
 
     name = "tensorflow"
-    profile: Optional[str] = None
-    variant: Optional[str] = None
-
-    def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
-        return dtype == out_dtype and dtype in SUPPORTED
 
     def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
         tf = tensorflow()

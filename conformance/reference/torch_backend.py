@@ -6,10 +6,8 @@ from typing import Optional
 import numpy as np
 
 from conformance.dtypes import info
-from conformance.records import BackendResult, Direction
-
-SUPPORTED = ("float16", "bfloat16", "float32", "float64")
-
+from conformance.backends import SameDtypeBackend
+from conformance.records import BackendResult
 
 def to_torch(a: np.ndarray):
     """numpy (ml_dtypes bfloat16 included) -> torch, through bit views for bfloat16."""
@@ -31,15 +29,10 @@ def from_torch(t) -> np.ndarray:
     return t.numpy()
 
 
-class TorchBackend:
+class TorchBackend(SameDtypeBackend):
     """``torch.nn.functional.leaky_relu(x, negative_slope=alpha)``; backward via autograd."""
 
     name = "torch"
-    profile: Optional[str] = None
-    variant: Optional[str] = None
-
-    def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
-        return dtype == out_dtype and dtype in SUPPORTED
 
     def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
         import torch.nn.functional as F
