@@ -35,7 +35,8 @@ def execute(args: argparse.Namespace) -> int:
     console.print("sources: " + "; ".join(f"{r.entry.api}: {r.entry.source}" for r in results), style="dim")
     disagreements = [r.entry.api for r in results if r.status == "DISAGREES"]
     if disagreements:
-        console.print(f"[bold red]declared default disagrees with the installed framework: {', '.join(disagreements)}[/]")
+        names = ", ".join(disagreements)
+        console.print(f"[bold red]declared default disagrees with the installed framework: {names}[/]")
         return 1
     console.print("every probed default agrees with its declaration")
     return 0

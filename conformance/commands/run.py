@@ -74,7 +74,7 @@ def _cann_choices() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def selection_from(args: argparse.Namespace) -> Selection:
     """The suite selection the flags ask for, validated (UsageError on anything unknown)."""
-    backends = items(args.backend, flag='--backend') or Selection().backends
+    backends = items(args.backend, flag="--backend") or Selection().backends
     for name in backends:
         _choice(name, BACKENDS, flag="--backend")
     profiles, variants = _cann_choices()
@@ -82,12 +82,12 @@ def selection_from(args: argparse.Namespace) -> Selection:
     variant = _choice(args.variant, variants, flag="--variant")
     if (profile or variant) and "cann" not in backends:
         raise UsageError("--profile/--variant apply to the cann backend; add --backend cann")
-    directions = items(args.direction, flag='--direction') or DIRECTIONS
+    directions = items(args.direction, flag="--direction") or DIRECTIONS
     for d in directions:
         _choice(d, DIRECTIONS, flag="--direction")
-    dtypes = items(args.dtype, flag='--dtype')
-    alphas = items(args.alpha, flag='--alpha')
-    return Selection(backends=tuple(backends), dtypes=None if dtypes is None else tuple(dict.fromkeys(map(parse_dtype, dtypes))),
+    dtypes, alphas = items(args.dtype, flag="--dtype"), items(args.alpha, flag="--alpha")
+    return Selection(backends=tuple(backends),
+                     dtypes=None if dtypes is None else tuple(dict.fromkeys(map(parse_dtype, dtypes))),
                      alphas=SUITE_ALPHAS if alphas is None else tuple(dict.fromkeys(map(parse_alpha, alphas))),
                      directions=tuple(directions), profile=profile, variant=variant)  # type: ignore[arg-type]
 
