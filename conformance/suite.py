@@ -313,10 +313,11 @@ def shrink(spec: RowSpec, batch: InputBatch, finding: Finding, *, config: GateCo
     return replace(batch, label="reproducer")
 
 
-def _failing_batch(parts: Sequence[tuple[InputBatch, Row]], category: str) -> Optional[InputBatch]:
-    """The smallest batch whose own row fails with ``category``."""
-    failing = [b for b, r in parts if any(f.category == category and not f.allowed for f in r.findings)]
-    return min(failing, key=lambda b: b.x.size) if failing else None
+def _failing_part(parts: Sequence[tuple[InputBatch, Row]], category: str) -> Optional[tuple[InputBatch, Finding]]:
+    """The smallest batch whose own row fails with ``category``, with that row's finding
+    (its example indices point into this batch, unlike the merged row's)."""
+    failing = [(b, f) for b, r in parts for f in r.findings if f.category == category and not f.allowed]
+    return min(failing, key=lambda bf: bf[0].x.size) if failing else None
 
 
 def reproducer_path(spec: RowSpec, category: str, *, results_dir: Path) -> Path:
@@ -339,9 +340,9 @@ def attach_reproducers(row: Row, spec: RowSpec, parts: Sequence[tuple[InputBatch
     """Shrink and save one reproducer per failing category; record the paths in the findings."""
     findings = []
     for finding in row.findings:
-        batch = None if finding.allowed else _failing_batch(parts, finding.category)
-        if batch is not None and options.results_dir is not None:
-            small = shrink(spec, batch, finding, config=options.config)
+        part = None if finding.allowed else _failing_part(parts, finding.category)
+        if part is not None and options.results_dir is not None:
+            small = shrink(spec, part[0], part[1], config=options.config)
             path = save_reproducer(spec, small, finding, results_dir=options.results_dir)
             finding = replace(finding, reproducer=str(path))
         findings.append(finding)

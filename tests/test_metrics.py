@@ -75,3 +75,12 @@ def test_msprobe_indicators() -> None:
     expected_cos = float(actual.astype(np.float64) @ golden) / (
         np.linalg.norm(actual.astype(np.float64)) * np.linalg.norm(golden.astype(np.float64)))
     assert m.cosine == pytest.approx(expected_cos, rel=1e-12)
+
+
+def test_merging_an_empty_part_keeps_the_cosine_of_tiny_values() -> None:
+    tiny = np.array([2.0 ** -600, 3 * 2.0 ** -600])
+    alone = compare(tiny, tiny, tolerance=TOL16).metrics
+    empty = compare(np.zeros(0), np.zeros(0), tolerance=TOL16).metrics
+    assert alone.cosine == pytest.approx(1.0)
+    assert merge(empty, alone).cosine == pytest.approx(1.0)
+    assert merge(alone, empty).cosine == pytest.approx(1.0)

@@ -69,6 +69,8 @@ def test_same_seed_same_rows_other_seed_other_inputs() -> None:
 
 @pytest.mark.parametrize("variant, category, max_size", [
     ("default-slope", "alpha-mismatch", 1),
+    ("mask-multiply", "spurious-nan", 1),  # offenders come from the failing batch's own row
+    ("saturation-mode", "saturation", 1),
     ("tail-overrun", "out-of-bounds-write", 16),
 ])
 def test_failing_rows_get_small_replayable_reproducers(tmp_path: Path, variant: str, category: str,

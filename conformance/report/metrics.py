@@ -216,7 +216,11 @@ def _bigger(a: tuple[float, Where], b: tuple[float, Where]) -> tuple[float, Wher
 
 
 def _merge_cosine(m: Metrics, n: Metrics) -> dict:
-    """Rescale both sets of sums to the larger exponent, then add."""
+    """Rescale both sets of sums to the larger exponent, then add.  A side with no
+    nonzero finite pair carries no exponent, so the other side's sums are kept as they are."""
+    if m.cos_aa == m.cos_gg == 0 or n.cos_aa == n.cos_gg == 0:
+        keep = n if m.cos_aa == m.cos_gg == 0 else m
+        return dict(cos_dot=keep.cos_dot, cos_aa=keep.cos_aa, cos_gg=keep.cos_gg, cos_exp=keep.cos_exp)
     exp = max(m.cos_exp, n.cos_exp)
     fm, fn = 2.0 ** (2 * (m.cos_exp - exp)), 2.0 ** (2 * (n.cos_exp - exp))
     return dict(cos_dot=m.cos_dot * fm + n.cos_dot * fn, cos_aa=m.cos_aa * fm + n.cos_aa * fn,
