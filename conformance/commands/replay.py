@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 
 from conformance.cases.corpus import CorpusError, Reproducer, load
-from conformance.commands.run import make_console
 from conformance.errors import UsageError
 from conformance.report import console as show
 from conformance.report.evaluate import Row
@@ -46,7 +45,7 @@ def _verdict_line(rep: Reproducer, row: Row) -> str:
 def execute(args: argparse.Namespace) -> int:
     rep = _load(args.file)
     config = load_config(args.config, strict_zeros=args.strict_zeros)
-    console = make_console()
+    console = show.make_console()
     console.print(f"replaying {args.file}: {rep.label or rep.backend}")
     console.print(f"  {rep.case}")
     try:

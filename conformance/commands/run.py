@@ -7,7 +7,6 @@ marked partial).
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -26,7 +25,6 @@ from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, Selection, Suit
 
 MAX_EXAMPLES = 10_000  # hypothesis examples per dtype pair; more only slows the run
 HELP = "run the conformance suite (golden, torch, tensorflow, cann) and gate on it"
-LOG_WIDTH = 160
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -152,15 +150,10 @@ def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
     return 1 if any(r.verdict == "fail" for r in result.rows) else 0
 
 
-def make_console() -> Console:
-    """Rich console; logs (not a terminal) get a wide fixed width so the table stays readable."""
-    return Console() if sys.stdout.isatty() else Console(width=LOG_WIDTH)
-
-
 def execute(args: argparse.Namespace) -> int:
     selection, options = selection_from(args), options_from(args)
     check_writable(args.json, flag="--json")
     check_writable(args.junit, flag="--junit")
     check_directory(args.results_dir, flag="--results-dir")
-    return execute_suite(selection, options, ReportPaths(args.json, args.junit), console=make_console())
+    return execute_suite(selection, options, ReportPaths(args.json, args.junit), console=show.make_console())
 

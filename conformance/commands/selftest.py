@@ -25,8 +25,8 @@ from typing import Callable, Optional
 from rich.table import Table
 
 from conformance.commands.args import parse_int
-from conformance.commands.run import make_console
 from conformance.errors import UsageError
+from conformance.report import console as show
 from conformance.report.evaluate import Row
 from conformance.report.gate import load_config
 from conformance.suite import Options, Selection, run_suite
@@ -167,7 +167,7 @@ def run_selftest(names: list[str], *, profile: Optional[str], seed: int, strict:
 
 
 def execute(args: argparse.Namespace) -> int:
-    console = make_console()
+    console = show.make_console()
     names = _names(args)
     profile = _profile(args.profile)
     with console.status("selftest") as status:

@@ -133,7 +133,7 @@ def scale_exact(v: np.ndarray, alpha: float, out: DTypeInfo) -> np.ndarray:
     return round_float64(p, out)
 
 
-def _slope(alpha: float, *, slope_dtype: SlopeDTypes) -> float:
+def effective_slope(alpha: float, *, slope_dtype: SlopeDTypes) -> float:
     """The slope a framework multiplies by: alpha, or alpha rounded to each dtype in turn.
 
     TensorFlow stores ``alpha`` as a float32 attribute and then converts it to
@@ -147,12 +147,12 @@ def _slope(alpha: float, *, slope_dtype: SlopeDTypes) -> float:
     return alpha
 
 
-def _flush(v: np.ndarray) -> np.ndarray:
+def flush_to_zero(v: np.ndarray) -> np.ndarray:
     """Subnormals become zero of the same sign (x86 DAZ / FTZ)."""
     return np.where(is_subnormal(v), _signed_zero(v), v)
 
 
-def _saturate(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
+def saturated(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
     """Saturation mode: NaN becomes 0 and +/-inf becomes +/-max."""
     w = v.astype(np.float64)
     w = np.where(np.isnan(w), 0.0, np.clip(w, -out.max, out.max))
@@ -165,7 +165,7 @@ def _negative_side(v: np.ndarray, alpha: float, out: DTypeInfo, *,
     if opmath is None:
         return scale_exact(v, alpha, out)
     mid = info(opmath)
-    return cast_exact(scale_exact(v, _slope(alpha, slope_dtype=mid), mid), out)
+    return cast_exact(scale_exact(v, effective_slope(alpha, slope_dtype=mid), mid), out)
 
 
 def _flush_product(neg: np.ndarray, v: np.ndarray, alpha: float, out: DTypeInfo) -> np.ndarray:
@@ -173,7 +173,7 @@ def _flush_product(neg: np.ndarray, v: np.ndarray, alpha: float, out: DTypeInfo)
     subnormal in float32 is flushed even when it would round up to a bfloat16 normal."""
     if out.name == "bfloat16":
         neg = np.where(is_subnormal(scale_exact(v, alpha, info("float32"))), _signed_zero(neg), neg)
-    return _flush(neg)
+    return flush_to_zero(neg)
 
 
 def _signed_zero(v: np.ndarray) -> np.ndarray:
@@ -187,11 +187,11 @@ def _select(v: np.ndarray, alpha: float, out: DTypeInfo, *, opmath: Optional[DTy
     Under ``flush`` only arithmetic sees flushed operands (DAZ) and flushes its
     result (FTZ); the pass-through branch is a select and keeps ``v``'s bits.
     """
-    neg = _negative_side(_flush(v) if flush else v, alpha, out, opmath=opmath)
+    neg = _negative_side(flush_to_zero(v) if flush else v, alpha, out, opmath=opmath)
     if flush:
-        neg = _flush_product(neg, _flush(v), alpha, out)
+        neg = _flush_product(neg, flush_to_zero(v), alpha, out)
     y = np.where(take_v, cast_exact(v, out), neg)
-    return _saturate(y, out) if saturate else y
+    return saturated(y, out) if saturate else y
 
 
 def _narrowed(v: np.ndarray, input_dtype: Optional[DTypeLike]) -> np.ndarray:
@@ -222,10 +222,10 @@ def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = 
     """Exact forward LeakyReLU; the keywords select the semantic variants."""
     x = _narrowed(np.asarray(x), input_dtype)
     _, out = resolve_pair(x.dtype, out_dtype)
-    a = _slope(check_alpha(alpha), slope_dtype=slope_dtype)
+    a = effective_slope(check_alpha(alpha), slope_dtype=slope_dtype)
 
     def one(xs: np.ndarray) -> np.ndarray:
-        compared = _flush(xs) if flush_subnormals else xs
+        compared = flush_to_zero(xs) if flush_subnormals else xs
         return _select(xs, a, out, opmath=opmath, flush=flush_subnormals,
                        saturate=saturate, take_v=compared > 0)
 
@@ -243,10 +243,10 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
     if dy.shape != x.shape or dy.dtype != x.dtype:
         raise ValueError(f"dy and x must match: got {dy.dtype}{dy.shape} and {x.dtype}{x.shape}")
     _, out = resolve_pair(x.dtype, out_dtype)
-    a = _slope(check_alpha(alpha), slope_dtype=slope_dtype)
+    a = effective_slope(check_alpha(alpha), slope_dtype=slope_dtype)
 
     def one(ds: np.ndarray, xs: np.ndarray) -> np.ndarray:
-        xs = _flush(xs) if flush_subnormals else xs  # DAZ applies to the comparison
+        xs = flush_to_zero(xs) if flush_subnormals else xs  # DAZ applies to the comparison
         take = xs >= 0 if grad_rule == "ge" else xs > 0
         if nan_grad == "dy":
             take = take | is_nan(xs)

@@ -61,12 +61,12 @@ class Batch:
         if sat_inputs:  # per-op saturation: operands saturate when widened to float32
             x, dy = _saturated32(x), None if dy is None else _saturated32(dy)
         if rule.pop("flush_inputs", False):  # DAZ on every read, selected values included
-            x, dy = _flush_all(x), None if dy is None else _flush_all(dy)
+            x, dy = ref.flush_to_zero(x), None if dy is None else ref.flush_to_zero(dy)
         if self.direction == "forward":
             y = ref.leaky_relu(x, alpha, out_dtype=self.out_dtype, **rule)
         else:
             y = ref.leaky_relu_backward(dy, x, alpha, out_dtype=self.out_dtype, **rule)
-        return _flush_all(y) if flush_output else y
+        return ref.flush_to_zero(y) if flush_output else y
 
     @cached_property
     def dtypes(self) -> tuple[str, str]:
@@ -75,15 +75,7 @@ class Batch:
 
 def _saturated32(v: np.ndarray) -> np.ndarray:
     """Operands as a saturating float32 unit reads them: NaN -> 0, ±inf -> ±max."""
-    w = v.astype(np.float32)
-    top = np.float32(info("float32").max)
-    return np.where(np.isnan(w), np.float32(0), np.clip(w, -top, top)).astype(np.float32)
-
-
-def _flush_all(y: np.ndarray) -> np.ndarray:
-    """Every subnormal result becomes a zero of its sign, pass-through values included."""
-    zero = np.copysign(0.0, y.astype(np.float64)).astype(y.dtype)
-    return np.where(is_subnormal(y), zero, y)
+    return ref.saturated(v.astype(np.float32), info("float32"))
 
 
 @dataclass(frozen=True)
@@ -255,7 +247,7 @@ def _slope_dtypes(batch: Batch) -> list[str]:
 
 def _alpha_precision(batch: Batch, state: _State) -> None:
     for name in _slope_dtypes(batch):
-        slope = float(ref.round_float64(np.array([batch.alpha]), info(name))[0])
+        slope = ref.effective_slope(batch.alpha, slope_dtype=name)
         if slope == batch.alpha:
             continue
         hits = _prove(batch, state, {"slope_dtype": name})
