@@ -173,11 +173,6 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> UlpDistance:
     return UlpDistance(np.where(nan, 0, dist), nan)
 
 
-def to_float64(a: np.ndarray) -> np.ndarray:
-    """Exact widening of any table dtype to float64."""
-    return np.asarray(a).astype(np.float64)
-
-
 def hex_value(v: float) -> str:
     """``float.hex`` that also spells inf and nan in a JSON-safe way."""
     v = float(v)

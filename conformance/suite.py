@@ -36,7 +36,6 @@ from conformance.report.gate import GateConfig
 
 SUITE_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.2, 0.3, 1 / 3, 1.0, 1.5)
 SUITE_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64")
-SUITE_BACKENDS: tuple[str, ...] = BACKENDS
 DIRECTIONS: tuple[Direction, ...] = ("forward", "backward")
 #: Mixed-precision pairs the default suite runs, per backend.
 EXTRA_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -52,7 +51,7 @@ Pair = tuple[str, str]
 class Selection:
     """What to run: backends, dtype pairs, slopes, directions, and the cann profile/variant."""
 
-    backends: tuple[str, ...] = SUITE_BACKENDS
+    backends: tuple[str, ...] = BACKENDS
     dtypes: Optional[tuple[str, ...]] = None  # input dtypes, or "src->out" pairs; None: all defaults
     alphas: tuple[float, ...] = SUITE_ALPHAS
     directions: tuple[Direction, ...] = DIRECTIONS
@@ -355,8 +354,3 @@ def replay(rep: corpus.Reproducer, *, config: GateConfig) -> Row:
     spec = RowSpec(rep.backend, case.dtype, case.out_dtype or case.dtype, case.direction, case.alpha,
                    rep.profile, rep.variant)
     return run_batch(spec, InputBatch("reproducer", case.x, case.dy), config=config)
-
-
-def count_elements(rows: Sequence[Row]) -> int:
-    return sum(r.metrics.elements for r in rows)
-

@@ -288,9 +288,3 @@ def merge_rows(rows: Sequence[Row], *, config: GateConfig) -> Row:
     return replace(first, metrics=reduce(met.merge, (r.metrics for r in rows)),
                    findings=findings, verdict=verdict([f.allowed for f in findings]),
                    parts=tuple(p for r in rows for p in r.parts))
-
-
-def with_reproducer(row: Row, path: str) -> Row:
-    """The row with ``path`` attached to every finding that has none yet."""
-    findings = tuple(f if f.reproducer else replace(f, reproducer=path) for f in row.findings)
-    return replace(row, findings=findings)

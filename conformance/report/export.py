@@ -21,10 +21,10 @@ import numpy as np
 
 from conformance.dtypes import DTYPES, hex_value, info
 from conformance.report.evaluate import Finding, Offender, Row
-from conformance.report.gate import CATEGORIES, overall
+from conformance.report.gate import CATEGORIES, VERDICTS, overall
 
 SCHEMA_ID = "leakyrelu-conformance/1"
-_DTYPES = ["float16", "bfloat16", "float32", "float64"]
+_DTYPES = list(DTYPES)
 _VALUE = {"type": "object", "required": ["dtype", "hex", "bits", "decimal"],
           "additionalProperties": False,
           "properties": {"dtype": {"enum": _DTYPES}, "hex": {"type": "string"},
@@ -51,7 +51,7 @@ _ROW_PROPS = {
     "out_dtype": {"enum": _DTYPES}, "direction": {"enum": ["forward", "backward"]},
     "alpha": _VALUE, "elements": {"type": "integer"}, "mismatches": {"type": "integer"},
     "max_abs": _VALUE, "max_rel": _VALUE, "max_ulp": {"type": "integer"},
-    "verdict": {"enum": ["pass", "warn", "fail"]}, "findings": {"type": "array", "items": _FINDING},
+    "verdict": {"enum": list(VERDICTS)}, "findings": {"type": "array", "items": _FINDING},
     "violations": {"type": "integer"}, "nan_positions": {"type": "integer"},
     "inf_positions": {"type": "integer"}, "zero_signs": {"type": "integer"},
     "one_thousandth_ratio": _RATIO, "five_thousandths_ratio": _RATIO,
