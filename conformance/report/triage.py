@@ -279,7 +279,7 @@ def _one_flush(batch: Batch, state: _State, rule: dict, *, neutral: dict) -> Non
         if batch.dy is not None:
             sub_in = int((is_subnormal(batch.x[hits]) | is_subnormal(batch.dy[hits])).sum())
         sub_out = int(is_subnormal(batch.golden[hits]).sum())
-        _accept(state, rule, Claim(
+        _accept(state, {**rule, **neutral}, Claim(
             "subnormal-flush", hits, hits.size,
             "subnormal inputs or outputs flushed to zero",
             {"subnormal_inputs": sub_in, "subnormal_outputs": sub_out}))
