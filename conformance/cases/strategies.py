@@ -28,8 +28,6 @@ from conformance.reference.defaults import DEFAULTS
 
 T = TypeVar("T")
 Shape = tuple[int, ...]
-BLOCK_BYTES = 32  # one DataCopy block (DOMAIN.md "Data movement")
-
 #: Slopes worth naming: every framework default, slopes fp16 cannot represent,
 #: 1, slopes above 1 (overflow on the negative side) and negative slopes.
 NOTABLE_ALPHAS: tuple[float, ...] = tuple(sorted(
@@ -77,8 +75,10 @@ def alphas(*, allow_negative: bool = True) -> st.SearchStrategy[float]:
 
 
 def block_elements(dtype: DTypeLike | DTypeInfo) -> int:
-    """Elements in one 32-byte block of ``dtype``."""
-    return BLOCK_BYTES * 8 // info(dtype).bits
+    """Elements in one 32-byte DataCopy block of ``dtype``."""
+    from conformance.npu_impl.chips import block_elements as per_block
+
+    return per_block(info(dtype).bits // 8)
 
 
 def small_shapes(dtype: DTypeLike | DTypeInfo, *, max_elements: int = 64) -> st.SearchStrategy[Shape]:
@@ -93,15 +93,12 @@ def small_shapes(dtype: DTypeLike | DTypeInfo, *, max_elements: int = 64) -> st.
 def _plan_facts(dtype: DTypeLike | DTypeInfo, *, profile: Optional[str], out_dtype: Optional[str],
                 direction: Direction, variant: Optional[str]) -> tuple[int, int, int]:
     """(tile elements, elements per aligned unit, cores) from the emulator's tiling plan."""
-    from conformance.npu_impl.chips import get_profile
-    from conformance.npu_impl.kernel import KernelSpec, plan_for
-    from conformance.npu_impl.variants import get_variant
+    from conformance.npu_impl.kernel import build_spec, plan_for
 
     rec = info(dtype)
-    chip = get_profile(profile)
-    spec = KernelSpec(direction, rec, info(out_dtype) if out_dtype else rec, 1.0, get_variant(variant), chip)
+    spec = build_spec(direction, rec, out_dtype or rec, profile=profile, variant=variant)
     plan = plan_for(0, spec)
-    return plan.tile_elements, plan.align_elements, chip.vector_cores
+    return plan.tile_elements, plan.align_elements, spec.profile.vector_cores
 
 
 def boundary_sizes(dtype: DTypeLike | DTypeInfo, *, profile: Optional[str] = None,

@@ -130,19 +130,16 @@ def _cores(text: Optional[str]) -> Optional[int]:
 def plan_layout(profile: Optional[str], cores: Optional[int], *, dtypes: tuple[str, str],
                 direction: str) -> LayoutFn:
     """The reference kernel's tiling plan as a layout function (imports the emulator lazily)."""
+    from conformance.npu_impl import kernel
+
     try:
-        from conformance.npu_impl import chips, kernel, variants
-    except ImportError as exc:
-        raise UsageError(f"--profile/--cores need the emulator ({exc})") from None
-    try:
-        chip = chips.get_profile(profile)
+        spec = kernel.build_spec(direction, dtypes[0], dtypes[1], profile=profile)  # type: ignore[arg-type]
     except ValueError as exc:
         raise UsageError(f"--profile: {exc}") from None
+    chip = spec.profile
     if cores is not None and cores > chip.vector_cores:
         raise UsageError(f"--cores {cores}: {chip.name} has {chip.vector_cores} vector cores; "
                          f"pass 1..{chip.vector_cores}")
-    spec = kernel.KernelSpec(direction, info(dtypes[0]), info(dtypes[1]), 0.0,
-                             variants.get_variant(None), chip)
 
     def layout(numel: int) -> Optional[TileLayout]:
         return kernel.plan_for(numel, spec, cores=cores).layout()

@@ -5,17 +5,12 @@ import argparse
 import json
 from typing import Any
 
-from conformance.dtypes import info
 from conformance.errors import UsageError
-from conformance.npu_impl import supported_pairs
-from conformance.npu_impl.chips import PROFILES, ChipProfile, get_profile
-from conformance.npu_impl.kernel import KernelSpec, plan_for, vector_ops
+from conformance.npu_impl.chips import PROFILES, ChipProfile
+from conformance.npu_impl.kernel import KernelSpec, build_spec, plan_for, vector_ops
 from conformance.npu_impl.tiling import Roofline, TilingPlan, roofline
-from conformance.npu_impl.variants import get_variant
 
 HELP = "show how the emulated CANN kernel tiles N elements over cores and UB, with a roofline estimate"
-
-
 MAX_NUMEL = 2 ** 31 - 1
 
 
@@ -33,15 +28,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _spec(args: argparse.Namespace) -> KernelSpec:
     """The reference forward kernel for the requested profile and dtypes, or a UsageError."""
     try:
-        prof = get_profile(args.profile)
-        src = info(args.dtype)
-        out = src if args.out_dtype is None else info(args.out_dtype)
+        return build_spec("forward", args.dtype, args.out_dtype or args.dtype, profile=args.profile)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if (src.name, out.name) not in supported_pairs(prof):
-        raise UsageError(f"{src.name}->{out.name} is not supported on {prof.name}; supported: "
-                         + ", ".join(f"{a}->{b}" for a, b in sorted(supported_pairs(prof))))
-    return KernelSpec("forward", src, out, 0.01, get_variant("reference"), prof)
 
 
 def _check(args: argparse.Namespace, prof: ChipProfile) -> None:

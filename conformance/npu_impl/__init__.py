@@ -7,17 +7,17 @@ return the output with its plan, tile layout and memory hazards.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 import numpy as np
 
-from conformance.dtypes import DTypeInfo, DTypeLike, info
-from conformance.npu_impl.chips import DEFAULT_PROFILE, PROFILES, ChipProfile, get_profile
-from conformance.npu_impl.kernel import KernelSpec, launch, plan_for
+from conformance.dtypes import DTypeInfo, DTypeLike
+from conformance.npu_impl.chips import DEFAULT_PROFILE, PROFILES, ChipProfile, supported_pairs
+from conformance.npu_impl.kernel import KernelSpec, build_spec, launch, plan_for
 from conformance.npu_impl.memory import GmInput, GmTensor
 from conformance.npu_impl.tiling import TilingPlan
-from conformance.npu_impl.variants import DEFAULT_VARIANT, VARIANTS, Variant, get_variant
+from conformance.npu_impl.variants import DEFAULT_VARIANT, VARIANTS
 from conformance.records import Direction, Hazard, TileLayout
 from conformance.reference.golden import check_alpha
 
@@ -53,22 +53,8 @@ class BackwardResult(KernelResult):
         return self.value
 
 
-def supported_pairs(profile: ChipProfile) -> frozenset[tuple[str, str]]:
-    """(input, output) dtype pairs the kernel runs on ``profile``."""
-    same = {(d, d) for d in profile.dtypes}
-    narrowing = {("float32", d) for d in ("float16", "bfloat16") if d in profile.dtypes}
-    return frozenset(same | narrowing)
-
-
 def _fail(message: str) -> HostValidationError:
     return HostValidationError(message)
-
-
-def _resolve(profile: Optional[str], variant: Optional[str]) -> tuple[ChipProfile, Variant]:
-    try:
-        return get_profile(profile), get_variant(variant)
-    except ValueError as exc:
-        raise _fail(str(exc)) from None
 
 
 def _check_alpha(alpha: float) -> float:
@@ -87,17 +73,14 @@ def _check_tensors(arrays: Sequence[np.ndarray]) -> None:
         raise _fail(f"dy and x must have the same shape and dtype, got {shown}")
 
 
-def _check_pair(prof: ChipProfile, dtype: np.dtype, out_dtype: Optional[DTypeLike]) -> tuple[DTypeInfo, DTypeInfo]:
+def _build(direction: Direction, arrays: Sequence[np.ndarray], *, profile: Optional[str],
+           variant: Optional[str], out_dtype: Optional[DTypeLike]) -> KernelSpec:
+    src = arrays[0].dtype
     try:
-        src = info(dtype)
-        out = src if out_dtype is None else info(out_dtype)
+        return build_spec(direction, src, src if out_dtype is None else out_dtype, profile=profile,
+                          variant=variant)
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    pairs = supported_pairs(prof)
-    if (src.name, out.name) not in pairs:
-        raise _fail(f"{src.name}->{out.name} is not supported by the LeakyRelu kernel on {prof.name}; "
-                    f"supported: {', '.join(f'{a}->{b}' for a, b in sorted(pairs))}")
-    return src, out
 
 
 def _check_cores(prof: ChipProfile, cores: Optional[int]) -> int:
@@ -119,18 +102,17 @@ def _run(direction: Direction, arrays: Sequence[np.ndarray], alpha: float, *, pr
          variant: Optional[str], out_dtype: Optional[DTypeLike], cores: Optional[int],
          inplace: bool, self_is_result: bool = False) -> KernelResult:
     """Validate like the host, plan, launch, and collect the output and hazards."""
-    prof, var = _resolve(profile, variant)
     _check_tensors(arrays)
-    src, out = _check_pair(prof, arrays[0].dtype, out_dtype)
+    spec = _build(direction, arrays, profile=profile, variant=variant, out_dtype=out_dtype)
     a = _check_alpha(alpha)
     if self_is_result and a < 0:
         raise _fail(f"backward from the forward result needs alpha >= 0, got {a!r} "
                     "(aclnn rejects selfIsResult with a negative slope)")
-    n_cores = _check_cores(prof, cores)
+    n_cores = _check_cores(spec.profile, cores)
     if inplace:
-        _check_inplace(arrays, src, out)
-    spec = KernelSpec(direction, src, out, a if var.slope is None else var.slope, var, prof)
-    return _execute(spec, arrays, cores=n_cores, inplace=inplace)
+        _check_inplace(arrays, spec.src, spec.out)
+    slope = a if spec.variant.slope is None else spec.variant.slope
+    return _execute(replace(spec, slope=slope), arrays, cores=n_cores, inplace=inplace)
 
 
 def _execute(spec: KernelSpec, arrays: Sequence[np.ndarray], *, cores: int, inplace: bool) -> KernelResult:

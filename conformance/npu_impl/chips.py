@@ -130,3 +130,10 @@ def get_profile(name: str | None) -> ChipProfile:
 def block_elements(itemsize: int) -> int:
     """Elements of ``itemsize`` bytes in one 32-byte DataCopy block."""
     return BLOCK_BYTES // itemsize
+
+
+def supported_pairs(profile: ChipProfile) -> frozenset[tuple[str, str]]:
+    """(input, output) dtype pairs the kernel runs on ``profile``."""
+    same = {(d, d) for d in profile.dtypes}
+    narrowing = {("float32", d) for d in ("float16", "bfloat16") if d in profile.dtypes}
+    return frozenset(same | narrowing)

@@ -18,11 +18,11 @@ from typing import Callable, Iterator, Literal, Optional, Union
 
 import numpy as np
 
-from conformance.dtypes import DTypeInfo, info
-from conformance.npu_impl.chips import BUFFER_NUM, ChipProfile
+from conformance.dtypes import DTypeInfo, DTypeLike, info
+from conformance.npu_impl.chips import BUFFER_NUM, ChipProfile, get_profile, supported_pairs
 from conformance.npu_impl.memory import GmInput, GmTensor, UbArena
 from conformance.npu_impl.tiling import CoreRange, Tile, TilingPlan, UbBuffer, make_plan
-from conformance.npu_impl.variants import Formulation, Variant
+from conformance.npu_impl.variants import Formulation, Variant, get_variant
 from conformance.npu_impl.vector import CopyHow, RoundMode, VectorUnit, copy_in, copy_out
 from conformance.records import Direction
 
@@ -94,6 +94,19 @@ def vector_ops(spec: KernelSpec) -> int:
     """Vector instructions per element (casts included), for the roofline estimate."""
     casts = spec.inputs * (spec.widened + (spec.variant.cast_input_to is not None))
     return _OPS[spec.formulation] + casts + (spec.compute != spec.out)
+
+
+def build_spec(direction: Direction, src: DTypeLike, out: DTypeLike, *, profile: Optional[str] = None,
+               variant: Optional[str] = None, slope: float = 0.0) -> KernelSpec:
+    """One kernel build (default: the reference kernel on the default chip).  ValueError, with
+    the choices, for an unknown profile, variant or dtype, or a pair the chip does not run."""
+    chip, build = get_profile(profile), get_variant(variant)
+    s, o = info(src), info(out)
+    pairs = supported_pairs(chip)
+    if (s.name, o.name) not in pairs:
+        raise ValueError(f"{s.name}->{o.name} is not supported by the LeakyRelu kernel on {chip.name}; "
+                         f"supported: {', '.join(f'{a}->{b}' for a, b in sorted(pairs))}")
+    return KernelSpec(direction, s, o, slope, build, chip)
 
 
 def plan_for(numel: int, spec: KernelSpec, *, cores: Optional[int] = None,
