@@ -202,7 +202,7 @@ class Inputs:
         return replace(both, dy=None) if direction == "forward" else both
 
     def _shapes(self, dtype: str, out_dtype: str, direction: Direction, tiled: bool) -> tuple[InputBatch, ...]:
-        pool = edge_pool(dtype, alphas=self.alphas)
+        pool = edge_pool(dtype, out_dtype=out_dtype, alphas=self.alphas)
         sizes = strategies.boundary_sizes(dtype, profile=self.profile, out_dtype=out_dtype,
                                           direction=direction, tiles=tiled)
         return tuple(_shaped(n, pool, direction, seed=subseed(self.seed, "shape", dtype, n)) for n in sizes)
