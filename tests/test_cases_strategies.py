@@ -102,3 +102,9 @@ def test_notable_alphas_contain_every_framework_default() -> None:
 def test_strategies_validate_their_arguments(call, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_boundary_sizes_exist_for_dtypes_the_chip_does_not_run() -> None:
+    """Other backends run float64 too: their core-boundary sizes still come from the plan."""
+    sizes = cs.boundary_sizes("float64", tiles=False)
+    assert sizes and all(n >= 0 for n in sizes)

@@ -97,13 +97,14 @@ def vector_ops(spec: KernelSpec) -> int:
 
 
 def build_spec(direction: Direction, src: DTypeLike, out: DTypeLike, *, profile: Optional[str] = None,
-               variant: Optional[str] = None, slope: float = 0.0) -> KernelSpec:
+               variant: Optional[str] = None, slope: float = 0.0, check_pair: bool = True) -> KernelSpec:
     """One kernel build (default: the reference kernel on the default chip).  ValueError, with
-    the choices, for an unknown profile, variant or dtype, or a pair the chip does not run."""
+    the choices, for an unknown profile, variant or dtype, or (with ``check_pair``) a pair the
+    chip does not run; without it the spec only sizes a plan, e.g. for other backends' shapes."""
     chip, build = get_profile(profile), get_variant(variant)
     s, o = info(src), info(out)
     pairs = supported_pairs(chip)
-    if (s.name, o.name) not in pairs:
+    if check_pair and (s.name, o.name) not in pairs:
         raise ValueError(f"{s.name}->{o.name} is not supported by the LeakyRelu kernel on {chip.name}; "
                          f"supported: {', '.join(f'{a}->{b}' for a, b in sorted(pairs))}")
     return KernelSpec(direction, s, o, slope, build, chip)
