@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -110,6 +111,8 @@ def test_ctrl_c_keeps_completed_rows_and_writes_a_partial_report(tmp_path: Path,
     doc = json.loads((tmp_path / "r.json").read_text())
     assert code == 130 and doc["partial"] is True and len(doc["rows"]) == 2
     assert doc["verdict"] == "fail"  # two passing rows of four are not a passing gate
+    junit = ET.parse(tmp_path / "r.xml").getroot().find("testsuite")
+    assert junit.get("errors") == "1" and junit.find("testcase[@name='interrupted']/error") is not None
     assert export.validate(doc, export.SCHEMA) == []
     out = (tmp_path / "out").read_text()
     assert "interrupted after 2 of 4 rows" in out and "INCOMPLETE" in out and ": PASS" not in out

@@ -113,7 +113,7 @@ def write_reports(rows: Sequence[Row], paths: ReportPaths, *, seed: int, partial
                           verdict="fail" if partial else None)
         written.append(paths.json)
     if paths.junit:
-        export.write_junit(rows, paths.junit)
+        export.write_junit(rows, paths.junit, partial=partial)
         written.append(paths.junit)
     return written
 

@@ -244,12 +244,16 @@ def _testcase(suite: ET.Element, row: Row) -> None:
         ET.SubElement(case, "system-out").text = "warning (allowed findings)\n" + row.message
 
 
-def write_junit(rows: Sequence[Row], path: str | Path) -> None:
-    """One testcase per row; failures carry the torch.testing-style message."""
+def write_junit(rows: Sequence[Row], path: str | Path, *, partial: bool = False) -> None:
+    """One testcase per row; failures carry the torch.testing-style message.  A run cut
+    short by Ctrl-C gets an ``interrupted`` error case, so CI never reads it as green."""
     root = ET.Element("testsuites")
     failures = sum(r.verdict == "fail" for r in rows)
-    suite = ET.SubElement(root, "testsuite", name="leakyrelu-conformance", tests=str(len(rows)),
-                          failures=str(failures), errors="0", skipped="0")
+    suite = ET.SubElement(root, "testsuite", name="leakyrelu-conformance", tests=str(len(rows) + partial),
+                          failures=str(failures), errors=str(int(partial)), skipped="0")
+    if partial:
+        case = ET.SubElement(suite, "testcase", classname="conformance", name="interrupted")
+        ET.SubElement(case, "error", message="run interrupted (Ctrl-C): the report is partial")
     for row in rows:
         _testcase(suite, row)
     target = Path(path)
