@@ -1,0 +1,98 @@
+"""Shared test helpers: one bit-equality assertion, one torch bit conversion, one CLI runner.
+
+Every test module imports these instead of writing its own.  ``run_cli`` runs a
+command in-process through ``cli.main(argv)`` (fast, and usage errors are
+checked without a subprocess); ``cli_subprocess`` is kept for the few smoke
+tests that must see a real process (signals, ``python -m conformance``).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+import pytest
+
+from conformance.dtypes import info, is_nan, to_bits
+
+
+def assert_same_bits(actual: np.ndarray, expected: np.ndarray, *, what: str = "") -> None:
+    """Bit equality, any NaN equal to any NaN; the message names the first offenders."""
+    __tracebackhide__ = True
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    nan_a, nan_e = is_nan(actual), is_nan(expected)
+    bad = (nan_a != nan_e) | (~nan_a & (to_bits(actual) != to_bits(expected)))
+    idx = np.flatnonzero(bad)
+    detail = ", ".join(f"[{i}] {actual.flat[i]!r} != {expected.flat[i]!r}" for i in idx[:5])
+    assert idx.size == 0, f"{what}: Mismatched elements: {idx.size} / {bad.size}; first: {detail}"
+
+
+def to_torch(a: np.ndarray):  # -> torch.Tensor; torch is imported only by the tests that use it
+    """A numpy array (bfloat16 included) as a torch tensor with the same bits."""
+    import torch
+
+    rec = info(a.dtype)
+    kinds = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
+             "float64": torch.float64}
+    return torch.from_numpy(np.ascontiguousarray(to_bits(a)).astype(rec.sint)).view(kinds[rec.name])
+
+
+def from_torch(t, dtype: str) -> np.ndarray:
+    """A torch tensor back to numpy ``dtype`` through its bits."""
+    import torch
+
+    rec = info(dtype)
+    sint = {2: torch.int16, 4: torch.int32, 8: torch.int64}[rec.bits // 8]
+    return t.detach().contiguous().view(sint).numpy().view(rec.uint).view(rec.dtype)
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """Exit code and captured streams of one CLI invocation."""
+
+    code: int
+    out: str
+    err: str
+
+    @property
+    def text(self) -> str:
+        return self.out + self.err
+
+
+def run_cli(argv: Sequence[str], capsys: pytest.CaptureFixture[str], *,
+            cwd: Optional[Path] = None) -> CliResult:
+    """``conformance ARGV`` in-process; ``cwd`` is entered for the call and left after it."""
+    from conformance import cli
+
+    here = Path.cwd()
+    capsys.readouterr()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        code = cli.main(list(argv))
+    finally:
+        os.chdir(here)
+    captured = capsys.readouterr()
+    return CliResult(int(code), captured.out, captured.err)
+
+
+def cli_subprocess(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python -m conformance ARGS`` as a real process (smoke tests only)."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return subprocess.run([sys.executable, "-m", "conformance", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def assert_usage_error(result: CliResult, *, mentions: str) -> None:
+    """Exit 2, one line on stderr that names what to fix, never a traceback."""
+    __tracebackhide__ = True
+    assert result.code == 2, f"exit {result.code}, expected 2:\n{result.text}"
+    lines = [line for line in result.err.splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected one error line, got:\n{result.err}"
+    assert "Traceback" not in result.text
+    assert mentions.lower() in lines[0].lower(), f"{mentions!r} not in {lines[0]!r}"
