@@ -2,7 +2,9 @@
 
 Each sub-command lives in ``conformance/commands/<name>.py``; this module only
 builds the parser and maps errors to exit codes: 0 pass, 1 gate failure,
-2 usage or input error (one line, never a traceback), 130 on Ctrl-C.
+2 usage or input error (one line, never a traceback), 130 on Ctrl-C, 143 on
+SIGTERM (which goes the same way as Ctrl-C: partial reports, see
+``conformance.interrupts``).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import sys
 from typing import Optional, Sequence
 
 from conformance.errors import UsageError
+from conformance.interrupts import describe, exit_code, sigterm_as_interrupt
 
 COMMANDS = ("run", "compare", "tiling", "defaults", "replay", "selftest")
 
@@ -51,15 +54,20 @@ def join_negative_values(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    with sigterm_as_interrupt():
+        return _main(argv)
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     try:
         args = build_parser().parse_args(join_negative_values(sys.argv[1:] if argv is None else argv))
         return int(args._execute(args))
     except UsageError as exc:
         print(f"conformance: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("conformance: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM as interrupts.Terminated
+        print(f"conformance: {describe(exc)}", file=sys.stderr)
+        return exit_code(exc)
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

@@ -107,11 +107,16 @@ class InputBatch:
 
 @dataclass
 class SuiteResult:
-    """Judged rows, rows skipped as unsupported (with why), and whether Ctrl-C cut the run short."""
+    """Judged rows, rows skipped as unsupported (with why), and what cut the run short, if anything:
+    the ``KeyboardInterrupt`` of Ctrl-C or its subclass ``interrupts.Terminated`` for SIGTERM."""
 
     rows: list[Row] = field(default_factory=list)
     skipped: list[tuple[RowSpec, str]] = field(default_factory=list)
-    interrupted: bool = False
+    interruption: Optional[KeyboardInterrupt] = None
+
+    @property
+    def interrupted(self) -> bool:
+        return self.interruption is not None
 
 
 # ----------------------------------------------------------------------------- planning
@@ -246,7 +251,7 @@ def run_row(spec: RowSpec, inputs: Inputs, *, options: Options) -> Row:
 def run_suite(selection: Selection, options: Options, *,
               on_row: Optional[Callable[[RowSpec, Row], None]] = None,
               specs: Optional[list[RowSpec]] = None) -> SuiteResult:
-    """Run the selection; Ctrl-C stops it and returns the completed rows marked interrupted."""
+    """Run the selection; Ctrl-C or SIGTERM stops it and returns the completed rows marked interrupted."""
     todo, skipped = plan(selection) if specs is None else (specs, [])
     inputs = Inputs(seed=options.seed, max_examples=options.max_examples,
                     alphas=selection.alphas, profile=selection.profile)
@@ -257,8 +262,8 @@ def run_suite(selection: Selection, options: Options, *,
             result.rows.append(row)
             if on_row is not None:
                 on_row(spec, row)
-    except KeyboardInterrupt:
-        result.interrupted = True
+    except KeyboardInterrupt as exc:
+        result.interruption = exc
     return result
 
 

@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import math
-import os
 from fractions import Fraction
-from pathlib import Path
 from typing import Optional, Sequence
 
 from conformance.errors import UsageError
@@ -41,29 +39,3 @@ def parse_int(text: str, *, flag: str, maximum: Optional[int] = None) -> int:
         upper = f" and <= {maximum:,}" if maximum is not None else ""
         raise UsageError(f"{flag} must be >= 0{upper}, got {value}")
     return value
-
-
-def check_writable(path: Optional[str], *, flag: str) -> None:
-    """Fail early, before any work, when a report cannot be written to ``path``."""
-    if path is None:
-        return
-    target = Path(path)
-    if not path.strip() or target.is_dir():
-        raise UsageError(f"{flag} {path!r} is not a file path; pass one such as reports/out.json")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "a"):
-            pass
-    except OSError as exc:
-        raise UsageError(f"{flag} {path}: cannot write there ({exc.strerror}); pass a writable path") from None
-
-
-def check_directory(path: Optional[str], *, flag: str) -> None:
-    """``path`` is, or can become, a writable directory (it is created only when needed)."""
-    if path is None:
-        return
-    target = Path(path).absolute()
-    existing = next(p for p in (target, *target.parents) if p.exists())
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        what = "is not a directory" if existing == target else f"cannot be created under {existing}"
-        raise UsageError(f"{flag} {path} {what}; pass a writable directory")

@@ -21,8 +21,9 @@ from conformance.records import BackendResult, TileLayout
 from conformance.reference.golden import SUPPORTED_PAIRS
 from conformance.report import console as render
 from conformance.report.evaluate import LayoutFn, Row, evaluate
-from conformance.commands.args import check_writable, parse_alpha
-from conformance.report.export import versions, write_json, write_junit
+from conformance.commands.args import parse_alpha
+from conformance.report import files
+from conformance.report.export import partial_on_interrupt, write_reports
 from conformance.report.gate import GateConfig, load_config
 
 HELP = "triage arrays from a real device (x, y and/or dy, dx) against the exact reference"
@@ -192,18 +193,17 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
+    inputs = {"--x": args.x, "--y": args.y, "--dy": args.dy, "--dx": args.dx, "--config": args.config}
+    paths = files.prepare(files.ReportPaths(args.json, args.junit), inputs=inputs)
     _check_flags(args)
-    check_writable(args.json, flag="--json")
-    check_writable(args.junit, flag="--junit")
     alpha = parse_alpha(args.alpha)
     config = load_config(args.config, strict_zeros=args.strict_zeros)
-    rows = _rows(args, alpha=alpha, config=config)
+    rows: list[Row] = []
+    with partial_on_interrupt(paths, lambda: rows, seed=None):  # Ctrl-C/SIGTERM: a partial report
+        rows = _rows(args, alpha=alpha, config=config)
     console = render.make_console()
     render.render_table(rows, console=console)
     render.render_details(rows, console=console)
     console.print(render.summary_line(rows))
-    if args.json:
-        write_json(rows, args.json, seed=None, versions=versions())
-    if args.junit:
-        write_junit(rows, args.junit)
+    write_reports(rows, paths, seed=None)
     return 1 if any(r.verdict == "fail" for r in rows) else 0

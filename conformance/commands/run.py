@@ -1,25 +1,25 @@
 """`conformance run`: the conformance suite, its triage table, reports and gate.
 
-Exit codes: 0 pass (warnings allowed), 1 gate failure, 2 usage error,
-130 when Ctrl-C stopped the run (the completed rows are still reported,
-marked partial).
+Exit codes: 0 pass (warnings allowed), 1 gate failure, 2 usage error (or a
+report that cannot be written), 130 when Ctrl-C and 143 when SIGTERM stopped
+the run (the completed rows are still reported, marked partial).
 """
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
 from rich.console import Console
 
 from conformance.backends import BACKENDS
-from conformance.commands.args import check_directory, check_writable, items, parse_alpha, parse_int
+from conformance.commands.args import items, parse_alpha, parse_int
 from conformance.dtypes import info
 from conformance.errors import UsageError
+from conformance.interrupts import exit_code
 from conformance.report import console as show
-from conformance.report import export
-from conformance.report.evaluate import Row
+from conformance.report import export, files
+from conformance.report.files import ReportPaths
 from conformance.report.gate import load_config
 from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, Selection, SuiteResult, plan, run_suite
 
@@ -99,25 +99,6 @@ def options_from(args: argparse.Namespace) -> Options:
 
 # ----------------------------------------------------------------------------- reports
 
-@dataclass(frozen=True)
-class ReportPaths:
-    json: Optional[str]
-    junit: Optional[str]
-
-
-def write_reports(rows: Sequence[Row], paths: ReportPaths, *, seed: int, partial: bool) -> list[str]:
-    """Write the JSON and JUnit reports asked for; a partial JSON says so at the top level."""
-    written = []
-    if paths.json:  # an interrupted gate is not a pass
-        export.write_json(rows, paths.json, seed=seed, versions=export.versions(), partial=partial,
-                          verdict="fail" if partial else None)
-        written.append(paths.json)
-    if paths.junit:
-        export.write_junit(rows, paths.junit, partial=partial)
-        written.append(paths.junit)
-    return written
-
-
 def render(result: SuiteResult, *, console: Console) -> None:
     """Triage table, detail panels for failing/warning rows, skipped rows, one-line summary."""
     if result.rows:
@@ -131,29 +112,30 @@ def render(result: SuiteResult, *, console: Console) -> None:
 
 def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
                   console: Console, title: str = "conformance") -> int:
-    """Run with a progress bar, render, write reports; return the exit code."""
-    specs, skipped = plan(selection)
-    if not specs:
-        raise UsageError("the selection runs no rows: its backends support none of its dtypes "
-                         "(e.g. cann has no float64, torch no mixed pairs); pick a supported --dtype")
-    with show.make_progress(console=console) as progress:
-        task = progress.add_task(title, total=len(specs))
-        result = run_suite(selection, options, specs=specs,
-                           on_row=lambda spec, row: progress.update(task, advance=1, description=str(spec)))
-    result.skipped = skipped
-    render(result, console=console)
-    written = write_reports(result.rows, paths, seed=options.seed, partial=result.interrupted)
-    if result.interrupted:
+    """Run with a progress bar, render, write reports; return the exit code.  An interruption
+    outside the rows (planning, rendering, writing) still leaves a partial report."""
+    result = SuiteResult()
+    with export.partial_on_interrupt(paths, lambda: result.rows, seed=options.seed):
+        specs, skipped = plan(selection)
+        if not specs:
+            raise UsageError("the selection runs no rows: its backends support none of its dtypes "
+                             "(e.g. cann has no float64, torch no mixed pairs); pick a supported --dtype")
+        with show.make_progress(console=console) as progress:
+            task = progress.add_task(title, total=len(specs))
+            result = run_suite(selection, options, specs=specs,
+                               on_row=lambda spec, row: progress.update(task, advance=1, description=str(spec)))
+        result.skipped = skipped
+        render(result, console=console)
+        written = export.write_reports(result.rows, paths, seed=options.seed, partial=result.interrupted)
+    if result.interruption is not None:
         where = f"; partial report written to {', '.join(written)}" if written else ""
         console.print(f"interrupted after {len(result.rows)} of {len(specs)} rows{where}")
-        return 130
+        return exit_code(result.interruption)
     return 1 if any(r.verdict == "fail" for r in result.rows) else 0
 
 
 def execute(args: argparse.Namespace) -> int:
+    paths = files.prepare(ReportPaths(args.json, args.junit), inputs={"--config": args.config},
+                          results_dir=args.results_dir)
     selection, options = selection_from(args), options_from(args)
-    check_writable(args.json, flag="--json")
-    check_writable(args.junit, flag="--junit")
-    check_directory(args.results_dir, flag="--results-dir")
-    return execute_suite(selection, options, ReportPaths(args.json, args.junit), console=show.make_console())
-
+    return execute_suite(selection, options, paths, console=show.make_console())

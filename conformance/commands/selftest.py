@@ -94,8 +94,8 @@ def variant_rows(name: str, *, profile: Optional[str], seed: int) -> list[Row]:
                           directions=tuple(v.directions), profile=profile, variant=name)  # type: ignore[arg-type]
     options = Options(config=load_config(), seed=seed, max_examples=SELFTEST_EXAMPLES, results_dir=None)
     result = run_suite(selection, options)
-    if result.interrupted:
-        raise KeyboardInterrupt
+    if result.interruption is not None:  # the CLI exits 130 (Ctrl-C) or 143 (SIGTERM)
+        raise result.interruption
     return result.rows
 
 

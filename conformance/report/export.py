@@ -13,14 +13,16 @@ import json
 import math
 import platform
 import xml.etree.ElementTree as ET
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
 from conformance.dtypes import DTYPES, hex_value, info
 from conformance.report.evaluate import Finding, Offender, Row
+from conformance.report.files import ReportPaths, write_atomic
 from conformance.report.gate import CATEGORIES, VERDICTS, overall
 
 SCHEMA_ID = "leakyrelu-conformance/1"
@@ -66,7 +68,7 @@ SCHEMA: dict = {
     "properties": {
         "schema": {"const": SCHEMA_ID}, "verdict": {"enum": ["pass", "fail"]},
         "seed": {"type": ["integer", "null"]}, "versions": {"type": "object"},
-        "partial": {"type": "boolean"},  # optional: true when Ctrl-C stopped `conformance run`
+        "partial": {"type": "boolean"},  # optional: true when Ctrl-C or SIGTERM stopped the run
         "rows": {"type": "array", "items": {"type": "object", "additionalProperties": False,
                                             "required": list(_ROW_PROPS), "properties": _ROW_PROPS}},
     },
@@ -154,15 +156,20 @@ def dumps(doc: dict) -> str:
     return json.dumps(doc, indent=2, allow_nan=False) + "\n"
 
 
-def write_json(rows: Sequence[Row], path: str | Path, *, seed: Optional[int], versions: dict,
-               verdict: Optional[str] = None, partial: bool = False) -> None:
-    """The strict JSON report; ``partial`` marks a run that Ctrl-C cut short."""
+def json_bytes(rows: Sequence[Row], *, seed: Optional[int], versions: dict,
+               verdict: Optional[str] = None, partial: bool = False) -> bytes:
+    """The strict JSON report as bytes; ``partial`` marks a run cut short (Ctrl-C, SIGTERM)."""
     doc = report_dict(rows, seed=seed, versions=versions, verdict=verdict)
     if partial:
         doc["partial"] = True
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(dumps(doc))
+    return dumps(doc).encode("utf-8")
+
+
+def write_json(rows: Sequence[Row], path: str | Path, *, seed: Optional[int], versions: dict,
+               verdict: Optional[str] = None, partial: bool = False, flag: str = "--json") -> None:
+    """The strict JSON report, written atomically (see ``report.files``)."""
+    write_atomic(path, json_bytes(rows, seed=seed, versions=versions, verdict=verdict, partial=partial),
+                 flag=flag)
 
 
 _PACKAGES = ("numpy", "ml_dtypes", "torch", "tensorflow-cpu", "hypothesis", "rich", "conformance")
@@ -244,18 +251,50 @@ def _testcase(suite: ET.Element, row: Row) -> None:
         ET.SubElement(case, "system-out").text = "warning (allowed findings)\n" + row.message
 
 
-def write_junit(rows: Sequence[Row], path: str | Path, *, partial: bool = False) -> None:
+def junit_bytes(rows: Sequence[Row], *, partial: bool = False) -> bytes:
     """One testcase per row; failures carry the torch.testing-style message.  A run cut
-    short by Ctrl-C gets an ``interrupted`` error case, so CI never reads it as green."""
+    short by Ctrl-C or SIGTERM gets an ``interrupted`` error case, so CI never reads it as green."""
     root = ET.Element("testsuites")
     failures = sum(r.verdict == "fail" for r in rows)
     suite = ET.SubElement(root, "testsuite", name="leakyrelu-conformance", tests=str(len(rows) + partial),
                           failures=str(failures), errors=str(int(partial)), skipped="0")
     if partial:
         case = ET.SubElement(suite, "testcase", classname="conformance", name="interrupted")
-        ET.SubElement(case, "error", message="run interrupted (Ctrl-C): the report is partial")
+        ET.SubElement(case, "error", message="run interrupted (Ctrl-C or SIGTERM): the report is partial")
     for row in rows:
         _testcase(suite, row)
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    ET.ElementTree(root).write(target, encoding="utf-8", xml_declaration=True)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+def write_junit(rows: Sequence[Row], path: str | Path, *, partial: bool = False, flag: str = "--junit") -> None:
+    """The JUnit XML report, written atomically (see ``report.files``)."""
+    write_atomic(path, junit_bytes(rows, partial=partial), flag=flag)
+
+
+# ----------------------------------------------------------------------------- both reports
+
+def write_reports(rows: Sequence[Row], paths: ReportPaths, *, seed: Optional[int],
+                  partial: bool = False) -> list[str]:
+    """Write the JSON and JUnit reports asked for and return their paths.  A partial report
+    says so and fails: an interrupted gate is not a pass."""
+    written = []
+    if paths.json:
+        write_json(rows, paths.json, seed=seed, versions=versions(), partial=partial,
+                   verdict="fail" if partial else None)
+        written.append(paths.json)
+    if paths.junit:
+        write_junit(rows, paths.junit, partial=partial)
+        written.append(paths.junit)
+    return written
+
+
+@contextmanager
+def partial_on_interrupt(paths: ReportPaths, rows: Callable[[], Sequence[Row]], *,
+                         seed: Optional[int]) -> Iterator[None]:
+    """Ctrl-C or SIGTERM inside the block writes ``rows()`` (the rows finished so far) as a
+    partial report, then goes on to the CLI, which exits 130 or 143."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        write_reports(rows(), paths, seed=seed, partial=True)
+        raise
