@@ -285,8 +285,9 @@ def test_sigterm_stops_selftest_with_143(capsys, monkeypatch) -> None:
 
 
 def test_sigterm_to_a_real_run_writes_a_partial_report_and_exits_143(tmp_path: Path) -> None:
-    """A real ``python -m conformance run`` of 8 failing rows, terminated once the first
-    reproducer shows that rows are being finished."""
+    """A real ``python -m conformance run`` of 8 rows, terminated once the first reproducer
+    appears: alpha 0 (the defect's own slope) passes, alpha 0.01 fails and saves one, so at
+    least one row is finished by then."""
     (tmp_path / "r.json").write_text(STALE)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     argv = [sys.executable, "-m", "conformance", "run", "--backend", "cann", "--variant", "default-slope",
