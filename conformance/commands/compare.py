@@ -21,7 +21,7 @@ from conformance.records import BackendResult, TileLayout
 from conformance.reference.golden import SUPPORTED_PAIRS
 from conformance.report import console as render
 from conformance.report.evaluate import LayoutFn, Row, evaluate
-from conformance.commands.args import check_writable, parse_alpha
+from conformance.commands.args import add_view_options, check_writable, parse_alpha, view_from
 from conformance.report.export import versions, write_json, write_junit
 from conformance.report.gate import GateConfig, load_config
 
@@ -43,6 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit", help="write JUnit XML here")
     parser.add_argument("--config", help="gate configuration TOML file")
     parser.add_argument("--strict-zeros", action="store_true", help="a wrong zero sign fails")
+    add_view_options(parser)
 
 
 # ----------------------------------------------------------------------------- loading
@@ -199,8 +200,7 @@ def execute(args: argparse.Namespace) -> int:
     config = load_config(args.config, strict_zeros=args.strict_zeros)
     rows = _rows(args, alpha=alpha, config=config)
     console = render.make_console()
-    render.render_table(rows, console=console)
-    render.render_details(rows, console=console)
+    render.render_rows(rows, console=console, view=view_from(args))
     console.print(render.summary_line(rows))
     if args.json:
         write_json(rows, args.json, seed=None, versions=versions())
