@@ -144,9 +144,8 @@ def _folded_cells(group: Folded) -> list:
     for i, (name, count, allowed) in enumerate(group.categories()):
         cats.append(("\n" if i else "") + f"{name} ×{short_int(count)}",
                     style="yellow" if allowed else "red")
-    return [_backend(first), _pair(first), _DIRECTION[first.direction], str(len(group.rows)),
-            short_int(group.max_ulp), cats, group.not_passing(),
-            Text(group.verdict, style=_STYLE[group.verdict])]
+    return [_backend(first), _pair(first), _DIRECTION[first.direction], short_int(group.max_ulp),
+            cats, group.not_passing(), Text(group.verdict, style=_STYLE[group.verdict])]
 
 
 def _alphas_title(groups: Sequence[Folded]) -> str:
@@ -154,18 +153,20 @@ def _alphas_title(groups: Sequence[Folded]) -> str:
     if len(sets) != 1:
         return "α folded"
     (alphas,) = sets
-    return "α ∈ {" + ", ".join(map(_alpha, alphas)) + "}"
+    return "α ∈ {" + ", ".join(map(_alpha, alphas)) + "} folded"
+
+
+_FOLDED = (("backend", "left"), ("dtype→out", "left"), ("dir", "left"), ("max ULP", "right"),
+           ("findings (summed)", "left"), ("α not passing", "left"), ("verdict", "left"))
 
 
 def render_folded(rows: Sequence[Row], *, console: Console) -> None:
     """One line per (backend, dtype→out, direction): the alphas folded in."""
     groups = fold(rows)
     table = Table(title=f"LeakyReLU conformance, {_alphas_title(groups)}", header_style="bold",
-                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for name, right in (("backend", False), ("dtype→out", False), ("dir", False), ("#α", True),
-                        ("max ULP", True), ("findings (summed over α)", False),
-                        ("α not passing", False), ("verdict", False)):
-        table.add_column(name, justify="right" if right else "left")
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    for name, justify in _FOLDED:
+        table.add_column(name, justify=justify, no_wrap=name not in ("findings (summed)", "α not passing"))  # type: ignore[arg-type]
     for group in groups:
         table.add_row(*_folded_cells(group))
     console.print(table)
