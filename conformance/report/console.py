@@ -85,7 +85,8 @@ _RIGHT = frozenset({"elements", "mismatches", "max abs", "max rel", "max ULP"})
 
 def render_table(rows: Sequence[Row], *, console: Console) -> None:
     """The per-alpha table: one line per row."""
-    table = Table(title="LeakyReLU conformance: every row", header_style="bold", box=box.SIMPLE_HEAD)
+    table = Table(title="LeakyReLU conformance: every row", header_style="bold", box=box.SIMPLE_HEAD,
+                  show_edge=False, pad_edge=False, collapse_padding=True)
     for name in _COLUMNS:
         table.add_column(name, justify="right" if name in _RIGHT else "left")
     for row in rows:
