@@ -126,7 +126,7 @@ def render(result: SuiteResult, *, console: Console, view: show.View = show.View
     show.render_rows(result.rows, console=console, view=view)
     if result.skipped and not view.quiet:
         console.print(f"skipped {show.plural(len(result.skipped), 'row')} the backends do not support "
-                      f"(e.g. {result.skipped[0][0]})")
+                      f"(e.g. {result.skipped[0][0]})", markup=False)
     console.print(show.summary_line(result.rows, interrupted=result.interrupted))
 
 

@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from conformance.dtypes import info
-from conformance.report.evaluate import MAX_EXAMPLES, Finding, Row, describe, metric_lines
+from conformance.report.evaluate import MAX_EXAMPLES, Row, describe, metric_lines
 from conformance.report.gate import CATEGORIES, VERDICTS
 from conformance.report.text import short_float, short_int
 
@@ -62,11 +62,12 @@ def _alphas(rows: Iterable[Row]) -> str:
 
 # ----------------------------------------------------------------------------- per-alpha table
 
-def _findings_cell(findings: Sequence[Finding]) -> Text:
+def _findings_cell(findings: Iterable[tuple[str, int, bool]]) -> Text:
+    """``category ×count`` per line, yellow when allowed, red when not."""
     text = Text()
-    for i, f in enumerate(findings):
-        text.append(("\n" if i else "") + f"{f.category} ×{short_int(f.count)}",
-                    style="yellow" if f.allowed else "red")
+    for i, (category, count, allowed) in enumerate(findings):
+        text.append(("\n" if i else "") + f"{category} ×{short_int(count)}",
+                    style="yellow" if allowed else "red")
     return text
 
 
@@ -74,7 +75,8 @@ def _cells(row: Row) -> list:
     m = row.metrics
     return [_backend(row), _pair(row), _DIRECTION[row.direction], _alpha(row.alpha),
             short_int(m.elements), short_int(m.mismatches), short_float(m.max_abs),
-            short_float(m.max_rel), short_int(m.max_ulp), _findings_cell(row.findings),
+            short_float(m.max_rel), short_int(m.max_ulp),
+            _findings_cell((f.category, f.count, f.allowed) for f in row.findings),
             Text(row.verdict, style=_STYLE[row.verdict])]
 
 
@@ -141,12 +143,9 @@ def fold(rows: Sequence[Row]) -> list[Folded]:
 
 def _folded_cells(group: Folded) -> list:
     first = group.rows[0]
-    cats = Text()
-    for i, (name, count, allowed) in enumerate(group.categories()):
-        cats.append(("\n" if i else "") + f"{name} ×{short_int(count)}",
-                    style="yellow" if allowed else "red")
     return [_backend(first), _pair(first), _DIRECTION[first.direction], short_int(group.max_ulp),
-            cats, group.not_passing(), Text(group.verdict, style=_STYLE[group.verdict])]
+            _findings_cell(group.categories()), group.not_passing(),
+            Text(group.verdict, style=_STYLE[group.verdict])]
 
 
 def _alphas_title(groups: Sequence[Folded]) -> str:
@@ -159,6 +158,7 @@ def _alphas_title(groups: Sequence[Folded]) -> str:
 
 _FOLDED = (("backend", "left"), ("dtype→out", "left"), ("dir", "left"), ("max ULP", "right"),
            ("findings (summed)", "left"), ("α not passing", "left"), ("verdict", "left"))
+_WRAPS = frozenset({"findings (summed)", "α not passing"})  # the others never break a word
 
 
 def render_folded(rows: Sequence[Row], *, console: Console) -> None:
@@ -167,7 +167,7 @@ def render_folded(rows: Sequence[Row], *, console: Console) -> None:
     table = Table(title=f"LeakyReLU conformance, {_alphas_title(groups)}", header_style="bold",
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
     for name, justify in _FOLDED:
-        table.add_column(name, justify=justify, no_wrap=name not in ("findings (summed)", "α not passing"))  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=name not in _WRAPS)  # type: ignore[arg-type]
     for group in groups:
         table.add_row(*_folded_cells(group))
     console.print(table)
@@ -193,7 +193,7 @@ def render_details(rows: Sequence[Row], *, console: Console, details: Details = 
     for row in rows:
         if row.verdict not in shown:
             continue
-        title = f"{row.verdict.upper()}  {row.title}"
+        title = Text(f"{row.verdict.upper()}  {row.title}")  # a Text: [profile/variant] is not markup
         console.print(Panel(_panel_body(row), title=title, title_align="left",
                             border_style=_STYLE[row.verdict]))
 
