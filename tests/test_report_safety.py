@@ -248,7 +248,7 @@ def test_sigterm_in_process_writes_a_partial_report_and_exits_143(tmp_path: Path
 
 def test_an_interruption_while_rendering_still_writes_a_partial_report(tmp_path: Path, capsys,
                                                                       monkeypatch) -> None:
-    def terminated(result, *, console) -> None:
+    def terminated(result, **_: object) -> None:
         raise Terminated()
 
     monkeypatch.setattr(run, "render", terminated)

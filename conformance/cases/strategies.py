@@ -8,12 +8,15 @@ report which edge classes they used, so meta-tests can count them.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import math
+import os
 import pkgutil
+import tempfile
 from dataclasses import dataclass
-from typing import Callable, Optional, TypeVar
+from typing import Callable, Iterator, Optional, TypeVar
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
@@ -199,6 +202,35 @@ def _import_package() -> int:
     return len(names)
 
 
+STORAGE_ENV = "HYPOTHESIS_STORAGE_DIRECTORY"
+
+
+@contextlib.contextmanager
+def private_storage() -> Iterator[None]:
+    """Hypothesis's storage directory in a temporary directory for the duration.
+
+    With ``database=None`` hypothesis still caches the constants it collects
+    from local source files under its storage directory, by default
+    ``./.hypothesis`` in the current directory, which left a ``.hypothesis/`` in
+    every directory the harness ran in.  The directory is pointed at a temporary
+    one and restored afterwards, so the process (a pytest session included)
+    keeps its own setting.  A user who set ``HYPOTHESIS_STORAGE_DIRECTORY`` keeps it.
+    """
+    if os.environ.get(STORAGE_ENV):
+        yield
+        return
+    from hypothesis import configuration
+
+    home = configuration.storage_directory()  # a Path before hypothesis 6.13x, then an object
+    previous = getattr(home, "home_directory", home)
+    with tempfile.TemporaryDirectory(prefix="conformance-hypothesis-") as tmp:
+        configuration.set_hypothesis_home_dir(tmp)
+        try:
+            yield
+        finally:
+            configuration.set_hypothesis_home_dir(previous)
+
+
 def collect(strategy: st.SearchStrategy[T], *, count: int, seed: int) -> list[T]:
     """``count`` examples of ``strategy``, the same list for the same seed.
 
@@ -219,5 +251,6 @@ def collect(strategy: st.SearchStrategy[T], *, count: int, seed: int) -> list[T]
         drawn.append(value)
 
     if count:
-        run()
+        with private_storage():
+            run()
     return drawn[:count]

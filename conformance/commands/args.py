@@ -1,11 +1,15 @@
 """Argument parsing shared by the sub-commands: lists, slopes, bounded integers."""
 from __future__ import annotations
 
+import argparse
 import math
 from fractions import Fraction
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from conformance.errors import UsageError
+
+if TYPE_CHECKING:
+    from conformance.report.console import View
 
 
 def items(values: Optional[Sequence[str]], *, flag: str) -> Optional[tuple[str, ...]]:
@@ -39,3 +43,21 @@ def parse_int(text: str, *, flag: str, maximum: Optional[int] = None) -> int:
         upper = f" and <= {maximum:,}" if maximum is not None else ""
         raise UsageError(f"{flag} must be >= 0{upper}, got {value}")
     return value
+
+
+def add_view_options(parser: argparse.ArgumentParser, *, details: bool = True) -> None:
+    """``--details fail|warn|all`` (when the command has panels) and ``-q/--quiet``."""
+    from conformance.report.console import DETAILS
+
+    if details:
+        parser.add_argument("--details", choices=DETAILS, default="fail",
+                            help="panels for failing rows (fail, the default), also for warning rows "
+                                 "(warn), and also the full per-alpha table (all)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the final verdict line")
+
+
+def view_from(args: argparse.Namespace) -> "View":
+    """The rendering options the flags of :func:`add_view_options` ask for."""
+    from conformance.report.console import View
+
+    return View(details=getattr(args, "details", "fail"), quiet=bool(args.quiet))

@@ -21,7 +21,7 @@ from conformance.records import BackendResult, TileLayout
 from conformance.reference.golden import SUPPORTED_PAIRS
 from conformance.report import console as render
 from conformance.report.evaluate import LayoutFn, Row, evaluate
-from conformance.commands.args import parse_alpha
+from conformance.commands.args import add_view_options, parse_alpha, view_from
 from conformance.report import files
 from conformance.report.export import partial_on_interrupt, write_reports
 from conformance.report.gate import GateConfig, load_config
@@ -44,6 +44,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit", help="write JUnit XML here")
     parser.add_argument("--config", help="gate configuration TOML file")
     parser.add_argument("--strict-zeros", action="store_true", help="a wrong zero sign fails")
+    add_view_options(parser)
 
 
 # ----------------------------------------------------------------------------- loading
@@ -202,8 +203,7 @@ def execute(args: argparse.Namespace) -> int:
     with partial_on_interrupt(paths, lambda: rows, seed=None):  # Ctrl-C/SIGTERM: a partial report
         rows = _rows(args, alpha=alpha, config=config)
     console = render.make_console()
-    render.render_table(rows, console=console)
-    render.render_details(rows, console=console)
+    render.render_rows(rows, console=console, view=view_from(args))
     console.print(render.summary_line(rows))
     write_reports(rows, paths, seed=None)
     return 1 if any(r.verdict == "fail" for r in rows) else 0

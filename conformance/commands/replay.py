@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from conformance.cases.corpus import CorpusError, Reproducer, load
+from conformance.commands.args import add_view_options, view_from
 from conformance.errors import UsageError
 from conformance.report import console as show
 from conformance.report.evaluate import Row
@@ -20,6 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="a .npz reproducer from the results directory")
     parser.add_argument("--config", metavar="FILE", help="TOML gate configuration")
     parser.add_argument("--strict-zeros", action="store_true", help="a zero of the wrong sign fails")
+    add_view_options(parser)
 
 
 def _load(path: str) -> Reproducer:
@@ -45,14 +47,14 @@ def _verdict_line(rep: Reproducer, row: Row) -> str:
 def execute(args: argparse.Namespace) -> int:
     rep = _load(args.file)
     config = load_config(args.config, strict_zeros=args.strict_zeros)
-    console = show.make_console()
-    console.print(f"replaying {args.file}: {rep.label or rep.backend}")
-    console.print(f"  {rep.case}")
+    console, view = show.make_console(), view_from(args)
+    if not view.quiet:
+        console.print(f"replaying {args.file}: {rep.label or rep.backend}", markup=False)
+        console.print(f"  {rep.case}", markup=False)
     try:
         row = replay(rep, config=config)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"cannot replay {args.file}: {exc}") from None
-    show.render_table([row], console=console)
-    show.render_details([row], console=console)
-    console.print(_verdict_line(rep, row))
+    show.render_rows([row], console=console, view=view)
+    console.print(_verdict_line(rep, row), markup=False)
     return 1 if row.verdict == "fail" else 0

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 
 from conformance.backends import BACKENDS
-from conformance.commands.args import items, parse_alpha, parse_int
+from conformance.commands.args import add_view_options, items, parse_alpha, parse_int, view_from
 from conformance.dtypes import info
 from conformance.errors import UsageError
 from conformance.interrupts import exit_code
@@ -42,6 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--results-dir", default="results", metavar="DIR", help="where reproducers of failing rows go")
     add("--config", metavar="FILE", help="TOML gate configuration ([tool.conformance] table)")
     add("--strict-zeros", action="store_true", help="a zero of the wrong sign fails the row")
+    add_view_options(parser)
 
 
 # ----------------------------------------------------------------------------- argument parsing
@@ -99,19 +101,17 @@ def options_from(args: argparse.Namespace) -> Options:
 
 # ----------------------------------------------------------------------------- reports
 
-def render(result: SuiteResult, *, console: Console) -> None:
-    """Triage table, detail panels for failing/warning rows, skipped rows, one-line summary."""
-    if result.rows:
-        show.render_table(result.rows, console=console)
-        show.render_details(result.rows, console=console)
-    if result.skipped:
+def render(result: SuiteResult, *, console: Console, view: show.View = show.View()) -> None:
+    """Panels and the folded table as ``view`` asks, skipped rows, the one-line summary."""
+    show.render_rows(result.rows, console=console, view=view)
+    if result.skipped and not view.quiet:
         console.print(f"skipped {show.plural(len(result.skipped), 'row')} the backends do not support "
-                      f"(e.g. {result.skipped[0][0]})")
+                      f"(e.g. {result.skipped[0][0]})", markup=False)
     console.print(show.summary_line(result.rows, interrupted=result.interrupted))
 
 
 def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
-                  console: Console, title: str = "conformance") -> int:
+                  console: Console, title: str = "conformance", view: show.View = show.View()) -> int:
     """Run with a progress bar, render, write reports; return the exit code.  An interruption
     outside the rows (planning, rendering, writing) still leaves a partial report."""
     result = SuiteResult()
@@ -120,16 +120,19 @@ def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
         if not specs:
             raise UsageError("the selection runs no rows: its backends support none of its dtypes "
                              "(e.g. cann has no float64, torch no mixed pairs); pick a supported --dtype")
-        with show.make_progress(console=console) as progress:
+        with show.make_progress(console=console, disable=view.quiet) as progress:
             task = progress.add_task(title, total=len(specs))
             result = run_suite(selection, options, specs=specs,
-                               on_row=lambda spec, row: progress.update(task, advance=1, description=str(spec)))
+                               on_row=lambda spec, row: progress.update(task, advance=1,
+                                                                        description=escape(str(spec))))
+            progress.update(task, description=f"{title}: {show.plural(len(result.rows), 'row')}")
         result.skipped = skipped
-        render(result, console=console)
+        render(result, console=console, view=view)
         written = export.write_reports(result.rows, paths, seed=options.seed, partial=result.interrupted)
     if result.interruption is not None:
         where = f"; partial report written to {', '.join(written)}" if written else ""
-        console.print(f"interrupted after {len(result.rows)} of {len(specs)} rows{where}")
+        if not view.quiet:
+            console.print(f"interrupted after {len(result.rows)} of {len(specs)} rows{where}")
         return exit_code(result.interruption)
     return 1 if any(r.verdict == "fail" for r in result.rows) else 0
 
@@ -138,4 +141,4 @@ def execute(args: argparse.Namespace) -> int:
     paths = files.prepare(ReportPaths(args.json, args.junit), inputs={"--config": args.config},
                           results_dir=args.results_dir)
     selection, options = selection_from(args), options_from(args)
-    return execute_suite(selection, options, paths, console=show.make_console())
+    return execute_suite(selection, options, paths, console=show.make_console(), view=view_from(args))

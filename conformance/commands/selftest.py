@@ -24,7 +24,7 @@ from typing import Callable, Optional
 
 from rich.table import Table
 
-from conformance.commands.args import parse_int
+from conformance.commands.args import add_view_options, parse_int, view_from
 from conformance.errors import UsageError
 from conformance.report import console as show
 from conformance.report.evaluate import Row
@@ -42,6 +42,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", action="append", help="only these variants (repeatable; reference always runs)")
     parser.add_argument("--strict", action="store_true",
                         help="also fail a variant that reports categories beside its expected one")
+    add_view_options(parser, details=False)
 
 
 @dataclass(frozen=True)
@@ -167,14 +168,15 @@ def run_selftest(names: list[str], *, profile: Optional[str], seed: int, strict:
 
 
 def execute(args: argparse.Namespace) -> int:
-    console = show.make_console()
+    console, quiet = show.make_console(), view_from(args).quiet
     names = _names(args)
     profile = _profile(args.profile)
     with console.status("selftest") as status:
         outcomes = run_selftest(names, profile=profile, seed=parse_int(args.seed, flag="--seed"),
                                 strict=args.strict,
                                 on_variant=lambda name: status.update(f"selftest: {name}"))
-    console.print(confusion_table(outcomes))
+    if not quiet:
+        console.print(confusion_table(outcomes))
     bad = [o.variant for o in outcomes if not o.ok]
     console.print(f"selftest: {len(outcomes) - len(bad)}/{len(outcomes)} variants caught and named"
                   + (f"; FAILED: {', '.join(bad)}" if bad else ""))

@@ -1,8 +1,19 @@
-"""Rich rendering: the triage table, a detail panel per failing/warning row, progress."""
+"""Rich rendering: a folded table that reads at a glance, detail panels, progress.
+
+The default view is one line per (backend[profile/variant], dtype→out,
+direction), with the alphas folded in: worst verdict, the categories with
+their counts summed over alphas, the worst ULP, and which alphas did not pass.
+Panels follow for failing rows only.  ``details`` widens that: ``warn`` adds the
+warning rows' panels, ``all`` also the full per-alpha table.  ``quiet`` prints
+the verdict line alone.
+"""
 from __future__ import annotations
 
-from typing import Sequence
+import os
+from dataclasses import dataclass
+from typing import Iterable, Literal, Optional, Sequence
 
+from rich import box
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -10,48 +21,159 @@ from rich.table import Table
 from rich.text import Text
 
 from conformance.dtypes import info
-from conformance.report.evaluate import MAX_EXAMPLES, Finding, Row, metric_lines
+from conformance.report.evaluate import MAX_EXAMPLES, Row, describe, metric_lines
+from conformance.report.gate import CATEGORIES, VERDICTS
+from conformance.report.text import short_float, short_int
 
+Details = Literal["fail", "warn", "all"]
+DETAILS: tuple[str, ...] = ("fail", "warn", "all")
+CONSOLE_WIDTH = 120  # when output is not a terminal and COLUMNS is not set
 _DIRECTION = {"forward": "fwd", "backward": "bwd"}
 _STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
-_COLUMNS = ("backend", "dtype→out", "dir", "α", "elements", "mismatches", "max abs", "max rel",
-            "max ULP", "findings", "verdict")
+_RANK = {v: i for i, v in enumerate(VERDICTS)}  # pass < warn < fail
+_PANELS = {"fail": ("fail",), "warn": ("fail", "warn"), "all": ("fail", "warn")}
 
 
-def _number(v: float) -> str:
-    return f"{v:.3g}" if v == v and abs(v) != float("inf") else str(v)
+@dataclass(frozen=True)
+class View:
+    """How much to print: panels for ``details`` and above, or the verdict line alone."""
+
+    details: Details = "fail"
+    quiet: bool = False
 
 
-def _backend(row: Row) -> str:
+def _backend(row: Row) -> Text:
+    """``cann[ascend910b1/reference]`` (a Text: the brackets are not markup)."""
     extra = "/".join(p for p in (row.profile, row.variant) if p)
-    return f"{row.backend} {extra}".strip()
+    return Text(row.backend + (f"[{extra}]" if extra else ""))
 
 
-def _findings_cell(findings: Sequence[Finding]) -> Text:
+def _pair(row: Row) -> str:
+    return f"{info(row.dtype).short}→{info(row.out_dtype).short}"
+
+
+def _alpha(alpha: float) -> str:
+    return f"{alpha:.3g}"
+
+
+def _alphas(rows: Iterable[Row]) -> str:
+    return " ".join(_alpha(r.alpha) for r in rows)
+
+
+# ----------------------------------------------------------------------------- per-alpha table
+
+def _findings_cell(findings: Iterable[tuple[str, int, bool]]) -> Text:
+    """``category ×count`` per line, yellow when allowed, red when not."""
     text = Text()
-    for i, f in enumerate(findings):
-        text.append(("\n" if i else "") + f"{f.category} ×{f.count}",
-                    style="yellow" if f.allowed else "red")
+    for i, (category, count, allowed) in enumerate(findings):
+        text.append(("\n" if i else "") + f"{category} ×{short_int(count)}",
+                    style="yellow" if allowed else "red")
     return text
 
 
 def _cells(row: Row) -> list:
     m = row.metrics
-    pair = f"{info(row.dtype).short}→{info(row.out_dtype).short}"
-    return [_backend(row), pair, _DIRECTION[row.direction], f"{row.alpha:g}", str(m.elements),
-            str(m.mismatches), _number(m.max_abs), _number(m.max_rel), str(m.max_ulp),
-            _findings_cell(row.findings), Text(row.verdict, style=_STYLE[row.verdict])]
+    return [_backend(row), _pair(row), _DIRECTION[row.direction], _alpha(row.alpha),
+            short_int(m.elements), short_int(m.mismatches), short_float(m.max_abs),
+            short_float(m.max_rel), short_int(m.max_ulp),
+            _findings_cell((f.category, f.count, f.allowed) for f in row.findings),
+            Text(row.verdict, style=_STYLE[row.verdict])]
+
+
+_COLUMNS = ("backend", "dtype→out", "dir", "α", "elements", "mismatches", "max abs", "max rel",
+            "max ULP", "findings", "verdict")
+_RIGHT = frozenset({"elements", "mismatches", "max abs", "max rel", "max ULP"})
 
 
 def render_table(rows: Sequence[Row], *, console: Console) -> None:
-    """The triage table: one line per row."""
-    table = Table(title="LeakyReLU conformance", header_style="bold")
+    """The per-alpha table: one line per row."""
+    table = Table(title="LeakyReLU conformance: every row", header_style="bold", box=box.SIMPLE_HEAD,
+                  show_edge=False, pad_edge=False, collapse_padding=True)
     for name in _COLUMNS:
-        table.add_column(name, justify="right" if name in ("elements", "mismatches", "max ULP") else "left")
+        table.add_column(name, justify="right" if name in _RIGHT else "left")
     for row in rows:
         table.add_row(*_cells(row))
     console.print(table)
 
+
+# ----------------------------------------------------------------------------- folded table
+
+@dataclass(frozen=True)
+class Folded:
+    """The rows of one (backend, profile, variant, dtype, out_dtype, direction), alphas folded."""
+
+    rows: tuple[Row, ...]
+
+    @property
+    def verdict(self) -> str:
+        return max((r.verdict for r in self.rows), key=_RANK.__getitem__)
+
+    @property
+    def max_ulp(self) -> int:
+        return max(r.metrics.max_ulp for r in self.rows)
+
+    def categories(self) -> list[tuple[str, int, bool]]:
+        """(category, count summed over alphas, allowed in every alpha), in triage order."""
+        counts: dict[str, list] = {}
+        for f in (f for r in self.rows for f in r.findings):
+            entry = counts.setdefault(f.category, [0, True])
+            entry[0] += f.count
+            entry[1] = entry[1] and f.allowed
+        return [(c, *counts[c]) for c in CATEGORIES if c in counts]
+
+    def not_passing(self) -> str:
+        """Alphas whose row did not pass: ``0.01 0.3``, ``all``, ``all but 0 1``, or
+        ``fail 0.2; warn 0.01 0.1`` when both verdicts occur."""
+        bad = [r for r in self.rows if r.verdict != "pass"]
+        if len({r.verdict for r in bad}) > 1:
+            return "; ".join(f"{v} {_alphas(r for r in bad if r.verdict == v)}" for v in ("fail", "warn"))
+        if len(bad) > 1 and 2 * len(bad) > len(self.rows):
+            good = [r for r in self.rows if r.verdict == "pass"]
+            return f"all but {_alphas(good)}" if good else "all"
+        return _alphas(bad)
+
+
+def fold(rows: Sequence[Row]) -> list[Folded]:
+    """Rows grouped by everything but alpha, in first-seen order."""
+    groups: dict[tuple, list[Row]] = {}
+    for row in rows:
+        groups.setdefault(row.key[:-1], []).append(row)
+    return [Folded(tuple(g)) for g in groups.values()]
+
+
+def _folded_cells(group: Folded) -> list:
+    first = group.rows[0]
+    return [_backend(first), _pair(first), _DIRECTION[first.direction], short_int(group.max_ulp),
+            _findings_cell(group.categories()), group.not_passing(),
+            Text(group.verdict, style=_STYLE[group.verdict])]
+
+
+def _alphas_title(groups: Sequence[Folded]) -> str:
+    sets = {tuple(r.alpha for r in g.rows) for g in groups}
+    if len(sets) != 1:
+        return "α folded"
+    (alphas,) = sets
+    return "α ∈ {" + ", ".join(map(_alpha, alphas)) + "} folded"
+
+
+_FOLDED = (("backend", "left"), ("dtype→out", "left"), ("dir", "left"), ("max ULP", "right"),
+           ("findings (summed)", "left"), ("α not passing", "left"), ("verdict", "left"))
+_WRAPS = frozenset({"findings (summed)", "α not passing"})  # the others never break a word
+
+
+def render_folded(rows: Sequence[Row], *, console: Console) -> None:
+    """One line per (backend, dtype→out, direction): the alphas folded in."""
+    groups = fold(rows)
+    table = Table(title=f"LeakyReLU conformance, {_alphas_title(groups)}", header_style="bold",
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    for name, justify in _FOLDED:
+        table.add_column(name, justify=justify, no_wrap=name not in _WRAPS)  # type: ignore[arg-type]
+    for group in groups:
+        table.add_row(*_folded_cells(group))
+    console.print(table)
+
+
+# ----------------------------------------------------------------------------- panels
 
 def _panel_body(row: Row) -> Group:
     parts: list = [Text(line, style="dim") for line in metric_lines(row)]
@@ -59,21 +181,34 @@ def _panel_body(row: Row) -> Group:
         head = Text(f"{f.category} ×{f.count}", style="yellow" if f.allowed else "bold red")
         head.append(f"  {'allowed' if f.allowed else 'not allowed'}: {f.summary}", style="default")
         parts.append(head)
-        parts += [Text(f"    {ex.describe()}") for ex in f.examples[:MAX_EXAMPLES]]
+        parts += [Text(f"    {describe(ex, row=row)}") for ex in f.examples[:MAX_EXAMPLES]]
         if f.reproducer:
             parts.append(Text(f"    reproducer: {f.reproducer}", style="cyan"))
     return Group(*parts)
 
 
-def render_details(rows: Sequence[Row], *, console: Console) -> None:
-    """A panel per failing or warning row: categories, summaries, offenders, reproducers."""
+def render_details(rows: Sequence[Row], *, console: Console, details: Details = "warn") -> None:
+    """A panel per failing row, and per warning row when ``details`` is ``warn`` or ``all``."""
+    shown = _PANELS[details]
     for row in rows:
-        if row.verdict == "pass":
+        if row.verdict not in shown:
             continue
-        title = f"{row.verdict.upper()}  {row.title}"
+        title = Text(f"{row.verdict.upper()}  {row.title}")  # a Text: [profile/variant] is not markup
         console.print(Panel(_panel_body(row), title=title, title_align="left",
                             border_style=_STYLE[row.verdict]))
 
+
+def render_rows(rows: Sequence[Row], *, console: Console, view: View) -> None:
+    """Everything but the verdict line: [per-alpha table], panels, then the folded table."""
+    if view.quiet or not rows:
+        return
+    if view.details == "all":
+        render_table(rows, console=console)
+    render_details(rows, console=console, details=view.details)
+    render_folded(rows, console=console)
+
+
+# ----------------------------------------------------------------------------- summary
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
@@ -87,13 +222,17 @@ def summary_line(rows: Sequence[Row], *, interrupted: bool = False) -> str:
             f"{counts['fail']} failed: {overall}")
 
 
-def make_console(*, width: int = 160) -> Console:
-    """A console that keeps the table readable when output is not a terminal."""
+def make_console(*, width: Optional[int] = None) -> Console:
+    """The terminal's console; when output is not a terminal, ``COLUMNS`` or 120 columns wide."""
     probe = Console()
-    return probe if probe.is_terminal else Console(width=width)
+    if probe.is_terminal:
+        return probe
+    return Console(width=width or (probe.width if os.environ.get("COLUMNS") else CONSOLE_WIDTH))
 
 
-def make_progress(*, console: Console) -> Progress:
-    """A progress bar for the suite (description, bar, n/m, elapsed)."""
+def make_progress(*, console: Console, disable: bool = False) -> Progress:
+    """A progress bar for the suite (description, bar, n/m, elapsed).  Rich redraws it in
+    place on a terminal; otherwise it prints only its final state, one line."""
     return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
-                    MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False)
+                    MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False,
+                    disable=disable)

@@ -17,6 +17,7 @@ from conformance.records import BackendResult, TileLayout
 from conformance.reference import golden as ref
 from conformance.report import metrics as met
 from conformance.report.gate import CATEGORIES, GateConfig, finding_allowed, verdict
+from conformance.report.text import Shape, index_text, percent
 from conformance.report.triage import Batch, Claim, triage
 
 MAX_EXAMPLES = 5
@@ -36,8 +37,9 @@ class Offender:
     tile: Optional[int] = None
     part: str = ""
 
-    def describe(self) -> str:
-        where = f"index {self.index}" + (f" of {self.part}" if self.part else "")
+    def describe(self, *, shape: Optional[Shape] = None) -> str:
+        """One line; ``shape`` (of the array the flat index points into) shapes the index."""
+        where = f"index {index_text(self.index, shape, tuple_1d=False)}" + (f" of {self.part}" if self.part else "")
         if self.core is not None:
             where += f" (core {self.core}" + (f", tile {self.tile})" if self.tile is not None else ")")
         if self.x is None:
@@ -83,6 +85,7 @@ class Row:
     findings: tuple[Finding, ...]
     verdict: str
     parts: tuple[str, ...] = ()
+    shapes: tuple[Shape, ...] = ()  # the shape of each part's input array, aligned with parts
 
     @property
     def key(self) -> tuple:
@@ -94,29 +97,44 @@ class Row:
         who = self.backend + (f"[{self.profile}/{self.variant}]" if self.profile or self.variant else "")
         return f"{who} {self.dtype}->{self.out_dtype} {self.direction} alpha={self.alpha!r}"
 
+    def shape_of(self, part: str) -> Optional[Shape]:
+        """The input shape of the batch labelled ``part`` (None when unknown)."""
+        return dict(zip(self.parts, self.shapes)).get(part) if len(self.shapes) == len(self.parts) else None
+
     @property
     def message(self) -> str:
         """torch.testing-style failure text."""
         return failure_message(self)
 
 
-def _where(at: met.Where) -> str:
+def _where(at: met.Where, *, row: Row) -> str:
+    """`` at index (i, j) of part``: a global flat index shown in its part's shape."""
     if at is None:
         return ""
     part, index = at
-    return f" at index ({index},)" + (f" of {part}" if part else "")
+    return f" at index {index_text(index, row.shape_of(part))}" + (f" of {part}" if part else "")
+
+
+def mismatch_line(mismatches: int, elements: int) -> str:
+    """``Mismatched elements: k / N (p%)``, with a percentage that is non-zero when k is."""
+    return f"Mismatched elements: {mismatches} / {elements} ({percent(mismatches, elements)})"
 
 
 def metric_lines(row: Row) -> list[str]:
     """"Mismatched elements: k / N (p%)" and the greatest differences with their index."""
     m = row.metrics
-    lines = [f"Mismatched elements: {m.mismatches} / {m.elements} ({100 * m.mismatch_ratio:.1f}%)"]
+    lines = [mismatch_line(m.mismatches, m.elements)]
     if m.mismatches:
         lines.append(f"Greatest absolute difference: {hex_value(m.max_abs)} ({m.max_abs!r})"
-                     f"{_where(m.max_abs_at)}")
-        lines.append(f"Greatest relative difference: {m.max_rel!r}{_where(m.max_rel_at)}")
-        lines.append(f"Greatest ULP difference: {m.max_ulp}{_where(m.max_ulp_at)}")
+                     f"{_where(m.max_abs_at, row=row)}")
+        lines.append(f"Greatest relative difference: {m.max_rel!r}{_where(m.max_rel_at, row=row)}")
+        lines.append(f"Greatest ULP difference: {m.max_ulp}{_where(m.max_ulp_at, row=row)}")
     return lines
+
+
+def describe(example: Offender, *, row: Row) -> str:
+    """An offender's line with its index in the shape of the array it came from."""
+    return example.describe(shape=row.shape_of(example.part))
 
 
 def failure_message(row: Row, *, offenders: int = MAX_EXAMPLES) -> str:
@@ -124,7 +142,7 @@ def failure_message(row: Row, *, offenders: int = MAX_EXAMPLES) -> str:
     lines = metric_lines(row)
     for finding in row.findings:
         lines.append(f"{finding.category} x{finding.count}: {finding.summary}")
-        lines += [f"  {ex.describe()}" for ex in finding.examples[:offenders]]
+        lines += [f"  {describe(ex, row=row)}" for ex in finding.examples[:offenders]]
     return "\n".join(lines)
 
 
@@ -201,13 +219,20 @@ def _rejected(x: np.ndarray, result: BackendResult, *, backend: str,
 def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: str,
              dy: Optional[np.ndarray] = None, out_dtype: Optional[str] = None, backend: str,
              profile: Optional[str] = None, variant: Optional[str] = None,
-             config: GateConfig, label: str = "", layout_fn: Optional[LayoutFn] = None) -> Row:
-    """Judge one backend result against the exact reference."""
+             config: GateConfig, label: str = "", layout_fn: Optional[LayoutFn] = None,
+             shape: Optional[Shape] = None) -> Row:
+    """Judge one backend result against the exact reference.
+
+    ``shape`` is the shape the reported indices are shown in: by default x's own;
+    pass the whole array's shape when x is a flat chunk whose indices are global.
+    """
     x = np.asarray(x)
     src, out = ref.resolve_pair(x.dtype, out_dtype)
     alpha = ref.check_alpha(alpha)
+    shown = tuple(int(d) for d in (x.shape if shape is None else shape))
     head = dict(backend=backend, profile=profile, variant=variant, dtype=src.name,
-                out_dtype=out.name, direction=direction, alpha=alpha, parts=(label,))
+                out_dtype=out.name, direction=direction, alpha=alpha, parts=(label,),
+                shapes=(shown,))
     if result.rejected is not None:
         metrics, findings = _rejected(x, result, backend=backend, config=config)
         return Row(**head, metrics=metrics, findings=findings, verdict=verdict([f.allowed for f in findings]))
@@ -287,4 +312,6 @@ def merge_rows(rows: Sequence[Row], *, config: GateConfig) -> Row:
     findings = merge_findings(rows, backend=first.backend, config=config)
     return replace(first, metrics=reduce(met.merge, (r.metrics for r in rows)),
                    findings=findings, verdict=verdict([f.allowed for f in findings]),
-                   parts=tuple(p for r in rows for p in r.parts))
+                   parts=tuple(p for r in rows for p in r.parts),
+                   shapes=tuple(s for r in rows for s in r.shapes)
+                   if all(len(r.shapes) == len(r.parts) for r in rows) else ())

@@ -24,6 +24,7 @@ from conformance.dtypes import DTYPES, hex_value, info
 from conformance.report.evaluate import Finding, Offender, Row
 from conformance.report.files import ReportPaths, write_atomic
 from conformance.report.gate import CATEGORIES, VERDICTS, overall
+from conformance.report.text import position
 
 SCHEMA_ID = "leakyrelu-conformance/1"
 _DTYPES = list(DTYPES)
@@ -33,9 +34,11 @@ _VALUE = {"type": "object", "required": ["dtype", "hex", "bits", "decimal"],
                          "bits": {"type": "string"}, "decimal": {"type": "string"}}}
 _MAYBE_VALUE = {"anyOf": [_VALUE, {"type": "null"}]}
 _MAYBE_INT = {"type": ["integer", "null"]}
+_POSITION = {"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}]}
 _EXAMPLE = {"type": "object", "additionalProperties": False,
             "required": ["index", "part", "x", "dy", "expected", "actual", "core", "tile"],
             "properties": {"index": {"type": "integer"}, "part": {"type": "string"},
+                           "position": _POSITION,  # optional: index in the input's shape
                            "x": _MAYBE_VALUE, "dy": _MAYBE_VALUE, "expected": _MAYBE_VALUE,
                            "actual": _MAYBE_VALUE, "core": _MAYBE_INT, "tile": _MAYBE_INT}}
 _FINDING = {"type": "object", "additionalProperties": False,
@@ -113,15 +116,18 @@ def _jsonable(value: Any) -> Any:
 
 # ----------------------------------------------------------------------------- rows
 
-def _example(ex: Offender) -> dict:
-    return {"index": ex.index, "part": ex.part, "x": encode_value(ex.x), "dy": encode_value(ex.dy),
+def _example(ex: Offender, *, row: Row) -> dict:
+    """``index`` stays the flat index; ``position`` is it in the input's shape (null: outside)."""
+    pos = position(ex.index, row.shape_of(ex.part))
+    return {"index": ex.index, "part": ex.part, "position": None if pos is None else list(pos),
+            "x": encode_value(ex.x), "dy": encode_value(ex.dy),
             "expected": encode_value(ex.expected), "actual": encode_value(ex.actual),
             "core": ex.core, "tile": ex.tile}
 
 
-def _finding(f: Finding) -> dict:
+def _finding(f: Finding, *, row: Row) -> dict:
     return {"category": f.category, "count": f.count, "allowed": f.allowed, "summary": f.summary,
-            "detail": _jsonable(f.detail), "examples": [_example(e) for e in f.examples],
+            "detail": _jsonable(f.detail), "examples": [_example(e, row=row) for e in f.examples],
             "reproducer": f.reproducer, "violations": f.violations}
 
 
@@ -134,7 +140,7 @@ def row_dict(row: Row) -> dict:
         "alpha": encode_value(row.alpha, dtype="float64"), "elements": m.elements,
         "mismatches": m.mismatches, "max_abs": encode_value(m.max_abs, dtype="float64"),
         "max_rel": encode_value(m.max_rel, dtype="float64"), "max_ulp": m.max_ulp,
-        "verdict": row.verdict, "findings": [_finding(f) for f in row.findings],
+        "verdict": row.verdict, "findings": [_finding(f, row=row) for f in row.findings],
         "violations": m.violations, "nan_positions": m.nan_positions,
         "inf_positions": m.inf_positions, "zero_signs": m.zero_signs,
         "one_thousandth_ratio": _ratio(m.one_thousandth_ratio),
