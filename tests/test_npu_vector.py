@@ -9,7 +9,7 @@ from conformance.npu_impl.memory import GmTensor
 from conformance.npu_impl.vector import (MissingInstruction, RoundMode, VectorUnit, copy_in, copy_out,
                                          moved_elements, step)
 from conformance.reference import golden
-from tests.test_golden import assert_same_bits
+from tests.helpers import assert_same_bits
 
 NARROW = ("float16", "bfloat16")
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # overflow is emulated on purpose

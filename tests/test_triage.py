@@ -306,7 +306,7 @@ EDGES = np.array([-1e6, 1e6, -7e4, 7e4, -65504, -6000, np.inf, 0.0, -np.inf, np.
 
 
 def _variant_inputs(src: str) -> np.ndarray:
-    """All 16-bit patterns, or float32 random bits plus the DOMAIN.md edges."""
+    """All 16-bit patterns, or float32 random bits plus the docs/domain.md edges."""
     if src != "float32":
         return all_patterns(src)
     bits = np.random.default_rng(11).integers(0, 2 ** 32, 30000, dtype=np.uint64).astype(np.uint32)

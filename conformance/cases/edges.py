@@ -171,7 +171,7 @@ def _rounding_midpoints(rec: DTypeInfo, out: DTypeInfo, alpha: float) -> np.ndar
 
     Targets are ``-m/|alpha|`` for exact midpoints ``m`` (rational arithmetic), rounded to
     ``rec``, with their 1-ulp neighbours; 16-bit inputs add the patterns whose float64
-    product sits exactly on a midpoint (the double-rounding trap of DOMAIN.md).
+    product sits exactly on a midpoint (the double-rounding trap of docs/domain.md).
     """
     if alpha == 0:
         return np.empty(0, rec.dtype)

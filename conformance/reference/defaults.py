@@ -1,4 +1,4 @@
-"""Each framework's default LeakyReLU slope: declared (DOMAIN.md) and probed live.
+"""Each framework's default LeakyReLU slope: declared (docs/domain.md) and probed live.
 
 A script that relies on one framework's default silently changes behaviour
 when it moves to another: this table is the "default-alpha trap".

@@ -124,7 +124,7 @@ def _finding(f: Finding) -> dict:
 
 
 def row_dict(row: Row) -> dict:
-    """One row with ARCHITECTURE.md's fields plus the extra metric fields."""
+    """One row with docs/architecture.md's fields plus the extra metric fields."""
     m = row.metrics
     return {
         "backend": row.backend, "profile": row.profile, "variant": row.variant,

@@ -1,6 +1,6 @@
 """Why it is off: every mismatching element gets exactly one category, by proof.
 
-Categories are tried in ARCHITECTURE.md's order.  A category is claimed only
+Categories are tried in docs/architecture.md's order.  A category is claimed only
 where it is proved:
 
 - hazards come from the emulator's records (``BackendResult.hazards``);
