@@ -165,7 +165,7 @@ def test_datacopy_of_11_halves_writes_16_into_gm() -> None:
 
 def test_datacopy_pad_exists_only_where_the_profile_has_it() -> None:
     gm = GmTensor(8, np.float32, red_zone=8)
-    with pytest.raises(MissingInstruction):
+    with pytest.raises(MissingInstruction, match="DataCopyPad is not available"):
         copy_in(np.empty(8, np.float32), gm, 0, 3, how="pad", has_pad=False)
 
 
