@@ -60,8 +60,8 @@ def test_around_max_over_alpha_overflows_for_large_slopes(alpha: float) -> None:
                                   ("float64", "float64"), ("float32", "float16"), ("bfloat16", "bfloat16")])
 def test_exact_midpoints_exist_for_a_short_slope(pair: tuple[str, str]) -> None:
     """With alpha = 1.5 some pool members multiply exactly onto a midpoint (checked in rationals)."""
-    from fractions import Fraction
     import math
+    from fractions import Fraction
 
     dtype, out = pair
     o = info(out)

@@ -33,7 +33,8 @@ def _strict_json(path: Path) -> dict:
 
 def test_run_passes_on_a_correct_backend_and_writes_valid_reports(tmp_path: Path) -> None:
     """Smoke test in a real process: `python -m conformance run`, exit 0, both reports."""
-    proc = cli_subprocess("run", "--backend", "golden,torch", *NARROW, "--json", "r.json", "--junit", "j.xml", cwd=tmp_path)
+    proc = cli_subprocess("run", "--backend", "golden,torch", *NARROW, "--json", "r.json", "--junit", "j.xml",
+                          cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = _strict_json(tmp_path / "r.json")
     assert export.validate(doc, export.SCHEMA) == []

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from conformance.dtypes import all_patterns, from_bits, info, is_nan, to_bits
+from conformance.dtypes import all_patterns, from_bits, info, to_bits
 from conformance.reference import golden
 from tests.exact_oracle import exact_backward, exact_leaky_relu
 from tests.helpers import assert_same_bits

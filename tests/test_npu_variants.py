@@ -6,14 +6,15 @@ kernel matches bit for bit; every check proves the variant's own category
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 import pytest
 
 from conformance.backends import get_backend
-from conformance.dtypes import info, is_nan, to_bits
+from conformance.dtypes import info, is_nan
 from conformance.npu_impl import VARIANTS, leaky_relu, leaky_relu_backward
 from conformance.npu_impl.backend import CannBackend
 from conformance.records import Unsupported

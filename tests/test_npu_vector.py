@@ -6,8 +6,15 @@ import pytest
 
 from conformance.dtypes import all_patterns, info, is_nan, to_bits
 from conformance.npu_impl.memory import GmTensor
-from conformance.npu_impl.vector import (MissingInstruction, RoundMode, VectorUnit, copy_in, copy_out,
-                                         moved_elements, step)
+from conformance.npu_impl.vector import (
+    MissingInstruction,
+    RoundMode,
+    VectorUnit,
+    copy_in,
+    copy_out,
+    moved_elements,
+    step,
+)
 from conformance.reference import golden
 from tests.helpers import assert_same_bits
 

@@ -5,16 +5,17 @@ differs from golden, or the bits a test edited), never from the triage code.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 import pytest
 
 from conformance.dtypes import all_patterns, from_bits, info, is_nan, is_subnormal, to_bits
-from conformance.records import BackendResult, Hazard, TileLayout, TileSpan
 from conformance.npu_impl.backend import CannBackend
 from conformance.npu_impl.variants import VARIANTS
+from conformance.records import BackendResult, Hazard, TileLayout, TileSpan
 from conformance.reference import golden as ref
 from conformance.reference.tensorflow_backend import tensorflow
 from conformance.report.evaluate import Row, evaluate

@@ -8,10 +8,11 @@ below, at and above 1 so that every class is non-empty.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import Callable, Iterable, Optional
+from typing import Optional
 
 import numpy as np
 

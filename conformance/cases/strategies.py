@@ -12,8 +12,9 @@ import functools
 import importlib
 import math
 import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional, TypeVar
+from typing import Optional, TypeVar
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
@@ -107,8 +108,8 @@ def boundary_sizes(dtype: DTypeLike | DTypeInfo, *, profile: Optional[str] = Non
     """Element counts on the tiling plan's edges for ``profile`` (default: the default chip).
 
     Core boundaries: every core one aligned unit, -1/+1, and one former core more.
-    Tile boundaries: every core one full tile, -1/+1 (the +1 gives the last core a 1-element tail tile).  Backward has the most
-    UB buffers, hence the smallest tile, so it is the default plan to probe.
+    Tile boundaries: every core one full tile, -1/+1 (the +1 gives the last core a 1-element tail tile).
+    Backward has the most UB buffers, hence the smallest tile, so it is the default plan to probe.
     ``tiles=False`` keeps only the (small) core-boundary sizes.
     """
     tile, unit, cores = _plan_facts(dtype, profile=profile, out_dtype=out_dtype,

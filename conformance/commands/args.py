@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 from conformance.errors import UsageError
 

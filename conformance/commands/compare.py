@@ -15,13 +15,13 @@ from typing import Optional
 
 import numpy as np
 
+from conformance.commands.args import check_writable, parse_alpha
 from conformance.dtypes import DTYPES, info
 from conformance.errors import UsageError
 from conformance.records import BackendResult, TileLayout
 from conformance.reference.golden import SUPPORTED_PAIRS
 from conformance.report import console as render
 from conformance.report.evaluate import LayoutFn, Row, evaluate
-from conformance.commands.args import check_writable, parse_alpha
 from conformance.report.export import versions, write_json, write_junit
 from conformance.report.gate import GateConfig, load_config
 

@@ -7,9 +7,10 @@ Semantics the sources leave open are explicit knobs whose source says
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Literal, Mapping
+from typing import Literal
 
 FloatMode = Literal["inf_nan", "saturation"]
 SubnormalRule = Literal["keep", "flush"]
@@ -53,7 +54,7 @@ class ChipProfile:
         """Where the value of ``knob`` comes from."""
         return self.sources.get(knob, "unknown")
 
-    def with_knobs(self, **knobs: object) -> "ChipProfile":
+    def with_knobs(self, **knobs: object) -> ChipProfile:
         """A copy with some knobs changed (the sources say they were overridden)."""
         notes = {k: f"overridden to {v!r}" for k, v in knobs.items()}
         return replace(self, **knobs, sources=MappingProxyType({**self.sources, **notes}))

@@ -7,8 +7,9 @@ A probe calls the API without a slope on x = -1 and reads the slope off the outp
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 

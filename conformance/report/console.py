@@ -1,7 +1,7 @@
 """Rich rendering: the triage table, a detail panel per failing/warning row, progress."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rich.console import Console, Group
 from rich.panel import Panel

@@ -13,9 +13,10 @@ import json
 import math
 import platform
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import numpy as np
 
