@@ -21,6 +21,7 @@ from conformance.reference.tensorflow_backend import tensorflow
 from conformance.report.evaluate import Row, evaluate
 from conformance.report.gate import GateConfig
 from conformance.report.metrics import match_mask
+from tests.helpers import bits_differ, from_torch, to_torch
 
 CONFIG = GateConfig()
 F16 = all_patterns("float16")
@@ -40,8 +41,8 @@ def counts(row: Row) -> dict[str, int]:
 
 
 def differs(a: np.ndarray, b: np.ndarray) -> int:
-    """Independent count of elements whose bits differ (NaN equals NaN)."""
-    return int((~match_mask(a, b)).sum())
+    """Independent count of elements whose bits differ (NaN equals NaN): the test helper, not metrics."""
+    return int(bits_differ(a, b).sum())
 
 
 @dataclass(frozen=True)
@@ -292,7 +293,7 @@ def test_tensorflow_float32_random_bits_flushes_subnormals() -> None:
 def test_torch_fp16_alpha_001_is_only_rounding() -> None:
     import torch
 
-    actual = torch.nn.functional.leaky_relu(torch.from_numpy(F16.copy()), 0.01).numpy()
+    actual = from_torch(torch.nn.functional.leaky_relu(to_torch(F16), 0.01), "float16")
     exact = ref.leaky_relu(F16, 0.01)
     expected = differs(ref.leaky_relu(F16, 0.01, opmath="float32"), exact)
     row = judge(F16, actual, 0.01, backend="torch")
