@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 export TF_CPP_MIN_LOG_LEVEL := 3
 
-.PHONY: setup test conformance selftest bench clean
+.PHONY: setup test lint conformance selftest bench clean
 
 setup: $(STAMP)
 
@@ -21,6 +21,9 @@ $(STAMP): pyproject.toml Makefile
 test: $(STAMP)
 	$(PY) -m pytest -q
 
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
 conformance: $(STAMP)
 	$(VENV)/bin/conformance run --json reports/conformance.json --junit reports/junit.xml
 
@@ -31,4 +34,4 @@ bench: $(STAMP)
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) reports results .pytest_cache .hypothesis
+	rm -rf $(VENV) reports results .pytest_cache .hypothesis .ruff_cache

@@ -6,7 +6,8 @@ Also prints a 65,536-element fp16 call, the size of an exhaustive 16-bit sweep.
 from __future__ import annotations
 
 import argparse
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import numpy as np
 

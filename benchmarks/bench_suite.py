@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import replace
 from collections import defaultdict
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Optional
 
 from conformance import suite
 from conformance.cases.edges import edge_pool

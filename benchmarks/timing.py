@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 import tracemalloc
-from typing import Callable
+from collections.abc import Callable
 
 
 def best_time(fn: Callable[[], object], *, repeat: int = 5) -> float:

@@ -13,7 +13,8 @@ import importlib
 import os
 import re
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 from conformance.errors import UsageError
 from conformance.interrupts import describe, exit_code, sigterm_as_interrupt

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Iterator, Optional
+from typing import Optional
 
 
 class Terminated(KeyboardInterrupt):

@@ -19,9 +19,10 @@ from __future__ import annotations
 import functools
 import re
 import zlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
@@ -121,7 +122,7 @@ class SuiteResult:
 
 # ----------------------------------------------------------------------------- planning
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def backend_for(name: str, profile: Optional[str], variant: Optional[str]) -> Backend:
     """One backend instance per (name, profile, variant); ``profile``/``variant`` only for cann."""
     if name == "cann":

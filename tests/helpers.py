@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 import pytest
@@ -20,13 +21,23 @@ import pytest
 from conformance.dtypes import info, is_nan, to_bits
 
 
+def bits_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise mask: not the same bits (any NaN equals any NaN)."""
+    nan_a, nan_b = is_nan(a), is_nan(b)
+    return (nan_a != nan_b) | (~nan_a & ~nan_b & (to_bits(a) != to_bits(b)))
+
+
+def differing(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Flat indices where the bits differ (any NaN equals any NaN)."""
+    return np.flatnonzero(bits_differ(a, b))
+
+
 def assert_same_bits(actual: np.ndarray, expected: np.ndarray, *, what: str = "") -> None:
     """Bit equality, any NaN equal to any NaN; the message names the first offenders."""
     __tracebackhide__ = True
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
-    nan_a, nan_e = is_nan(actual), is_nan(expected)
-    bad = (nan_a != nan_e) | (~nan_a & (to_bits(actual) != to_bits(expected)))
+    bad = bits_differ(actual, expected)
     idx = np.flatnonzero(bad)
     detail = ", ".join(f"[{i}] {actual.flat[i]!r} != {expected.flat[i]!r}" for i in idx[:5])
     assert idx.size == 0, f"{what}: Mismatched elements: {idx.size} / {bad.size}; first: {detail}"

@@ -63,7 +63,7 @@ def test_bad_reproducer_files_give_one_line_errors(tmp_path, content, message: s
 def test_pickled_or_foreign_npz_is_refused(tmp_path) -> None:
     path = tmp_path / "obj.npz"
     np.savez(path, x_bits=np.array([object()], dtype=object))
-    with pytest.raises(corpus.CorpusError):
+    with pytest.raises(corpus.CorpusError, match="cannot read reproducer .*allow_pickle=False"):
         corpus.load(path)
     np.savez(tmp_path / "other.npz", a=np.ones(2))
     with pytest.raises(corpus.CorpusError, match="not a leakyrelu-reproducer"):
@@ -82,7 +82,7 @@ def test_float32_chunks_tile_the_range() -> None:
     chunks = list(float32_chunks(start=0x7F7FFFF0, stop=0x7F800010, chunk=7))
     bits = np.concatenate([c.view(np.uint32) for c in chunks])
     assert np.array_equal(bits, np.arange(0x7F7FFFF0, 0x7F800010, dtype=np.uint32))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"0 <= start <= stop <= 2\*\*32, got \[5, 4\)"):
         next(float32_chunks(start=5, stop=4))
 
 

@@ -60,8 +60,8 @@ def test_around_max_over_alpha_overflows_for_large_slopes(alpha: float) -> None:
                                   ("float64", "float64"), ("float32", "float16"), ("bfloat16", "bfloat16")])
 def test_exact_midpoints_exist_for_a_short_slope(pair: tuple[str, str]) -> None:
     """With alpha = 1.5 some pool members multiply exactly onto a midpoint (checked in rationals)."""
-    from fractions import Fraction
     import math
+    from fractions import Fraction
 
     dtype, out = pair
     o = info(out)
@@ -76,7 +76,7 @@ def test_exact_midpoints_exist_for_a_short_slope(pair: tuple[str, str]) -> None:
 
 
 def test_double_rounding_trap_from_domain_is_in_the_fp16_pool() -> None:
-    """DOMAIN.md: fp16 0x8005 with alpha 0.3 lands on a midpoint in float64."""
+    """docs/domain.md: fp16 0x8005 with alpha 0.3 lands on a midpoint in float64."""
     bits = set(to_bits(edge_pool("float16", alphas=(0.3,)).of("rounding-midpoint")).tolist())
     assert 0x8005 in bits
 

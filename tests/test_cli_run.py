@@ -1,10 +1,7 @@
-"""End-to-end CLI: `conformance run`, `replay` and `selftest` as subprocesses (narrow selections)."""
+"""End-to-end CLI: `conformance run`, `replay` and `selftest` in-process (narrow selections), one real process."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -13,14 +10,18 @@ import pytest
 
 from conformance.cases import corpus
 from conformance.report import export
+from tests.helpers import CliResult, assert_usage_error, cli_subprocess, run_cli
 
 NARROW = ["--dtype", "fp16", "--alpha", "0.2", "--direction", "forward", "--max-examples", "5"]
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    return subprocess.run([sys.executable, "-m", "conformance", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+@pytest.fixture
+def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """``cli(*args)``: ``conformance ARGS`` in-process, in ``tmp_path``."""
+    def run(*args: str) -> CliResult:
+        return run_cli(args, capsys, cwd=tmp_path)
+
+    return run
 
 
 def _strict_json(path: Path) -> dict:
@@ -31,7 +32,9 @@ def _strict_json(path: Path) -> dict:
 
 
 def test_run_passes_on_a_correct_backend_and_writes_valid_reports(tmp_path: Path) -> None:
-    proc = cli("run", "--backend", "golden,torch", *NARROW, "--json", "r.json", "--junit", "j.xml", cwd=tmp_path)
+    """Smoke test in a real process: `python -m conformance run`, exit 0, both reports."""
+    proc = cli_subprocess("run", "--backend", "golden,torch", *NARROW, "--json", "r.json", "--junit", "j.xml",
+                          cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = _strict_json(tmp_path / "r.json")
     assert export.validate(doc, export.SCHEMA) == []
@@ -41,41 +44,41 @@ def test_run_passes_on_a_correct_backend_and_writes_valid_reports(tmp_path: Path
     assert "2 rows: 2 passed" in proc.stdout and "Traceback" not in proc.stderr
 
 
-def test_run_fails_on_a_seeded_tail_defect_and_saves_a_reproducer(tmp_path: Path) -> None:
+def test_run_fails_on_a_seeded_tail_defect_and_saves_a_reproducer(cli, tmp_path: Path) -> None:
     proc = cli("run", "--backend", "cann", "--variant", "tail-overrun", *NARROW, "--json", "r.json",
-               "--results-dir", "res", cwd=tmp_path)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
+               "--results-dir", "res")
+    assert proc.code == 1, proc.out + proc.err
     (row,) = _strict_json(tmp_path / "r.json")["rows"]
     cats = {f["category"] for f in row["findings"]}
     assert row["verdict"] == "fail" and cats & {"out-of-bounds-write", "tail-block"}
     reproducers = [f["reproducer"] for f in row["findings"] if f["reproducer"]]
     assert reproducers and all((tmp_path / p).is_file() for p in reproducers)
-    assert "reproducer:" in proc.stdout and "1 failed" in proc.stdout
+    assert "reproducer:" in proc.out and "1 failed" in proc.out
 
 
-def test_replay_reproduces_the_finding_then_reports_a_fixed_case(tmp_path: Path) -> None:
-    cli("run", "--backend", "cann", "--variant", "default-slope", *NARROW, "--results-dir", "res", cwd=tmp_path)
+def test_replay_reproduces_the_finding_then_reports_a_fixed_case(cli, tmp_path: Path) -> None:
+    cli("run", "--backend", "cann", "--variant", "default-slope", *NARROW, "--results-dir", "res")
     (path,) = sorted((tmp_path / "res").glob("*.npz"))
-    proc = cli("replay", str(path), cwd=tmp_path)
-    assert proc.returncode == 1 and "alpha-mismatch" in proc.stdout and "still fails" in proc.stdout
+    proc = cli("replay", str(path))
+    assert proc.code == 1 and "alpha-mismatch" in proc.out and "still fails" in proc.out
     rep = corpus.load(path)  # the same case on the reference kernel passes: exit 0
     fixed = corpus.save(corpus.Reproducer(rep.case, "cann", rep.profile, "reference", rep.category), tmp_path / "f.npz")
-    proc = cli("replay", str(fixed), cwd=tmp_path)
-    assert proc.returncode == 0 and "now passes" in proc.stdout, proc.stdout + proc.stderr
+    proc = cli("replay", str(fixed))
+    assert proc.code == 0 and "now passes" in proc.out, proc.out + proc.err
 
 
-def test_profile_ascend910a_reports_saturation(tmp_path: Path) -> None:
+def test_profile_ascend910a_reports_saturation(cli, tmp_path: Path) -> None:
     proc = cli("run", "--backend", "cann", "--profile", "ascend910a", *NARROW, "--json", "r.json",
-               "--results-dir", "res", cwd=tmp_path)
+               "--results-dir", "res")
     (row,) = _strict_json(tmp_path / "r.json")["rows"]
-    assert proc.returncode == 1 and "saturation" in {f["category"] for f in row["findings"]}
+    assert proc.code == 1 and "saturation" in {f["category"] for f in row["findings"]}
 
 
-def test_same_seed_same_json_rows(tmp_path: Path) -> None:
+def test_same_seed_same_json_rows(cli, tmp_path: Path) -> None:
     args = ["run", "--backend", "torch", "--dtype", "fp32", "--alpha", "0.01", "--direction", "forward",
             "--max-examples", "10", "--seed", "5"]
     for name in ("a", "b"):
-        assert cli(*args, "--json", f"{name}.json", cwd=tmp_path).returncode == 0
+        assert cli(*args, "--json", f"{name}.json").code == 0
     a, b = (_strict_json(tmp_path / f"{n}.json")["rows"] for n in ("a", "b"))
     assert a == b and a[0]["mismatches"] > 0  # fp32(0.01) double rounding: the rows carry real counts
 
@@ -102,25 +105,22 @@ def test_same_seed_same_json_rows(tmp_path: Path) -> None:
     (["replay", "missing.npz"], "does not exist"),
     (["selftest", "--variant", "nope"], "unknown variant"),
 ])
-def test_usage_errors_exit_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+def test_usage_errors_exit_2_with_one_line(cli, tmp_path: Path, args: list[str], message: str) -> None:
     (tmp_path / "r.json").write_text("a file, so nothing can be created below it")
-    proc = cli(*args, cwd=tmp_path)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0] and "Traceback" not in proc.stderr
+    assert_usage_error(cli(*args), mentions=message)
 
 
-def test_replay_refuses_a_pickled_file(tmp_path: Path) -> None:
+def test_replay_refuses_a_pickled_file(cli, tmp_path: Path) -> None:
     np.save(tmp_path / "p.npy", np.array([object()], dtype=object), allow_pickle=True)
     (tmp_path / "p.npz").write_bytes((tmp_path / "p.npy").read_bytes())
-    proc = cli("replay", "p.npz", cwd=tmp_path)
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    proc = cli("replay", "p.npz")
+    assert_usage_error(proc, mentions="pickle")
 
 
-def test_selftest_catches_a_defect_and_passes_the_reference(tmp_path: Path) -> None:
-    proc = cli("selftest", "--variant", "grad-at-zero-one", "--variant", "fp16-slope", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "grad-at-zero" in proc.stdout and "3/3 variants caught and named" in proc.stdout
+def test_selftest_catches_a_defect_and_passes_the_reference(cli, tmp_path: Path) -> None:
+    proc = cli("selftest", "--variant", "grad-at-zero-one", "--variant", "fp16-slope")
+    assert proc.code == 0, proc.out + proc.err
+    assert "grad-at-zero" in proc.out and "3/3 variants caught and named" in proc.out
     # fp16-slope stays within tolerance and the reference's fp32 rows also show alpha-precision:
     # only a per-row baseline keeps the defect visible
-    assert "alpha-precision" in proc.stdout
+    assert "alpha-precision" in proc.out

@@ -1,27 +1,30 @@
-"""`conformance compare` as a subprocess: exit codes 0/1/2, one-line errors, reports."""
+"""`conformance compare`: exit codes 0/1/2, one-line errors, reports (in-process; one real-process smoke test)."""
 from __future__ import annotations
 
 import json
 import pickle
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pytest
 
 from conformance.dtypes import all_patterns
 from conformance.reference import golden as ref
+from tests.helpers import CliResult, assert_usage_error, cli_subprocess, run_cli
 
 X16 = all_patterns("float16")
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "conformance", "compare", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str]):
+    """``run(*args, cwd=d)``: ``conformance compare ARGS`` in-process, in ``d``."""
+    def compare(*args: str, cwd: Path) -> CliResult:
+        return run_cli(["compare", *args], capsys, cwd=cwd)
+
+    return compare
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +48,10 @@ def dumps(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_passing_compare_writes_json_and_junit(dumps: Path, tmp_path: Path) -> None:
-    out = run("--x", "x.npy", "--y", "y.npy", "--dy", "dy.npy", "--dx", "dx.npy", "--alpha", "0.2",
-              "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"), cwd=dumps)
+    """Smoke test in a real process: `python -m conformance compare`, exit 0, both reports."""
+    out = cli_subprocess("compare", "--x", "x.npy", "--y", "y.npy", "--dy", "dy.npy", "--dx", "dx.npy",
+                         "--alpha", "0.2", "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"),
+                         cwd=dumps)
     assert out.returncode == 0, out.stderr
     doc = json.loads((tmp_path / "r.json").read_text(), parse_constant=lambda c: 1 / 0)
     assert [r["direction"] for r in doc["rows"]] == ["forward", "backward"]
@@ -54,47 +59,47 @@ def test_passing_compare_writes_json_and_junit(dumps: Path, tmp_path: Path) -> N
     assert len(ET.parse(tmp_path / "r.xml").getroot().find("testsuite").findall("testcase")) == 2
 
 
-def test_ml_dtypes_bfloat16_npy_is_read_as_bfloat16(dumps: Path) -> None:
+def test_ml_dtypes_bfloat16_npy_is_read_as_bfloat16(run, dumps: Path) -> None:
     out = run("--x", "xb.npy", "--y", "yb_tf.npy", "--alpha", "0.2", cwd=dumps)
-    assert out.returncode == 0, out.stderr  # within bf16 tolerance: a warning, not a failure
-    assert "bf16→bf16" in out.stdout and "alpha-precision" in out.stdout and "warn" in out.stdout
+    assert out.code == 0, out.err  # within bf16 tolerance: a warning, not a failure
+    assert "bf16→bf16" in out.out and "alpha-precision" in out.out and "warn" in out.out
 
 
-def test_float64_dumps_with_an_error_are_triaged(dumps: Path) -> None:
+def test_float64_dumps_with_an_error_are_triaged(run, dumps: Path) -> None:
     x = np.linspace(-10, 10, 1001)
     y = ref.leaky_relu(x, 1 / 3)
     y[17] = np.nextafter(np.nextafter(np.nextafter(y[17], 0), 0), 0)  # 3 ULP off
     np.save(dumps / "x64.npy", x)
     np.save(dumps / "y64.npy", y)
     out = run("--x", "x64.npy", "--y", "y64.npy", "--alpha", "1/3", cwd=dumps)
-    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
-    assert "unexplained ×1" in out.stdout and "fp64→fp64" in out.stdout
+    assert out.code == 1 and "Traceback" not in out.err, out.err
+    assert "unexplained ×1" in out.out and "fp64→fp64" in out.out
 
 
-def test_negative_fraction_alpha_is_a_value_not_an_option(dumps: Path) -> None:
+def test_negative_fraction_alpha_is_a_value_not_an_option(run, dumps: Path) -> None:
     bf = all_patterns("float16")
     np.save(dumps / "y_neg.npy", ref.leaky_relu(bf, -1 / 3))
     out = run("--x", "x.npy", "--y", "y_neg.npy", "--alpha", "-1/3", cwd=dumps)
-    assert out.returncode == 0, out.stderr
+    assert out.code == 0, out.err
 
 
-def test_cores_beyond_the_chip_are_refused(dumps: Path) -> None:
+def test_cores_beyond_the_chip_are_refused(run, dumps: Path) -> None:
     out = run("--x", "x.npy", "--y", "y.npy", "--alpha", "0.2", "--profile", "ascend910b1",
               "--cores", "49", cwd=dumps)
-    assert out.returncode == 2 and "48 vector cores" in out.stderr
+    assert_usage_error(out, mentions="48 vector cores")
 
 
-def test_failing_compare_names_the_default_alpha_trap(dumps: Path) -> None:
+def test_failing_compare_names_the_default_alpha_trap(run, dumps: Path) -> None:
     out = run("--x", "x.npy", "--y", "y_torch_default.npy", "--alpha", "0.2", cwd=dumps)
-    assert out.returncode == 1, out.stderr
-    assert "alpha-mismatch" in out.stdout and "torch" in out.stdout
+    assert out.code == 1, out.err
+    assert "alpha-mismatch" in out.out and "torch" in out.out
 
 
-def test_bfloat16_as_raw_bits_and_fp32_to_fp16_npz(dumps: Path) -> None:
+def test_bfloat16_as_raw_bits_and_fp32_to_fp16_npz(run, dumps: Path) -> None:
     bits = run("--x", "xb_bits.npy", "--y", "yb_bits.npy", "--alpha", "0.2", "--dtype", "bfloat16", cwd=dumps)
     cast = run("--x", "x32.npy", "--y", "y16.npz", "--alpha", "0.2", cwd=dumps)
-    assert (bits.returncode, cast.returncode) == (0, 0), bits.stderr + cast.stderr
-    assert "bf16→bf16" in bits.stdout and "fp32→fp16" in cast.stdout
+    assert (bits.code, cast.code) == (0, 0), bits.err + cast.err
+    assert "bf16→bf16" in bits.out and "fp32→fp16" in cast.out
 
 
 @dataclass(frozen=True)
@@ -165,20 +170,16 @@ BAD_INPUTS = [
 
 
 @pytest.mark.parametrize("case", BAD_INPUTS, ids=str)
-def test_bad_input_exits_2_with_one_line(dumps: Path, case: BadInput) -> None:
-    out = run(*case.make(dumps), cwd=dumps)
-    assert out.returncode == 2, out.stdout + out.stderr
-    assert "Traceback" not in out.stderr + out.stdout
-    lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and case.says in lines[0], out.stderr
+def test_bad_input_exits_2_with_one_line(run, dumps: Path, case: BadInput) -> None:
+    assert_usage_error(run(*case.make(dumps), cwd=dumps), mentions=case.says)
 
 
-def test_profile_gives_triage_the_tiling_plan(dumps: Path) -> None:
+def test_profile_gives_triage_the_tiling_plan(run, dumps: Path) -> None:
     import conformance.npu_impl as npu
 
     np.save(dumps / "y_dropped.npy", npu.leaky_relu(X16, 0.2, variant="tail-dropped").y)
     blind = run("--x", "x.npy", "--y", "y_dropped.npy", "--alpha", "0.2", cwd=dumps)
     planned = run("--x", "x.npy", "--y", "y_dropped.npy", "--alpha", "0.2", "--profile", "ascend910b1",
                   cwd=dumps)
-    assert (blind.returncode, planned.returncode) == (1, 1)
-    assert "tail-block" not in blind.stdout and "tail-block ×" in planned.stdout
+    assert (blind.code, planned.code) == (1, 1)
+    assert "tail-block" not in blind.out and "tail-block ×" in planned.out

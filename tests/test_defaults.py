@@ -1,13 +1,11 @@
 """The default-slope table: declarations, live probes and the command."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 from conformance.reference.defaults import DEFAULTS, frameworks_with_default, probe
+from tests.helpers import run_cli
 
 
 def test_declared_defaults_are_the_documented_ones() -> None:
@@ -38,8 +36,8 @@ def test_frameworks_with_default_names_each_family() -> None:
     assert frameworks_with_default(0.123) == ()
 
 
-def test_defaults_command_prints_the_table() -> None:
-    done = subprocess.run([sys.executable, "-m", "conformance", "defaults"], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert "keras.layers.LeakyReLU" in done.stdout and "agrees" in done.stdout
-    assert "Traceback" not in done.stderr
+def test_defaults_command_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    done = run_cli(["defaults"], capsys)
+    assert done.code == 0, done.err
+    assert "keras.layers.LeakyReLU" in done.out and "agrees" in done.out
+    assert "Traceback" not in done.err

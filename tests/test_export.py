@@ -109,7 +109,7 @@ def test_merge_rows_refuses_mixed_keys() -> None:
     rows = _rows()
     other = evaluate(F16, 0.3, BackendResult(ref.leaky_relu(F16, 0.3)), direction="forward",
                      backend="cann", config=CONFIG)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="merge_rows needs rows of one key"):
         merge_rows([rows[0], other], config=CONFIG)
 
 

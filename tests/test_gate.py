@@ -44,16 +44,21 @@ def test_config_file_overrides(tmp_path: Path, text: str) -> None:
     assert config.max_ulp == 3 and config.allows("torch", "rounding")
 
 
-@pytest.mark.parametrize("text", [
-    "max_ulp = -1\n", "max_ulp = [\n", "colour = 'red'\n", "[policy]\ntorch = ['no-such-category']\n",
-    "[tolerances]\nfloat16 = { rtol = 'big' }\n", "[tolerances]\nint8 = { rtol = 1.0 }\n",
-    "[policy]\nmxnet = ['rounding']\n", "[policy]\ntorch = 'rounding'\n",
+@pytest.mark.parametrize("text, says", [
+    ("max_ulp = -1\n", "max_ulp must be an integer >= 0"),
+    ("max_ulp = [\n", "is not valid TOML"),
+    ("colour = 'red'\n", r"unknown keys \['colour'\]"),
+    ("[policy]\ntorch = ['no-such-category']\n", r"unknown categories \['no-such-category'\]"),
+    ("[tolerances]\nfloat16 = { rtol = 'big' }\n", "tolerances.float16.rtol must be a finite number"),
+    ("[tolerances]\nint8 = { rtol = 1.0 }\n", "tolerances.int8: use a dtype of"),
+    ("[policy]\nmxnet = ['rounding']\n", "policy.mxnet: unknown backend"),
+    ("[policy]\ntorch = 'rounding'\n", "policy.torch must be a list of categories"),
 ], ids=["negative-ulp", "bad-toml", "unknown-key", "unknown-category", "rtol-not-number", "bad-dtype",
         "unknown-backend", "policy-not-a-list"])
-def test_bad_config_is_a_usage_error(tmp_path: Path, text: str) -> None:
+def test_bad_config_is_a_usage_error(tmp_path: Path, text: str, says: str) -> None:
     path = tmp_path / "gate.toml"
     path.write_text(text)
-    with pytest.raises(UsageError):
+    with pytest.raises(UsageError, match=says):
         load_config(str(path), pyproject=str(tmp_path / "none.toml"))
 
 

@@ -6,20 +6,12 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from conformance.dtypes import all_patterns, from_bits, info, is_nan, to_bits
+from conformance.dtypes import all_patterns, from_bits, info, to_bits
 from conformance.reference import golden
 from tests.exact_oracle import exact_backward, exact_leaky_relu
+from tests.helpers import assert_same_bits
 
 ALPHAS = (0.0, 0.01, 0.1, 0.2, 0.3, 1 / 3, 1.0, 1.5)
-
-
-def assert_same_bits(actual: np.ndarray, expected: np.ndarray, *, what: str) -> None:
-    """Bit equality, any NaN equal to any NaN; the message names the first offenders."""
-    nan_a, nan_e = is_nan(actual), is_nan(expected)
-    bad = (nan_a != nan_e) | (~nan_a & (to_bits(actual) != to_bits(expected)))
-    idx = np.flatnonzero(bad)
-    detail = ", ".join(f"[{i}] {actual.flat[i]!r} != {expected.flat[i]!r}" for i in idx[:5])
-    assert idx.size == 0, f"{what}: Mismatched elements: {idx.size} / {bad.size}; first: {detail}"
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ def test_nan_and_inf_positions_are_violations_even_with_loose_tolerance() -> Non
 
 
 def test_ulp_distance_is_widened_before_subtracting() -> None:
-    """DOMAIN.md: numpy's nulp_diff(60000, -60000) wraps to 2394; the truth is 63142."""
+    """docs/domain.md: numpy's nulp_diff(60000, -60000) wraps to 2394; the truth is 63142."""
     m = compare(f16(60000.0), f16(-60000.0), tolerance=TOL16).metrics
     assert m.max_ulp == 63142
 

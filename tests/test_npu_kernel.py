@@ -8,25 +8,13 @@ import pytest
 import torch
 
 from conformance.dtypes import all_patterns, info, is_nan, to_bits, ulp_distance
-from conformance.npu_impl import HostValidationError, PROFILES, leaky_relu, leaky_relu_backward
+from conformance.npu_impl import PROFILES, HostValidationError, leaky_relu, leaky_relu_backward
 from conformance.reference import golden
-from tests.test_golden import assert_same_bits
+from tests.helpers import assert_same_bits, from_torch, to_torch
 
 ALPHAS = (0.0, 0.01, 0.2, 0.3, 1.5)
 INF_NAN = [p for p, prof in PROFILES.items() if prof.float_mode == "inf_nan"]
 SATURATING = [p for p, prof in PROFILES.items() if prof.float_mode == "saturation"]
-_TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
-
-
-def to_torch(a: np.ndarray) -> torch.Tensor:
-    rec = info(a.dtype)
-    return torch.from_numpy(to_bits(a).astype(rec.sint)).view(_TORCH[rec.name])
-
-
-def from_torch(t: torch.Tensor, dtype: str) -> np.ndarray:
-    rec = info(dtype)
-    sint = {2: torch.int16, 4: torch.int32}[rec.bits // 8]
-    return t.detach().contiguous().view(sint).numpy().view(rec.uint).view(rec.dtype)
 
 
 def torch_forward(x: np.ndarray, alpha: float) -> np.ndarray:

@@ -4,8 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.npu_impl.memory import (SENTINEL_BYTE, GmFault, GmInput, GmTensor, UbArena,
-                                         UbOverflowError)
+from conformance.npu_impl.memory import SENTINEL_BYTE, GmFault, GmInput, GmTensor, UbArena, UbOverflowError
 
 
 def _gm(numel: int = 16, zone: int = 8) -> GmTensor:
@@ -55,9 +54,9 @@ def test_same_core_rewriting_is_not_a_race() -> None:
 
 def test_access_beyond_the_red_zone_faults() -> None:
     gm = _gm()
-    with pytest.raises(GmFault):
+    with pytest.raises(GmFault, match=r"access \[20, 28\) leaves the red zone"):
         gm.write(20, np.ones(8, np.float32), core=0)
-    with pytest.raises(GmFault):
+    with pytest.raises(GmFault, match=r"access \[-9, -7\) leaves the red zone"):
         gm.read(-9, 2)
 
 
@@ -73,7 +72,7 @@ def test_gm_input_reads_sentinel_past_its_ends_without_copying_inside() -> None:
     assert np.shares_memory(gm.read(2, 4), x)
     edge = gm.read(6, 4)
     assert edge[:2].tolist() == [6.0, 7.0] and (edge[2:].view(np.uint8) == SENTINEL_BYTE).all()
-    with pytest.raises(GmFault):
+    with pytest.raises(GmFault, match=r"read \[10, 18\) leaves the red zone"):
         gm.read(10, 8)
 
 

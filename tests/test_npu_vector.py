@@ -6,10 +6,17 @@ import pytest
 
 from conformance.dtypes import all_patterns, info, is_nan, to_bits
 from conformance.npu_impl.memory import GmTensor
-from conformance.npu_impl.vector import (MissingInstruction, RoundMode, VectorUnit, copy_in, copy_out,
-                                         moved_elements, step)
+from conformance.npu_impl.vector import (
+    MissingInstruction,
+    RoundMode,
+    VectorUnit,
+    copy_in,
+    copy_out,
+    moved_elements,
+    step,
+)
 from conformance.reference import golden
-from tests.test_golden import assert_same_bits
+from tests.helpers import assert_same_bits
 
 NARROW = ("float16", "bfloat16")
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # overflow is emulated on purpose
@@ -165,7 +172,7 @@ def test_datacopy_of_11_halves_writes_16_into_gm() -> None:
 
 def test_datacopy_pad_exists_only_where_the_profile_has_it() -> None:
     gm = GmTensor(8, np.float32, red_zone=8)
-    with pytest.raises(MissingInstruction):
+    with pytest.raises(MissingInstruction, match="DataCopyPad is not available"):
         copy_in(np.empty(8, np.float32), gm, 0, 3, how="pad", has_pad=False)
 
 

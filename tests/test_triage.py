@@ -5,21 +5,23 @@ differs from golden, or the bits a test edited), never from the triage code.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 import pytest
 
 from conformance.dtypes import all_patterns, from_bits, info, is_nan, is_subnormal, to_bits
-from conformance.records import BackendResult, Hazard, TileLayout, TileSpan
 from conformance.npu_impl.backend import CannBackend
 from conformance.npu_impl.variants import VARIANTS
+from conformance.records import BackendResult, Hazard, TileLayout, TileSpan
 from conformance.reference import golden as ref
 from conformance.reference.tensorflow_backend import tensorflow
 from conformance.report.evaluate import Row, evaluate
 from conformance.report.gate import GateConfig
 from conformance.report.metrics import match_mask
+from tests.helpers import bits_differ, from_torch, to_torch
 
 CONFIG = GateConfig()
 F16 = all_patterns("float16")
@@ -39,8 +41,8 @@ def counts(row: Row) -> dict[str, int]:
 
 
 def differs(a: np.ndarray, b: np.ndarray) -> int:
-    """Independent count of elements whose bits differ (NaN equals NaN)."""
-    return int((~match_mask(a, b)).sum())
+    """Independent count of elements whose bits differ (NaN equals NaN): the test helper, not metrics."""
+    return int(bits_differ(a, b).sum())
 
 
 @dataclass(frozen=True)
@@ -291,7 +293,7 @@ def test_tensorflow_float32_random_bits_flushes_subnormals() -> None:
 def test_torch_fp16_alpha_001_is_only_rounding() -> None:
     import torch
 
-    actual = torch.nn.functional.leaky_relu(torch.from_numpy(F16.copy()), 0.01).numpy()
+    actual = from_torch(torch.nn.functional.leaky_relu(to_torch(F16), 0.01), "float16")
     exact = ref.leaky_relu(F16, 0.01)
     expected = differs(ref.leaky_relu(F16, 0.01, opmath="float32"), exact)
     row = judge(F16, actual, 0.01, backend="torch")
@@ -306,7 +308,7 @@ EDGES = np.array([-1e6, 1e6, -7e4, 7e4, -65504, -6000, np.inf, 0.0, -np.inf, np.
 
 
 def _variant_inputs(src: str) -> np.ndarray:
-    """All 16-bit patterns, or float32 random bits plus the DOMAIN.md edges."""
+    """All 16-bit patterns, or float32 random bits plus the docs/domain.md edges."""
     if src != "float32":
         return all_patterns(src)
     bits = np.random.default_rng(11).integers(0, 2 ** 32, 30000, dtype=np.uint64).astype(np.uint32)

@@ -8,10 +8,11 @@ below, at and above 1 so that every class is non-empty.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import Callable, Iterable, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -171,7 +172,7 @@ def _rounding_midpoints(rec: DTypeInfo, out: DTypeInfo, alpha: float) -> np.ndar
 
     Targets are ``-m/|alpha|`` for exact midpoints ``m`` (rational arithmetic), rounded to
     ``rec``, with their 1-ulp neighbours; 16-bit inputs add the patterns whose float64
-    product sits exactly on a midpoint (the double-rounding trap of DOMAIN.md).
+    product sits exactly on a midpoint (the double-rounding trap of docs/domain.md).
     """
     if alpha == 0:
         return np.empty(0, rec.dtype)

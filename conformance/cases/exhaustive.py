@@ -1,7 +1,7 @@
 """Exhaustive sweeps: every 16-bit pattern, and float32 bit ranges in chunks."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

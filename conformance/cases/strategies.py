@@ -15,8 +15,9 @@ import math
 import os
 import pkgutil
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional, TypeVar
+from typing import Optional, TypeVar
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
@@ -110,8 +111,8 @@ def boundary_sizes(dtype: DTypeLike | DTypeInfo, *, profile: Optional[str] = Non
     """Element counts on the tiling plan's edges for ``profile`` (default: the default chip).
 
     Core boundaries: every core one aligned unit, -1/+1, and one former core more.
-    Tile boundaries: every core one full tile, -1/+1 (the +1 gives the last core a 1-element tail tile).  Backward has the most
-    UB buffers, hence the smallest tile, so it is the default plan to probe.
+    Tile boundaries: every core one full tile, -1/+1 (the +1 gives the last core a 1-element tail tile).
+    Backward has the most UB buffers, hence the smallest tile, so it is the default plan to probe.
     ``tiles=False`` keeps only the (small) core-boundary sizes.
     """
     tile, unit, cores = _plan_facts(dtype, profile=profile, out_dtype=out_dtype,

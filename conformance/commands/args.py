@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Optional
 
 from conformance.errors import UsageError
 
@@ -56,7 +57,7 @@ def add_view_options(parser: argparse.ArgumentParser, *, details: bool = True) -
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the final verdict line")
 
 
-def view_from(args: argparse.Namespace) -> "View":
+def view_from(args: argparse.Namespace) -> View:
     """The rendering options the flags of :func:`add_view_options` ask for."""
     from conformance.report.console import View
 

@@ -15,14 +15,14 @@ from typing import Optional
 
 import numpy as np
 
+from conformance.commands.args import add_view_options, parse_alpha, view_from
 from conformance.dtypes import DTYPES, info
 from conformance.errors import UsageError
 from conformance.records import BackendResult, TileLayout
 from conformance.reference.golden import SUPPORTED_PAIRS
 from conformance.report import console as render
-from conformance.report.evaluate import LayoutFn, Row, evaluate
-from conformance.commands.args import add_view_options, parse_alpha, view_from
 from conformance.report import files
+from conformance.report.evaluate import LayoutFn, Row, evaluate
 from conformance.report.export import partial_on_interrupt, write_reports
 from conformance.report.gate import GateConfig, load_config
 

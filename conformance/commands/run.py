@@ -7,8 +7,9 @@ the run (the completed rows are still reported, marked partial).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 from rich.console import Console
 from rich.markup import escape

@@ -1,13 +1,13 @@
 """The ``cann`` backend: the emulated kernel behind the :class:`conformance.backends.Backend` protocol."""
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
 import numpy as np
 
 from conformance.dtypes import info
-from conformance.npu_impl import (HostValidationError, leaky_relu, leaky_relu_backward,
-                                  supported_pairs)
+from conformance.npu_impl import HostValidationError, leaky_relu, leaky_relu_backward, supported_pairs
 from conformance.npu_impl.chips import get_profile
 from conformance.npu_impl.variants import get_variant
 from conformance.records import BackendResult, Direction, Unsupported

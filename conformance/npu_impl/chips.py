@@ -1,26 +1,27 @@
 """Ascend chip profiles as data: every knob carries the source of its value.
 
-Facts come from DOMAIN.md's hardware section (CANN ``platform_config/*.ini``,
+Facts come from docs/domain.md's hardware section (CANN ``platform_config/*.ini``,
 Ascend C ``kernel_utils_constants.h``, ops-nn ``activation/leaky_relu``).
 Semantics the sources leave open are explicit knobs whose source says
 "assumed" and why; bandwidth figures are estimates and say so.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Literal, Mapping
+from typing import Literal
 
 FloatMode = Literal["inf_nan", "saturation"]
 SubnormalRule = Literal["keep", "flush"]
 MaxMinNan = Literal["propagate", "number"]
 
-BLOCK_BYTES = 32  # DataCopy granule (DOMAIN.md "Data movement")
+BLOCK_BYTES = 32  # DataCopy granule (docs/domain.md "Data movement")
 BUFFER_NUM = 2  # double buffering: two buffers per queue
 KIB = 1024
 
-_INI_910B = "CANN platform_config/Ascend910B1.ini (DOMAIN.md)"
-_INI_256K = "CANN platform_config (910A/310P: 256 KiB UB, 248 KiB usable; DOMAIN.md)"
+_INI_910B = "CANN platform_config/Ascend910B1.ini (docs/domain.md)"
+_INI_256K = "CANN platform_config (910A/310P: 256 KiB UB, 248 KiB usable; docs/domain.md)"
 _SUBNORMAL_NOTE = "assumed: sources do not say; kept (IEEE) by default, 'flush' is a knob"
 _MAXMIN_NOTE = "assumed: sources do not say; NaN-propagating by default, 'number' is a knob"
 
@@ -53,7 +54,7 @@ class ChipProfile:
         """Where the value of ``knob`` comes from."""
         return self.sources.get(knob, "unknown")
 
-    def with_knobs(self, **knobs: object) -> "ChipProfile":
+    def with_knobs(self, **knobs: object) -> ChipProfile:
         """A copy with some knobs changed (the sources say they were overridden)."""
         notes = {k: f"overridden to {v!r}" for k, v in knobs.items()}
         return replace(self, **knobs, sources=MappingProxyType({**self.sources, **notes}))
@@ -71,9 +72,9 @@ PROFILES: dict[str, ChipProfile] = {
     "ascend910b1": _profile(
         "ascend910b1",
         {"ub_bytes": _INI_910B, "ub_usable_bytes": _INI_910B,
-         "vector_cores": "DOMAIN.md: 24 AI cores / 48 vector cores",
-         "float_modes": "DOMAIN.md: INF_NAN is the default on 910B (A2/A3)",
-         "has_datacopy_pad": "DOMAIN.md: DataCopyPad on 910B/A2 and later",
+         "vector_cores": "docs/domain.md: 24 AI cores / 48 vector cores",
+         "float_modes": "docs/domain.md: INF_NAN is the default on 910B (A2/A3)",
+         "has_datacopy_pad": "docs/domain.md: DataCopyPad on 910B/A2 and later",
          "dtypes": "ops-nn leaky_relu_def.cpp: float16, bfloat16, float32",
          "gm_bytes_per_s": "assumed: ~1.6 TB/s HBM commonly quoted for Atlas 800T A2",
          "kernel_path": "ops-nn activation/leaky_relu: fp32 upcast, Muls/Compare/Select, RINT back"},
@@ -85,13 +86,13 @@ PROFILES: dict[str, ChipProfile] = {
 PROFILES["ascend910b3"] = replace(
     PROFILES["ascend910b1"], name="ascend910b3", vector_cores=40,
     sources=MappingProxyType({**PROFILES["ascend910b1"].sources,
-                              "vector_cores": "DOMAIN.md: 910B3 has 20 AI / 40 vector cores"}))
+                              "vector_cores": "docs/domain.md: 910B3 has 20 AI / 40 vector cores"}))
 PROFILES["ascend910a"] = _profile(
     "ascend910a",
     {"ub_bytes": _INI_256K, "ub_usable_bytes": _INI_256K,
      "vector_cores": "issue 3: 32 cores (AI cores, vector units inside)",
-     "float_modes": "DOMAIN.md: 910A supports only saturation mode",
-     "has_datacopy_pad": "DOMAIN.md: DataCopyPad only from 910B/A2",
+     "float_modes": "docs/domain.md: 910A supports only saturation mode",
+     "has_datacopy_pad": "docs/domain.md: DataCopyPad only from 910B/A2",
      "dtypes": "issue 3: no bf16 on 910A",
      "gm_bytes_per_s": "assumed: ~1.2 TB/s HBM2 quoted for Ascend 910",
      "kernel_path": "assumed: same fp32-upcast select path as 910B"},
@@ -102,7 +103,7 @@ PROFILES["ascend310p3"] = replace(
     PROFILES["ascend910a"], name="ascend310p3", vector_cores=8, gm_bytes_per_s=2.048e11,
     sources=MappingProxyType({**PROFILES["ascend910a"].sources,
                               "vector_cores": "assumed: 8 AI cores on 310P3 (Atlas 300I Pro)",
-                              "float_modes": "DOMAIN.md: 310P supports only saturation mode",
+                              "float_modes": "docs/domain.md: 310P supports only saturation mode",
                               "dtypes": "issue 3: no bf16 on 310P",
                               "gm_bytes_per_s": "assumed: 204.8 GB/s LPDDR4X quoted for Atlas 300I Pro"}))
 PROFILES["ascend950"] = replace(

@@ -13,8 +13,9 @@ forward-only rules; backward uses ``select`` for them.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator, Literal, Optional, Union
+from typing import Literal, Optional, Union
 
 import numpy as np
 

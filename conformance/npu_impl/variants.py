@@ -1,6 +1,6 @@
 """The reference kernel and each seeded defect, as data the kernel reads.
 
-``expected`` names the triage categories (ARCHITECTURE.md) that prove the
+``expected`` names the triage categories (docs/architecture.md) that prove the
 defect; ``directions`` and ``dtypes`` say where it is visible.  ``dtypes``
 holds input dtypes for same-dtype calls and ``"src->out"`` for cast pairs.
 """

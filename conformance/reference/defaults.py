@@ -1,4 +1,4 @@
-"""Each framework's default LeakyReLU slope: declared (DOMAIN.md) and probed live.
+"""Each framework's default LeakyReLU slope: declared (docs/domain.md) and probed live.
 
 A script that relies on one framework's default silently changes behaviour
 when it moves to another: this table is the "default-alpha trap".
@@ -7,8 +7,9 @@ A probe calls the API without a slope on x = -1 and reads the slope off the outp
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from typing import Iterator, Optional
+from collections.abc import Iterator
+from typing import Optional
 
 import numpy as np
 
 from conformance.backends import SameDtypeBackend
 from conformance.records import BackendResult
+
 
 @contextlib.contextmanager
 def _quiet_stderr() -> Iterator[None]:

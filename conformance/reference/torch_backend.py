@@ -5,9 +5,10 @@ from typing import Optional
 
 import numpy as np
 
-from conformance.dtypes import info
 from conformance.backends import SameDtypeBackend
+from conformance.dtypes import info
 from conformance.records import BackendResult
+
 
 def to_torch(a: np.ndarray):
     """numpy (ml_dtypes bfloat16 included) -> torch, through bit views for bfloat16."""

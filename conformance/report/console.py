@@ -10,8 +10,9 @@ the verdict line alone.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Literal, Optional, Sequence
+from typing import Literal, Optional
 
 from rich import box
 from rich.console import Console, Group

@@ -6,9 +6,10 @@ summed, maxima maxed, cosine sums rescaled, findings merged by category).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import reduce
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional
 
 import numpy as np
 

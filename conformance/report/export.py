@@ -13,10 +13,11 @@ import json
 import math
 import platform
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Optional
 
 import numpy as np
 
@@ -132,7 +133,7 @@ def _finding(f: Finding, *, row: Row) -> dict:
 
 
 def row_dict(row: Row) -> dict:
-    """One row with ARCHITECTURE.md's fields plus the extra metric fields."""
+    """One row with docs/architecture.md's fields plus the extra metric fields."""
     m = row.metrics
     return {
         "backend": row.backend, "profile": row.profile, "variant": row.variant,

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Optional
 
-from conformance.dtypes import DTYPES
 from conformance.backends import BACKENDS
+from conformance.dtypes import DTYPES
 from conformance.errors import UsageError
 from conformance.report.metrics import Tolerance
 

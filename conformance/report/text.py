@@ -7,7 +7,8 @@ count never print as 0, and an index keeps its array's shape.
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 Shape = tuple[int, ...]
 EXACT_DIGITS = 7  # integers up to 9,999,999 are printed in full

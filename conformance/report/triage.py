@@ -1,6 +1,6 @@
 """Why it is off: every mismatching element gets exactly one category, by proof.
 
-Categories are tried in ARCHITECTURE.md's order.  A category is claimed only
+Categories are tried in docs/architecture.md's order.  A category is claimed only
 where it is proved:
 
 - hazards come from the emulator's records (``BackendResult.hazards``);
@@ -23,9 +23,10 @@ This module reads tile layouts and hazards as data; it never imports the emulato
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional
 
 import numpy as np
 
