@@ -10,6 +10,7 @@ dtypes: FLOAT, FLOAT16, BFLOAT16 and DOUBLE, as hicann/ops-nn's
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 from typing import Any, Optional
 
@@ -24,6 +25,8 @@ REMOTE_HINT = "--worker \"ssh HOST /opt/venv/bin/conformance worker --backend to
 
 def npu_device() -> Any:
     """The torch device to run on (``CONFORMANCE_NPU_DEVICE``, default ``npu:0``), checked live."""
+    if importlib.util.find_spec("torch_npu") is None:  # say so before spending seconds importing torch
+        raise BackendUnavailable(f"torch_npu is not installed; run it on an Ascend host, e.g. {REMOTE_HINT}")
     try:
         import torch
         import torch_npu  # noqa: F401  (registers the npu device with torch)

@@ -127,7 +127,7 @@ class WorkerProcess:
             except OSError:
                 pass
         try:
-            self.proc.wait(timeout=2)
+            self.proc.wait(timeout=0.5)
         except subprocess.TimeoutExpired:
             self.kill()
         self.stderr.close()
