@@ -374,6 +374,7 @@ def attach_reproducers(row: Row, spec: RowSpec, parts: Sequence[tuple[InputBatch
 def replay(rep: corpus.Reproducer, *, config: GateConfig) -> Row:
     """Re-run a saved reproducer on its backend and judge it."""
     case = rep.case
+    worker = default_worker(rep.backend, profile=rep.profile, variant=rep.variant)
     spec = RowSpec(rep.backend, case.dtype, case.out_dtype or case.dtype, case.direction, case.alpha,
-                   rep.profile, rep.variant)
+                   rep.profile, rep.variant, worker)
     return run_batch(spec, InputBatch("reproducer", case.x, case.dy), config=config)
