@@ -1,8 +1,9 @@
 """The backend protocol, the facts each backend declares, and the registry.
 
 Stable names: ``golden``, ``torch``, ``tensorflow``, ``cann`` (with a profile
-and a variant), ``torch_npu`` (a real Ascend device, through a worker) and
-``dump`` (arrays given to ``conformance compare``).
+and a variant), ``torch_npu`` (a real Ascend device, through a worker), the
+opt-in ``jax``, ``onnxruntime`` and ``keras`` (a profile per Keras backend, in a
+worker each) and ``dump`` (arrays given to ``conformance compare``).
 
 Backends are registered through the entry-point group ``conformance.backends``
 (``name = "module:Class"``); the built-in ones are declared there in
@@ -41,6 +42,9 @@ BUILTIN: dict[str, str] = {
     "tensorflow": "conformance.reference.tensorflow_backend:TensorFlowBackend",
     "cann": "conformance.npu_impl.backend:CannBackend",
     "torch_npu": "conformance.frameworks.torch_npu:TorchNpuBackend",
+    "jax": "conformance.frameworks.jax_backend:JaxBackend",
+    "onnxruntime": "conformance.frameworks.onnxruntime_backend:OnnxRuntimeBackend",
+    "keras": "conformance.frameworks.keras_backend:KerasBackend",
 }
 
 

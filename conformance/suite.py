@@ -64,8 +64,8 @@ class Selection:
         if explicit is not None:
             return None, None, explicit
         profiles, variants = profiles_of(name)
-        profile = self.profile if profiles else None
-        variant = self.variant if variants else None
+        profile = self.profile if self.profile in profiles else None
+        variant = self.variant if self.variant in variants else None
         worker = default_worker(name, profile=profile, variant=variant, timeout=self.worker_timeout)
         return (None, None, worker) if worker is not None else (profile, variant, None)
 
