@@ -101,9 +101,10 @@ def test_backends_without_profiles_refuse_one() -> None:
         backends.get_backend("torch", profile="ascend910b1")
 
 
-def test_profile_flags_name_the_backends_that_have_profiles(capsys) -> None:
-    assert_usage_error(run_cli(["run", "--backend", "golden", "--profile", "ascend910a"], capsys),
-                       mentions="apply to the cann backend")
+@pytest.mark.parametrize("flag, value, owner", [("--profile", "ascend910a", "cann"), ("--variant", "layer", "keras")])
+def test_profile_flags_name_the_backend_they_belong_to(flag: str, value: str, owner: str, capsys) -> None:
+    assert_usage_error(run_cli(["run", "--backend", "golden", flag, value], capsys),
+                       mentions=f"apply to the {owner} backend; add --backend {owner}")
 
 
 def test_torch_npu_without_torch_npu_is_one_clear_line(capsys) -> None:

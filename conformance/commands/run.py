@@ -82,11 +82,18 @@ def _check_profile(args: argparse.Namespace, backends: Sequence[str]) -> tuple[O
         return None, None
     profiles, variants = _profile_choices(backends)
     if not (profiles or variants):
-        having = [n for n in backend_names() if any(_safe_profiles(n))] or ["NAME"]
-        raise UsageError(f"--profile/--variant apply to the {', '.join(having)} backend; "
-                         f"add --backend {having[0]}")
+        raise UsageError(_profile_hint(args.profile, args.variant))
     return (_choice(args.profile, profiles, flag="--profile"),
             _choice(args.variant, variants, flag="--variant"))
+
+
+def _profile_hint(profile: Optional[str], variant: Optional[str]) -> str:
+    """Which backend a --profile/--variant value belongs to, as a fix to suggest."""
+    declared = {n: _safe_profiles(n) for n in backend_names()}
+    having = [n for n, (ps, vs) in declared.items() if profile in ps or variant in vs] or \
+        [n for n, pv in declared.items() if any(pv)] or ["NAME"]
+    return (f"--profile/--variant apply to the {' or '.join(having)} backend; "
+            f"add --backend {having[0]}")
 
 
 def _safe_profiles(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
