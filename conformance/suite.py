@@ -37,7 +37,6 @@ from conformance.report.evaluate import Finding, Row, evaluate, merge_rows
 from conformance.report.gate import GateConfig
 
 SUITE_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.2, 0.3, 1 / 3, 1.0, 1.5)
-SUITE_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64")
 DIRECTIONS: tuple[Direction, ...] = ("forward", "backward")
 RANDOM_PATTERNS = 1 << 16  # random bit patterns per wide (fp32/fp64) row
 SHAPE_EDGES = 64  # edge values written at the head and the tail of each boundary-shape batch
