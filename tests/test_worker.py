@@ -146,6 +146,19 @@ def test_a_hang_costs_one_timeout() -> None:
     assert TIMEOUT <= time.monotonic() - started < TIMEOUT + 2
 
 
+def test_a_worker_that_stops_reading_costs_one_timeout_too() -> None:
+    backend, x = _misbehaving("deaf"), np.zeros(1 << 22, np.float32)  # 16 MiB: more than a pipe holds
+    started = time.monotonic()
+    assert "did not answer" in backend.forward(x, 0.2).rejected
+    assert time.monotonic() - started < TIMEOUT + 2
+
+
+def test_a_worker_killed_between_calls_is_restarted() -> None:
+    backend, x = _misbehaving("noisy"), all_patterns("float16")
+    backend.worker.kill()
+    assert backend.forward(x, 0.2).rejected is None and backend.restarts == 1
+
+
 def test_stdout_noise_in_the_worker_does_not_reach_the_frames() -> None:
     backend, x = _misbehaving("noisy"), all_patterns("float16")
     for _ in range(2):

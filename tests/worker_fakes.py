@@ -4,8 +4,9 @@
 under the name ``misbehaving``, which behaves until it sees ``TRIGGER_ALPHA`` and
 then does what ``mode`` says: crash, hang, write garbage, be killed (as by the
 out-of-memory killer), or return a value of the wrong shape or dtype.  ``noisy``
-prints to stdout on every call (it must not reach the frame stream) and
-``old-protocol`` says hello in another protocol version.
+prints to stdout on every call (it must not reach the frame stream),
+``old-protocol`` says hello in another protocol version, and ``deaf`` says hello
+and then never reads its input.
 """
 from __future__ import annotations
 
@@ -63,6 +64,9 @@ def main(mode: str) -> None:
     from conformance.worker import protocol, server
 
     frames = server.frames_only_stdout()
+    if mode == "deaf":  # says hello, then never reads its input again
+        protocol.write_frame(frames, server.hello(Misbehaving(mode, frames)))
+        time.sleep(120)
     if mode == "old-protocol":
         protocol.write_frame(frames, protocol.Message({"type": "hello", "protocol": 0, "backend": "misbehaving"}))
         sys.exit(0)

@@ -57,14 +57,26 @@ class WorkerProcess:
                                          start_new_session=True)
         except OSError as exc:
             raise BackendUnavailable(f"worker {spec.command!r} does not start: {exc.strerror or exc}") from None
+        assert self.proc.stdin is not None
+        os.set_blocking(self.proc.stdin.fileno(), False)  # a worker that stops reading must not block us
 
-    def send(self, message: Message) -> None:
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(frame(message))
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise WorkerFailure(self.death()) from None
+    def _late(self) -> WorkerFailure:
+        return WorkerFailure(f"worker did not answer within {self.spec.timeout:g} s; killed it")
+
+    def send(self, message: Message, *, deadline: float) -> None:
+        """Write one frame, giving up at ``deadline`` (a worker that stops reading is hung)."""
+        assert self.proc.stdin is not None
+        fd, data = self.proc.stdin.fileno(), memoryview(frame(message))
+        while data:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [fd], [], left)[1]:
+                raise self._late()
+            try:
+                data = data[os.write(fd, data[:CHUNK]):]
+            except BlockingIOError:
+                continue
+            except OSError:  # broken pipe: it died
+                raise WorkerFailure(self.death()) from None
 
     def _read(self, n: int, *, deadline: float) -> bytes:
         assert self.proc.stdout is not None
@@ -72,7 +84,7 @@ class WorkerProcess:
         while have < n:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise WorkerFailure(f"worker did not answer within {self.spec.timeout:g} s; killed it")
+                raise self._late()
             chunk = os.read(fd, min(n - have, CHUNK))
             if not chunk:
                 raise WorkerFailure(self.death())
@@ -80,8 +92,8 @@ class WorkerProcess:
             have += len(chunk)
         return b"".join(parts)
 
-    def receive(self, *, timeout: float) -> Message:
-        deadline = time.monotonic() + timeout
+    def receive(self, *, deadline: float) -> Message:
+        """Read one frame, giving up at ``deadline``."""
         try:
             length = check_prefix(self._read(PREFIX.size, deadline=deadline))
             return decode(self._read(length, deadline=deadline))
@@ -149,7 +161,8 @@ def start(spec: WorkerSpec) -> tuple[WorkerProcess, dict]:
     """A started worker and its hello; BackendUnavailable when it does not get that far."""
     worker = WorkerProcess(spec)
     try:
-        hello = _check_hello(worker.receive(timeout=max(spec.timeout, START_TIMEOUT)), command=spec.command)
+        deadline = time.monotonic() + max(spec.timeout, START_TIMEOUT)
+        hello = _check_hello(worker.receive(deadline=deadline), command=spec.command)
     except WorkerFailure as exc:
         worker.kill()
         raise BackendUnavailable(f"worker {spec.command!r} failed to start: {exc}") from None
@@ -211,9 +224,10 @@ class WorkerBackend:
             return _refused(f"{self.dead}; not restarted again")
         arrays = {"x": np.asarray(x)} if dy is None else {"x": np.asarray(x), "dy": np.asarray(dy)}
         header = {"type": "call", "direction": direction, "alpha": float(alpha), "out_dtype": out_dtype}
+        deadline = time.monotonic() + self.spec.timeout
         try:
-            self.worker.send(Message(header, arrays))
-            reply = self.worker.receive(timeout=self.spec.timeout)
+            self.worker.send(Message(header, arrays), deadline=deadline)
+            reply = self.worker.receive(deadline=deadline)
         except WorkerFailure as exc:
             self.worker.kill()
             self.dead = str(exc)
@@ -223,10 +237,11 @@ class WorkerBackend:
 
     def _ready(self) -> bool:
         """True when a worker runs, restarting a dead one if it has not been restarted yet."""
-        if self.worker.alive() and self.dead is None:
+        if self.dead is None and self.worker.alive():
             return True
+        if self.dead is None:  # it died between calls
+            self.dead = self.worker.death()
         if self.restarts >= MAX_RESTARTS:
-            self.dead = self.dead or "worker died"
             return False
         self.restarts += 1
         self.worker.close()
