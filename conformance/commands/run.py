@@ -22,7 +22,7 @@ from conformance.report import console as show
 from conformance.report import export
 from conformance.report.evaluate import Row
 from conformance.report.gate import load_config
-from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, Selection, SuiteResult, plan, run_suite
+from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, RowSpec, Selection, SuiteResult, plan, run_suite
 
 MAX_EXAMPLES = 10_000  # hypothesis examples per dtype pair; more only slows the run
 HELP = "run the conformance suite (golden, torch, tensorflow, cann, ...) and gate on it"
@@ -173,14 +173,23 @@ def write_reports(rows: Sequence[Row], paths: ReportPaths, *, seed: int, partial
     return written
 
 
+def skip_lines(skipped: Sequence[tuple[RowSpec, str]]) -> list[str]:
+    """One line per (backend, reason): how many rows, one example, and why."""
+    groups: dict[tuple[str, str], list[RowSpec]] = {}
+    for spec, why in skipped:
+        groups.setdefault((spec.backend, why), []).append(spec)
+    return [f"{show.plural(len(specs), 'row')}, e.g. {specs[0]}: {why}" for (_, why), specs in groups.items()]
+
+
 def render(result: SuiteResult, *, console: Console) -> None:
     """Triage table, detail panels for failing/warning rows, skipped rows, one-line summary."""
     if result.rows:
         show.render_table(result.rows, console=console)
         show.render_details(result.rows, console=console)
     if result.skipped:
-        console.print(f"skipped {show.plural(len(result.skipped), 'row')} the backends do not support "
-                      f"(e.g. {result.skipped[0][0]})")
+        console.print(f"skipped {show.plural(len(result.skipped), 'row')} the backends do not support:")
+        for line in skip_lines(result.skipped):
+            console.print(f"  {line}", markup=False)
     console.print(show.summary_line(result.rows, interrupted=result.interrupted))
 
 
