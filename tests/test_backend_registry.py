@@ -80,7 +80,7 @@ def test_a_plugin_runs_from_the_command_line(installed, tmp_path, capsys) -> Non
     result = run_cli(["run", "--backend", "plugin", "--alpha", "0.2", "--max-examples", "2"], capsys, cwd=tmp_path)
     assert result.code == 0, result.text
     assert "fp32→fp16" in result.out  # its extra pair ran
-    assert "plugin bf16 backward alpha=0.2: the plugin has no bfloat16" in result.out  # skips say why
+    assert "plugin bf16 forward alpha=0.2: the plugin has no bfloat16" in result.out  # skips say why
 
 
 def test_cann_declares_the_facts_the_suite_used_to_hold() -> None:
