@@ -93,10 +93,14 @@ def test_a_worker_serving_golden_gives_the_in_process_rows_bit_for_bit() -> None
 
 def test_a_cann_worker_sends_its_layout_and_hazards() -> None:
     spec = WorkerSpec(_conformance("--backend", "cann", "--variant", "tail-overrun"), 60)
-    common = dict(dtypes=("float16",), alphas=(0.2,), directions=("forward",))
-    remote = _rows(suite.Selection(backends=("cann",), workers=(("cann", spec),), **common))
-    local = _rows(suite.Selection(backends=("cann",), variant="tail-overrun", **common))
-    assert remote == local and {f["category"] for f in remote[0]["findings"]} >= {"out-of-bounds-write"}
+    remote = client.connect(spec)
+    local = suite.backend_for("cann", None, "tail-overrun")
+    assert (remote.name, remote.profile, remote.variant) == ("cann", local.profile, "tail-overrun")
+    x = all_patterns("float16")[:3001]
+    got, want = remote.forward(x, 0.2), local.forward(x, 0.2)
+    assert got.hazards and got.hazards == want.hazards and got.layout == want.layout
+    assert_same_bits(got.value, want.value)
+    assert remote.boundary_sizes("float16", "float16", "forward") == local.boundary_sizes("float16", "float16", "forward")
 
 
 # ----------------------------------------------------------------------------- misbehaving workers
