@@ -76,7 +76,14 @@ def answer(backend: Backend, message: Message) -> Message:
 
 
 def serve(backend: Backend, *, stdin: BinaryIO, stdout: BinaryIO) -> int:
-    """Hello, then answer calls until ``stdin`` ends (0), or it holds garbage (1)."""
+    """Hello, then answer calls until ``stdin`` ends or the client goes away (0), or garbage arrives (1)."""
+    try:
+        return _loop(backend, stdin=stdin, stdout=stdout)
+    except BrokenPipeError:  # the client closed its end: nothing left to answer
+        return 0
+
+
+def _loop(backend: Backend, *, stdin: BinaryIO, stdout: BinaryIO) -> int:
     write_frame(stdout, hello(backend))
     while True:
         try:
