@@ -187,6 +187,15 @@ def test_a_worker_that_cannot_start_is_a_usage_error(command: str, mentions: str
     assert_usage_error(result, mentions=mentions)
 
 
+@pytest.mark.parametrize("argv, mentions", [
+    (["--worker", ""], "--worker needs a command"),
+    (["--worker", "true", "--worker-timeout", "0"], "--worker-timeout '0': pass a number of seconds > 0"),
+    (["--worker", "true", "--worker-timeout", "soon"], "--worker-timeout 'soon'"),
+])
+def test_worker_flags_are_checked(argv: list[str], mentions: str, capsys) -> None:
+    assert_usage_error(run_cli(["run", *argv], capsys), mentions=mentions)
+
+
 def test_unavailable_backends_raise_one_line() -> None:
     with pytest.raises(BackendUnavailable, match="does not start"):
         client.connect(WorkerSpec("/nonexistent/worker", 1))

@@ -116,6 +116,7 @@ def workers_from(args: argparse.Namespace) -> tuple[tuple[str, WorkerSpec], ...]
 
 
 def parse_seconds(text: str, *, flag: str) -> float:
+    """A finite number of seconds > 0; a UsageError otherwise."""
     try:
         value = float(text)
     except ValueError:
@@ -130,19 +131,20 @@ def selection_from(args: argparse.Namespace) -> Selection:
     chosen = items(args.backend, flag="--backend")
     for name in chosen or ():
         _choice(name, backend_names(), flag="--backend")
-    workers = workers_from(args)
-    served = tuple(name for name, _ in workers)
-    backends = tuple(dict.fromkeys((chosen or (() if workers else default_backends())) + served))
-    profile, variant = _check_profile(args, [b for b in backends if b not in served])
     directions = items(args.direction, flag="--direction") or DIRECTIONS
     for d in directions:
         _choice(d, DIRECTIONS, flag="--direction")
     dtypes, alphas = items(args.dtype, flag="--dtype"), items(args.alpha, flag="--alpha")
+    dtypes = None if dtypes is None else tuple(dict.fromkeys(map(parse_dtype, dtypes)))
+    alphas = SUITE_ALPHAS if alphas is None else tuple(dict.fromkeys(map(parse_alpha, alphas)))
+    workers = workers_from(args)  # last: starting a worker is the slow part
+    served = tuple(name for name, _ in workers)
+    backends = tuple(dict.fromkeys((chosen or (() if workers else default_backends())) + served))
+    profile, variant = _check_profile(args, [b for b in backends if b not in served])
     return Selection(backends=backends, workers=workers,
                      worker_timeout=parse_seconds(args.worker_timeout, flag="--worker-timeout"),
-                     dtypes=None if dtypes is None else tuple(dict.fromkeys(map(parse_dtype, dtypes))),
-                     alphas=SUITE_ALPHAS if alphas is None else tuple(dict.fromkeys(map(parse_alpha, alphas))),
-                     directions=tuple(directions), profile=profile, variant=variant)  # type: ignore[arg-type]
+                     dtypes=dtypes, alphas=alphas, directions=tuple(directions),  # type: ignore[arg-type]
+                     profile=profile, variant=variant)
 
 
 def options_from(args: argparse.Namespace) -> Options:
