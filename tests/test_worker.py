@@ -178,6 +178,7 @@ def test_stdout_noise_in_the_worker_does_not_reach_the_frames() -> None:
     (_conformance("--backend", "nope"), "unknown backend 'nope'"),
     ("/nonexistent/conformance worker --backend torch", "does not start"),
     (worker_fakes.command("old-protocol"), "speaks protocol 0"),
+    (worker_fakes.command("bare-hello"), "sent a hello without supports, suite_pairs"),
     (shlex.join([sys.executable, "-c", "print('hello there')"]), "sent garbage"),
 ])
 def test_a_worker_that_cannot_start_is_a_usage_error(command: str, mentions: str, capsys) -> None:

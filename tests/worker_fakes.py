@@ -5,8 +5,8 @@ under the name ``misbehaving``, which behaves until it sees ``TRIGGER_ALPHA`` an
 then does what ``mode`` says: crash, hang, write garbage, be killed (as by the
 out-of-memory killer), or return a value of the wrong shape or dtype.  ``noisy``
 prints to stdout on every call (it must not reach the frame stream),
-``old-protocol`` says hello in another protocol version, and ``deaf`` says hello
-and then never reads its input.
+``old-protocol`` says hello in another protocol version, ``bare-hello`` leaves
+out the facts, and ``deaf`` says hello and then never reads its input.
 """
 from __future__ import annotations
 
@@ -67,8 +67,9 @@ def main(mode: str) -> None:
     if mode == "deaf":  # says hello, then never reads its input again
         protocol.write_frame(frames, server.hello(Misbehaving(mode, frames)))
         time.sleep(120)
-    if mode == "old-protocol":
-        protocol.write_frame(frames, protocol.Message({"type": "hello", "protocol": 0, "backend": "misbehaving"}))
+    if mode in ("old-protocol", "bare-hello"):
+        version = 0 if mode == "old-protocol" else protocol.PROTOCOL_VERSION
+        protocol.write_frame(frames, protocol.Message({"type": "hello", "protocol": version, "backend": "misbehaving"}))
         sys.exit(0)
     sys.exit(server.serve(Misbehaving(mode, frames), stdin=sys.stdin.buffer, stdout=frames))
 

@@ -145,6 +145,9 @@ class WorkerProcess:
         self.stderr.close()
 
 
+_HELLO = {"backend": str, "supports": list, "suite_pairs": list}  # what the client cannot do without
+
+
 def _check_hello(message: Message, *, command: str) -> dict:
     h = message.header
     if message.type == "error":
@@ -154,6 +157,9 @@ def _check_hello(message: Message, *, command: str) -> dict:
     if h.get("protocol") != PROTOCOL_VERSION:
         raise BackendUnavailable(f"worker {command!r} speaks protocol {h.get('protocol')!r}, this client "
                                  f"{PROTOCOL_VERSION}; install the same conformance version on both sides")
+    missing = [k for k, kind in _HELLO.items() if not isinstance(h.get(k), kind)]
+    if missing:
+        raise BackendUnavailable(f"worker {command!r} sent a hello without {', '.join(missing)}")
     return h
 
 
@@ -182,7 +188,7 @@ class WorkerBackend:
         self.profile: Optional[str] = self.hello.get("profile")
         self.variant: Optional[str] = self.hello.get("variant")
         self.restarts = 0
-        self.dead: Optional[str] = None  # why the worker is gone for good
+        self.dead: Optional[str] = None  # why the worker is gone (None while it runs)
 
     def __repr__(self) -> str:
         return f"WorkerBackend({self.name!r}, command={self.spec.command!r})"
