@@ -33,7 +33,7 @@ def sweep_part(selection: suite.Selection) -> tuple[float, dict[str, float], int
     """Seconds for every 16-bit row's sweep batch (total, per backend, rows)."""
     specs = [s for s in suite.plan(selection)[0] if info(s.dtype).bits == 16]
     _warm_up(specs)
-    inputs = suite.Inputs(seed=0, max_examples=0, alphas=selection.alphas, profile=selection.profile)
+    inputs = suite.Inputs(seed=0, max_examples=0, alphas=selection.alphas)
     per_backend: dict[str, float] = defaultdict(float)
     start = time.perf_counter()
     for spec in specs:

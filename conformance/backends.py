@@ -1,29 +1,63 @@
-"""The backend protocol and registry: who computes LeakyReLU.
+"""The backend protocol, the facts each backend declares, and the registry.
 
 Stable names: ``golden``, ``torch``, ``tensorflow``, ``cann`` (with a profile
-and a variant) and ``dump`` (arrays given to ``conformance compare``).
-Framework modules are imported only when their backend is asked for.
+and a variant), ``torch_npu`` (a real Ascend device, through a worker), the
+opt-in ``jax``, ``onnxruntime`` and ``keras`` (a profile per Keras backend, in a
+worker each) and ``dump`` (arrays given to ``conformance compare``).
+
+Backends are registered through the entry-point group ``conformance.backends``
+(``name = "module:Class"``); the built-in ones are declared there in
+``pyproject.toml`` too.  :data:`BUILTIN` is the same table, used when the
+installed metadata lacks the group (an editable install made from an older
+checkout).  An entry point of the same name wins over the built-in one.
+Modules are imported only when their backend is asked for, and framework
+modules only when a backend computes.
+
+A backend owns its facts (see :class:`BackendBase`): the dtype pairs it runs
+in the default suite, the tiling boundary sizes worth probing, its profiles
+and variants, whether the default suite runs it, and the command of the worker
+that serves it when it cannot live in this process.
 """
 from __future__ import annotations
 
+import functools
 import importlib
-from typing import Optional, Protocol
+import sys
+import warnings
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any, Optional, Protocol
 
 import numpy as np
 
+from conformance.dtypes import DTYPES
+from conformance.errors import UsageError
 from conformance.records import BackendResult, Direction
 
-BACKENDS = ("golden", "torch", "tensorflow", "cann")
-_FACTORIES = {
+GROUP = "conformance.backends"
+Pair = tuple[str, str]
+BUILTIN: dict[str, str] = {
     "golden": "conformance.reference.golden_backend:GoldenBackend",
     "torch": "conformance.reference.torch_backend:TorchBackend",
     "tensorflow": "conformance.reference.tensorflow_backend:TensorFlowBackend",
     "cann": "conformance.npu_impl.backend:CannBackend",
+    "torch_npu": "conformance.frameworks.torch_npu:TorchNpuBackend",
+    "jax": "conformance.frameworks.jax_backend:JaxBackend",
+    "onnxruntime": "conformance.frameworks.onnxruntime_backend:OnnxRuntimeBackend",
+    "keras": "conformance.frameworks.keras_backend:KerasBackend",
 }
 
 
+class BackendUnavailable(UsageError):
+    """A backend cannot run here (framework not installed, worker would not start): one line why."""
+
+
 class Backend(Protocol):
-    """What every backend offers.  Unsupported pairs are skipped, never faked."""
+    """What every backend offers.  Unsupported pairs are skipped, never faked.
+
+    The facts of :class:`BackendBase` are optional: a backend without them gets
+    the defaults (read through :func:`suite_pairs`, :func:`boundary_sizes`, ...).
+    """
 
     name: str
     profile: Optional[str]
@@ -37,27 +71,162 @@ class Backend(Protocol):
                  out_dtype: Optional[str] = None) -> BackendResult: ...
 
 
-class SameDtypeBackend:
-    """Base for framework ops whose output dtype is the input's: (T, T) for T in ``dtypes``."""
+class BackendBase:
+    """Defaults for the facts a backend declares; subclasses override what differs."""
 
     name = ""
     profile: Optional[str] = None
     variant: Optional[str] = None
+    #: --profile / --variant choices (empty: the backend takes none).
+    profiles: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()
+    #: Mixed-precision pairs the default suite runs besides (T, T) for every dtype.
+    extra_pairs: tuple[Pair, ...] = ()
+    #: Whether ``conformance run`` without --backend runs it.
+    default_suite = False
+    #: Distributions whose versions the worker handshake reports.
+    packages: tuple[str, ...] = ()
+    #: argv of the worker that serves this backend by default ("{python}" is this
+    #: interpreter; a framework with its own environment names that one's python).
+    #: None runs the backend in-process.
+    worker_command: Optional[tuple[str, ...]] = None
+
+    def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
+        return False
+
+    def skip_reason(self, dtype: str, out_dtype: str, direction: Direction) -> str:
+        """Why the suite skips a pair this backend does not support."""
+        return "not supported by the backend"
+
+    def suite_pairs(self) -> tuple[Pair, ...]:
+        """The (input, output) pairs the default suite plans for this backend."""
+        return tuple((d, d) for d in DTYPES) + self.extra_pairs
+
+    def boundary_sizes(self, dtype: str, out_dtype: str, direction: Direction) -> tuple[int, ...]:
+        """Sizes worth a batch of their own: the default chip's core boundaries."""
+        from conformance.cases.strategies import boundary_sizes
+
+        return boundary_sizes(dtype, out_dtype=out_dtype, direction=direction, tiles=False)
+
+
+class SameDtypeBackend(BackendBase):
+    """Base for framework ops whose output dtype is the input's: (T, T) for T in ``dtypes``."""
+
     dtypes: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64")
 
     def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
         return dtype == out_dtype and dtype in self.dtypes
 
 
-def get_backend(name: str, *, profile: Optional[str] = None, variant: Optional[str] = None) -> Backend:
-    """Instantiate a backend by its stable name (``profile``/``variant`` are for ``cann``)."""
-    if name not in _FACTORIES:
-        raise ValueError(f"unknown backend {name!r}; choose from {', '.join(BACKENDS)}")
-    module, cls = _FACTORIES[name].split(":")
-    factory = getattr(importlib.import_module(module), cls)
-    if name == "cann":
-        return factory(profile=profile, variant=variant)
-    return factory()
+@dataclass(frozen=True)
+class WorkerSpec:
+    """How to reach an out-of-process backend: a command line and a per-call timeout (s)."""
+
+    command: str
+    timeout: float = 600.0
+
+
+# ----------------------------------------------------------------------------- facts, with defaults
+
+def suite_pairs(backend: Backend) -> tuple[Pair, ...]:
+    pairs = getattr(backend, "suite_pairs", None)
+    return tuple(pairs()) if pairs is not None else BackendBase.suite_pairs(backend)  # type: ignore[arg-type]
+
+
+def boundary_sizes(backend: Backend, dtype: str, out_dtype: str, direction: Direction) -> tuple[int, ...]:
+    sizes = getattr(backend, "boundary_sizes", None)
+    if sizes is None:
+        return BackendBase.boundary_sizes(backend, dtype, out_dtype, direction)  # type: ignore[arg-type]
+    return tuple(sizes(dtype, out_dtype, direction))
+
+
+def skip_reason(backend: Backend, dtype: str, out_dtype: str, direction: Direction) -> str:
+    reason = getattr(backend, "skip_reason", None)
+    return reason(dtype, out_dtype, direction) if reason is not None else "not supported by the backend"
+
+
+# ----------------------------------------------------------------------------- registry
+
+def _entry_points() -> dict[str, str]:
+    """``name -> "module:attr"`` of the installed ``conformance.backends`` entry points."""
+    try:
+        found = metadata.entry_points(group=GROUP)
+    except Exception as exc:  # broken metadata must not stop the built-in backends
+        warnings.warn(f"cannot read the {GROUP} entry points: {exc}", stacklevel=2)
+        return {}
+    return {ep.name: ep.value for ep in found}
+
+
+@functools.lru_cache(maxsize=1)
+def registry() -> dict[str, str]:
+    """Every registered backend: the built-in table overlaid with the installed entry points."""
+    return {**BUILTIN, **_entry_points()}
+
+
+def names() -> tuple[str, ...]:
+    """Every registered backend name (nothing is imported)."""
+    return tuple(registry())
+
+
+@functools.cache
+def load(name: str) -> Any:
+    """The class (or factory) registered as ``name``; a UsageError naming the fix otherwise."""
+    target = registry().get(name)
+    if target is None:
+        raise UsageError(f"unknown backend {name!r}; choose from {', '.join(names())}")
+    module, _, attr = target.partition(":")
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in attr.split(".") if attr else ():
+            obj = getattr(obj, part)
+    except Exception as exc:
+        raise BackendUnavailable(f"backend {name}: cannot load {target} ({type(exc).__name__}: {exc})") from None
+    return obj
+
+
+def default_backends() -> tuple[str, ...]:
+    """The backends ``conformance run`` runs without --backend (those declaring ``default_suite``)."""
+    chosen = []
+    for name in names():
+        try:
+            if getattr(load(name), "default_suite", False):
+                chosen.append(name)
+        except UsageError as exc:  # a broken plug-in leaves the default suite, loudly
+            print(f"conformance: warning: {exc}", file=sys.stderr)
+    return tuple(chosen)
+
+
+def profiles_of(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The --profile and --variant choices ``name`` declares."""
+    cls = load(name)
+    return tuple(getattr(cls, "profiles", ())), tuple(getattr(cls, "variants", ()))
+
+
+def default_worker(name: str, *, profile: Optional[str] = None, variant: Optional[str] = None,
+                   timeout: float = WorkerSpec.timeout) -> Optional[WorkerSpec]:
+    """The worker that serves ``name`` by default (None: it runs in-process)."""
+    argv = getattr(load(name), "worker_command", None)
+    if argv is None:
+        return None
+    import shlex
+
+    extra = (["--profile", profile] if profile else []) + (["--variant", variant] if variant else [])
+    return WorkerSpec(shlex.join([sys.executable if a == "{python}" else a for a in argv] + extra), timeout)
+
+
+def get_backend(name: str, *, profile: Optional[str] = None, variant: Optional[str] = None,
+                worker: Optional[WorkerSpec] = None) -> Backend:
+    """An instance of backend ``name`` in this process, or the client of ``worker`` when given."""
+    if worker is not None:
+        from conformance.worker.client import connect
+
+        return connect(worker)
+    factory = load(name)
+    takes = profiles_of(name)
+    if (profile and not takes[0]) or (variant and not takes[1]):
+        raise UsageError(f"backend {name} takes no profile or variant")
+    kwargs = {k: v for k, v in (("profile", profile), ("variant", variant)) if v is not None}
+    return factory(**kwargs)
 
 
 def call(backend: Backend, direction: Direction, x: np.ndarray, alpha: float, *,

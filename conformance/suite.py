@@ -8,7 +8,8 @@ the backend a few rich batches rather than many small calls:
 - ``edges``: the labelled edge pool built for the row's slope and output dtype;
 - ``examples``: hypothesis-drawn tensors (``cases.strategies.collect``: fixed
   seed, no database, generate phase only) flattened into one array;
-- ``shape N``: the tiling boundary sizes of the profile under test.
+- ``shape N``: the boundary sizes the row's backend declares (cann: its tiling
+  plan's k*tile +/- 1 and core boundaries; others: the core boundaries).
 
 Every batch is judged with ``report.evaluate`` and the batches are merged with
 ``merge_rows``.  A failing row gets a minimal reproducer per failing category
@@ -26,7 +27,18 @@ from typing import Optional
 
 import numpy as np
 
-from conformance.backends import BACKENDS, Backend, call, get_backend
+from conformance.backends import (
+    Backend,
+    WorkerSpec,
+    boundary_sizes,
+    call,
+    default_backends,
+    default_worker,
+    get_backend,
+    profiles_of,
+    skip_reason,
+    suite_pairs,
+)
 from conformance.cases import corpus, strategies
 from conformance.cases.edges import EdgePool, edge_pool
 from conformance.cases.exhaustive import random_bits, shuffled16, sweep16
@@ -36,13 +48,7 @@ from conformance.report.evaluate import Finding, Row, evaluate, merge_rows
 from conformance.report.gate import GateConfig
 
 SUITE_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.2, 0.3, 1 / 3, 1.0, 1.5)
-SUITE_DTYPES: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64")
 DIRECTIONS: tuple[Direction, ...] = ("forward", "backward")
-#: Mixed-precision pairs the default suite runs, per backend.
-EXTRA_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
-    "cann": (("float32", "float16"), ("float32", "bfloat16")),
-}
-TILED_BACKENDS = ("cann",)  # backends whose tiling plan gives the k*tile +/- 1 sizes
 RANDOM_PATTERNS = 1 << 16  # random bit patterns per wide (fp32/fp64) row
 SHAPE_EDGES = 64  # edge values written at the head and the tail of each boundary-shape batch
 Pair = tuple[str, str]
@@ -50,18 +56,36 @@ Pair = tuple[str, str]
 
 @dataclass(frozen=True)
 class Selection:
-    """What to run: backends, dtype pairs, slopes, directions, and the cann profile/variant."""
+    """What to run: backends, dtype pairs, slopes, directions, the profile/variant of the
+    backends that have them, and the workers that serve backends out of process."""
 
-    backends: tuple[str, ...] = BACKENDS
+    backends: tuple[str, ...] = field(default_factory=default_backends)
     dtypes: Optional[tuple[str, ...]] = None  # input dtypes, or "src->out" pairs; None: all defaults
     alphas: tuple[float, ...] = SUITE_ALPHAS
     directions: tuple[Direction, ...] = DIRECTIONS
     profile: Optional[str] = None
     variant: Optional[str] = None
+    workers: tuple[tuple[str, WorkerSpec], ...] = ()  # (backend name, worker) from --worker
+    worker_timeout: float = WorkerSpec.timeout  # per call, for backends served by their default worker
+
+    def identity(self, name: str) -> tuple[Optional[str], Optional[str], Optional[WorkerSpec]]:
+        """The profile, variant and worker backend ``name`` runs with in this selection."""
+        explicit = dict(self.workers).get(name)
+        if explicit is not None:
+            return None, None, explicit
+        profiles, variants = profiles_of(name)
+        profile = self.profile if self.profile in profiles else None
+        variant = self.variant if self.variant in variants else None
+        worker = default_worker(name, profile=profile, variant=variant, timeout=self.worker_timeout)
+        return (None, None, worker) if worker is not None else (profile, variant, None)
+
+    def backend(self, name: str) -> Backend:
+        """The backend instance (or worker client) that runs ``name``'s rows."""
+        return backend_for(name, *self.identity(name))
 
     def pairs_for(self, backend: str) -> tuple[Pair, ...]:
         """Default pairs of ``backend`` whose input dtype was selected, plus explicit pairs."""
-        default = tuple((d, d) for d in SUITE_DTYPES) + EXTRA_PAIRS.get(backend, ())
+        default = suite_pairs(self.backend(backend))
         if self.dtypes is None:
             return default
         explicit = tuple(tuple(d.split("->")) for d in self.dtypes if "->" in d)
@@ -90,6 +114,7 @@ class RowSpec:
     alpha: float
     profile: Optional[str] = None
     variant: Optional[str] = None
+    worker: Optional[WorkerSpec] = None  # None: in-process
 
     def __str__(self) -> str:
         who = self.backend + (f"[{self.profile}/{self.variant}]" if self.profile or self.variant else "")
@@ -123,29 +148,31 @@ class SuiteResult:
 # ----------------------------------------------------------------------------- planning
 
 @functools.cache
-def backend_for(name: str, profile: Optional[str], variant: Optional[str]) -> Backend:
-    """One backend instance per (name, profile, variant); ``profile``/``variant`` only for cann."""
-    if name == "cann":
-        return get_backend(name, profile=profile, variant=variant)
-    return get_backend(name)
+def backend_for(name: str, profile: Optional[str], variant: Optional[str],
+                worker: Optional[WorkerSpec] = None) -> Backend:
+    """One backend instance per (name, profile, variant), or the client of ``worker``."""
+    return get_backend(name, profile=profile, variant=variant, worker=worker)
 
 
-def _specs_for(backend: Backend, name: str, selection: Selection) -> Iterable[tuple[RowSpec, bool]]:
+def _specs_for(backend: Backend, name: str, selection: Selection) -> Iterable[tuple[RowSpec, Optional[str]]]:
+    """Every row of ``name``, with the reason it is skipped (None: it runs)."""
+    worker = selection.identity(name)[2]
     for dtype, out in selection.pairs_for(name):
         for direction in selection.directions:
-            ok = backend.supports(dtype, out, direction)
+            why = None if backend.supports(dtype, out, direction) else skip_reason(backend, dtype, out, direction)
             for alpha in selection.alphas:
-                yield RowSpec(name, dtype, out, direction, alpha, backend.profile, backend.variant), ok
+                yield RowSpec(name, dtype, out, direction, alpha, backend.profile, backend.variant, worker), why
 
 
 def plan(selection: Selection) -> tuple[list[RowSpec], list[tuple[RowSpec, str]]]:
-    """Rows to run, and rows skipped because the backend does not support them."""
+    """Rows to run, and rows skipped because the backend does not support them (with why)."""
     rows, skipped = [], []
     for name in selection.backends:
-        backend = backend_for(name, selection.profile if name == "cann" else None,
-                              selection.variant if name == "cann" else None)
-        for spec, ok in _specs_for(backend, name, selection):
-            (rows if ok else skipped).append(spec if ok else (spec, "not supported by the backend"))
+        for spec, why in _specs_for(selection.backend(name), name, selection):
+            if why is None:
+                rows.append(spec)
+            else:
+                skipped.append((spec, why))
     return rows, skipped
 
 
@@ -167,8 +194,8 @@ def _with_dy(label: str, x: np.ndarray, direction: Direction, *, seed: int) -> I
 class Inputs:
     """Input batches for rows, built once per key and shared by every backend."""
 
-    def __init__(self, *, seed: int, max_examples: int, alphas: Sequence[float], profile: Optional[str]):
-        self.seed, self.max_examples, self.profile = seed, max_examples, profile
+    def __init__(self, *, seed: int, max_examples: int, alphas: Sequence[float]):
+        self.seed, self.max_examples = seed, max_examples
         self.alphas = tuple(alphas)
         self.sweep = functools.lru_cache(maxsize=None)(self._sweep)
         self.edges = functools.lru_cache(maxsize=None)(self._edges)
@@ -177,9 +204,9 @@ class Inputs:
 
     def batches(self, spec: RowSpec) -> list[InputBatch]:
         d = spec.direction
-        tiled = spec.backend in TILED_BACKENDS
+        sizes = boundary_sizes(_backend(spec), spec.dtype, spec.out_dtype, d)
         return [self.sweep(spec.dtype, d), self.edges(spec.dtype, spec.out_dtype, d, spec.alpha),
-                self.examples(spec.dtype, spec.out_dtype, d), *self.shapes(spec.dtype, spec.out_dtype, d, tiled)]
+                self.examples(spec.dtype, spec.out_dtype, d), *self.shapes(spec.dtype, spec.out_dtype, d, sizes)]
 
     def _sweep(self, dtype: str, direction: Direction) -> InputBatch:
         if info(dtype).bits == 16:
@@ -207,10 +234,10 @@ class Inputs:
         both = self.examples(dtype, out_dtype, "backward") if direction == "forward" else self._drawn(dtype, out_dtype)
         return replace(both, dy=None) if direction == "forward" else both
 
-    def _shapes(self, dtype: str, out_dtype: str, direction: Direction, tiled: bool) -> tuple[InputBatch, ...]:
+    def _shapes(self, dtype: str, out_dtype: str, direction: Direction,
+                sizes: tuple[int, ...]) -> tuple[InputBatch, ...]:
+        """One batch per boundary size the row's backend declares."""
         pool = edge_pool(dtype, out_dtype=out_dtype, alphas=self.alphas)
-        sizes = strategies.boundary_sizes(dtype, profile=self.profile, out_dtype=out_dtype,
-                                          direction=direction, tiles=tiled)
         return tuple(_shaped(n, pool, direction, seed=subseed(self.seed, "shape", dtype, n)) for n in sizes)
 
 
@@ -226,9 +253,15 @@ def _shaped(n: int, pool: EdgePool, direction: Direction, *, seed: int) -> Input
 
 # ----------------------------------------------------------------------------- running
 
+def _backend(spec: RowSpec) -> Backend:
+    if spec.worker is not None:
+        return backend_for(spec.backend, None, None, spec.worker)
+    return backend_for(spec.backend, spec.profile, spec.variant)
+
+
 def run_batch(spec: RowSpec, batch: InputBatch, *, config: GateConfig) -> Row:
     """Call the backend on one batch and judge it."""
-    backend = backend_for(spec.backend, spec.profile, spec.variant)
+    backend = _backend(spec)
     out = spec.out_dtype if spec.out_dtype != spec.dtype else None
     result = call(backend, spec.direction, batch.x, spec.alpha, dy=batch.dy, out_dtype=out)
     return _judge(spec, batch, result, config=config)
@@ -254,8 +287,7 @@ def run_suite(selection: Selection, options: Options, *,
               specs: Optional[list[RowSpec]] = None) -> SuiteResult:
     """Run the selection; Ctrl-C or SIGTERM stops it and returns the completed rows marked interrupted."""
     todo, skipped = plan(selection) if specs is None else (specs, [])
-    inputs = Inputs(seed=options.seed, max_examples=options.max_examples,
-                    alphas=selection.alphas, profile=selection.profile)
+    inputs = Inputs(seed=options.seed, max_examples=options.max_examples, alphas=selection.alphas)
     result = SuiteResult(skipped=skipped)
     try:
         for spec in todo:
@@ -357,6 +389,7 @@ def attach_reproducers(row: Row, spec: RowSpec, parts: Sequence[tuple[InputBatch
 def replay(rep: corpus.Reproducer, *, config: GateConfig) -> Row:
     """Re-run a saved reproducer on its backend and judge it."""
     case = rep.case
+    worker = default_worker(rep.backend, profile=rep.profile, variant=rep.variant)
     spec = RowSpec(rep.backend, case.dtype, case.out_dtype or case.dtype, case.direction, case.alpha,
-                   rep.profile, rep.variant)
+                   rep.profile, rep.variant, worker)
     return run_batch(spec, InputBatch("reproducer", case.x, case.dy), config=config)

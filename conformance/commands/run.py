@@ -14,7 +14,8 @@ from typing import Optional
 from rich.console import Console
 from rich.markup import escape
 
-from conformance.backends import BACKENDS
+from conformance.backends import WorkerSpec, default_backends, profiles_of
+from conformance.backends import names as backend_names
 from conformance.commands.args import add_view_options, items, parse_alpha, parse_int, view_from
 from conformance.dtypes import info
 from conformance.errors import UsageError
@@ -23,20 +24,27 @@ from conformance.report import console as show
 from conformance.report import export, files
 from conformance.report.files import ReportPaths
 from conformance.report.gate import load_config
-from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, Selection, SuiteResult, plan, run_suite
+from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, RowSpec, Selection, SuiteResult, plan, run_suite
 
 MAX_EXAMPLES = 10_000  # hypothesis examples per dtype pair; more only slows the run
-HELP = "run the conformance suite (golden, torch, tensorflow, cann) and gate on it"
+HELP = "run the conformance suite (golden, torch, tensorflow, cann, ...) and gate on it"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
-    add("--backend", action="append", metavar="NAME", help=f"one of {', '.join(BACKENDS)} (repeat or comma-separate)")
+    add("--backend", action="append", metavar="NAME",
+        help=f"one of {', '.join(backend_names())} "
+             f"(repeat or comma-separate; default: {', '.join(default_backends())})")
     add("--dtype", action="append", metavar="D", help="fp16, bf16, fp32, fp64, or a pair like fp32->fp16")
     add("--alpha", action="append", metavar="A", help="slope(s), e.g. 0.2 or 1/3 (default: the suite's 8)")
     add("--direction", action="append", metavar="DIR", help="forward or backward (default: both)")
-    add("--profile", help="cann chip profile (default ascend910b1)")
-    add("--variant", help="cann kernel variant (default reference)")
+    add("--profile", help="chip profile of the backends that have one (cann: default ascend910b1)")
+    add("--variant", help="kernel variant of the backends that have one (cann: default reference)")
+    add("--worker", action="append", metavar="CMD",
+        help="run the backend a worker serves through it, e.g. \"ssh npu-host /opt/venv/bin/conformance "
+             "worker --backend torch_npu\" (repeatable; without --backend only worker backends run)")
+    add("--worker-timeout", default="600", metavar="S",
+        help="seconds a worker may take per call before its row gets an error finding (default 600)")
     add("--seed", default="0", help="seed for random inputs and hypothesis examples (default 0)")
     add("--max-examples", default="100", help="hypothesis examples per dtype and direction (default 100)")
     add("--json", metavar="PATH", help="write the JSON report here")
@@ -66,31 +74,81 @@ def _choice(value: Optional[str], choices: Sequence[str], *, flag: str) -> Optio
     return value
 
 
-def _cann_choices() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    from conformance.npu_impl.chips import PROFILES
-    from conformance.npu_impl.variants import VARIANTS
+def _profile_choices(backends: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The --profile and --variant values the selected backends declare."""
+    found = [profiles_of(name) for name in backends]
+    return (tuple(dict.fromkeys(p for ps, _ in found for p in ps)),
+            tuple(dict.fromkeys(v for _, vs in found for v in vs)))
 
-    return tuple(PROFILES), tuple(VARIANTS)
+
+def _check_profile(args: argparse.Namespace, backends: Sequence[str]) -> tuple[Optional[str], Optional[str]]:
+    if not (args.profile or args.variant):
+        return None, None
+    profiles, variants = _profile_choices(backends)
+    if not (profiles or variants):
+        raise UsageError(_profile_hint(args.profile, args.variant))
+    return (_choice(args.profile, profiles, flag="--profile"),
+            _choice(args.variant, variants, flag="--variant"))
+
+
+def _profile_hint(profile: Optional[str], variant: Optional[str]) -> str:
+    """Which backend a --profile/--variant value belongs to, as a fix to suggest."""
+    declared = {n: _safe_profiles(n) for n in backend_names()}
+    having = [n for n, (ps, vs) in declared.items() if profile in ps or variant in vs] or \
+        [n for n, pv in declared.items() if any(pv)] or ["NAME"]
+    return (f"--profile/--variant apply to the {' or '.join(having)} backend; "
+            f"add --backend {having[0]}")
+
+
+def _safe_profiles(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    try:
+        return profiles_of(name)
+    except UsageError:
+        return (), ()
+
+
+def workers_from(args: argparse.Namespace) -> tuple[tuple[str, WorkerSpec], ...]:
+    """Start each --worker, learn from its handshake which backend it serves."""
+    from conformance.worker.client import connect
+
+    timeout = parse_seconds(args.worker_timeout, flag="--worker-timeout")
+    found = []
+    for command in args.worker or ():
+        spec = WorkerSpec(command, timeout)
+        found.append((connect(spec).name, spec))
+    return tuple(found)
+
+
+def parse_seconds(text: str, *, flag: str) -> float:
+    """A finite number of seconds > 0; a UsageError otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise UsageError(f"{flag} {text!r}: pass a number of seconds > 0, such as 600")
+    return value
 
 
 def selection_from(args: argparse.Namespace) -> Selection:
     """The suite selection the flags ask for, validated (UsageError on anything unknown)."""
-    backends = items(args.backend, flag="--backend") or Selection().backends
-    for name in backends:
-        _choice(name, BACKENDS, flag="--backend")
-    profiles, variants = _cann_choices()
-    profile = _choice(args.profile, profiles, flag="--profile")
-    variant = _choice(args.variant, variants, flag="--variant")
-    if (profile or variant) and "cann" not in backends:
-        raise UsageError("--profile/--variant apply to the cann backend; add --backend cann")
+    chosen = items(args.backend, flag="--backend")
+    for name in chosen or ():
+        _choice(name, backend_names(), flag="--backend")
     directions = items(args.direction, flag="--direction") or DIRECTIONS
     for d in directions:
         _choice(d, DIRECTIONS, flag="--direction")
     dtypes, alphas = items(args.dtype, flag="--dtype"), items(args.alpha, flag="--alpha")
-    return Selection(backends=tuple(backends),
-                     dtypes=None if dtypes is None else tuple(dict.fromkeys(map(parse_dtype, dtypes))),
-                     alphas=SUITE_ALPHAS if alphas is None else tuple(dict.fromkeys(map(parse_alpha, alphas))),
-                     directions=tuple(directions), profile=profile, variant=variant)  # type: ignore[arg-type]
+    dtypes = None if dtypes is None else tuple(dict.fromkeys(map(parse_dtype, dtypes)))
+    alphas = SUITE_ALPHAS if alphas is None else tuple(dict.fromkeys(map(parse_alpha, alphas)))
+    workers = workers_from(args)  # last: starting a worker is the slow part
+    served = tuple(name for name, _ in workers)
+    backends = tuple(dict.fromkeys((chosen or (() if workers else default_backends())) + served))
+    profile, variant = _check_profile(args, [b for b in backends if b not in served])
+    return Selection(backends=backends, workers=workers,
+                     worker_timeout=parse_seconds(args.worker_timeout, flag="--worker-timeout"),
+                     dtypes=dtypes, alphas=alphas, directions=tuple(directions),  # type: ignore[arg-type]
+                     profile=profile, variant=variant)
 
 
 def options_from(args: argparse.Namespace) -> Options:
@@ -102,12 +160,21 @@ def options_from(args: argparse.Namespace) -> Options:
 
 # ----------------------------------------------------------------------------- reports
 
+def skip_lines(skipped: Sequence[tuple[RowSpec, str]]) -> list[str]:
+    """One line per (backend, reason): how many rows, one example, and why."""
+    groups: dict[tuple[str, str], list[RowSpec]] = {}
+    for spec, why in skipped:
+        groups.setdefault((spec.backend, why), []).append(spec)
+    return [f"{show.plural(len(specs), 'row')}, e.g. {specs[0]}: {why}" for (_, why), specs in groups.items()]
+
+
 def render(result: SuiteResult, *, console: Console, view: show.View = show.View()) -> None:
     """Panels and the folded table as ``view`` asks, skipped rows, the one-line summary."""
     show.render_rows(result.rows, console=console, view=view)
     if result.skipped and not view.quiet:
-        console.print(f"skipped {show.plural(len(result.skipped), 'row')} the backends do not support "
-                      f"(e.g. {result.skipped[0][0]})", markup=False)
+        console.print(f"skipped {show.plural(len(result.skipped), 'row')} the backends do not support:")
+        for line in skip_lines(result.skipped):
+            console.print(f"  {line}", markup=False)
     console.print(show.summary_line(result.rows, interrupted=result.interrupted))
 
 

@@ -6,17 +6,29 @@ from typing import Optional
 
 import numpy as np
 
+from conformance.backends import BackendBase
 from conformance.dtypes import info
-from conformance.npu_impl import HostValidationError, leaky_relu, leaky_relu_backward, supported_pairs
+from conformance.npu_impl import (
+    PROFILES,
+    VARIANTS,
+    HostValidationError,
+    leaky_relu,
+    leaky_relu_backward,
+    supported_pairs,
+)
 from conformance.npu_impl.chips import get_profile
 from conformance.npu_impl.variants import get_variant
 from conformance.records import BackendResult, Direction, Unsupported
 
 
-class CannBackend:
+class CannBackend(BackendBase):
     """The emulated CANN LeakyRelu kernel on one chip profile, built as one variant."""
 
     name = "cann"
+    default_suite = True
+    profiles = tuple(PROFILES)
+    variants = tuple(VARIANTS)
+    extra_pairs = (("float32", "float16"), ("float32", "bfloat16"))
 
     def __init__(self, *, profile: Optional[str] = None, variant: Optional[str] = None,
                  cores: Optional[int] = None):
@@ -34,6 +46,16 @@ class CannBackend:
         except ValueError:
             return False
         return direction in ("forward", "backward") and pair in supported_pairs(get_profile(self.profile))
+
+    def skip_reason(self, dtype: str, out_dtype: str, direction: Direction) -> str:
+        return f"the {self.profile} kernel has no {dtype}->{out_dtype}"
+
+    def boundary_sizes(self, dtype: str, out_dtype: str, direction: Direction) -> tuple[int, ...]:
+        """This profile's tiling plan edges: core boundaries and k*tile +/- 1."""
+        from conformance.cases.strategies import boundary_sizes
+
+        return boundary_sizes(dtype, profile=self.profile, out_dtype=out_dtype, direction=direction,
+                              tiles=True)
 
     def _check(self, x: np.ndarray, out_dtype: Optional[str], direction: Direction) -> None:
         src = x.dtype.name

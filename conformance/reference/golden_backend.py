@@ -5,16 +5,16 @@ from typing import Optional
 
 import numpy as np
 
+from conformance.backends import BackendBase
 from conformance.records import BackendResult, Direction
 from conformance.reference import golden
 
 
-class GoldenBackend:
+class GoldenBackend(BackendBase):
     """Runs ``conformance.reference.golden``; every row must match itself exactly."""
 
     name = "golden"
-    profile: Optional[str] = None
-    variant: Optional[str] = None
+    default_suite = True
 
     def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
         return (dtype, out_dtype) in golden.SUPPORTED_PAIRS

@@ -46,6 +46,8 @@ class TensorFlowBackend(SameDtypeBackend):
     """``tf.nn.leaky_relu(x, alpha=alpha)``; the gradient comes from ``tf.GradientTape``."""
 
     name = "tensorflow"
+    default_suite = True
+    packages = ("tensorflow", "tensorflow-cpu")
 
     def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
         tf = tensorflow()

@@ -34,6 +34,8 @@ class TorchBackend(SameDtypeBackend):
     """``torch.nn.functional.leaky_relu(x, negative_slope=alpha)``; backward via autograd."""
 
     name = "torch"
+    default_suite = True
+    packages = ("torch",)
 
     def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
         import torch.nn.functional as F

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
-from conformance.backends import BACKENDS
+from conformance.backends import names as backend_names
 from conformance.dtypes import DTYPES
 from conformance.errors import UsageError
 from conformance.report.metrics import Tolerance
@@ -31,7 +31,6 @@ CATEGORIES = (
     "spurious-nan", "lost-nan", "signed-zero", "rounding", "unexplained",
 )
 VERDICTS = ("pass", "warn", "fail")
-POLICY_BACKENDS = (*BACKENDS, "dump")  # every backend name a row can carry
 _TORCH_TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5),
                      "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}
 _KEYS = ("tolerances", "max_ulp", "strict_zeros", "policy")
@@ -101,13 +100,19 @@ def _tolerances(table: Any, base: Mapping[str, tuple[float, float]]) -> dict[str
     return out
 
 
+def policy_backends() -> tuple[str, ...]:
+    """Every backend name a row can carry: the registered backends and ``dump``."""
+    return (*backend_names(), "dump")
+
+
 def _policy(table: Any, base: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
     if not isinstance(table, dict):
         raise UsageError('policy must be a table like tensorflow = ["alpha-precision"]')
     out = dict(base)
+    known = policy_backends()
     for backend, cats in table.items():
-        if backend not in POLICY_BACKENDS:
-            raise UsageError(f"policy.{backend}: unknown backend; choose from {', '.join(POLICY_BACKENDS)}")
+        if backend not in known:
+            raise UsageError(f"policy.{backend}: unknown backend; choose from {', '.join(known)}")
         if not isinstance(cats, list):
             raise UsageError(f'policy.{backend} must be a list of categories, like ["rounding"]')
         unknown = set(cats) - set(CATEGORIES)

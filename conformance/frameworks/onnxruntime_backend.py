@@ -1,0 +1,64 @@
+"""``onnxruntime``: a one-node ``LeakyRelu`` graph built with ``onnx.helper``, CPU, forward only.
+
+Opt-in (``--backend onnxruntime``).  ONNX Runtime's CPU provider has no bfloat16
+or float64 LeakyRelu (onnxruntime 1.32: NOT_IMPLEMENTED), and ONNX has no gradient to run,
+so those rows are skipped with the reason.
+One session is built per (dtype, alpha) and kept.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Optional
+
+import numpy as np
+
+from conformance.backends import BackendBase
+from conformance.frameworks.loading import require
+from conformance.records import BackendResult, Direction, Unsupported
+
+OPSET = 22
+DTYPES = ("float16", "float32")  # measured: the CPU provider has no bfloat16 or float64 LeakyRelu
+
+
+class OnnxRuntimeBackend(BackendBase):
+    """``LeakyRelu(alpha)`` (alpha stored as a float32 attribute, as ONNX defines it)."""
+
+    name = "onnxruntime"
+    packages = ("onnx", "onnxruntime")
+
+    def __init__(self) -> None:
+        self.onnx = require("onnx", backend=self.name)
+        self.ort = require("onnxruntime", backend=self.name)
+        self.session = functools.lru_cache(maxsize=64)(self._session)
+
+    def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
+        return direction == "forward" and dtype == out_dtype and dtype in DTYPES
+
+    def skip_reason(self, dtype: str, out_dtype: str, direction: Direction) -> str:
+        if direction == "backward":
+            return "ONNX Runtime runs no gradient of LeakyRelu"
+        if dtype in ("bfloat16", "float64") and dtype == out_dtype:
+            return f"ONNX Runtime's CPU provider has no {dtype} LeakyRelu"
+        return f"onnxruntime runs LeakyRelu on (T, T) only, T in {', '.join(DTYPES)}"
+
+    def _session(self, dtype: str, alpha: float) -> Any:
+        helper, proto = self.onnx.helper, self.onnx.TensorProto
+        elem = {"float16": proto.FLOAT16, "float32": proto.FLOAT}[dtype]
+        node = helper.make_node("LeakyRelu", ["x"], ["y"], alpha=alpha)
+        graph = helper.make_graph([node], "leaky_relu", [helper.make_tensor_value_info("x", elem, [None])],
+                                  [helper.make_tensor_value_info("y", elem, [None])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+        options = self.ort.SessionOptions()
+        options.log_severity_level = 3
+        return self.ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+    def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
+        if x.dtype.name not in DTYPES:
+            raise Unsupported(self.skip_reason(x.dtype.name, x.dtype.name, "forward"))
+        flat = np.ascontiguousarray(x).reshape(-1)
+        (y,) = self.session(x.dtype.name, float(alpha)).run(["y"], {"x": flat})
+        return BackendResult(np.asarray(y).reshape(x.shape))
+
+    def backward(self, dy: np.ndarray, x: np.ndarray, alpha: float, *,
+                 out_dtype: Optional[str] = None) -> BackendResult:
+        raise Unsupported(self.skip_reason(x.dtype.name, x.dtype.name, "backward"))

@@ -1,0 +1,110 @@
+"""The worker side: serve one in-process backend over a pair of byte streams.
+
+The worker writes its hello first, then answers each ``call`` with a ``result``
+or an ``error`` until its input ends.  A backend exception becomes an ``error``
+reply for that call; the worker goes on.  Only frames go to the frame stream:
+:func:`frames_only_stdout` moves everything else that writes to stdout (Python
+prints, C++ framework logs on file descriptor 1) to stderr.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from importlib import metadata
+from typing import BinaryIO, Optional
+
+from conformance.backends import Backend, boundary_sizes, call, skip_reason, suite_pairs
+from conformance.dtypes import DTYPES
+from conformance.records import Unsupported
+from conformance.worker.protocol import (
+    PROTOCOL_VERSION,
+    Message,
+    ProtocolError,
+    error_message,
+    read_frame,
+    result_message,
+    write_frame,
+)
+
+DIRECTIONS = ("forward", "backward")
+
+
+def frames_only_stdout() -> BinaryIO:
+    """A private stream to the real stdout; file descriptor 1 and ``sys.stdout`` now go to stderr."""
+    frames = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return frames
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def versions(backend: Backend) -> dict[str, str]:
+    """Python, the harness's own packages and the backend's declared distributions."""
+    dists = ("conformance", "numpy", "ml_dtypes", *getattr(backend, "packages", ()))
+    return {"python": platform.python_version(), **{d: _version(d) for d in dists}}
+
+
+def hello(backend: Backend) -> Message:
+    """The handshake: protocol version, who this is, and every fact the suite plans with."""
+    triples = [(d, o, r) for d in DTYPES for o in DTYPES for r in DIRECTIONS]
+    supported = [t for t in triples if backend.supports(*t)]
+    return Message({
+        "type": "hello", "protocol": PROTOCOL_VERSION, "backend": backend.name,
+        "profile": backend.profile, "variant": backend.variant,
+        "supports": supported,
+        "skip_reasons": {f"{d}->{o} {r}": skip_reason(backend, d, o, r) for d, o, r in triples
+                         if (d, o, r) not in supported},
+        "suite_pairs": [list(p) for p in suite_pairs(backend)],
+        "boundary_sizes": {f"{d}->{o} {r}": list(boundary_sizes(backend, d, o, r)) for d, o, r in supported},
+        "versions": versions(backend),
+    })
+
+
+def answer(backend: Backend, message: Message) -> Message:
+    """The reply to one message: a ``result``, or an ``error`` saying what went wrong."""
+    if message.type != "call":
+        return error_message("error", f"unknown message type {message.type!r}; expected 'call'")
+    h, arrays = message.header, message.arrays
+    try:
+        result = call(backend, h["direction"], arrays["x"], h["alpha"], dy=arrays.get("dy"),
+                      out_dtype=h.get("out_dtype"))
+        return result_message(result)
+    except Unsupported as exc:
+        return error_message("unsupported", str(exc))
+    except Exception as exc:  # the backend failed on this call; the worker goes on
+        return error_message("error", f"{type(exc).__name__}: {exc}")
+
+
+def serve(backend: Backend, *, stdin: BinaryIO, stdout: BinaryIO) -> int:
+    """Hello, then answer calls until ``stdin`` ends or the client goes away (0), or garbage arrives (1)."""
+    try:
+        return _loop(backend, stdin=stdin, stdout=stdout)
+    except BrokenPipeError:  # the client closed its end: nothing left to answer
+        return 0
+
+
+def _loop(backend: Backend, *, stdin: BinaryIO, stdout: BinaryIO) -> int:
+    write_frame(stdout, hello(backend))
+    while True:
+        try:
+            message: Optional[Message] = read_frame(stdin)
+        except ProtocolError as exc:
+            print(f"conformance worker: {exc}", file=sys.stderr)
+            return 1
+        if message is None:
+            return 0
+        write_frame(stdout, answer(backend, message))
+
+
+def refuse(reason: str, *, stdout: BinaryIO) -> int:
+    """The backend cannot run here: an ``unavailable`` error frame, the reason on stderr, exit 2."""
+    write_frame(stdout, error_message("unavailable", reason))
+    print(f"conformance worker: {reason}", file=sys.stderr)
+    return 2

@@ -1,0 +1,81 @@
+"""The opt-in framework backends (jax, onnxruntime, keras): what they run, what they skip and why.
+
+Their golden models are not here (the triage issue owns them); these tests check
+that each backend calls its framework as documented and declares its pairs honestly.
+A framework that is not installed is skipped, and its backend must then refuse in one line.
+"""
+from __future__ import annotations
+
+import importlib.util
+import shlex
+import sys
+
+import numpy as np
+import pytest
+
+from conformance import backends, suite
+from conformance.backends import BackendUnavailable, WorkerSpec
+from conformance.worker import client
+from tests.helpers import assert_same_bits
+
+HAVE = {name: importlib.util.find_spec(name) is not None for name in ("jax", "onnxruntime", "keras", "tensorflow")}
+
+
+@pytest.fixture(autouse=True)
+def fresh_workers():
+    yield
+    client.close_all()
+    suite.backend_for.cache_clear()
+
+
+def test_framework_backends_are_registered_but_opt_in() -> None:
+    assert {"jax", "onnxruntime", "keras"} <= set(backends.names())
+    assert not {"jax", "onnxruntime", "keras", "torch_npu"} & set(backends.default_backends())
+
+
+@pytest.mark.parametrize("name, module", [("jax", "jax"), ("onnxruntime", "onnx")])
+def test_a_missing_framework_is_one_line(name: str, module: str) -> None:
+    if HAVE[name]:
+        pytest.skip(f"{name} is installed here")
+    hint = f"backend {name}: cannot import {module} .*conformance\\[frameworks\\]"
+    with pytest.raises(BackendUnavailable, match=hint):
+        backends.get_backend(name)
+
+
+@pytest.mark.skipif(not HAVE["jax"], reason="jax is not installed")
+def test_jax_forward_and_vjp_use_its_documented_select() -> None:
+    jax = backends.get_backend("jax")
+    x = np.array([-2.0, -0.0, 0.0, 3.0, np.nan], np.float64)
+    assert_same_bits(jax.forward(x, 0.25).value, np.array([-0.5, -0.0, 0.0, 3.0, np.nan]))
+    # where(x >= 0, ...): the gradient at x == 0 is dy, not alpha*dy
+    assert_same_bits(jax.backward(np.full(5, 2.0), x, 0.25).value, np.array([0.5, 2.0, 2.0, 2.0, 0.5]))
+
+
+@pytest.mark.skipif(not HAVE["onnxruntime"], reason="onnxruntime is not installed")
+def test_onnxruntime_runs_fp16_and_fp32_forward_and_says_why_not_the_rest() -> None:
+    ort = backends.get_backend("onnxruntime")
+    x = np.array([-1.0, 2.0, -0.0], np.float16)
+    assert_same_bits(ort.forward(x, 0.5).value, np.array([-0.5, 2.0, -0.0], np.float16))
+    assert not ort.supports("bfloat16", "bfloat16", "forward")
+    assert "no bfloat16 LeakyRelu" in backends.skip_reason(ort, "bfloat16", "bfloat16", "forward")
+    assert "no float64 LeakyRelu" in backends.skip_reason(ort, "float64", "float64", "forward")
+    assert "gradient" in backends.skip_reason(ort, "float16", "float16", "backward")
+
+
+def _keras(*args: str) -> client.WorkerBackend:
+    command = shlex.join([sys.executable, "-m", "conformance", "worker", "--backend", "keras", *args])
+    return client.connect(WorkerSpec(command, 120))
+
+
+@pytest.mark.skipif(not (HAVE["keras"] and HAVE["tensorflow"]), reason="keras on tensorflow is not installed")
+def test_keras_layer_returns_float32_for_16_bit_inputs_like_tensorflow_in_float32() -> None:
+    from conformance.dtypes import all_patterns
+
+    layer = _keras("--profile", "tensorflow", "--variant", "layer")
+    assert (layer.profile, layer.variant) == ("tensorflow", "layer")
+    assert layer.supports("float16", "float32", "forward") and not layer.supports("float16", "float16", "forward")
+    assert "float32 policy" in layer.skip_reason("float16", "float16", "forward")
+    x = all_patterns("float16")
+    y = layer.forward(x, 0.3, out_dtype="float32").value
+    expected = backends.get_backend("tensorflow").forward(x.astype(np.float32), 0.3).value
+    assert_same_bits(y, expected, what="keras layer fp16 -> fp32")
