@@ -21,7 +21,7 @@ from conformance.records import BackendResult, TileLayout
 from conformance.reference.golden import SUPPORTED_PAIRS
 from conformance.report import console as render
 from conformance.report.evaluate import LayoutFn, Row, evaluate
-from conformance.commands.args import check_writable, parse_alpha
+from conformance.commands.args import check_writable, parse_alpha, parse_int
 from conformance.report.export import versions, write_json, write_junit
 from conformance.report.gate import GateConfig, load_config
 
@@ -122,9 +122,7 @@ def _check_pair(x: np.ndarray, out: np.ndarray, *, flag: str, src_flag: str = "-
 def _cores(text: Optional[str]) -> Optional[int]:
     if text is None:
         return None
-    if not text.isdigit() or int(text) < 1:
-        raise UsageError(f"--cores {text!r} must be a positive integer")
-    return int(text)
+    return parse_int(text, flag="--cores", minimum=1)
 
 
 def plan_layout(profile: Optional[str], cores: Optional[int], *, dtypes: tuple[str, str],
