@@ -154,3 +154,121 @@ def test_a_pyproject_in_the_working_directory_with_a_bad_table_is_named(
         dumps: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (dumps / "pyproject.toml").write_text("[tool.conformance.policy]\ntorch = { a = 1 }\n")
     assert_usage_error(run_cli(_compare("--alpha", "0.2"), capsys, cwd=dumps), mentions="policy.torch")
+
+
+# ----------------------------------------------------------------------------- reproducers
+
+def _saved(tmp_path: Path, *, backend: str = "torch", direction: str = "forward", out_dtype=None,
+           x=None, dy=None, alpha: float = 0.2) -> Path:
+    """A reproducer as ``conformance run`` saves it (torch's fp16 slope defect is not one: it passes)."""
+    x = np.array([-1.5, -0.0, 2.0], np.float16) if x is None else x
+    case = corpus.Case(x, alpha, direction, dy=dy, out_dtype=out_dtype)  # type: ignore[arg-type]
+    return corpus.save(corpus.Reproducer(case, backend, category="alpha-mismatch", label="r"),
+                       tmp_path / "r.npz")
+
+
+def _rewrite(path: Path, *, redigest: bool = False, drop: tuple[str, ...] = (), **fields: np.ndarray) -> Path:
+    """The reproducer with ``fields`` replaced and ``drop`` removed; its digest kept or recomputed."""
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files if k not in drop}
+    arrays.update(fields)
+    if redigest:
+        arrays["digest"] = np.array(corpus.digest(arrays))
+    np.savez(path, **arrays)
+    return path
+
+
+def _flip_first_x_bit(path: Path) -> np.ndarray:
+    with np.load(path, allow_pickle=False) as data:
+        return data["x_bits"] ^ np.array([1, 0, 0], data["x_bits"].dtype)
+
+
+def test_an_untouched_reproducer_replays(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(["replay", str(_saved(tmp_path))], capsys)
+    assert result.code == 0 and "now passes" in result.out, result.text
+
+
+@pytest.mark.parametrize("tamper", [
+    lambda p: _rewrite(p, alpha=np.array(0.01)),
+    lambda p: _rewrite(p, x_bits=_flip_first_x_bit(p)),
+    lambda p: _rewrite(p, category=np.array("rounding")),
+    lambda p: _rewrite(p, backend=np.array("golden")),
+    lambda p: _rewrite(p, dy_bits=np.ones(3, np.uint16)),
+    lambda p: _rewrite(p, digest=np.array("sha256:" + "0" * 64)),
+    lambda p: _rewrite(p, digest=np.array(["sha256:" + "0" * 64])),
+], ids=["alpha", "x-bit", "category", "backend", "added-dy", "forged-digest", "digest-array"])
+def test_a_tampered_reproducer_fails_its_integrity_check(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         tamper) -> None:
+    path = tamper(_saved(tmp_path))
+    assert_usage_error(run_cli(["replay", str(path)], capsys),
+                       mentions="fails its integrity check (edited or corrupted")
+
+
+@pytest.mark.parametrize("tamper", [
+    lambda p: _rewrite(p, drop=("digest",)),
+    lambda p: _rewrite(p, drop=("digest",), format=np.array("leakyrelu-reproducer/1")),
+], ids=["no-digest", "format-1"])
+def test_a_reproducer_without_a_digest_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  tamper) -> None:
+    result = run_cli(["replay", str(tamper(_saved(tmp_path)))], capsys)
+    assert_usage_error(result, mentions="fails its integrity check (it has no digest)")
+    assert "re-create it with 'conformance run'" in result.err
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: _saved(d, direction="sideways"), "direction 'sideways' is unknown"),
+    (lambda d: _saved(d, direction="backward"), "backward reproducer needs dy_bits"),
+    (lambda d: _saved(d, direction="backward", dy=np.ones(2, np.float16)), "backward reproducer needs dy_bits"),
+    (lambda d: _rewrite(_saved(d), redigest=True, alpha=np.array(np.nan)), "alpha must be one finite"),
+    (lambda d: _rewrite(_saved(d), redigest=True, alpha=np.array([0.2, 0.3])), "alpha must be one finite"),
+    (lambda d: _rewrite(_saved(d), redigest=True, x_bits=np.ones(3, np.uint32)), "x_bits must hold"),
+    (lambda d: _rewrite(_saved(d), redigest=True, x_bits=np.ones(3, np.float16)), "x_bits must hold"),
+    (lambda d: _rewrite(_saved(d), redigest=True, x_bits=np.ones(0, np.uint16)), "x_bits must hold"),
+    (lambda d: _rewrite(_saved(d), redigest=True, dtype=np.array("int8")), "dtype 'int8' is unknown"),
+    (lambda d: _rewrite(_saved(d), redigest=True, label=np.array([1, 2])), "label is not a text field"),
+    (lambda d: _rewrite(_saved(d), redigest=True, drop=("x_bits",)), "missing x_bits"),
+], ids=["sideways", "backward-without-dy", "dy-of-another-shape", "nan-alpha", "alpha-array",
+        "x-bits-too-wide", "x-bits-not-bits", "no-elements", "unknown-dtype", "label-not-text", "no-x"])
+def test_a_well_digested_but_malformed_reproducer_says_what_is_wrong(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], make, message: str) -> None:
+    assert_usage_error(run_cli(["replay", str(make(tmp_path))], capsys), mentions=message)
+
+
+@pytest.mark.parametrize("backend, x, out_dtype, message", [
+    ("torch", np.array([-1.0, 2.0], np.float32), "float16", "torch has no forward for float32->float16"),
+    ("cann", np.array([-1.0, 2.0], np.float64), None, "cann/ascend910b1 has no forward for float64->float64"),
+    ("mxnet", np.array([-1.0, 2.0], np.float32), None, "unknown backend 'mxnet'"),
+], ids=["torch-mixed-pair", "cann-fp64", "unknown-backend"])
+def test_replay_of_a_case_its_backend_does_not_run(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   backend: str, x: np.ndarray, out_dtype, message: str) -> None:
+    path = _saved(tmp_path, backend=backend, x=x, out_dtype=out_dtype)
+    result = run_cli(["replay", str(path)], capsys)
+    assert_usage_error(result, mentions=message)
+    assert result.out == ""  # the one line is all: no header printed before the refusal
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: d / "missing.npz", "does not exist"),
+    (lambda d: d, "is a directory"),
+    (lambda d: _write(d / "e.npz", b""), "not an .npz"),
+    (lambda d: _write(d / "t.npz", _saved(d).read_bytes()[:300]), "not an .npz"),
+    (lambda d: np.save(d / "a.npy", np.ones(3)) or d / "a.npy", "not an .npz"),
+    (lambda d: _zip_with(d / "z.npz", "notes.txt", b"hello"), "is not a .npy array"),
+    (lambda d: _zip_with(d / "z.npz", "x_bits.npy", b"\x93NUMPY\x01\x00garbage"), "cannot read reproducer"),
+], ids=["missing", "directory", "empty", "truncated", "npy", "zip-with-text", "zip-with-bad-npy"])
+def test_replay_of_a_file_that_is_no_reproducer(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                make, message: str) -> None:
+    assert_usage_error(run_cli(["replay", str(make(tmp_path))], capsys), mentions=message)
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def _zip_with(path: Path, name: str, data: bytes) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(name, data)
+    return path
