@@ -272,3 +272,28 @@ def _zip_with(path: Path, name: str, data: bytes) -> Path:
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr(name, data)
     return path
+
+
+# ----------------------------------------------------------------------------- odd values a backend refuses
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_torch_refusing_a_huge_slope_is_a_rejected_input_finding(direction: str) -> None:
+    """torch cannot hold 1e308 in float (the fp16 opmath type): a finding on the row, not a traceback."""
+    from conformance.backends import call, get_backend
+
+    x = np.array([-1.0, 2.0], np.float16)
+    result = call(get_backend("torch"), direction, x, 1e308, dy=np.ones_like(x))  # type: ignore[arg-type]
+    assert result.value is None and "negative_slope=1e+308" in (result.rejected or "")
+    wide = call(get_backend("torch"), direction, x.astype(np.float64), 1e308, dy=np.ones(2))  # type: ignore[arg-type]
+    assert wide.rejected is None and wide.value is not None
+
+
+@pytest.mark.parametrize("path, message", [("", "--config needs a file path"), (" ", "--config needs a file path"),
+                                           ("/dev/zero", "is not a regular file")])
+def test_config_path_oddities(dumps: Path, capsys: pytest.CaptureFixture[str], path: str, message: str) -> None:
+    assert_usage_error(run_cli(_compare("--alpha", "0.2", "--config", path), capsys, cwd=dumps), mentions=message)
+
+
+def test_dev_null_is_an_empty_config(dumps: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(_compare("--alpha", "0.2", "--config", "/dev/null"), capsys, cwd=dumps)
+    assert result.code == 0, result.text

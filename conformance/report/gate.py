@@ -14,6 +14,7 @@ tensorflow allowed ``alpha-precision`` and ``subnormal-flush``), then
 from __future__ import annotations
 
 import math
+import os
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -147,7 +148,7 @@ def apply_table(config: GateConfig, table: Mapping[str, Any], *, source: str) ->
 def _read_toml(path: Path) -> dict:
     if not path.exists():
         raise UsageError(f"config file {path} does not exist; pass an existing TOML file")
-    if not path.is_file():
+    if path.is_dir() or not (path.is_file() or path.resolve() == Path(os.devnull)):  # /dev/zero never ends
         raise UsageError(f"config file {path} is not a regular file; pass a TOML file")
     try:
         with path.open("rb") as handle:
@@ -178,6 +179,8 @@ def load_config(path: Optional[str] = None, *, pyproject: Optional[str] = None,
         if table is not None:
             config = apply_table(config, table, source=str(project))
     if path is not None:
+        if not path.strip():
+            raise UsageError("--config needs a file path (got an empty one)")
         doc = _read_toml(Path(path))
         table = _conformance_table(doc, source=path)
         if table is None and "tool" in doc:
