@@ -1,13 +1,15 @@
 """PyTorch (CPU) LeakyReLU with an explicit slope, forward and autograd backward."""
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
 import numpy as np
 
-from conformance.dtypes import info
 from conformance.backends import SameDtypeBackend
+from conformance.dtypes import info
 from conformance.records import BackendResult
+
 
 def to_torch(a: np.ndarray):
     """numpy (ml_dtypes bfloat16 included) -> torch, through bit views for bfloat16."""
