@@ -248,7 +248,7 @@ def _saved_reproducer(tmp: Path, direction: str) -> bytes:
 
 _FIELD_VALUES = st.one_of(
     st.sampled_from(["forward", "backward", "sideways", "float16", "bfloat16", "float32", "float64", "int8",
-                     "golden", "torch", "cann", "mxnet", "ascend910b1", "", corpus.FORMAT]).map(np.array),
+                     "golden", "torch", "cann", "mxnet", "ascend910b1", "", "[/]", "[bold", corpus.FORMAT]).map(np.array),
     st.sampled_from([np.array(0.2), np.array(np.nan), np.array([0.2, 0.3]), np.array(1e308),
                      np.arange(3, dtype=np.uint16), np.arange(3, dtype=np.uint32), np.zeros((2, 2), np.uint64),
                      np.zeros(0, np.uint16), np.array(["a", "b"]), np.array(b"bytes"), np.array(True),

@@ -188,6 +188,14 @@ def test_an_untouched_reproducer_replays(tmp_path: Path, capsys: pytest.CaptureF
     assert result.code == 0 and "now passes" in result.out, result.text
 
 
+def test_reproducer_text_is_printed_as_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A label or category is data from the file, never console markup ("[/]" would not parse)."""
+    case = corpus.Case(np.array([-1.0], np.float16), 0.2)
+    path = corpus.save(corpus.Reproducer(case, "golden", category="[/]", label="[/bold]"), tmp_path / "m.npz")
+    result = run_cli(["replay", str(path)], capsys)
+    assert result.code == 0 and "[/bold]" in result.out and "[/]" in result.out, result.text
+
+
 @pytest.mark.parametrize("tamper", [
     lambda p: _rewrite(p, alpha=np.array(0.01)),
     lambda p: _rewrite(p, x_bits=_flip_first_x_bit(p)),

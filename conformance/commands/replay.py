@@ -58,9 +58,9 @@ def execute(args: argparse.Namespace) -> int:
     rep = _load(args.file)
     row = _replayed(rep, path=args.file, config=load_config(args.config, strict_zeros=args.strict_zeros))
     console = show.make_console()
-    console.print(f"replaying {args.file}: {rep.label or rep.backend}")
-    console.print(f"  {rep.case}")
+    console.print(f"replaying {args.file}: {rep.label or rep.backend}", markup=False)  # text from the file
+    console.print(f"  {rep.case}", markup=False)
     show.render_table([row], console=console)
     show.render_details([row], console=console)
-    console.print(_verdict_line(rep, row))
+    console.print(_verdict_line(rep, row), markup=False)
     return 1 if row.verdict == "fail" else 0
