@@ -43,7 +43,7 @@ from conformance.cases import corpus, strategies
 from conformance.cases.edges import EdgePool, edge_pool
 from conformance.cases.exhaustive import random_bits, shuffled16, sweep16
 from conformance.dtypes import info
-from conformance.records import BackendResult, Direction
+from conformance.records import BackendResult, Direction, Unsupported
 from conformance.report.evaluate import Finding, Row, evaluate, merge_rows
 from conformance.report.gate import GateConfig
 
@@ -387,9 +387,17 @@ def attach_reproducers(row: Row, spec: RowSpec, parts: Sequence[tuple[InputBatch
 
 
 def replay(rep: corpus.Reproducer, *, config: GateConfig) -> Row:
-    """Re-run a saved reproducer on its backend and judge it."""
+    """Re-run a saved reproducer on its backend and judge it.
+
+    Raises ValueError for an unknown backend, profile or variant, and ``Unsupported``
+    when the backend has no such (dtype, out_dtype, direction).
+    """
     case = rep.case
     worker = default_worker(rep.backend, profile=rep.profile, variant=rep.variant)
     spec = RowSpec(rep.backend, case.dtype, case.out_dtype or case.dtype, case.direction, case.alpha,
                    rep.profile, rep.variant, worker)
+    backend = backend_for(spec.backend, spec.profile, spec.variant, worker)
+    if not backend.supports(spec.dtype, spec.out_dtype, spec.direction):
+        who = spec.backend + (f"/{backend.profile}" if backend.profile else "")
+        raise Unsupported(f"{who} has no {spec.direction} for {spec.dtype}->{spec.out_dtype}")
     return run_batch(spec, InputBatch("reproducer", case.x, case.dy), config=config)

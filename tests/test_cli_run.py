@@ -110,11 +110,11 @@ def test_usage_errors_exit_2_with_one_line(cli, tmp_path: Path, args: list[str],
     assert_usage_error(cli(*args), mentions=message)
 
 
-def test_replay_refuses_a_pickled_file(cli, tmp_path: Path) -> None:
+def test_replay_refuses_a_pickled_npy_posing_as_npz(cli, tmp_path: Path) -> None:
     np.save(tmp_path / "p.npy", np.array([object()], dtype=object), allow_pickle=True)
     (tmp_path / "p.npz").write_bytes((tmp_path / "p.npy").read_bytes())
     proc = cli("replay", "p.npz")
-    assert_usage_error(proc, mentions="pickle")
+    assert_usage_error(proc, mentions="not an .npz (zip) file")
 
 
 def test_selftest_catches_a_defect_and_passes_the_reference(cli, tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ def test_config_file_overrides(tmp_path: Path, text: str) -> None:
     ("[tolerances]\nfloat16 = { rtol = 'big' }\n", "tolerances.float16.rtol must be a finite number"),
     ("[tolerances]\nint8 = { rtol = 1.0 }\n", "tolerances.int8: use a dtype of"),
     ("[policy]\nmxnet = ['rounding']\n", "policy.mxnet: unknown backend"),
-    ("[policy]\ntorch = 'rounding'\n", "policy.torch must be a list of categories"),
+    ("[policy]\ntorch = 'rounding'\n", "policy.torch must be a list of category names"),
 ], ids=["negative-ulp", "bad-toml", "unknown-key", "unknown-category", "rtol-not-number", "bad-dtype",
         "unknown-backend", "policy-not-a-list"])
 def test_bad_config_is_a_usage_error(tmp_path: Path, text: str, says: str) -> None:

@@ -2,23 +2,37 @@
 
 A reproducer is a plain ``.npz`` (loaded with ``allow_pickle=False``): the
 inputs as unsigned bit patterns (so bfloat16 and NaN payloads survive), the
-dtype names and the metadata as 0-d string/float arrays.
+dtype names and the metadata as 0-d string/float arrays, and a ``digest``:
+sha256 over the format tag, every metadata string, alpha and the bit arrays in
+a fixed order.  :func:`load` refuses a file whose digest is missing or does not
+match (an edited or corrupted reproducer is not replayed), then checks that the
+contents make sense (known dtypes, forward/backward, a finite alpha, bit arrays
+of the dtype's width, dy for backward).
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
+import math
 import zipfile
+import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
-from conformance.dtypes import from_bits, info, to_bits
+from conformance.dtypes import DTYPES, from_bits, info, to_bits
 from conformance.records import Direction
 
-FORMAT = "leakyrelu-reproducer/1"
+FORMAT = "leakyrelu-reproducer/2"  # /1 had no digest
+_OLD_FORMATS = ("leakyrelu-reproducer/1",)
 _STRINGS = ("format", "dtype", "out_dtype", "direction", "backend", "profile", "variant",
             "category", "summary", "label")
+_NUMBERS = ("alpha", "x_bits", "dy_bits")  # digested after the strings, in this order
+_DIRECTIONS = ("forward", "backward")
+_RECREATE = "re-create it with 'conformance run'"
 
 
 class CorpusError(ValueError):
@@ -80,6 +94,27 @@ def _text(value: Optional[str]) -> np.ndarray:
     return np.array("" if value is None else str(value))
 
 
+def _canonical(key: str, a: np.ndarray) -> bytes:
+    """One field as bytes: its name, kind, shape and content (numbers little-endian)."""
+    if key in _STRINGS:
+        body = str(a).encode("utf-8", "surrogatepass")
+        head = f"{key}|str|{a.shape}|{len(body)}|"
+    else:
+        a = np.asarray(a)
+        little = a.dtype.newbyteorder("<") if a.dtype.byteorder != "|" else a.dtype
+        body = np.ascontiguousarray(a, dtype=little).tobytes()
+        head = f"{key}|{little.str}|{a.shape}|{len(body)}|"
+    return head.encode() + body
+
+
+def digest(arrays: Mapping[str, np.ndarray]) -> str:
+    """``sha256:<hex>`` over the format tag, every metadata string, alpha and the bit arrays."""
+    h = hashlib.sha256()
+    for key in (*_STRINGS, *_NUMBERS):
+        h.update(_canonical(key, arrays[key]) if key in arrays else f"{key}|absent|".encode())
+    return "sha256:" + h.hexdigest()
+
+
 def save(rep: Reproducer, path: Path | str) -> Path:
     """Write ``rep`` as a pickle-free ``.npz`` and return its path."""
     path = Path(path)
@@ -92,38 +127,105 @@ def save(rep: Reproducer, path: Path | str) -> Path:
     arrays["x_bits"] = to_bits(np.ascontiguousarray(case.x))
     if case.dy is not None:
         arrays["dy_bits"] = to_bits(np.ascontiguousarray(case.dy))
+    arrays["digest"] = np.array(digest(arrays))
     with path.open("wb") as fh:
         np.savez(fh, **arrays)
     return path
 
 
 def _read(path: Path) -> dict[str, np.ndarray]:
-    """Every array of an ``.npz``, refusing pickles, with one-line errors."""
+    """Every array of an ``.npz``, refusing pickles and non-array members, with one-line errors."""
     if not path.is_file():
-        raise CorpusError(f"reproducer {path} does not exist; pass a .npz written by 'conformance run'")
+        what = "is a directory" if path.is_dir() else "does not exist"
+        raise CorpusError(f"reproducer {path} {what}; pass a .npz written by 'conformance run'")
     try:
+        if not zipfile.is_zipfile(path):  # a .npy, a pickle, text: np.load would read it whole
+            raise ValueError("not an .npz (zip) file, or a truncated one")
         with np.load(path, allow_pickle=False) as data:
-            return {key: data[key] for key in data.files}
-    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
-        raise CorpusError(f"cannot read reproducer {path}: {exc}; pass a .npz written by "
+            arrays = {key: data[key] for key in data.files}
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError, zlib.error, MemoryError) as exc:
+        raise CorpusError(f"cannot read reproducer {path}: {_first_line(exc)}; pass a .npz written by "
                           "'conformance run'") from None
+    odd = [key for key, value in arrays.items() if not isinstance(value, np.ndarray)]
+    if odd:
+        raise CorpusError(f"reproducer {path}: member {odd[0]!r} is not a .npy array; {_RECREATE}")
+    return arrays
 
 
-def _optional(data: dict[str, np.ndarray], key: str) -> Optional[str]:
-    value = str(data[key])
-    return value or None
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__
+
+
+def _string(data: Mapping[str, np.ndarray], key: str, *, path: Path) -> str:
+    value = data[key]
+    if value.ndim != 0 or value.dtype.kind != "U":
+        raise CorpusError(f"{path}: {key} is not a text field; {_RECREATE}")
+    return str(value)
+
+
+def _check_integrity(data: Mapping[str, np.ndarray], *, path: Path) -> None:
+    """The format tag is this version's and the digest matches the contents."""
+    if "format" not in data:
+        raise CorpusError(f"{path} is not a {FORMAT} file (missing format tag); pass a .npz written by "
+                          "'conformance run'")
+    fmt = _string(data, "format", path=path)
+    if fmt not in (FORMAT, *_OLD_FORMATS):
+        raise CorpusError(f"{path} is not a {FORMAT} file (format {fmt[:40]!r}); pass a .npz written by "
+                          "'conformance run'")
+    if "digest" not in data or fmt != FORMAT:
+        raise CorpusError(f"{path} fails its integrity check (it has no digest); {_RECREATE}")
+    missing = [k for k in (*_STRINGS, "alpha", "x_bits") if k not in data]
+    if missing:
+        raise CorpusError(f"{path} is not a {FORMAT} file (missing {', '.join(missing)}); {_RECREATE}")
+    recorded = str(data["digest"]) if data["digest"].dtype.kind == "U" else ""
+    if not hmac.compare_digest(recorded, digest(data)):
+        raise CorpusError(f"{path} fails its integrity check (edited or corrupted since it was saved); "
+                          f"{_RECREATE}")
+
+
+def _bits(data: Mapping[str, np.ndarray], key: str, dtype: str, *, path: Path) -> np.ndarray:
+    """``key``'s bit patterns as ``dtype``, refusing another width or an empty array."""
+    bits, rec = data[key], info(dtype)
+    if bits.dtype.kind != "u" or bits.dtype.itemsize != rec.uint.itemsize or bits.size == 0:
+        raise CorpusError(f"{path}: {key} must hold one or more {rec.uint} bit patterns of {dtype}, "
+                          f"got {bits.dtype}[{bits.size}]; {_RECREATE}")
+    return from_bits(bits, dtype)
+
+
+def _dtype_name(text: str, *, key: str, path: Path) -> str:
+    if text not in DTYPES:
+        raise CorpusError(f"{path}: {key} {text[:40]!r} is unknown (use one of {', '.join(DTYPES)}); "
+                          f"{_RECREATE}")
+    return text
+
+
+def _case(data: Mapping[str, np.ndarray], *, path: Path) -> Case:
+    """The case, each field checked: known dtypes and direction, finite alpha, dy for backward."""
+    text = {key: _string(data, key, path=path) for key in _STRINGS}
+    dtype = _dtype_name(text["dtype"], key="dtype", path=path)
+    out = _dtype_name(text["out_dtype"], key="out_dtype", path=path) if text["out_dtype"] else None
+    if text["direction"] not in _DIRECTIONS:
+        raise CorpusError(f"{path}: direction {text['direction'][:40]!r} is unknown; a reproducer is "
+                          f"forward or backward; {_RECREATE}")
+    alpha = data["alpha"]
+    if alpha.shape != () or alpha.dtype != np.float64 or not math.isfinite(float(alpha)):
+        raise CorpusError(f"{path}: alpha must be one finite float64, got {alpha.dtype}{list(alpha.shape)}"
+                          f" {alpha.reshape(-1)[:1].tolist()}; {_RECREATE}")
+    x = _bits(data, "x_bits", dtype, path=path)
+    dy = _bits(data, "dy_bits", dtype, path=path) if "dy_bits" in data else None
+    if text["direction"] == "backward" and (dy is None or dy.shape != x.shape):
+        raise CorpusError(f"{path}: a backward reproducer needs dy_bits of x's shape {list(x.shape)}; "
+                          f"{_RECREATE}")
+    return Case(x, float(alpha), text["direction"], dy=dy, out_dtype=out)  # type: ignore[arg-type]
 
 
 def load(path: Path | str) -> Reproducer:
-    """Read a reproducer written by :func:`save`."""
+    """Read a reproducer written by :func:`save`; a CorpusError when it fails its digest or checks."""
     path = Path(path)
     data = _read(path)
-    missing = [k for k in (*_STRINGS, "alpha", "x_bits") if k not in data]
-    if missing or str(data.get("format", "")) != FORMAT:
-        raise CorpusError(f"{path} is not a {FORMAT} file (missing {', '.join(missing) or 'format tag'})")
-    dtype = str(data["dtype"])
-    dy = from_bits(data["dy_bits"], dtype) if "dy_bits" in data else None
-    case = Case(from_bits(data["x_bits"], dtype), float(data["alpha"]), str(data["direction"]),  # type: ignore[arg-type]
-                dy=dy, out_dtype=_optional(data, "out_dtype"))
-    return Reproducer(case, str(data["backend"]), _optional(data, "profile"), _optional(data, "variant"),
-                      str(data["category"]), str(data["summary"]), str(data["label"]))
+    _check_integrity(data, path=path)
+    case = _case(data, path=path)
+    text = {key: _string(data, key, path=path) for key in _STRINGS}
+    return Reproducer(case, text["backend"], text["profile"] or None, text["variant"] or None,
+                      text["category"], text["summary"], text["label"])

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Optional
@@ -23,26 +24,56 @@ def items(values: Optional[Sequence[str]], *, flag: str) -> Optional[tuple[str, 
     return found
 
 
+# ASCII only: Python's float() and int() also take other scripts' digits ("٣", "５", "²"
+# for isdigit) and underscores ("1_000"), which no user means as a slope or a count.
+_DECIMAL = re.compile(r"[+-]?(?P<digits>[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_FRACTION = re.compile(r"[+-]?[0-9]+/[0-9]+", re.ASCII)
+_NON_FINITE = re.compile(r"[+-]?(?:inf|infinity|nan)", re.ASCII | re.IGNORECASE)
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+def shown(text: str, *, limit: int = 24) -> str:
+    """``text`` quoted for a one-line message, its middle elided when it is long."""
+    return repr(text) if len(text) <= limit else repr(f"{text[:limit - 9]}...{text[-6:]}")
+
+
 def parse_alpha(text: str, *, flag: str = "--alpha") -> float:
-    """A finite slope from ``0.2``, ``-1.5e-3`` or ``1/3``; a UsageError otherwise."""
+    """A finite slope from ``0.2``, ``-1.5e-3``, ``.5`` or ``1/3`` (ASCII); a UsageError otherwise."""
+    spelled = text.strip()
+    if _NON_FINITE.fullmatch(spelled):
+        raise UsageError(f"{flag} {shown(text)} must be finite; pass a slope such as 0.2")
+    decimal = _DECIMAL.fullmatch(spelled)
+    if decimal is None and not _FRACTION.fullmatch(spelled):
+        raise UsageError(f"{flag} {shown(text)} is not a number; pass a finite slope in ASCII digits "
+                         "such as 0.2, -1.5e-3 or 1/3")
     try:
-        value = float(Fraction(text)) if "/" in text else float(text)
-    except (ValueError, ZeroDivisionError, OverflowError):
-        raise UsageError(f"{flag} {text!r} is not a number; pass a finite slope such as 0.2 or 1/3") from None
+        value = float(spelled) if decimal else float(Fraction(spelled))
+    except ZeroDivisionError:
+        raise UsageError(f"{flag} {shown(text)} divides by zero; pass a slope such as 1/3") from None
+    except ValueError:  # more digits than Python converts to an int
+        raise UsageError(f"{flag} {shown(text)} has too many digits; pass a slope such as 0.2") from None
+    except OverflowError:  # a fraction beyond the float range
+        raise UsageError(f"{flag} {shown(text)} must be finite; pass a slope such as 0.2") from None
     if not math.isfinite(value):
-        raise UsageError(f"{flag} {text!r} must be finite; pass a slope such as 0.2")
+        raise UsageError(f"{flag} {shown(text)} must be finite; pass a slope such as 0.2")
+    if value == 0 and decimal is not None and decimal["digits"].strip("0.") != "":
+        raise UsageError(f"{flag} {shown(text)} underflows to 0 in binary64; pass 0 or a slope >= 5e-324")
     return value
 
 
-def parse_int(text: str, *, flag: str, maximum: Optional[int] = None) -> int:
-    """A whole number in ``0..maximum``; a UsageError otherwise."""
+def parse_int(text: str, *, flag: str, minimum: int = 0, maximum: Optional[int] = None) -> int:
+    """A whole number in ASCII digits in ``minimum..maximum``; a UsageError otherwise."""
+    spelled = text.strip()
+    if not _INTEGER.fullmatch(spelled):
+        raise UsageError(f"{flag} {shown(text)} is not an integer; pass a whole number >= {minimum} "
+                         "in ASCII digits")
     try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"{flag} {text!r} is not an integer; pass a whole number >= 0") from None
-    if value < 0 or (maximum is not None and value > maximum):
+        value = int(spelled)
+    except ValueError:  # more digits than Python converts
+        raise UsageError(f"{flag} {shown(text)} has too many digits; pass a whole number") from None
+    if value < minimum or (maximum is not None and value > maximum):
         upper = f" and <= {maximum:,}" if maximum is not None else ""
-        raise UsageError(f"{flag} must be >= 0{upper}, got {value}")
+        raise UsageError(f"{flag} must be >= {minimum}{upper}, got {shown(spelled)[1:-1]}")
     return value
 
 
@@ -55,6 +86,20 @@ def add_view_options(parser: argparse.ArgumentParser, *, details: bool = True) -
                             help="panels for failing rows (fail, the default), also for warning rows "
                                  "(warn), and also the full per-alpha table (all)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the final verdict line")
+
+
+def ascii_int(text: str) -> int:
+    """argparse ``type=``: an integer in ASCII digits (``int`` alone also takes "５")."""
+    if not _INTEGER.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer in ASCII digits")
+    return int(text)
+
+
+def ascii_float(text: str) -> float:
+    """argparse ``type=``: a decimal number in ASCII digits (``float`` alone also takes "٣")."""
+    if not (_DECIMAL.fullmatch(text.strip()) or _NON_FINITE.fullmatch(text.strip())):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number in ASCII digits")
+    return float(text)
 
 
 def view_from(args: argparse.Namespace) -> View:

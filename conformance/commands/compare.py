@@ -15,7 +15,7 @@ from typing import Optional
 
 import numpy as np
 
-from conformance.commands.args import add_view_options, parse_alpha, view_from
+from conformance.commands.args import add_view_options, parse_alpha, parse_int, view_from
 from conformance.dtypes import DTYPES, info
 from conformance.errors import UsageError
 from conformance.records import BackendResult, TileLayout
@@ -124,9 +124,7 @@ def _check_pair(x: np.ndarray, out: np.ndarray, *, flag: str, src_flag: str = "-
 def _cores(text: Optional[str]) -> Optional[int]:
     if text is None:
         return None
-    if not text.isdigit() or int(text) < 1:
-        raise UsageError(f"--cores {text!r} must be a positive integer")
-    return int(text)
+    return parse_int(text, flag="--cores", minimum=1)
 
 
 def plan_layout(profile: Optional[str], cores: Optional[int], *, dtypes: tuple[str, str],

@@ -9,9 +9,10 @@ import argparse
 from conformance.cases.corpus import CorpusError, Reproducer, load
 from conformance.commands.args import add_view_options, view_from
 from conformance.errors import UsageError
+from conformance.records import Unsupported
 from conformance.report import console as show
 from conformance.report.evaluate import Row
-from conformance.report.gate import load_config
+from conformance.report.gate import GateConfig, load_config
 from conformance.suite import replay
 
 HELP = "re-run a reproducer (.npz) saved by 'conformance run' and print its finding"
@@ -44,17 +45,24 @@ def _verdict_line(rep: Reproducer, row: Row) -> str:
     return f"now passes (recorded finding was {rep.category!r})"
 
 
+def _replayed(rep: Reproducer, *, path: str, config: GateConfig) -> Row:
+    """The judged row; a backend, profile, pair or direction the file names but no backend runs is exit 2."""
+    try:
+        return replay(rep, config=config)
+    except Unsupported as exc:
+        raise UsageError(f"cannot replay {path}: {exc}; the reproducer names a case its backend "
+                         "does not run") from None
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"cannot replay {path}: {exc}") from None
+
+
 def execute(args: argparse.Namespace) -> int:
     rep = _load(args.file)
-    config = load_config(args.config, strict_zeros=args.strict_zeros)
+    row = _replayed(rep, path=args.file, config=load_config(args.config, strict_zeros=args.strict_zeros))
     console, view = show.make_console(), view_from(args)
     if not view.quiet:
-        console.print(f"replaying {args.file}: {rep.label or rep.backend}", markup=False)
+        console.print(f"replaying {args.file}: {rep.label or rep.backend}", markup=False)  # text from the file
         console.print(f"  {rep.case}", markup=False)
-    try:
-        row = replay(rep, config=config)
-    except (ValueError, TypeError) as exc:
-        raise UsageError(f"cannot replay {args.file}: {exc}") from None
     show.render_rows([row], console=console, view=view)
     console.print(_verdict_line(rep, row), markup=False)
     return 1 if row.verdict == "fail" else 0

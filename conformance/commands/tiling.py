@@ -5,6 +5,7 @@ import argparse
 import json
 from typing import Any
 
+from conformance.commands.args import ascii_float, ascii_int
 from conformance.errors import UsageError
 from conformance.npu_impl.chips import PROFILES, ChipProfile
 from conformance.npu_impl.kernel import KernelSpec, build_spec, plan_for, vector_ops
@@ -15,12 +16,12 @@ MAX_NUMEL = 2 ** 31 - 1
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--numel", type=int, required=True, help="number of elements (>= 0)")
+    parser.add_argument("--numel", type=ascii_int, required=True, help="number of elements (>= 0)")
     parser.add_argument("--dtype", required=True, help="float16, bfloat16 or float32")
     parser.add_argument("--out-dtype", default=None, help="output dtype (default: the input dtype)")
     parser.add_argument("--profile", default="ascend910b1", help=f"chip: {', '.join(PROFILES)}")
-    parser.add_argument("--cores", type=int, default=None, help="cores to use (default: all vector cores)")
-    parser.add_argument("--usable-fraction", type=float, default=None,
+    parser.add_argument("--cores", type=ascii_int, default=None, help="cores to use (default: all vector cores)")
+    parser.add_argument("--usable-fraction", type=ascii_float, default=None,
                         help="article model: this fraction of the total UB holds one tile")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 

@@ -1,6 +1,7 @@
 """PyTorch (CPU) LeakyReLU with an explicit slope, forward and autograd backward."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Optional
 
 import numpy as np
@@ -40,12 +41,25 @@ class TorchBackend(SameDtypeBackend):
     def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
         import torch.nn.functional as F
 
-        return BackendResult(from_torch(F.leaky_relu(to_torch(x), negative_slope=alpha)))
+        return _refusing(alpha, lambda: from_torch(F.leaky_relu(to_torch(x), negative_slope=alpha)))
 
     def backward(self, dy: np.ndarray, x: np.ndarray, alpha: float, *,
                  out_dtype: Optional[str] = None) -> BackendResult:
         import torch.nn.functional as F
 
-        xt = to_torch(x).requires_grad_(True)
-        F.leaky_relu(xt, negative_slope=alpha).backward(to_torch(dy))
-        return BackendResult(from_torch(xt.grad))
+        def grad() -> np.ndarray:
+            xt = to_torch(x).requires_grad_(True)
+            F.leaky_relu(xt, negative_slope=alpha).backward(to_torch(dy))
+            return from_torch(xt.grad)
+
+        return _refusing(alpha, grad)
+
+
+def _refusing(alpha: float, compute: Callable[[], np.ndarray]) -> BackendResult:
+    """torch refuses a slope its opmath type cannot hold (1e308 on an fp16/fp32 tensor): rejected-input."""
+    try:
+        return BackendResult(compute())
+    except RuntimeError as exc:
+        if "cannot be converted to type" not in str(exc):
+            raise
+        return BackendResult(value=None, rejected=f"torch refused negative_slope={alpha!r}: {exc}")

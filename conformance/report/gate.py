@@ -14,6 +14,7 @@ tensorflow allowed ``alpha-precision`` and ``subnormal-flush``), then
 from __future__ import annotations
 
 import math
+import os
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -105,6 +106,17 @@ def policy_backends() -> tuple[str, ...]:
     return (*backend_names(), "dump")
 
 
+def _categories(cats: Any, *, backend: str) -> frozenset[str]:
+    """A policy entry: a list of category names, nothing else (TOML tables and nested lists refused)."""
+    if not isinstance(cats, list) or not all(isinstance(c, str) for c in cats):
+        raise UsageError(f'policy.{backend} must be a list of category names, like ["rounding"]')
+    unknown = set(cats) - set(CATEGORIES)
+    if unknown:
+        raise UsageError(f"policy.{backend}: unknown categories {sorted(unknown)}; "
+                         f"choose from {', '.join(CATEGORIES)}")
+    return frozenset(cats)
+
+
 def _policy(table: Any, base: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
     if not isinstance(table, dict):
         raise UsageError('policy must be a table like tensorflow = ["alpha-precision"]')
@@ -113,13 +125,7 @@ def _policy(table: Any, base: Mapping[str, frozenset[str]]) -> dict[str, frozens
     for backend, cats in table.items():
         if backend not in known:
             raise UsageError(f"policy.{backend}: unknown backend; choose from {', '.join(known)}")
-        if not isinstance(cats, list):
-            raise UsageError(f'policy.{backend} must be a list of categories, like ["rounding"]')
-        unknown = set(cats) - set(CATEGORIES)
-        if unknown:
-            raise UsageError(f"policy.{backend}: unknown categories {sorted(unknown)}; "
-                             f"choose from {', '.join(CATEGORIES)}")
-        out[backend] = frozenset(cats)
+        out[backend] = _categories(cats, backend=backend)
     return out
 
 
@@ -146,18 +152,27 @@ def apply_table(config: GateConfig, table: Mapping[str, Any], *, source: str) ->
 
 
 def _read_toml(path: Path) -> dict:
+    if not path.exists():
+        raise UsageError(f"config file {path} does not exist; pass an existing TOML file")
+    if path.is_dir() or not (path.is_file() or path.resolve() == Path(os.devnull)):  # /dev/zero never ends
+        raise UsageError(f"config file {path} is not a regular file; pass a TOML file")
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
-    except FileNotFoundError:
-        raise UsageError(f"config file {path} does not exist; pass an existing TOML file") from None
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise UsageError(f"config file {path} cannot be read ({exc.strerror}); pass a readable TOML file") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"config file {path} is not valid TOML ({exc}); fix or remove it") from None
 
 
-def _conformance_table(doc: dict) -> Optional[dict]:
-    table = doc.get("tool", {}).get("conformance") if isinstance(doc.get("tool"), dict) else None
-    return table if isinstance(table, dict) else None
+def _conformance_table(doc: dict, *, source: str) -> Optional[dict]:
+    """The ``[tool.conformance]`` table, None when the file has none; a UsageError when it is no table."""
+    tool = doc.get("tool")
+    table = tool.get("conformance") if isinstance(tool, dict) else None
+    if table is not None and not isinstance(table, dict):
+        raise UsageError(f"{source}: tool.conformance must be a table ([tool.conformance]), "
+                         f"got {type(table).__name__}")
+    return table
 
 
 def load_config(path: Optional[str] = None, *, pyproject: Optional[str] = None,
@@ -166,11 +181,16 @@ def load_config(path: Optional[str] = None, *, pyproject: Optional[str] = None,
     config = GateConfig()
     project = Path(pyproject) if pyproject is not None else Path("pyproject.toml")
     if project.is_file():
-        table = _conformance_table(_read_toml(project))
+        table = _conformance_table(_read_toml(project), source=str(project))
         if table is not None:
             config = apply_table(config, table, source=str(project))
     if path is not None:
+        if not path.strip():
+            raise UsageError("--config needs a file path (got an empty one)")
         doc = _read_toml(Path(path))
-        table = _conformance_table(doc)
+        table = _conformance_table(doc, source=path)
+        if table is None and "tool" in doc:
+            raise UsageError(f"{path}: no [tool.conformance] table; put the gate settings there "
+                             f"or at the top level ({', '.join(_KEYS)})")
         config = apply_table(config, table if table is not None else doc, source=path)
     return replace(config, strict_zeros=True) if strict_zeros else config
