@@ -7,8 +7,9 @@ summed, maxima maxed, cosine sums rescaled, findings merged by category).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+import functools
 from functools import reduce
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -17,10 +18,12 @@ from conformance.records import BackendResult, TileLayout
 from conformance.reference import golden as ref
 from conformance.report import metrics as met
 from conformance.report.gate import CATEGORIES, GateConfig, finding_allowed, verdict
-from conformance.report.triage import Batch, Claim, triage
+from conformance.report.triage import (Batch, Claim, Residue, explain_residue, explain_semantics,
+                                       in_sorted)
 
 MAX_EXAMPLES = 5
 LayoutFn = Callable[[int], Optional[TileLayout]]
+Values = Callable[[int], tuple[Any, Any, Any, Any]]  # flat index -> x, dy, expected, actual
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,7 @@ def failure_message(row: Row, *, offenders: int = MAX_EXAMPLES) -> str:
 
 # ----------------------------------------------------------------------------- findings
 
-def _examples(claim: Claim, batch: Batch, *, layout: Optional[TileLayout], part: str,
+def _examples(claim: Claim, values: Values, *, layout: Optional[TileLayout], part: str,
               hazard_cores: dict[int, int]) -> tuple[Offender, ...]:
     out = []
     for i in (int(v) for v in claim.index[:MAX_EXAMPLES]):
@@ -139,9 +142,7 @@ def _examples(claim: Claim, batch: Batch, *, layout: Optional[TileLayout], part:
         if not claim.in_tensor:
             out.append(Offender(i, None, None, None, None, core, None, part))
             continue
-        dy = batch.dy[i] if batch.dy is not None else None
-        out.append(Offender(i, batch.x[i], dy, batch.golden[i], batch.actual[i], core,
-                            span.tile if span is not None else None, part))
+        out.append(Offender(i, *values(i), core, span.tile if span is not None else None, part))
     return tuple(out)
 
 
@@ -153,20 +154,30 @@ def _finding(claim: Claim, *, violations: int, backend: str, config: GateConfig,
                    examples, None, violations)
 
 
-def _violations(claim: Claim, comp: met.Comparison) -> int:
-    """Elements of a claim outside tolerance (hazards always count in full)."""
+def _violations(claim: Claim, violating: np.ndarray) -> int:
+    """Elements of a claim outside tolerance (hazards always count in full); ``violating``
+    holds the ascending flat indices of the mismatches outside tolerance."""
     if not claim.in_tensor or claim.category == "write-race":
         return claim.count
-    bad = comp.mismatch_index[comp.violating]
-    return int(np.isin(claim.index, bad, assume_unique=True).sum())
+    return int(in_sorted(claim.index, violating).sum())
 
 
-def _findings(batch: Batch, comp: met.Comparison, result: BackendResult, *, backend: str,
-              config: GateConfig, layout: Optional[TileLayout], part: str) -> tuple[Finding, ...]:
-    claims = triage(batch, mismatches=comp.mismatch_index, hazards=result.hazards, layout=layout)
-    cores = {h.index: h.cores[0] for h in result.hazards if h.cores}
-    return tuple(_finding(c, violations=_violations(c, comp), backend=backend, config=config,
-                          examples=_examples(c, batch, layout=layout, part=part, hazard_cores=cores))
+def _batch_values(batch: Batch, *, offset: int = 0) -> Values:
+    """Look up an element of ``batch`` (which starts at flat index ``offset``)."""
+    def values(i: int) -> tuple[Any, Any, Any, Any]:
+        j = i - offset
+        dy = batch.dy[j] if batch.dy is not None else None
+        return batch.x[j], dy, batch.golden[j], batch.actual[j]
+
+    return values
+
+
+def _judged(claims: Sequence[Claim], values: Values, *, violating: np.ndarray, backend: str,
+            config: GateConfig, layout: Optional[TileLayout], part: str,
+            hazard_cores: dict[int, int]) -> tuple[Finding, ...]:
+    return tuple(_finding(c, violations=_violations(c, violating), backend=backend, config=config,
+                          examples=_examples(c, values, layout=layout, part=part,
+                                             hazard_cores=hazard_cores))
                  for c in claims)
 
 
@@ -198,31 +209,129 @@ def _rejected(x: np.ndarray, result: BackendResult, *, backend: str,
     return met.empty(elements=n), (finding,)
 
 
+@dataclass(frozen=True)
+class Chunk:
+    """A flat piece of one tensor, in native byte order: inputs and the device's output."""
+
+    offset: int  # flat index of the first element in the whole tensor
+    x: np.ndarray
+    dy: Optional[np.ndarray]
+    actual: np.ndarray
+
+
+@dataclass(frozen=True)
+class Partial:
+    """One chunk's share of a row: exact metrics, hazard and semantic findings (global
+    indices), what is left for the whole-tensor rules, and the out-of-tolerance indices."""
+
+    metrics: met.Metrics
+    findings: tuple[Finding, ...]
+    residue: Optional[Residue]
+    violating: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every chunk of one row is judged with."""
+
+    alpha: float
+    direction: str
+    out_dtype: str
+    tolerance: met.Tolerance
+    backend: str
+    config: GateConfig
+    label: str
+    layout: Callable[[], Optional[TileLayout]]  # the whole tensor's plan, computed when needed
+
+
+def _lazy_layout(fixed: Optional[TileLayout], layout_fn: Optional[LayoutFn], *,
+                 numel: int) -> Callable[[], Optional[TileLayout]]:
+    @functools.cache
+    def layout() -> Optional[TileLayout]:
+        return fixed if fixed is not None else layout_fn(numel) if layout_fn is not None else None
+
+    return layout
+
+
+def _judge_chunk(chunk: Chunk, ctx: _Context, *, hazards: Sequence = ()) -> Partial:
+    """Golden, metrics and the semantic triage of one chunk."""
+    expected = _golden(chunk.x, ctx.alpha, direction=ctx.direction, dy=chunk.dy,
+                       out_dtype=ctx.out_dtype)
+    comp = met.compare(chunk.actual, expected, tolerance=ctx.tolerance, part=ctx.label,
+                       offset=chunk.offset)
+    violating = comp.mismatch_index[comp.violating] + chunk.offset
+    if not (comp.mismatch_index.size or hazards):
+        return Partial(comp.metrics, (), None, violating)
+    batch = Batch(chunk.x, chunk.dy, ctx.alpha, ctx.direction, ctx.out_dtype, expected, chunk.actual)
+    claims, rest = explain_semantics(batch, mismatches=comp.mismatch_index, hazards=hazards)
+    claims = [replace(c, index=c.index + chunk.offset) if c.in_tensor else c for c in claims]
+    cores = {h.index: h.cores[0] for h in hazards if h.cores}
+    findings = _judged(claims, _batch_values(batch, offset=chunk.offset), violating=violating,
+                       backend=ctx.backend, config=ctx.config, layout=ctx.layout(),
+                       part=ctx.label, hazard_cores=cores)
+    return Partial(comp.metrics, findings, Residue.of(batch, rest, offset=chunk.offset), violating)
+
+
+def _residue_findings(partials: Sequence[Partial], ctx: _Context, *, numel: int) -> tuple[Finding, ...]:
+    """Location and value classes, judged on the residue of the whole tensor at once."""
+    residues = [p.residue for p in partials if p.residue is not None and p.residue.index.size]
+    if not residues:
+        return ()
+    residue = Residue.concat(residues)
+    claims = explain_residue(residue, layout=ctx.layout(), numel=numel)
+    violating = np.concatenate([p.violating for p in partials])
+    return _judged(claims, residue.at, violating=violating, backend=ctx.backend,
+                   config=ctx.config, layout=ctx.layout(), part=ctx.label, hazard_cores={})
+
+
+def _head(x_dtype: Any, alpha: float, *, out_dtype: Optional[str], direction: str, backend: str,
+          profile: Optional[str], variant: Optional[str], label: str) -> dict:
+    src, out = ref.resolve_pair(x_dtype, out_dtype)
+    return dict(backend=backend, profile=profile, variant=variant, dtype=src.name,
+                out_dtype=out.name, direction=direction, alpha=ref.check_alpha(alpha), parts=(label,))
+
+
 def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: str,
              dy: Optional[np.ndarray] = None, out_dtype: Optional[str] = None, backend: str,
              profile: Optional[str] = None, variant: Optional[str] = None,
              config: GateConfig, label: str = "", layout_fn: Optional[LayoutFn] = None) -> Row:
     """Judge one backend result against the exact reference."""
     x = np.asarray(x)
-    src, out = ref.resolve_pair(x.dtype, out_dtype)
-    alpha = ref.check_alpha(alpha)
-    head = dict(backend=backend, profile=profile, variant=variant, dtype=src.name,
-                out_dtype=out.name, direction=direction, alpha=alpha, parts=(label,))
+    head = _head(x.dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
+                 profile=profile, variant=variant, label=label)
     if result.rejected is not None:
         metrics, findings = _rejected(x, result, backend=backend, config=config)
         return Row(**head, metrics=metrics, findings=findings, verdict=verdict([f.allowed for f in findings]))
     dy_flat = None if dy is None else np.asarray(dy).reshape(-1)
-    expected = _golden(x.reshape(-1), alpha, direction=direction, dy=dy_flat, out_dtype=out.name)
-    actual = _actual(result, numel=x.size, out_dtype=out.name)
-    comp = met.compare(actual, expected, tolerance=config.tolerance(out.name), part=label)
-    findings: tuple[Finding, ...] = ()
-    if comp.mismatch_index.size or result.hazards:
-        layout = result.layout if result.layout is not None else (
-            layout_fn(x.size) if layout_fn is not None else None)
-        batch = Batch(x.reshape(-1), dy_flat, alpha, direction, out.name, expected, actual)
-        findings = _findings(batch, comp, result, backend=backend, config=config,
-                             layout=layout, part=label)
-    return Row(**head, metrics=comp.metrics, findings=findings,
+    actual = _actual(result, numel=x.size, out_dtype=head["out_dtype"])
+    ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
+                   backend, config, label, _lazy_layout(result.layout, layout_fn, numel=x.size))
+    part = _judge_chunk(Chunk(0, x.reshape(-1), dy_flat, actual), ctx, hazards=result.hazards)
+    findings = part.findings + _residue_findings([part], ctx, numel=x.size)
+    return Row(**head, metrics=part.metrics, findings=findings,
+               verdict=verdict([f.allowed for f in findings]))
+
+
+def evaluate_chunks(chunks: Iterable[Chunk], *, numel: int, dtype: Any, alpha: float,
+                    direction: str, out_dtype: str, backend: str, config: GateConfig,
+                    profile: Optional[str] = None, label: str = "",
+                    layout_fn: Optional[LayoutFn] = None) -> Row:
+    """Judge a tensor of ``numel`` elements given as consecutive flat chunks.
+
+    Metrics merge exactly (``metrics.merge``); hazard and semantic findings are proved per
+    chunk and merged by category; location (``tail-block``, on the whole tensor's tiling
+    plan) and value classes are judged on the residue of all chunks together.  Examples
+    are the lowest flat indices of each category."""
+    head = _head(dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
+                 profile=profile, variant=None, label=label)
+    ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
+                   backend, config, label, _lazy_layout(None, layout_fn, numel=numel))
+    partials = [_judge_chunk(c, ctx) for c in chunks]
+    if not partials:
+        partials = [Partial(met.empty(), (), None, np.zeros(0, dtype=np.int64))]
+    found = [f for p in partials for f in p.findings] + list(_residue_findings(partials, ctx, numel=numel))
+    findings = merge_by_category(found, backend=backend, config=config)
+    return Row(**head, metrics=reduce(met.merge, (p.metrics for p in partials)), findings=findings,
                verdict=verdict([f.allowed for f in findings]))
 
 
@@ -259,6 +368,21 @@ def _saturation_refuted(rows: Sequence[Row]) -> bool:
 def _relabel_unconfirmed(finding: Finding) -> Finding:
     """An unconfirmed saturation finding (no ±inf to tell) is a lost NaN when refuted."""
     return replace(finding, category="lost-nan", summary="a NaN result became a number")
+
+
+def merge_by_category(findings: Sequence[Finding], *, backend: str,
+                      config: GateConfig) -> tuple[Finding, ...]:
+    """Findings of the chunks of one tensor, one per category in the triage order; the
+    examples are the lowest flat indices."""
+    by_cat: dict[str, Finding] = {}
+    for finding in findings:
+        prev = by_cat.get(finding.category)
+        by_cat[finding.category] = finding if prev is None else replace(
+            _merge_two(prev, finding),
+            examples=tuple(sorted(prev.examples + finding.examples, key=lambda e: e.index))[:MAX_EXAMPLES])
+    return tuple(replace(by_cat[c], allowed=finding_allowed(c, violations=by_cat[c].violations,
+                                                            backend=backend, config=config))
+                 for c in CATEGORIES if c in by_cat)
 
 
 def merge_findings(rows: Sequence[Row], *, backend: str, config: GateConfig) -> tuple[Finding, ...]:

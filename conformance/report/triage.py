@@ -101,21 +101,88 @@ class _State:
     def claim(self, claim: Claim) -> None:
         self.claims.append(claim)
         if claim.in_tensor:
-            self.remaining = np.setdiff1d(self.remaining, claim.index, assume_unique=True)
+            self.remaining = self.remaining[~in_sorted(self.remaining, claim.index)]
+
+
+def in_sorted(values: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Mask of ``values`` present in ``ref`` (both int64 and ascending): a binary search,
+    linear in memory, where ``np.isin`` would sort or hash both sides."""
+    if values.size == 0 or ref.size == 0:
+        return np.zeros(values.shape, dtype=bool)
+    pos = np.minimum(np.searchsorted(ref, values), ref.size - 1)
+    return ref[pos] == values
+
+
+def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Sorted union of two ascending index arrays (``np.union1d`` without its hashing)."""
+    if a.size == 0 or b.size == 0:
+        return a if b.size == 0 else b
+    both = np.sort(np.concatenate([a, b]), kind="stable")
+    return both[np.concatenate([[True], both[1:] != both[:-1]])]
+
+
+@dataclass(frozen=True)
+class Residue:
+    """Mismatching elements no hazard or semantic rule explained: their flat indices in the
+    whole tensor (ascending) and their values.  The location and value-class rules read only
+    this, so a tensor evaluated in chunks is judged on its whole residue at once."""
+
+    index: np.ndarray
+    x: np.ndarray
+    dy: Optional[np.ndarray]
+    golden: np.ndarray
+    actual: np.ndarray
+
+    @classmethod
+    def of(cls, batch: Batch, index: np.ndarray, *, offset: int = 0) -> "Residue":
+        dy = None if batch.dy is None else batch.dy[index]
+        return cls(index + offset, batch.x[index], dy, batch.golden[index], batch.actual[index])
+
+    @classmethod
+    def concat(cls, parts: Sequence["Residue"]) -> "Residue":
+        dys = [p.dy for p in parts]
+        dy = None if not parts or any(d is None for d in dys) else np.concatenate(dys)
+        return cls(*(np.concatenate([getattr(p, k) for p in parts]) for k in ("index", "x")), dy,
+                   *(np.concatenate([getattr(p, k) for p in parts]) for k in ("golden", "actual")))
+
+    def without(self, index: np.ndarray) -> "Residue":
+        keep = ~in_sorted(self.index, index)
+        dy = None if self.dy is None else self.dy[keep]
+        return Residue(self.index[keep], self.x[keep], dy, self.golden[keep], self.actual[keep])
+
+    def at(self, i: int) -> tuple[Any, Any, Any, Any]:
+        """x, dy, golden and actual of the element with flat index ``i``."""
+        j = int(np.searchsorted(self.index, i))
+        return self.x[j], None if self.dy is None else self.dy[j], self.golden[j], self.actual[j]
 
 
 def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = (),
            layout: Optional[TileLayout] = None) -> list[Claim]:
     """Explain every mismatching element (flat indices ``mismatches``) by one category."""
+    claims, rest = explain_semantics(batch, mismatches=mismatches, hazards=hazards)
+    return claims + explain_residue(Residue.of(batch, rest), layout=layout, numel=batch.x.size)
+
+
+def explain_semantics(batch: Batch, *, mismatches: np.ndarray,
+                      hazards: Sequence[Hazard] = ()) -> tuple[list[Claim], np.ndarray]:
+    """Hazards and semantic rules: their claims, and the indices still unexplained."""
     state = _State(np.asarray(mismatches, dtype=np.int64))
     _hazards(batch, state, hazards)
     with np.errstate(all="ignore"):
         for rule in _SEMANTIC:
             if state.remaining.size:
                 rule(batch, state)
-        _tail(batch, state, layout)
-        _value_classes(batch, state)
-    return state.claims
+    return state.claims, state.remaining
+
+
+def explain_residue(residue: Residue, *, layout: Optional[TileLayout], numel: int) -> list[Claim]:
+    """Location (``tail-block``, over the whole tensor of ``numel`` elements), then value
+    classes and the residue categories."""
+    with np.errstate(all="ignore"):
+        tail = _tail(residue, layout, numel)
+        if tail is not None:
+            residue = residue.without(tail.index)
+        return ([tail] if tail is not None else []) + _value_classes(residue)
 
 
 # ----------------------------------------------------------------------------- hazards
@@ -226,7 +293,7 @@ def _alpha_mismatch(batch: Batch, state: _State) -> None:
         return
     hits = _prove(batch, state, {"alpha": c})
     if batch.out_dtype != "float64" and hits.size:
-        hits = np.union1d(hits, _prove(batch, state, {"alpha": c, "opmath": "float32"}))
+        hits = _union(hits, _prove(batch, state, {"alpha": c, "opmath": "float32"}))
     if hits.size:
         names = frameworks_with_default(c)
         known = f" ({c!r} is the default of {', '.join(names)})" if names else ""
@@ -389,38 +456,48 @@ def _confined(rest: np.ndarray, regions: list[tuple[int, int, dict]], numel: int
     (a tail defect garbles its tail, not one value class) and leave elements outside.
     Each error counts against the smallest region that holds it, so a 1-element dropped
     tile is not diluted by the wider unaligned-tail region around it."""
-    mask = np.zeros(numel, dtype=bool)
-    used, left = [], rest
+    used, spans, left = [], [], rest
     for lo, hi, desc in sorted(regions, key=lambda r: r[1] - r[0]):
         inside = (left >= lo) & (left < hi)
         if inside.any():
-            mask[lo:hi] = True
+            spans.append((max(lo, 0), min(hi, numel)))
             used.append(desc)
             left = left[~inside]
-    dense = 2 * rest.size >= int(mask.sum())
-    return used if left.size == 0 and dense and not mask.all() else []
+    covered = _covered(spans)
+    dense = 2 * rest.size >= covered
+    return used if left.size == 0 and dense and covered < numel else []
 
 
-def _beyond_rounding(batch: Batch, index: np.ndarray) -> np.ndarray:
-    """The elements of ``index`` that the 1-ULP residue rule would not take."""
-    a, g = batch.actual[index], batch.golden[index]
+def _covered(spans: list[tuple[int, int]]) -> int:
+    """How many elements the union of half-open ``spans`` holds (no tensor-sized mask)."""
+    total, end = 0, -1
+    for lo, hi in sorted(spans):
+        lo = max(lo, end)
+        if hi > lo:
+            total, end = total + hi - lo, hi
+    return total
+
+
+def _beyond_rounding(residue: Residue) -> np.ndarray:
+    """Mask of the residue's elements that the 1-ULP rounding rule would not take."""
+    a, g = residue.actual, residue.golden
     finite = np.isfinite(a.astype(np.float64)) & np.isfinite(g.astype(np.float64))
-    return index[~(finite & (ulp_distance(a, g).ulps <= 1))]
+    return ~(finite & (ulp_distance(a, g).ulps <= 1))
 
 
-def _tail(batch: Batch, state: _State, layout: Optional[TileLayout]) -> None:
+def _tail(residue: Residue, layout: Optional[TileLayout], numel: int) -> Optional[Claim]:
     """Errors beyond 1-ULP residue, confined to the tail regions, are ``tail-block``."""
-    rest = _beyond_rounding(batch, state.remaining) if layout is not None else _EMPTY
+    rest = residue.index[_beyond_rounding(residue)] if layout is not None else _EMPTY
     if rest.size == 0:
-        return
-    used = _confined(rest, tail_regions(layout, batch.x.size), batch.x.size)
+        return None
+    used = _confined(rest, tail_regions(layout, numel), numel)
     if not used:
-        return
+        return None
     lo, hi = int(rest.min()), int(rest.max()) + 1
-    state.claim(Claim(
+    return Claim(
         "tail-block", rest, rest.size,
         "the remaining errors all lie in tail tiles or the unaligned tail; the rest is clean",
-        {"start": lo, "stop": hi, "regions": used, "align_elements": layout.align_elements}))
+        {"start": lo, "stop": hi, "regions": used, "align_elements": layout.align_elements})
 
 
 # ----------------------------------------------------------------------------- value classes
@@ -441,18 +518,15 @@ def _classes(actual: np.ndarray, golden: np.ndarray) -> list[tuple[str, np.ndarr
     ]
 
 
-def _value_classes(batch: Batch, state: _State) -> None:
-    rest = state.remaining
-    if rest.size == 0:
-        return
-    taken = np.zeros(rest.size, dtype=bool)
-    for category, mask, summary in _classes(batch.actual[rest], batch.golden[rest]):
+def _value_classes(residue: Residue) -> list[Claim]:
+    claims: list[Claim] = []
+    if residue.index.size == 0:
+        return claims
+    taken = np.zeros(residue.index.size, dtype=bool)
+    for category, mask, summary in _classes(residue.actual, residue.golden):
         mine = mask & ~taken
         if mine.any():
             taken |= mine
-            detail = {"max_ulp": _max_ulp(batch, rest[mine])}
-            state.claim(Claim(category, rest[mine], int(mine.sum()), summary, detail))
-
-
-def _max_ulp(batch: Batch, index: np.ndarray) -> int:
-    return ulp_distance(batch.actual[index], batch.golden[index]).max()
+            detail = {"max_ulp": ulp_distance(residue.actual[mine], residue.golden[mine]).max()}
+            claims.append(Claim(category, residue.index[mine], int(mine.sum()), summary, detail))
+    return claims
