@@ -154,12 +154,20 @@ def _finding(claim: Claim, *, violations: int, backend: str, config: GateConfig,
                    examples, None, violations)
 
 
-def _violations(claim: Claim, violating: np.ndarray) -> int:
-    """Elements of a claim outside tolerance (hazards always count in full); ``violating``
-    holds the ascending flat indices of the mismatches outside tolerance."""
+Violating = Callable[[np.ndarray], np.ndarray]  # flat indices -> mask: outside tolerance
+
+
+def _violations(claim: Claim, violating: Violating) -> int:
+    """Elements of a claim outside tolerance (hazards always count in full)."""
     if not claim.in_tensor or claim.category == "write-race":
         return claim.count
-    return int(in_sorted(claim.index, violating).sum())
+    return int(violating(claim.index).sum())
+
+
+def _violating_in_chunk(comp: met.Comparison, *, size: int, offset: int) -> Violating:
+    bad = np.zeros(size, dtype=bool)
+    bad[comp.mismatch_index[comp.violating]] = True
+    return lambda index: bad[index - offset]
 
 
 def _batch_values(batch: Batch, *, offset: int = 0) -> Values:
@@ -172,7 +180,7 @@ def _batch_values(batch: Batch, *, offset: int = 0) -> Values:
     return values
 
 
-def _judged(claims: Sequence[Claim], values: Values, *, violating: np.ndarray, backend: str,
+def _judged(claims: Sequence[Claim], values: Values, *, violating: Violating, backend: str,
             config: GateConfig, layout: Optional[TileLayout], part: str,
             hazard_cores: dict[int, int]) -> tuple[Finding, ...]:
     return tuple(_finding(c, violations=_violations(c, violating), backend=backend, config=config,
@@ -266,7 +274,8 @@ def _judge_chunk(chunk: Chunk, ctx: _Context, *, hazards: Sequence = ()) -> Part
     claims, rest = explain_semantics(batch, mismatches=comp.mismatch_index, hazards=hazards)
     claims = [replace(c, index=c.index + chunk.offset) if c.in_tensor else c for c in claims]
     cores = {h.index: h.cores[0] for h in hazards if h.cores}
-    findings = _judged(claims, _batch_values(batch, offset=chunk.offset), violating=violating,
+    violates = _violating_in_chunk(comp, size=chunk.actual.size, offset=chunk.offset)
+    findings = _judged(claims, _batch_values(batch, offset=chunk.offset), violating=violates,
                        backend=ctx.backend, config=ctx.config, layout=ctx.layout(),
                        part=ctx.label, hazard_cores=cores)
     return Partial(comp.metrics, findings, Residue.of(batch, rest, offset=chunk.offset), violating)
@@ -280,7 +289,8 @@ def _residue_findings(partials: Sequence[Partial], ctx: _Context, *, numel: int)
     residue = Residue.concat(residues)
     claims = explain_residue(residue, layout=ctx.layout(), numel=numel)
     violating = np.concatenate([p.violating for p in partials])
-    return _judged(claims, residue.at, violating=violating, backend=ctx.backend,
+    return _judged(claims, residue.at, violating=lambda index: in_sorted(index, violating),
+                   backend=ctx.backend,
                    config=ctx.config, layout=ctx.layout(), part=ctx.label, hazard_cores={})
 
 

@@ -122,14 +122,13 @@ def _abs_rel(a: np.ndarray, g: np.ndarray, match: np.ndarray) -> tuple[np.ndarra
     return abs_err, rel
 
 
-def _argmax(values: np.ndarray, *, part: str, offset: int = 0) -> tuple[float, Where]:
-    """Largest value and where it is (None when everything is 0); ``offset`` is the flat
-    index of ``values[0]`` in the whole tensor."""
+def _argmax(values: np.ndarray, *, part: str) -> tuple[float, Where]:
+    """Largest value and where it is (None when everything is 0)."""
     if values.size == 0:
         return 0.0, None
     i = int(np.argmax(values))
     top = float(values[i])
-    return top, ((part, offset + i) if top > 0 else None)
+    return top, ((part, i) if top > 0 else None)
 
 
 def _cosine_sums(a: np.ndarray, g: np.ndarray) -> tuple[float, float, float, int]:
@@ -168,25 +167,41 @@ def compare(actual: np.ndarray, golden: np.ndarray, *, tolerance: Tolerance,
             part: str = "", offset: int = 0) -> Comparison:
     """Compare two equally shaped arrays of one dtype, element by element.  ``offset`` is
     the flat index of the first element in the whole tensor (for a chunk of it): the
-    extremes' positions are reported in the whole tensor; ``mismatch_index`` stays local."""
+    extremes' positions are reported in the whole tensor; ``mismatch_index`` stays local.
+
+    Matching pairs have no error, no ULP distance and no position class, so the errors are
+    computed on the mismatching pairs only; the cosine sums take every finite pair."""
     actual, golden = np.ravel(actual), np.ravel(golden)
-    match = match_mask(actual, golden)
-    if match.all():
+    index = np.flatnonzero(~match_mask(actual, golden))
+    if index.size == 0:
         return _identical(golden)
     with np.errstate(invalid="ignore"):  # NaN payloads of bfloat16 warn when widened
-        a, g = actual.astype(np.float64), golden.astype(np.float64)
-    abs_err, rel = _abs_rel(a, g, match)
-    ulps = ulp_distance(actual, golden).ulps
-    nan_pos, inf_pos, zero_sign = _position_classes(actual, golden, a, g)
+        a_all, g_all = actual.astype(np.float64), golden.astype(np.float64)
+    act, gold, a, g = actual[index], golden[index], a_all[index], g_all[index]
+    abs_err, rel = _abs_rel(a, g, np.zeros(index.size, dtype=bool))
+    ulps = ulp_distance(act, gold).ulps
+    nan_pos, inf_pos, zero_sign = _position_classes(act, gold, a, g)
     with np.errstate(invalid="ignore"):
         bad = (abs_err > tolerance.atol + tolerance.rtol * np.abs(g)) | (ulps > tolerance.max_ulp)
     bad |= nan_pos | inf_pos | (zero_sign if tolerance.strict_zeros else False)
-    bad &= ~match
-    index = np.flatnonzero(~match)
-    metrics = _metrics(a, g, abs_err=abs_err, rel=rel, ulps=ulps, part=part, offset=offset,
-                       counts=(index.size, int(bad.sum()), int(nan_pos.sum()),
-                               int(inf_pos.sum()), int(zero_sign.sum())))
-    return Comparison(metrics, index.astype(np.int64), bad[index])
+    errors = _Errors(a, g, abs_err, rel, ulps, index, offset + index)
+    metrics = _metrics(errors, a_all, g_all, part=part,
+                       counts=(int(bad.sum()), int(nan_pos.sum()), int(inf_pos.sum()),
+                               int(zero_sign.sum())))
+    return Comparison(metrics, index.astype(np.int64), bad)
+
+
+@dataclass(frozen=True)
+class _Errors:
+    """Element-wise errors of the mismatching pairs, and where they are."""
+
+    a: np.ndarray
+    g: np.ndarray
+    abs_err: np.ndarray
+    rel: np.ndarray
+    ulps: np.ndarray
+    index: np.ndarray  # in the compared arrays
+    where: np.ndarray  # in the whole tensor
 
 
 def _identical(golden: np.ndarray) -> Comparison:
@@ -200,23 +215,29 @@ def _identical(golden: np.ndarray) -> Comparison:
     return Comparison(metrics, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool))
 
 
-def _metrics(a: np.ndarray, g: np.ndarray, *, abs_err: np.ndarray, rel: np.ndarray,
-             ulps: np.ndarray, part: str, offset: int,
-             counts: tuple[int, int, int, int, int]) -> Metrics:
-    """Assemble the record from the element-wise errors."""
-    mismatches, violations, nan_pos, inf_pos, zero_signs = counts
-    max_abs, abs_at = _argmax(abs_err, part=part, offset=offset)
-    max_rel, rel_at = _argmax(rel, part=part, offset=offset)
-    max_ulp, ulp_at = _argmax(ulps, part=part, offset=offset)
-    fin = np.isfinite(a) & np.isfinite(g)
-    dot, aa, gg, exp = _cosine_sums(a, g)
+def _top(values: np.ndarray, where: np.ndarray, *, part: str) -> tuple[float, Where]:
+    """Largest value and its index in the whole tensor (None when everything is 0)."""
+    top, at = _argmax(values, part=part)
+    return top, (None if at is None else (part, int(where[at[1]])))
+
+
+def _metrics(e: _Errors, a_all: np.ndarray, g_all: np.ndarray, *, part: str,
+             counts: tuple[int, int, int, int]) -> Metrics:
+    """Assemble the record: errors of the mismatching pairs, cosine sums of all of them."""
+    violations, nan_pos, inf_pos, zero_signs = counts
+    n, k = int(a_all.size), int(e.index.size)
+    max_abs, abs_at = _top(e.abs_err, e.where, part=part)
+    max_rel, rel_at = _top(e.rel, e.where, part=part)
+    max_ulp, ulp_at = _top(e.ulps, e.where, part=part)
+    fin = np.isfinite(e.a) & np.isfinite(e.g)
+    dot, aa, gg, exp = _cosine_sums(a_all, g_all)
     return Metrics(
-        elements=int(a.size), mismatches=mismatches, violations=violations,
+        elements=n, mismatches=k, violations=violations,
         max_abs=max_abs, max_abs_at=abs_at, max_rel=max_rel, max_rel_at=rel_at,
         max_ulp=int(max_ulp), max_ulp_at=ulp_at, nan_positions=nan_pos,
         inf_positions=inf_pos, zero_signs=zero_signs,
-        within_1e3=int((rel < 1e-3).sum()), within_5e3=int((rel < 5e-3).sum()),
-        above=int((fin & (a > g)).sum()), below=int((fin & (a < g)).sum()),
+        within_1e3=n - k + int((e.rel < 1e-3).sum()), within_5e3=n - k + int((e.rel < 5e-3).sum()),
+        above=int((fin & (e.a > e.g)).sum()), below=int((fin & (e.a < e.g)).sum()),
         cos_dot=dot, cos_aa=aa, cos_gg=gg, cos_exp=exp)
 
 

@@ -95,13 +95,16 @@ class _State:
     """What is still unexplained, and the semantic rules accepted so far."""
 
     remaining: np.ndarray
+    size: int  # elements in the batch
     base: dict = field(default_factory=dict)
     claims: list = field(default_factory=list)
 
     def claim(self, claim: Claim) -> None:
         self.claims.append(claim)
         if claim.in_tensor:
-            self.remaining = self.remaining[~in_sorted(self.remaining, claim.index)]
+            taken = np.zeros(self.size, dtype=bool)
+            taken[claim.index] = True
+            self.remaining = self.remaining[~taken[self.remaining]]
 
 
 def in_sorted(values: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -166,7 +169,7 @@ def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = 
 def explain_semantics(batch: Batch, *, mismatches: np.ndarray,
                       hazards: Sequence[Hazard] = ()) -> tuple[list[Claim], np.ndarray]:
     """Hazards and semantic rules: their claims, and the indices still unexplained."""
-    state = _State(np.asarray(mismatches, dtype=np.int64))
+    state = _State(np.asarray(mismatches, dtype=np.int64), int(batch.x.size))
     _hazards(batch, state, hazards)
     with np.errstate(all="ignore"):
         for rule in _SEMANTIC:
@@ -223,11 +226,17 @@ def _prove(batch: Batch, state: _State, rule: dict, *,
     before_rule = {**earlier, **(neutral or {})}
     trial = {**before_rule, **rule}
     sub = state.remaining
-    mine = batch.variant(sub, **trial)
-    hit = match_mask(mine, batch.actual[sub]) & ~match_mask(mine, batch.variant(sub, **before_rule))
+    dense = 4 * sub.size >= batch.x.size  # then the whole batch costs little more than sub
+    if dense:
+        full, before = batch.variant(**trial), batch.variant(**before_rule)
+        mine, base = full[sub], before[sub]
+    else:
+        mine, base = batch.variant(sub, **trial), batch.variant(sub, **before_rule)
+    hit = match_mask(mine, batch.actual[sub]) & ~match_mask(mine, base)
     if not hit.any():
         return _EMPTY
-    full, before = batch.variant(**trial), batch.variant(**before_rule)
+    if not dense:
+        full, before = batch.variant(**trial), batch.variant(**before_rule)
     differs, agree = ~match_mask(full, before), match_mask(full, batch.actual)
     masks = groups(batch.golden) if groups else [np.ones(differs.shape, bool)]
     present = [m for m in masks if (differs & m).any()]
