@@ -49,11 +49,44 @@ class Batch:
     out_dtype: str
     golden: np.ndarray
     actual: np.ndarray
+    _whole: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _part: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def variant(self, index: Optional[np.ndarray] = None, **rule: Any) -> np.ndarray:
-        """Golden recomputed under ``rule`` (golden keywords, plus ``alpha``)."""
+        """Golden recomputed under ``rule`` (golden keywords, plus ``alpha``).
+
+        Rules compete on the same elements, and a rule's score and its proof share its
+        values, so they are kept: a variant of the whole batch (computed whole when three
+        quarters of it or more are asked for), and variants of the last index array asked
+        for (the still unexplained elements)."""
         if not rule:
             return self.golden if index is None else self.golden[index]
+        key = tuple(sorted(rule.items()))
+        if key not in self._whole and (index is None or 4 * index.size >= 3 * self.x.size):
+            self._whole[key] = self._whole_from_part(key, rule)
+        if key in self._whole:
+            return self._whole[key] if index is None else self._whole[key][index]
+        if self._part.get("index") is not index:
+            self._part.clear()
+            self._part["index"] = index
+        if key not in self._part:
+            self._part[key] = self._compute(index, **rule)
+        return self._part[key]
+
+    def _whole_from_part(self, key: tuple, rule: dict) -> np.ndarray:
+        """The whole batch's variant; the part already computed is not computed again."""
+        if key not in self._part:
+            return self._compute(None, **rule)
+        part = self._part["index"]
+        other = np.ones(self.x.size, dtype=bool)
+        other[part] = False
+        whole = np.empty(self.x.size, dtype=self._part[key].dtype)
+        whole[part] = self._part[key]
+        rest = np.flatnonzero(other)
+        whole[rest] = self._compute(rest, **rule)
+        return whole
+
+    def _compute(self, index: Optional[np.ndarray], **rule: Any) -> np.ndarray:
         alpha = rule.pop("alpha", self.alpha)
         flush_output, sat_inputs = rule.pop("flush_output", False), rule.pop("saturate_inputs", False)
         x = self.x if index is None else self.x[index]
@@ -117,11 +150,13 @@ def in_sorted(values: np.ndarray, ref: np.ndarray) -> np.ndarray:
 
 
 def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Sorted union of two ascending index arrays (``np.union1d`` without its hashing)."""
+    """Sorted union of two index arrays of one batch (``np.union1d`` without its hashing)."""
     if a.size == 0 or b.size == 0:
         return a if b.size == 0 else b
-    both = np.sort(np.concatenate([a, b]), kind="stable")
-    return both[np.concatenate([[True], both[1:] != both[:-1]])]
+    mask = np.zeros(int(max(a.max(), b.max())) + 1, dtype=bool)
+    mask[a] = True
+    mask[b] = True
+    return np.flatnonzero(mask)
 
 
 @dataclass(frozen=True)
@@ -226,17 +261,11 @@ def _prove(batch: Batch, state: _State, rule: dict, *,
     before_rule = {**earlier, **(neutral or {})}
     trial = {**before_rule, **rule}
     sub = state.remaining
-    dense = 4 * sub.size >= batch.x.size  # then the whole batch costs little more than sub
-    if dense:
-        full, before = batch.variant(**trial), batch.variant(**before_rule)
-        mine, base = full[sub], before[sub]
-    else:
-        mine, base = batch.variant(sub, **trial), batch.variant(sub, **before_rule)
-    hit = match_mask(mine, batch.actual[sub]) & ~match_mask(mine, base)
+    mine = batch.variant(sub, **trial)
+    hit = match_mask(mine, batch.actual[sub]) & ~match_mask(mine, batch.variant(sub, **before_rule))
     if not hit.any():
         return _EMPTY
-    if not dense:
-        full, before = batch.variant(**trial), batch.variant(**before_rule)
+    full, before = batch.variant(**trial), batch.variant(**before_rule)
     differs, agree = ~match_mask(full, before), match_mask(full, batch.actual)
     masks = groups(batch.golden) if groups else [np.ones(differs.shape, bool)]
     present = [m for m in masks if (differs & m).any()]
