@@ -115,14 +115,12 @@ def _rows(args: argparse.Namespace, *, alpha: float, config: GateConfig) -> list
             for d, out, dy in jobs]
 
 
-def chunks(x: Dump, out: Dump, *, dy: Optional[Dump], size: Optional[int] = None,
-           advance: Callable[[int], None] = lambda n: None) -> Iterator[Chunk]:
+def chunks(x: Dump, out: Dump, *, dy: Optional[Dump], size: Optional[int] = None) -> Iterator[Chunk]:
     """Consecutive flat chunks of x, dy and the output, native byte order."""
     step = max(1, size or CHUNK_ELEMENTS)
     for lo in range(0, x.size, step):
         hi = min(lo + step, x.size)
         yield Chunk(lo, x.chunk(lo, hi), None if dy is None else dy.chunk(lo, hi), out.chunk(lo, hi))
-        advance(hi - lo)
 
 
 def _evaluate(args: argparse.Namespace, x: Dump, out: Dump, *, dy: Optional[Dump],
@@ -134,11 +132,11 @@ def _evaluate(args: argparse.Namespace, x: Dump, out: Dump, *, dy: Optional[Dump
                                 direction=direction)
     label = Path(args.y if direction == "forward" else args.dx).name
     with ExitStack() as stack:
-        advance = _progress(stack, f"{direction} {label}", total=x.size)
-        return evaluate_chunks(chunks(x, out, dy=dy, advance=advance), numel=x.size, dtype=x.dtype,
+        return evaluate_chunks(lambda: chunks(x, out, dy=dy), numel=x.size, dtype=x.dtype,
                                alpha=alpha, direction=direction, out_dtype=out.dtype.name,
                                backend="dump", profile=args.profile, config=config, label=label,
-                               layout_fn=layout_fn)
+                               layout_fn=layout_fn,
+                               advance=_progress(stack, f"{direction} {label}", total=x.size))
 
 
 def _progress(stack: ExitStack, description: str, *, total: int) -> Callable[[int], None]:

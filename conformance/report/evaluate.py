@@ -18,8 +18,8 @@ from conformance.records import BackendResult, TileLayout
 from conformance.reference import golden as ref
 from conformance.report import metrics as met
 from conformance.report.gate import CATEGORIES, GateConfig, finding_allowed, verdict
-from conformance.report.triage import (Batch, Claim, Residue, explain_residue, explain_semantics,
-                                       in_sorted)
+from conformance.report.triage import (Batch, Claim, Outside, Residue, explain_residue,
+                                       explain_semantics, in_sorted, tallies, triage)
 
 MAX_EXAMPLES = 5
 LayoutFn = Callable[[int], Optional[TileLayout]]
@@ -164,16 +164,9 @@ def _violations(claim: Claim, violating: Violating) -> int:
     return int(violating(claim.index).sum())
 
 
-def _violating_in_chunk(comp: met.Comparison, *, size: int, offset: int) -> Violating:
-    bad = np.zeros(size, dtype=bool)
-    bad[comp.mismatch_index[comp.violating]] = True
-    return lambda index: bad[index - offset]
-
-
-def _batch_values(batch: Batch, *, offset: int = 0) -> Values:
-    """Look up an element of ``batch`` (which starts at flat index ``offset``)."""
-    def values(i: int) -> tuple[Any, Any, Any, Any]:
-        j = i - offset
+def _batch_values(batch: Batch) -> Values:
+    """Look up an element of ``batch`` by its index there."""
+    def values(j: int) -> tuple[Any, Any, Any, Any]:
         dy = batch.dy[j] if batch.dy is not None else None
         return batch.x[j], dy, batch.golden[j], batch.actual[j]
 
@@ -228,17 +221,6 @@ class Chunk:
 
 
 @dataclass(frozen=True)
-class Partial:
-    """One chunk's share of a row: exact metrics, hazard and semantic findings (global
-    indices), what is left for the whole-tensor rules, and the out-of-tolerance indices."""
-
-    metrics: met.Metrics
-    findings: tuple[Finding, ...]
-    residue: Optional[Residue]
-    violating: np.ndarray
-
-
-@dataclass(frozen=True)
 class _Context:
     """What every chunk of one row is judged with."""
 
@@ -261,39 +243,6 @@ def _lazy_layout(fixed: Optional[TileLayout], layout_fn: Optional[LayoutFn], *,
     return layout
 
 
-def _judge_chunk(chunk: Chunk, ctx: _Context, *, hazards: Sequence = ()) -> Partial:
-    """Golden, metrics and the semantic triage of one chunk."""
-    expected = _golden(chunk.x, ctx.alpha, direction=ctx.direction, dy=chunk.dy,
-                       out_dtype=ctx.out_dtype)
-    comp = met.compare(chunk.actual, expected, tolerance=ctx.tolerance, part=ctx.label,
-                       offset=chunk.offset)
-    violating = comp.mismatch_index[comp.violating] + chunk.offset
-    if not (comp.mismatch_index.size or hazards):
-        return Partial(comp.metrics, (), None, violating)
-    batch = Batch(chunk.x, chunk.dy, ctx.alpha, ctx.direction, ctx.out_dtype, expected, chunk.actual)
-    claims, rest = explain_semantics(batch, mismatches=comp.mismatch_index, hazards=hazards)
-    claims = [replace(c, index=c.index + chunk.offset) if c.in_tensor else c for c in claims]
-    cores = {h.index: h.cores[0] for h in hazards if h.cores}
-    violates = _violating_in_chunk(comp, size=chunk.actual.size, offset=chunk.offset)
-    findings = _judged(claims, _batch_values(batch, offset=chunk.offset), violating=violates,
-                       backend=ctx.backend, config=ctx.config, layout=ctx.layout(),
-                       part=ctx.label, hazard_cores=cores)
-    return Partial(comp.metrics, findings, Residue.of(batch, rest, offset=chunk.offset), violating)
-
-
-def _residue_findings(partials: Sequence[Partial], ctx: _Context, *, numel: int) -> tuple[Finding, ...]:
-    """Location and value classes, judged on the residue of the whole tensor at once."""
-    residues = [p.residue for p in partials if p.residue is not None and p.residue.index.size]
-    if not residues:
-        return ()
-    residue = Residue.concat(residues)
-    claims = explain_residue(residue, layout=ctx.layout(), numel=numel)
-    violating = np.concatenate([p.violating for p in partials])
-    return _judged(claims, residue.at, violating=lambda index: in_sorted(index, violating),
-                   backend=ctx.backend,
-                   config=ctx.config, layout=ctx.layout(), part=ctx.label, hazard_cores={})
-
-
 def _head(x_dtype: Any, alpha: float, *, out_dtype: Optional[str], direction: str, backend: str,
           profile: Optional[str], variant: Optional[str], label: str) -> dict:
     src, out = ref.resolve_pair(x_dtype, out_dtype)
@@ -314,34 +263,127 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
         return Row(**head, metrics=metrics, findings=findings, verdict=verdict([f.allowed for f in findings]))
     dy_flat = None if dy is None else np.asarray(dy).reshape(-1)
     actual = _actual(result, numel=x.size, out_dtype=head["out_dtype"])
-    ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
-                   backend, config, label, _lazy_layout(result.layout, layout_fn, numel=x.size))
-    part = _judge_chunk(Chunk(0, x.reshape(-1), dy_flat, actual), ctx, hazards=result.hazards)
-    findings = part.findings + _residue_findings([part], ctx, numel=x.size)
-    return Row(**head, metrics=part.metrics, findings=findings,
+    expected = _golden(x.reshape(-1), head["alpha"], direction=direction, dy=dy_flat,
+                       out_dtype=head["out_dtype"])
+    comp = met.compare(actual, expected, tolerance=config.tolerance(head["out_dtype"]), part=label)
+    findings: tuple[Finding, ...] = ()
+    if comp.mismatch_index.size or result.hazards:
+        layout = result.layout if result.layout is not None else (
+            layout_fn(x.size) if layout_fn is not None else None)
+        batch = Batch(x.reshape(-1), dy_flat, head["alpha"], direction, head["out_dtype"],
+                      expected, actual)
+        claims = triage(batch, mismatches=comp.mismatch_index, hazards=result.hazards, layout=layout)
+        bad = np.zeros(x.size, dtype=bool)
+        bad[comp.mismatch_index[comp.violating]] = True
+        findings = _judged(claims, _batch_values(batch), violating=lambda index: bad[index],
+                           backend=backend, config=config, layout=layout, part=label,
+                           hazard_cores={h.index: h.cores[0] for h in result.hazards if h.cores})
+    return Row(**head, metrics=comp.metrics, findings=findings,
                verdict=verdict([f.allowed for f in findings]))
 
 
-def evaluate_chunks(chunks: Iterable[Chunk], *, numel: int, dtype: Any, alpha: float,
-                    direction: str, out_dtype: str, backend: str, config: GateConfig,
-                    profile: Optional[str] = None, label: str = "",
-                    layout_fn: Optional[LayoutFn] = None) -> Row:
-    """Judge a tensor of ``numel`` elements given as consecutive flat chunks.
+Reader = Callable[[], Iterable[Chunk]]  # the tensor's chunks, in order, each time it is called
 
-    Metrics merge exactly (``metrics.merge``); hazard and semantic findings are proved per
-    chunk and merged by category; location (``tail-block``, on the whole tensor's tiling
-    plan) and value classes are judged on the residue of all chunks together.  Examples
-    are the lowest flat indices of each category."""
+
+@dataclass(frozen=True)
+class _Scan:
+    """One chunk after golden and metrics: where its mismatches are and their values."""
+
+    offset: int
+    metrics: met.Metrics
+    index: np.ndarray  # of the mismatches, in the chunk
+    violating: np.ndarray  # aligned with index
+    x: np.ndarray
+    dy: Optional[np.ndarray]
+    golden: np.ndarray
+    actual: np.ndarray
+
+
+def _scan(chunk: Chunk, ctx: _Context) -> _Scan:
+    expected = _golden(chunk.x, ctx.alpha, direction=ctx.direction, dy=chunk.dy,
+                       out_dtype=ctx.out_dtype)
+    comp = met.compare(chunk.actual, expected, tolerance=ctx.tolerance, part=ctx.label,
+                       offset=chunk.offset)
+    i = comp.mismatch_index
+    return _Scan(chunk.offset, comp.metrics, i, comp.violating, chunk.x[i],
+                 None if chunk.dy is None else chunk.dy[i], expected[i], chunk.actual[i])
+
+
+def _matching(chunk: Chunk, scan: _Scan, ctx: _Context) -> Batch:
+    """The elements of a chunk that match golden (there golden and actual are equal)."""
+    keep = np.ones(chunk.x.size, dtype=bool)
+    keep[scan.index] = False
+    actual = chunk.actual[keep]
+    return Batch(chunk.x[keep], None if chunk.dy is None else chunk.dy[keep], ctx.alpha,
+                 ctx.direction, ctx.out_dtype, actual, actual)
+
+
+def _outside(read: Reader, scans: Sequence[_Scan], ctx: _Context) -> Outside:
+    """The matching elements of every chunk, read again whenever a rule needs evidence."""
+    def batches() -> Iterable[Batch]:
+        with np.errstate(all="ignore"):
+            for chunk, scan in zip(read(), scans):
+                yield _matching(chunk, scan, ctx)
+
+    def tally(trial: dict, before_rule: dict, groups: Any) -> list[tuple[int, int]]:
+        total: list[tuple[int, int]] = []
+        for b in batches():
+            t = tallies(b, trial, before_rule, groups=groups)
+            total = t if not total else [(p + r, q + s) for (p, q), (r, s) in zip(total, t)]
+        return total
+
+    def any_inf(rule: dict) -> bool:
+        return any(np.isinf(b.variant(**rule).astype(np.float64)).any() for b in batches())
+
+    return Outside(tally, any_inf)
+
+
+def _mismatch_findings(read: Reader, scans: Sequence[_Scan], ctx: _Context, *,
+                       numel: int) -> tuple[Finding, ...]:
+    """Triage of every mismatch of the tensor at once: a batch of the mismatches, with the
+    matching elements as its ``outside`` (for the rules' evidence)."""
+    where = np.concatenate([s.index + s.offset for s in scans])
+
+    def joined(name: str) -> np.ndarray:
+        return np.concatenate([getattr(s, name) for s in scans])
+
+    batch = Batch(joined("x"), None if scans[0].dy is None else joined("dy"), ctx.alpha,
+                  ctx.direction, ctx.out_dtype, joined("golden"), joined("actual"),
+                  outside=_outside(read, scans, ctx))
+    claims, rest = explain_semantics(batch, mismatches=np.arange(where.size))
+    claims = [replace(c, index=where[c.index]) for c in claims]
+    residue = replace(Residue.of(batch, rest), index=where[rest])
+    claims += explain_residue(residue, layout=ctx.layout(), numel=numel)
+    bad = where[joined("violating")]
+    compact = _batch_values(batch)
+    return _judged(claims, lambda i: compact(int(np.searchsorted(where, i))),
+                   violating=lambda index: in_sorted(index, bad), backend=ctx.backend,
+                   config=ctx.config, layout=ctx.layout(), part=ctx.label, hazard_cores={})
+
+
+def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direction: str,
+                    out_dtype: str, backend: str, config: GateConfig,
+                    profile: Optional[str] = None, label: str = "",
+                    layout_fn: Optional[LayoutFn] = None,
+                    advance: Callable[[int], None] = lambda n: None) -> Row:
+    """Judge a tensor of ``numel`` elements that ``read()`` gives as consecutive flat chunks.
+
+    One pass computes golden and the metrics chunk by chunk (merged exactly by
+    ``metrics.merge``) and keeps only the mismatching elements.  Triage then judges all
+    mismatches as one batch, exactly as :func:`evaluate` would: a rule's evidence over the
+    matching elements is gathered by reading the chunks again, and ``tail-block`` is judged
+    on the whole tensor's tiling plan.  ``advance(n)`` is told of each chunk done."""
     head = _head(dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
                  profile=profile, variant=None, label=label)
     ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
                    backend, config, label, _lazy_layout(None, layout_fn, numel=numel))
-    partials = [_judge_chunk(c, ctx) for c in chunks]
-    if not partials:
-        partials = [Partial(met.empty(), (), None, np.zeros(0, dtype=np.int64))]
-    found = [f for p in partials for f in p.findings] + list(_residue_findings(partials, ctx, numel=numel))
-    findings = merge_by_category(found, backend=backend, config=config)
-    return Row(**head, metrics=reduce(met.merge, (p.metrics for p in partials)), findings=findings,
+    scans = []
+    for chunk in read():
+        scans.append(_scan(chunk, ctx))
+        advance(int(chunk.x.size))
+    metrics = reduce(met.merge, (s.metrics for s in scans)) if scans else met.empty()
+    findings = _mismatch_findings(read, scans, ctx, numel=numel) if metrics.mismatches else ()
+    return Row(**head, metrics=metrics, findings=findings,
                verdict=verdict([f.allowed for f in findings]))
 
 
@@ -378,21 +420,6 @@ def _saturation_refuted(rows: Sequence[Row]) -> bool:
 def _relabel_unconfirmed(finding: Finding) -> Finding:
     """An unconfirmed saturation finding (no ±inf to tell) is a lost NaN when refuted."""
     return replace(finding, category="lost-nan", summary="a NaN result became a number")
-
-
-def merge_by_category(findings: Sequence[Finding], *, backend: str,
-                      config: GateConfig) -> tuple[Finding, ...]:
-    """Findings of the chunks of one tensor, one per category in the triage order; the
-    examples are the lowest flat indices."""
-    by_cat: dict[str, Finding] = {}
-    for finding in findings:
-        prev = by_cat.get(finding.category)
-        by_cat[finding.category] = finding if prev is None else replace(
-            _merge_two(prev, finding),
-            examples=tuple(sorted(prev.examples + finding.examples, key=lambda e: e.index))[:MAX_EXAMPLES])
-    return tuple(replace(by_cat[c], allowed=finding_allowed(c, violations=by_cat[c].violations,
-                                                            backend=backend, config=config))
-                 for c in CATEGORIES if c in by_cat)
 
 
 def merge_findings(rows: Sequence[Row], *, backend: str, config: GateConfig) -> tuple[Finding, ...]:

@@ -39,8 +39,19 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 
 
 @dataclass(frozen=True)
+class Outside:
+    """The elements of a tensor left out of a batch because they match the golden
+    reference, seen through functions that evaluate a rule on them chunk by chunk: a
+    rule's evidence is taken over the whole tensor while the batch holds only mismatches."""
+
+    tally: Callable[[dict, dict, Optional[Callable[[np.ndarray], list]]], list[tuple[int, int]]]
+    any_inf: Callable[[dict], bool]
+
+
+@dataclass(frozen=True)
 class Batch:
-    """One evaluated input batch, flattened: what went in, what came out, what is right."""
+    """One evaluated input batch, flattened: what went in, what came out, what is right.
+    ``outside`` (when given) stands for the matching elements of the tensor not in it."""
 
     x: np.ndarray
     dy: Optional[np.ndarray]
@@ -49,6 +60,7 @@ class Batch:
     out_dtype: str
     golden: np.ndarray
     actual: np.ndarray
+    outside: Optional[Outside] = None
     _whole: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _part: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -247,12 +259,6 @@ def _hazards(batch: Batch, state: _State, hazards: Sequence[Hazard]) -> None:
 
 # ----------------------------------------------------------------------------- semantics
 
-def _agrees(differs: np.ndarray, agree: np.ndarray) -> bool:
-    """The actual output follows a rule on at least half the elements it changes."""
-    total = int(differs.sum())
-    return total > 0 and 2 * int((differs & agree).sum()) >= total
-
-
 def _prove(batch: Batch, state: _State, rule: dict, *,
            groups: Optional[Callable[[np.ndarray], list]] = None, neutral: Optional[dict] = None) -> np.ndarray:
     """Remaining elements that ``rule`` (on top of accepted rules) reproduces and changes,
@@ -265,13 +271,27 @@ def _prove(batch: Batch, state: _State, rule: dict, *,
     hit = match_mask(mine, batch.actual[sub]) & ~match_mask(mine, batch.variant(sub, **before_rule))
     if not hit.any():
         return _EMPTY
+    present = [t for t in tallies(batch, trial, before_rule, groups=groups) if t[0] > 0]
+    if not present or not all(2 * agree >= changed for changed, agree in present):
+        return _EMPTY
+    return sub[hit]
+
+
+Groups = Optional[Callable[[np.ndarray], list]]
+
+
+def tallies(batch: Batch, trial: dict, before_rule: dict, *, groups: Groups) -> list[tuple[int, int]]:
+    """Per group (of the golden values): how many elements ``trial`` changes against
+    ``before_rule``, and how many of those the actual output follows; elements outside the
+    batch (``batch.outside``) included."""
     full, before = batch.variant(**trial), batch.variant(**before_rule)
     differs, agree = ~match_mask(full, before), match_mask(full, batch.actual)
     masks = groups(batch.golden) if groups else [np.ones(differs.shape, bool)]
-    present = [m for m in masks if (differs & m).any()]
-    if not present or not all(_agrees(differs & m, agree) for m in present):
-        return _EMPTY
-    return sub[hit]
+    counts = [(int((differs & m).sum()), int((differs & m & agree).sum())) for m in masks]
+    if batch.outside is None:
+        return counts
+    more = batch.outside.tally(trial, before_rule, groups) or [(0, 0)] * len(counts)
+    return [(a + c, b + d) for (a, b), (c, d) in zip(counts, more)]
 
 
 def _accept(state: _State, rule: dict, claim: Claim) -> None:
@@ -410,7 +430,8 @@ def _one_saturation(batch: Batch, state: _State, rule: dict) -> None:
     if hits.size:
         g = batch.golden[hits]
         nan_zero, inf_max = int(is_nan(g).sum()), int(np.isinf(g.astype(np.float64)).sum())
-        confirmed = bool(np.isinf(batch.variant(**state.base).astype(np.float64)).any())
+        confirmed = bool(np.isinf(batch.variant(**state.base).astype(np.float64)).any()) or (
+            batch.outside is not None and batch.outside.any_inf(dict(state.base)))
         _accept(state, rule, Claim(
             "saturation", hits, hits.size,
             "NaN became 0 and/or ±inf became ±max (saturation mode)",
