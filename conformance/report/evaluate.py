@@ -19,7 +19,7 @@ from conformance.reference import golden as ref
 from conformance.report import metrics as met
 from conformance.report.gate import CATEGORIES, GateConfig, finding_allowed, verdict
 from conformance.report.triage import (Batch, Claim, Outside, Residue, explain_residue,
-                                       explain_semantics, in_sorted, tallies, triage)
+                                       explain_semantics, tallies, triage)
 
 MAX_EXAMPLES = 5
 LayoutFn = Callable[[int], Optional[TileLayout]]
@@ -173,13 +173,13 @@ def _batch_values(batch: Batch) -> Values:
     return values
 
 
-def _judged(claims: Sequence[Claim], values: Values, *, violating: Violating, backend: str,
+def _judged(claims: Sequence[Claim], values: Values, *, violations: Sequence[int], backend: str,
             config: GateConfig, layout: Optional[TileLayout], part: str,
             hazard_cores: dict[int, int]) -> tuple[Finding, ...]:
-    return tuple(_finding(c, violations=_violations(c, violating), backend=backend, config=config,
+    return tuple(_finding(c, violations=v, backend=backend, config=config,
                           examples=_examples(c, values, layout=layout, part=part,
                                              hazard_cores=hazard_cores))
-                 for c in claims)
+                 for c, v in zip(claims, violations, strict=True))
 
 
 # ----------------------------------------------------------------------------- evaluate
@@ -275,7 +275,8 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
         claims = triage(batch, mismatches=comp.mismatch_index, hazards=result.hazards, layout=layout)
         bad = np.zeros(x.size, dtype=bool)
         bad[comp.mismatch_index[comp.violating]] = True
-        findings = _judged(claims, _batch_values(batch), violating=lambda index: bad[index],
+        findings = _judged(claims, _batch_values(batch),
+                           violations=[_violations(c, lambda index: bad[index]) for c in claims],
                            backend=backend, config=config, layout=layout, part=label,
                            hazard_cores={h.index: h.cores[0] for h in result.hazards if h.cores})
     return Row(**head, metrics=comp.metrics, findings=findings,
@@ -305,25 +306,29 @@ def _scan(chunk: Chunk, ctx: _Context) -> _Scan:
     comp = met.compare(chunk.actual, expected, tolerance=ctx.tolerance, part=ctx.label,
                        offset=chunk.offset)
     i = comp.mismatch_index
+    if chunk.x.size < 2 ** 31:  # kept until triage: the narrowest index type that fits
+        i = i.astype(np.int32)
     return _Scan(chunk.offset, comp.metrics, i, comp.violating, chunk.x[i],
                  None if chunk.dy is None else chunk.dy[i], expected[i], chunk.actual[i])
 
 
-def _matching(chunk: Chunk, scan: _Scan, ctx: _Context) -> Batch:
+def _matching(chunk: Chunk, mismatches: np.ndarray, ctx: _Context) -> Batch:
     """The elements of a chunk that match golden (there golden and actual are equal)."""
     keep = np.ones(chunk.x.size, dtype=bool)
-    keep[scan.index] = False
+    keep[mismatches] = False
     actual = chunk.actual[keep]
     return Batch(chunk.x[keep], None if chunk.dy is None else chunk.dy[keep], ctx.alpha,
                  ctx.direction, ctx.out_dtype, actual, actual)
 
 
-def _outside(read: Reader, scans: Sequence[_Scan], ctx: _Context) -> Outside:
-    """The matching elements of every chunk, read again whenever a rule needs evidence."""
+def _outside(read: Reader, where: np.ndarray, ctx: _Context) -> Outside:
+    """The matching elements of every chunk (``where`` holds the flat indices of all the
+    mismatches, ascending), read again whenever a rule needs evidence."""
     def batches() -> Iterable[Batch]:
         with np.errstate(all="ignore"):
-            for chunk, scan in zip(read(), scans):
-                yield _matching(chunk, scan, ctx)
+            for chunk in read():
+                lo, hi = np.searchsorted(where, [chunk.offset, chunk.offset + chunk.x.size])
+                yield _matching(chunk, where[lo:hi] - chunk.offset, ctx)
 
     def tally(trial: dict, before_rule: dict, groups: Any) -> list[tuple[int, int]]:
         total: list[tuple[int, int]] = []
@@ -338,27 +343,35 @@ def _outside(read: Reader, scans: Sequence[_Scan], ctx: _Context) -> Outside:
     return Outside(tally, any_inf)
 
 
-def _mismatch_findings(read: Reader, scans: Sequence[_Scan], ctx: _Context, *,
+def _compact(scans: list[_Scan], ctx: _Context) -> tuple[Batch, np.ndarray, np.ndarray]:
+    """The mismatches of every chunk as one batch, their flat indices in the tensor, and
+    which of them are outside tolerance.  Empties ``scans`` as it goes (memory)."""
+    where = np.concatenate([s.index.astype(np.int64) + s.offset for s in scans])
+    violating = np.concatenate([s.violating for s in scans])
+    parts = {k: np.concatenate([getattr(s, k) for s in scans]) for k in ("x", "golden", "actual")}
+    dy = None if scans[0].dy is None else np.concatenate([s.dy for s in scans])
+    scans.clear()
+    return (Batch(parts["x"], dy, ctx.alpha, ctx.direction, ctx.out_dtype, parts["golden"],
+                  parts["actual"]), where, violating)
+
+
+def _mismatch_findings(read: Reader, scans: list[_Scan], ctx: _Context, *,
                        numel: int) -> tuple[Finding, ...]:
     """Triage of every mismatch of the tensor at once: a batch of the mismatches, with the
     matching elements as its ``outside`` (for the rules' evidence)."""
-    where = np.concatenate([s.index + s.offset for s in scans])
-
-    def joined(name: str) -> np.ndarray:
-        return np.concatenate([getattr(s, name) for s in scans])
-
-    batch = Batch(joined("x"), None if scans[0].dy is None else joined("dy"), ctx.alpha,
-                  ctx.direction, ctx.out_dtype, joined("golden"), joined("actual"),
-                  outside=_outside(read, scans, ctx))
-    claims, rest = explain_semantics(batch, mismatches=np.arange(where.size))
+    batch, where, violating = _compact(scans, ctx)
+    batch = replace(batch, outside=_outside(read, where, ctx))
+    kind = np.int32 if where.size < 2 ** 31 else np.int64
+    claims, rest = explain_semantics(batch, mismatches=np.arange(where.size, dtype=kind))
+    counts = [_violations(c, lambda index: violating[index]) for c in claims]
     claims = [replace(c, index=where[c.index]) for c in claims]
     residue = replace(Residue.of(batch, rest), index=where[rest])
-    claims += explain_residue(residue, layout=ctx.layout(), numel=numel)
-    bad = where[joined("violating")]
+    located = explain_residue(residue, layout=ctx.layout(), numel=numel)
+    counts += [_violations(c, lambda index: violating[np.searchsorted(where, index)]) for c in located]
     compact = _batch_values(batch)
-    return _judged(claims, lambda i: compact(int(np.searchsorted(where, i))),
-                   violating=lambda index: in_sorted(index, bad), backend=ctx.backend,
-                   config=ctx.config, layout=ctx.layout(), part=ctx.label, hazard_cores={})
+    return _judged(claims + located, lambda i: compact(int(np.searchsorted(where, i))),
+                   violations=counts, backend=ctx.backend, config=ctx.config,
+                   layout=ctx.layout(), part=ctx.label, hazard_cores={})
 
 
 def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direction: str,

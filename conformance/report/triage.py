@@ -38,6 +38,15 @@ from conformance.report.metrics import match_mask
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 
+_STEP = 1 << 20  # elements a variant is computed on at a time (bounds its temporaries)
+_KEPT = 2  # whole-batch variants kept per batch (a rule's score, then its proof)
+
+
+def at(values: np.ndarray, index: Optional[np.ndarray]) -> np.ndarray:
+    """``values[index]`` for ascending unique indices, without a copy when they are all."""
+    return values if index is None or index.size == values.size else values[index]
+
+
 @dataclass(frozen=True)
 class Outside:
     """The elements of a tensor left out of a batch because they match the golden
@@ -72,12 +81,14 @@ class Batch:
         quarters of it or more are asked for), and variants of the last index array asked
         for (the still unexplained elements)."""
         if not rule:
-            return self.golden if index is None else self.golden[index]
+            return at(self.golden, index)
         key = tuple(sorted(rule.items()))
         if key not in self._whole and (index is None or 4 * index.size >= 3 * self.x.size):
+            if len(self._whole) >= _KEPT:
+                del self._whole[next(iter(self._whole))]  # the oldest
             self._whole[key] = self._whole_from_part(key, rule)
         if key in self._whole:
-            return self._whole[key] if index is None else self._whole[key][index]
+            return at(self._whole[key], index)
         if self._part.get("index") is not index:
             self._part.clear()
             self._part["index"] = index
@@ -99,6 +110,17 @@ class Batch:
         return whole
 
     def _compute(self, index: Optional[np.ndarray], **rule: Any) -> np.ndarray:
+        """The variant of the elements ``index`` (all when None), a bounded piece at a time."""
+        n = self.x.size if index is None else index.size
+        if n <= _STEP:
+            return self._compute_piece(index, **rule)
+        out = np.empty(n, dtype=info(self.out_dtype).dtype)
+        for lo in range(0, n, _STEP):
+            piece = slice(lo, lo + _STEP)
+            out[piece] = self._compute_piece(piece if index is None else index[piece], **rule)
+        return out
+
+    def _compute_piece(self, index: Optional[np.ndarray | slice], **rule: Any) -> np.ndarray:
         alpha = rule.pop("alpha", self.alpha)
         flush_output, sat_inputs = rule.pop("flush_output", False), rule.pop("saturate_inputs", False)
         x = self.x if index is None else self.x[index]
@@ -216,7 +238,8 @@ def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = 
 def explain_semantics(batch: Batch, *, mismatches: np.ndarray,
                       hazards: Sequence[Hazard] = ()) -> tuple[list[Claim], np.ndarray]:
     """Hazards and semantic rules: their claims, and the indices still unexplained."""
-    state = _State(np.asarray(mismatches, dtype=np.int64), int(batch.x.size))
+    index = np.asarray(mismatches)
+    state = _State(index if index.dtype.kind == "i" else index.astype(np.int64), int(batch.x.size))
     _hazards(batch, state, hazards)
     with np.errstate(all="ignore"):
         for rule in _SEMANTIC:
@@ -268,7 +291,7 @@ def _prove(batch: Batch, state: _State, rule: dict, *,
     trial = {**before_rule, **rule}
     sub = state.remaining
     mine = batch.variant(sub, **trial)
-    hit = match_mask(mine, batch.actual[sub]) & ~match_mask(mine, batch.variant(sub, **before_rule))
+    hit = match_mask(mine, at(batch.actual, sub)) & ~match_mask(mine, batch.variant(sub, **before_rule))
     if not hit.any():
         return _EMPTY
     present = [t for t in tallies(batch, trial, before_rule, groups=groups) if t[0] > 0]
@@ -300,7 +323,17 @@ def _accept(state: _State, rule: dict, claim: Claim) -> None:
 
 
 def _informative_slopes(batch: Batch, index: np.ndarray) -> np.ndarray:
-    """actual / input on the negative side, where the exact result is a normal number."""
+    """actual / input on the negative side, where the exact result is a normal number
+    (a bounded piece of ``index`` at a time)."""
+    out, n = np.empty(index.size), 0
+    for lo in range(0, index.size, _STEP):
+        piece = _slopes_of(batch, index[lo:lo + _STEP])
+        out[n:n + piece.size] = piece
+        n += piece.size
+    return out[:n]
+
+
+def _slopes_of(batch: Batch, index: np.ndarray) -> np.ndarray:
     g, a = batch.golden[index].astype(np.float64), batch.actual[index].astype(np.float64)
     normal = np.abs(g) >= info(batch.out_dtype).smallest_normal
     if batch.direction == "forward":
@@ -329,7 +362,7 @@ def _slope_candidates(batch: Batch, estimate: float) -> list[float]:
 def _hits(batch: Batch, state: _State, rule: dict) -> int:
     """How many remaining elements ``rule`` reproduces (no evidence check)."""
     sub = state.remaining
-    return int(match_mask(batch.variant(sub, **{**state.base, **rule}), batch.actual[sub]).sum())
+    return int(match_mask(batch.variant(sub, **{**state.base, **rule}), at(batch.actual, sub)).sum())
 
 
 def _best_slope(batch: Batch, state: _State, cands: list[float]) -> Optional[float]:
@@ -342,11 +375,17 @@ def _best_slope(batch: Batch, state: _State, cands: list[float]) -> Optional[flo
     return None if max(rounded, default=0) >= max(scores) else cands[int(np.argmax(scores))]
 
 
+def _slope_estimate(batch: Batch, index: np.ndarray) -> Optional[float]:
+    """The median informative slope (None when there is none)."""
+    slopes = _informative_slopes(batch, index)
+    return float(np.median(slopes, overwrite_input=True)) if slopes.size else None
+
+
 def _alpha_mismatch(batch: Batch, state: _State) -> None:
-    slopes = _informative_slopes(batch, state.remaining)
-    if slopes.size == 0:
+    estimate = _slope_estimate(batch, state.remaining)
+    if estimate is None:
         return
-    c = _best_slope(batch, state, _slope_candidates(batch, float(np.median(slopes))))
+    c = _best_slope(batch, state, _slope_candidates(batch, estimate))
     if c is None:
         return
     hits = _prove(batch, state, {"alpha": c})
