@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 from numpy.lib.format import open_memmap
@@ -70,13 +71,19 @@ def _write_big_fp16(d: Path, *, step: int = 1 << 24) -> None:
     del x, y
 
 
+def side_by_side(first: Callable[[], object], second: Callable[[], object], *,
+                 rounds: int = 3) -> tuple[float, float]:
+    """Best times of two calls measured in alternation, so both see the same machine load."""
+    times = [(best_time(first, repeat=1), best_time(second, repeat=1)) for _ in range(rounds)]
+    return min(t[0] for t in times), min(t[1] for t in times)
+
+
 def _fp32_cases(d: Path) -> None:
     x = _write_fp32(d)
-    alone = best_time(lambda: golden.leaky_relu(x, 0.2), repeat=3)
     inputs_mb = 2 * x.nbytes / _MB
     for name, y, target in (("clean", "y.npy", 6), ("torch-default-slope defect", "y_torch_default.npy", 12)):
         args = _compare_args(d, "x.npy", y)
-        took = best_time(lambda: _compare_in_process(args), repeat=2)
+        alone, took = side_by_side(lambda: golden.leaky_relu(x, 0.2), lambda: _compare_in_process(args))
         rss = peak_rss_mb(args)
         print(f"16M fp32, {name:<27} compare {took:6.2f} s   golden alone {alone:5.2f} s   "
               f"ratio {took / alone:5.1f}x (target <= {target}x)   peak RSS {rss:6.0f} MB "

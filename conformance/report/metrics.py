@@ -113,12 +113,13 @@ def match_mask(actual: np.ndarray, golden: np.ndarray) -> np.ndarray:
 def _abs_rel(a: np.ndarray, g: np.ndarray, match: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Absolute and relative error in float64 under the module's conventions."""
     with np.errstate(all="ignore"):
-        same = match | (a == g)
-        abs_err = np.where(same, 0.0, np.abs(a - g))
-        abs_err = np.where(np.isnan(abs_err), np.inf, abs_err)
+        abs_err = np.abs(a - g)
+        abs_err[match | (a == g)] = 0.0
+        abs_err[np.isnan(abs_err)] = np.inf
         mag = np.abs(g)
-        rel = np.where(mag == 0, np.inf, abs_err / mag)
-        rel = np.where(abs_err == 0, 0.0, np.where(np.isnan(rel), np.inf, rel))
+        rel = np.divide(abs_err, mag, out=mag)
+        rel[np.isnan(rel) | (np.abs(g) == 0)] = np.inf
+        rel[abs_err == 0] = 0.0
     return abs_err, rel
 
 
