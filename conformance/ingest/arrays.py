@@ -83,7 +83,7 @@ def _read_header(handle: BinaryIO, *, base: int, where: str) -> _Header:
     """Parse an ``.npy`` header at the handle's position (``base`` bytes into the file)."""
     start = handle.tell()
     if handle.read(6) != _MAGIC:
-        raise UsageError(f"{where}: not a .npy or .npz file (no numpy header); save it with numpy.save")
+        raise UsageError(f"{where}: not an .npy array (no numpy header); save it with numpy.save")
     handle.seek(start)
     version = npy_format.read_magic(handle)
     if version == (1, 0):
