@@ -39,7 +39,7 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 
 
 _STEP = 1 << 20  # elements a variant is computed on at a time (bounds its temporaries)
-_KEPT = 2  # whole-batch variants kept per batch (a rule's score, then its proof)
+_KEPT = 3  # whole-batch variants kept per batch
 
 
 def at(values: np.ndarray, index: Optional[np.ndarray]) -> np.ndarray:
@@ -95,6 +95,12 @@ class Batch:
         if key not in self._part:
             self._part[key] = self._compute(index, **rule)
         return self._part[key]
+
+    def forget(self, **rule: Any) -> None:
+        """Drop the kept values of ``rule`` (memory for the rules still to come)."""
+        key = tuple(sorted(rule.items()))
+        self._whole.pop(key, None)
+        self._part.pop(key, None)
 
     def _whole_from_part(self, key: tuple, rule: dict) -> np.ndarray:
         """The whole batch's variant; the part already computed is not computed again."""
@@ -293,6 +299,7 @@ def _prove(batch: Batch, state: _State, rule: dict, *,
     mine = batch.variant(sub, **trial)
     hit = match_mask(mine, at(batch.actual, sub)) & ~match_mask(mine, batch.variant(sub, **before_rule))
     if not hit.any():
+        batch.forget(**trial)  # a rule that explains nothing is not asked for again
         return _EMPTY
     present = [t for t in tallies(batch, trial, before_rule, groups=groups) if t[0] > 0]
     if not present or not all(2 * agree >= changed for changed, agree in present):
@@ -368,10 +375,18 @@ def _hits(batch: Batch, state: _State, rule: dict) -> int:
 def _best_slope(batch: Batch, state: _State, cands: list[float]) -> Optional[float]:
     """The candidate reproducing most elements, unless alpha rounded to a dtype does as well
     (then the slope is alpha, only rounded: that is ``alpha-precision``)."""
-    scores = [_hits(batch, state, {"alpha": c}) for c in cands]
+    scores: list[int] = []
+    for c in cands:  # only the best candidate's values are kept (its proof reuses them)
+        scores.append(_hits(batch, state, {"alpha": c}))
+        if len(scores) > 1:
+            loser = c if scores[-1] <= max(scores[:-1]) else cands[int(np.argmax(scores[:-1]))]
+            batch.forget(**{**state.base, "alpha": loser})
     if not scores or max(scores) == 0:
         return None
-    rounded = [_hits(batch, state, {"slope_dtype": d}) for d in _slope_dtypes(batch)]
+    rounded = []
+    for d in _slope_dtypes(batch):
+        rounded.append(_hits(batch, state, {"slope_dtype": d}))
+        batch.forget(**{**state.base, "slope_dtype": d})
     return None if max(rounded, default=0) >= max(scores) else cands[int(np.argmax(scores))]
 
 
