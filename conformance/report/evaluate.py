@@ -365,7 +365,7 @@ def _mismatch_findings(read: Reader, scans: list[_Scan], ctx: _Context, *,
     claims, rest = explain_semantics(batch, mismatches=np.arange(where.size, dtype=kind))
     counts = [_violations(c, lambda index: violating[index]) for c in claims]
     claims = [replace(c, index=where[c.index]) for c in claims]
-    residue = replace(Residue.of(batch, rest), index=where[rest])
+    residue = Residue.of(batch, rest, where=where)
     located = explain_residue(residue, layout=ctx.layout(), numel=numel)
     counts += [_violations(c, lambda index: violating[np.searchsorted(where, index)]) for c in located]
     compact = _batch_values(batch)

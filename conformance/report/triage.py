@@ -212,16 +212,12 @@ class Residue:
     actual: np.ndarray
 
     @classmethod
-    def of(cls, batch: Batch, index: np.ndarray, *, offset: int = 0) -> "Residue":
+    def of(cls, batch: Batch, index: np.ndarray, *, where: Optional[np.ndarray] = None) -> "Residue":
+        """The elements ``index`` of ``batch``; ``where`` maps batch positions to flat
+        indices in the whole tensor (identity when None)."""
         dy = None if batch.dy is None else batch.dy[index]
-        return cls(index + offset, batch.x[index], dy, batch.golden[index], batch.actual[index])
-
-    @classmethod
-    def concat(cls, parts: Sequence["Residue"]) -> "Residue":
-        dys = [p.dy for p in parts]
-        dy = None if not parts or any(d is None for d in dys) else np.concatenate(dys)
-        return cls(*(np.concatenate([getattr(p, k) for p in parts]) for k in ("index", "x")), dy,
-                   *(np.concatenate([getattr(p, k) for p in parts]) for k in ("golden", "actual")))
+        flat = index if where is None else where[index]
+        return cls(flat, batch.x[index], dy, batch.golden[index], batch.actual[index])
 
     def without(self, index: np.ndarray) -> "Residue":
         keep = ~in_sorted(self.index, index)
