@@ -321,7 +321,7 @@ def _matching(chunk: Chunk, mismatches: np.ndarray, ctx: _Context) -> Batch:
                  ctx.direction, ctx.out_dtype, actual, actual)
 
 
-def _outside(read: Reader, where: np.ndarray, ctx: _Context) -> Outside:
+def _outside(read: Reader, where: np.ndarray, ctx: _Context, *, numel: int) -> Outside:
     """The matching elements of every chunk (``where`` holds the flat indices of all the
     mismatches, ascending), read again whenever a rule needs evidence."""
     def batches() -> Iterable[Batch]:
@@ -340,7 +340,7 @@ def _outside(read: Reader, where: np.ndarray, ctx: _Context) -> Outside:
     def any_inf(rule: dict) -> bool:
         return any(np.isinf(b.variant(**rule).astype(np.float64)).any() for b in batches())
 
-    return Outside(tally, any_inf)
+    return Outside(numel - int(where.size), tally, any_inf)
 
 
 def _compact(scans: list[_Scan], ctx: _Context) -> tuple[Batch, np.ndarray, np.ndarray]:
@@ -360,7 +360,7 @@ def _mismatch_findings(read: Reader, scans: list[_Scan], ctx: _Context, *,
     """Triage of every mismatch of the tensor at once: a batch of the mismatches, with the
     matching elements as its ``outside`` (for the rules' evidence)."""
     batch, where, violating = _compact(scans, ctx)
-    batch = replace(batch, outside=_outside(read, where, ctx))
+    batch = replace(batch, outside=_outside(read, where, ctx, numel=numel))
     kind = np.int32 if where.size < 2 ** 31 else np.int64
     claims, rest = explain_semantics(batch, mismatches=np.arange(where.size, dtype=kind))
     counts = [_violations(c, lambda index: violating[index]) for c in claims]

@@ -53,6 +53,7 @@ class Outside:
     reference, seen through functions that evaluate a rule on them chunk by chunk: a
     rule's evidence is taken over the whole tensor while the batch holds only mismatches."""
 
+    size: int  # how many elements
     tally: Callable[[dict, dict, Optional[Callable[[np.ndarray], list]]], list[tuple[int, int]]]
     any_inf: Callable[[dict], bool]
 
@@ -297,27 +298,37 @@ def _prove(batch: Batch, state: _State, rule: dict, *,
     if not hit.any():
         batch.forget(**trial)  # a rule that explains nothing is not asked for again
         return _EMPTY
-    present = [t for t in tallies(batch, trial, before_rule, groups=groups) if t[0] > 0]
-    if not present or not all(2 * agree >= changed for changed, agree in present):
-        return _EMPTY
-    return sub[hit]
+    return sub[hit] if _followed(batch, trial, before_rule, groups=groups) else _EMPTY
 
 
 Groups = Optional[Callable[[np.ndarray], list]]
 
 
+def _followed(batch: Batch, trial: dict, before_rule: dict, *, groups: Groups) -> bool:
+    """The evidence: in every group where ``trial`` changes some element, the actual output
+    follows it on at least half of the changed elements.  The elements outside the batch
+    are read only when they could tip the balance (there are ``outside.size`` of them)."""
+    counts = tallies(batch, trial, before_rule, groups=groups)
+    spare = 0 if batch.outside is None else batch.outside.size
+    if spare and any(c > 0 for c, _ in counts):
+        if all(2 * a - c >= spare for c, a in counts):
+            return True  # holds whatever the outside elements do
+        if any(c > 0 and 2 * a - c + spare < 0 for c, a in counts):
+            return False  # fails whatever they do
+    if spare:
+        more = batch.outside.tally(trial, before_rule, groups) or [(0, 0)] * len(counts)
+        counts = [(c + d, a + b) for (c, a), (d, b) in zip(counts, more)]
+    present = [(c, a) for c, a in counts if c > 0]
+    return bool(present) and all(2 * a >= c for c, a in present)
+
+
 def tallies(batch: Batch, trial: dict, before_rule: dict, *, groups: Groups) -> list[tuple[int, int]]:
-    """Per group (of the golden values): how many elements ``trial`` changes against
-    ``before_rule``, and how many of those the actual output follows; elements outside the
-    batch (``batch.outside``) included."""
+    """Per group (of the golden values): how many elements of the batch ``trial`` changes
+    against ``before_rule``, and how many of those the actual output follows."""
     full, before = batch.variant(**trial), batch.variant(**before_rule)
     differs, agree = ~match_mask(full, before), match_mask(full, batch.actual)
     masks = groups(batch.golden) if groups else [np.ones(differs.shape, bool)]
-    counts = [(int((differs & m).sum()), int((differs & m & agree).sum())) for m in masks]
-    if batch.outside is None:
-        return counts
-    more = batch.outside.tally(trial, before_rule, groups) or [(0, 0)] * len(counts)
-    return [(a + c, b + d) for (a, b), (c, d) in zip(counts, more)]
+    return [(int((differs & m).sum()), int((differs & m & agree).sum())) for m in masks]
 
 
 def _accept(state: _State, rule: dict, claim: Claim) -> None:
