@@ -130,6 +130,10 @@ def _cases(d: Path) -> dict[str, tuple[list[str], str]]:
     huge = (d / "huge.npy").read_bytes()
     _npz_with(d / "huge_packed.npz", {"y.npy": huge}, compress=zipfile.ZIP_DEFLATED)
     (d / "broken.npz").write_bytes(b"PK\x03\x04" + b"\0" * 40)
+    _npz_with(d / "garbled.npz", {"y.npy": good}, compress=zipfile.ZIP_DEFLATED)
+    garbled = bytearray((d / "garbled.npz").read_bytes())
+    garbled[60:70] = b"\xff" * 10  # inside the deflate stream
+    (d / "garbled.npz").write_bytes(bytes(garbled))
     with open(d / "pickled_dtype.npy", "wb") as handle:
         npy_format.write_array_header_1_0(handle, {"descr": "|O", "fortran_order": False, "shape": (2,)})
     base = ["compare", "--x", "x.npy", "--alpha", "0.2", "--y"]
@@ -142,13 +146,15 @@ def _cases(d: Path) -> dict[str, tuple[list[str], str]]:
         "npz-compressed-member-truncated": (base + ["cut_packed.npz"], "truncated"),
         "npz-compressed-member-declares-1e13": (base + ["huge_packed.npz"], "declares shape"),
         "npz-not-a-zip": (base + ["broken.npz"], "cannot read"),
+        "npz-garbled-deflate-stream": (base + ["garbled.npz"], "cannot read"),
         "object-dtype-header": (base + ["pickled_dtype.npy"], "object"),
     }
 
 
 BAD = ["header-declares-1e13-elements", "truncated-body", "npz-member-not-npy-name",
        "npz-member-not-npy-bytes", "npz-stored-member-truncated", "npz-compressed-member-truncated",
-       "npz-compressed-member-declares-1e13", "npz-not-a-zip", "object-dtype-header"]
+       "npz-compressed-member-declares-1e13", "npz-not-a-zip", "npz-garbled-deflate-stream",
+       "object-dtype-header"]
 
 
 @pytest.mark.parametrize("name", BAD)

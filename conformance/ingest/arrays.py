@@ -15,9 +15,11 @@
 """
 from __future__ import annotations
 
+import lzma
 import math
 import struct
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Optional
@@ -213,7 +215,8 @@ def read(path: str, *, flag: str) -> np.ndarray:
         return _open_npy(file, where=where)
     except UsageError:
         raise
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, SyntaxError, struct.error) as exc:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, SyntaxError, struct.error, zlib.error,
+            lzma.LZMAError, RuntimeError, NotImplementedError) as exc:  # zip: encrypted, unknown method
         raise UsageError(f"{where}: cannot read it ({_one_line(exc)}); the file may be truncated") from None
 
 
