@@ -144,6 +144,8 @@ LOADER_CRASHES = {
     "zip-version-17.3": ("--x", _zip_needing_version(173)),  # NotImplementedError from zipfile
     "big-endian-y-npy": ("--y", _header(">f4", (12,), Y_BIG.tobytes())),  # ulp_distance: >f4 vs float32
     "big-endian-y-npz": ("--y", _zip("y.npy", _header(">f4", (12,), Y_BIG.tobytes()))),
+    "npy-version-9.0": ("--x", _header("<f2", (12,), X.astype(np.float16).tobytes()).replace(
+        b"\x93NUMPY\x01\x00", b"\x93NUMPY\x09\x00", 1)),  # AttributeError: no reader for it
 }
 
 

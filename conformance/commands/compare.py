@@ -1,6 +1,8 @@
 """`conformance compare`: triage arrays dumped from a real device against the exact reference.
 
-Arrays come as ``.npy`` or ``.npz`` (always loaded with ``allow_pickle=False``).
+Arrays come as ``.npy`` or ``.npz``, memory-mapped and checked by
+``conformance.ingest.arrays`` (never unpickled; any byte order), and are judged
+``CHUNK_ELEMENTS`` at a time, so a dump larger than memory can be compared.
 Dtypes are read from the arrays: an fp32 x with an fp16 y is the fp32->fp16
 path.  bfloat16 comes as an ml_dtypes ``.npy`` or as raw uint16 bits with
 ``--dtype bfloat16``.  ``--profile``/``--cores`` give triage the emulator's
@@ -9,20 +11,21 @@ tiling plan, so that errors confined to tail tiles are named ``tail-block``.
 from __future__ import annotations
 
 import argparse
-import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
+from rich.console import Console
 
 from conformance.commands.args import add_view_options, parse_alpha, parse_int, view_from
-from conformance.dtypes import DTYPES, info
 from conformance.errors import UsageError
-from conformance.records import BackendResult, TileLayout
+from conformance.ingest.arrays import Dump, load
+from conformance.records import TileLayout
 from conformance.reference.golden import SUPPORTED_PAIRS
 from conformance.report import console as render
 from conformance.report import files
-from conformance.report.evaluate import LayoutFn, Row, evaluate
+from conformance.report.evaluate import Chunk, LayoutFn, Row, evaluate_chunks
 from conformance.report.export import partial_on_interrupt, write_reports
 from conformance.report.gate import GateConfig, load_config
 
@@ -49,67 +52,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 # ----------------------------------------------------------------------------- loading
 
-def _read(path: str, *, flag: str) -> np.ndarray:
-    """One array from a .npy, or from a .npz holding one array or one named after the flag."""
-    file = Path(path)
-    if not file.exists():
-        raise UsageError(f"{flag} {path}: file does not exist; pass the path of a .npy or .npz file")
-    if not file.is_file():
-        raise UsageError(f"{flag} {path}: not a regular file; pass the path of a .npy or .npz file")
-    with open(file, "rb") as handle:
-        magic = handle.read(6)
-    if magic.startswith(b"\x80"):  # a pickle protocol header
-        raise UsageError(f"{flag} {path}: holds a pickled object; save a plain numeric array with numpy.save")
-    if magic and not (magic.startswith(b"\x93NUMPY") or magic.startswith(b"PK")):
-        raise UsageError(f"{flag} {path}: not a .npy or .npz file (no numpy header); save it with numpy.save")
-    try:
-        data = np.load(file, allow_pickle=False)
-        if isinstance(data, np.lib.npyio.NpzFile):
-            with data:
-                return _from_npz(data, path=path, flag=flag)
-        return data
-    except UsageError:
-        raise
-    except ValueError as exc:
-        if "pickle" in str(exc) or "Object arrays" in str(exc):
-            raise UsageError(f"{flag} {path}: holds a pickled or object array; save a plain numeric "
-                             "array with numpy.save") from None
-        raise UsageError(f"{flag} {path}: cannot read it ({exc}); the file may be truncated") from None
-    except (OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise UsageError(f"{flag} {path}: cannot read it ({exc}); the file may be truncated") from None
+CHUNK_ELEMENTS = 1 << 21  # elements judged at a time: bounds memory, keeps the work in cache
+PROGRESS_ELEMENTS = 1 << 24  # inputs at least this large show a progress bar (on stderr)
 
 
-def _from_npz(data: np.lib.npyio.NpzFile, *, path: str, flag: str) -> np.ndarray:
-    name = flag.lstrip("-")
-    if name in data.files:
-        return data[name]
-    if len(data.files) == 1:
-        return data[data.files[0]]
-    raise UsageError(f"{flag} {path}: .npz holds {', '.join(data.files) or 'nothing'}; "
-                     f"store one array or one named {name!r}")
-
-
-def _typed(a: np.ndarray, *, flag: str, bits_dtype: Optional[str]) -> np.ndarray:
-    """The array in a table dtype (uint16 bits reinterpreted when --dtype says so)."""
-    if a.dtype.kind == "O":
-        raise UsageError(f"{flag}: object arrays are not supported; save a numeric array")
-    if a.dtype.kind == "V" and a.dtype.itemsize == 2 and a.dtype.fields is None:
-        return a.view(info("bfloat16").dtype)  # numpy.save writes ml_dtypes bfloat16 as '<V2'
-    if a.dtype == np.uint16 or a.dtype == np.int16:
-        if bits_dtype is None:
-            raise UsageError(f"{flag}: raw {a.dtype} array; pass --dtype bfloat16 (or float16) "
-                             "to read it as bit patterns")
-        return a.view(info(bits_dtype).dtype)
-    if a.dtype.name not in DTYPES:
-        raise UsageError(f"{flag}: unsupported dtype {a.dtype}; use one of {', '.join(DTYPES)}")
-    return a
-
-
-def load_array(path: str, *, flag: str, bits_dtype: Optional[str]) -> np.ndarray:
-    return _typed(_read(path, flag=flag), flag=flag, bits_dtype=bits_dtype)
-
-
-def _check_pair(x: np.ndarray, out: np.ndarray, *, flag: str, src_flag: str = "--x") -> None:
+def _check_pair(x: Dump, out: Dump, *, flag: str, src_flag: str = "--x") -> None:
     if out.shape != x.shape:
         raise UsageError(f"{flag} has shape {out.shape} but {src_flag} has {x.shape}; "
                          "pass arrays of the same shape")
@@ -151,15 +98,15 @@ def plan_layout(profile: Optional[str], cores: Optional[int], *, dtypes: tuple[s
 
 def _rows(args: argparse.Namespace, *, alpha: float, config: GateConfig) -> list[Row]:
     bits = args.dtype
-    x = load_array(args.x, flag="--x", bits_dtype=bits)
-    jobs: list[tuple[str, np.ndarray, Optional[np.ndarray]]] = []
+    x = load(args.x, flag="--x", bits_dtype=bits)
+    jobs: list[tuple[str, Dump, Optional[Dump]]] = []
     if args.y is not None:
-        y = load_array(args.y, flag="--y", bits_dtype=bits)
+        y = load(args.y, flag="--y", bits_dtype=bits)
         _check_pair(x, y, flag="--y")
         jobs.append(("forward", y, None))
     if args.dx is not None:
-        dy = load_array(args.dy, flag="--dy", bits_dtype=bits)
-        dx = load_array(args.dx, flag="--dx", bits_dtype=bits)
+        dy = load(args.dy, flag="--dy", bits_dtype=bits)
+        dx = load(args.dx, flag="--dx", bits_dtype=bits)
         if dy.shape != x.shape or dy.dtype != x.dtype:
             raise UsageError(f"--dy is {dy.dtype}{list(dy.shape)} but --x is {x.dtype}{list(x.shape)}; "
                              "dy must match x in dtype and shape")
@@ -169,17 +116,37 @@ def _rows(args: argparse.Namespace, *, alpha: float, config: GateConfig) -> list
             for d, out, dy in jobs]
 
 
-def _evaluate(args: argparse.Namespace, x: np.ndarray, out: np.ndarray, *, dy: Optional[np.ndarray],
+def chunks(x: Dump, out: Dump, *, dy: Optional[Dump], size: Optional[int] = None) -> Iterator[Chunk]:
+    """Consecutive flat chunks of x, dy and the output, native byte order."""
+    step = max(1, size or CHUNK_ELEMENTS)
+    for lo in range(0, x.size, step):
+        hi = min(lo + step, x.size)
+        yield Chunk(lo, x.chunk(lo, hi), None if dy is None else dy.chunk(lo, hi), out.chunk(lo, hi))
+
+
+def _evaluate(args: argparse.Namespace, x: Dump, out: Dump, *, dy: Optional[Dump],
               direction: str, alpha: float, config: GateConfig) -> Row:
     cores = _cores(args.cores)
     layout_fn = None
     if args.profile is not None or cores is not None:
         layout_fn = plan_layout(args.profile, cores, dtypes=(x.dtype.name, out.dtype.name),
                                 direction=direction)
-    return evaluate(x, alpha, BackendResult(out), direction=direction, dy=dy,
-                    out_dtype=out.dtype.name, backend="dump", profile=args.profile, config=config,
-                    label=Path(args.y if direction == "forward" else args.dx).name,
-                    layout_fn=layout_fn)
+    label = Path(args.y if direction == "forward" else args.dx).name
+    with ExitStack() as stack:
+        return evaluate_chunks(lambda: chunks(x, out, dy=dy), numel=x.size, dtype=x.dtype,
+                               alpha=alpha, direction=direction, out_dtype=out.dtype.name,
+                               backend="dump", profile=args.profile, config=config, label=label,
+                               layout_fn=layout_fn, shape=x.shape,
+                               advance=_progress(stack, f"{direction} {label}", total=x.size))
+
+
+def _progress(stack: ExitStack, description: str, *, total: int) -> Callable[[int], None]:
+    """A progress bar on stderr for large inputs; a no-op for small ones."""
+    if total < PROGRESS_ELEMENTS:
+        return lambda n: None
+    progress = stack.enter_context(render.make_progress(console=Console(stderr=True)))
+    task = progress.add_task(description, total=total)
+    return lambda n: progress.advance(task, n)
 
 
 def _check_flags(args: argparse.Namespace) -> None:

@@ -6,7 +6,8 @@ summed, maxima maxed, cosine sums rescaled, findings merged by category).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import reduce
 from typing import Any, Optional
@@ -19,10 +20,20 @@ from conformance.reference import golden as ref
 from conformance.report import metrics as met
 from conformance.report.gate import CATEGORIES, GateConfig, finding_allowed, verdict
 from conformance.report.text import Shape, index_text, percent
-from conformance.report.triage import Batch, Claim, triage
+from conformance.report.triage import (
+    Batch,
+    Claim,
+    Outside,
+    Residue,
+    explain_residue,
+    explain_semantics,
+    tallies,
+    triage,
+)
 
 MAX_EXAMPLES = 5
 LayoutFn = Callable[[int], Optional[TileLayout]]
+Values = Callable[[int], tuple[Any, Any, Any, Any]]  # flat index -> x, dy, expected, actual
 
 
 @dataclass(frozen=True)
@@ -149,7 +160,7 @@ def failure_message(row: Row, *, offenders: int = MAX_EXAMPLES) -> str:
 
 # ----------------------------------------------------------------------------- findings
 
-def _examples(claim: Claim, batch: Batch, *, layout: Optional[TileLayout], part: str,
+def _examples(claim: Claim, values: Values, *, layout: Optional[TileLayout], part: str,
               hazard_cores: dict[int, int]) -> tuple[Offender, ...]:
     out = []
     for i in (int(v) for v in claim.index[:MAX_EXAMPLES]):
@@ -158,9 +169,7 @@ def _examples(claim: Claim, batch: Batch, *, layout: Optional[TileLayout], part:
         if not claim.in_tensor:
             out.append(Offender(i, None, None, None, None, core, None, part))
             continue
-        dy = batch.dy[i] if batch.dy is not None else None
-        out.append(Offender(i, batch.x[i], dy, batch.golden[i], batch.actual[i], core,
-                            span.tile if span is not None else None, part))
+        out.append(Offender(i, *values(i), core, span.tile if span is not None else None, part))
     return tuple(out)
 
 
@@ -172,21 +181,32 @@ def _finding(claim: Claim, *, violations: int, backend: str, config: GateConfig,
                    examples, None, violations)
 
 
-def _violations(claim: Claim, comp: met.Comparison) -> int:
+Violating = Callable[[np.ndarray], np.ndarray]  # flat indices -> mask: outside tolerance
+
+
+def _violations(claim: Claim, violating: Violating) -> int:
     """Elements of a claim outside tolerance (hazards always count in full)."""
     if not claim.in_tensor or claim.category == "write-race":
         return claim.count
-    bad = comp.mismatch_index[comp.violating]
-    return int(np.isin(claim.index, bad, assume_unique=True).sum())
+    return int(violating(claim.index).sum())
 
 
-def _findings(batch: Batch, comp: met.Comparison, result: BackendResult, *, backend: str,
-              config: GateConfig, layout: Optional[TileLayout], part: str) -> tuple[Finding, ...]:
-    claims = triage(batch, mismatches=comp.mismatch_index, hazards=result.hazards, layout=layout)
-    cores = {h.index: h.cores[0] for h in result.hazards if h.cores}
-    return tuple(_finding(c, violations=_violations(c, comp), backend=backend, config=config,
-                          examples=_examples(c, batch, layout=layout, part=part, hazard_cores=cores))
-                 for c in claims)
+def _batch_values(batch: Batch) -> Values:
+    """Look up an element of ``batch`` by its index there."""
+    def values(j: int) -> tuple[Any, Any, Any, Any]:
+        dy = batch.dy[j] if batch.dy is not None else None
+        return batch.x[j], dy, batch.golden[j], batch.actual[j]
+
+    return values
+
+
+def _judged(claims: Sequence[Claim], values: Values, *, violations: Sequence[int], backend: str,
+            config: GateConfig, layout: Optional[TileLayout], part: str,
+            hazard_cores: dict[int, int]) -> tuple[Finding, ...]:
+    return tuple(_finding(c, violations=v, backend=backend, config=config,
+                          examples=_examples(c, values, layout=layout, part=part,
+                                             hazard_cores=hazard_cores))
+                 for c, v in zip(claims, violations, strict=True))
 
 
 # ----------------------------------------------------------------------------- evaluate
@@ -217,6 +237,48 @@ def _rejected(x: np.ndarray, result: BackendResult, *, backend: str,
     return met.empty(elements=n), (finding,)
 
 
+@dataclass(frozen=True)
+class Chunk:
+    """A flat piece of one tensor, in native byte order: inputs and the device's output."""
+
+    offset: int  # flat index of the first element in the whole tensor
+    x: np.ndarray
+    dy: Optional[np.ndarray]
+    actual: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every chunk of one row is judged with."""
+
+    alpha: float
+    direction: str
+    out_dtype: str
+    tolerance: met.Tolerance
+    backend: str
+    config: GateConfig
+    label: str
+    layout: Callable[[], Optional[TileLayout]]  # the whole tensor's plan, computed when needed
+
+
+def _lazy_layout(fixed: Optional[TileLayout], layout_fn: Optional[LayoutFn], *,
+                 numel: int) -> Callable[[], Optional[TileLayout]]:
+    @functools.cache
+    def layout() -> Optional[TileLayout]:
+        return fixed if fixed is not None else layout_fn(numel) if layout_fn is not None else None
+
+    return layout
+
+
+def _head(x_dtype: Any, alpha: float, *, out_dtype: Optional[str], direction: str, backend: str,
+          profile: Optional[str], variant: Optional[str], label: str, shape: Shape) -> dict:
+    """The Row fields every evaluation fills the same way; ``shape`` shapes the shown indices."""
+    src, out = ref.resolve_pair(x_dtype, out_dtype)
+    return dict(backend=backend, profile=profile, variant=variant, dtype=src.name,
+                out_dtype=out.name, direction=direction, alpha=ref.check_alpha(alpha), parts=(label,),
+                shapes=(tuple(int(d) for d in shape),))
+
+
 def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: str,
              dy: Optional[np.ndarray] = None, out_dtype: Optional[str] = None, backend: str,
              profile: Optional[str] = None, variant: Optional[str] = None,
@@ -228,27 +290,147 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
     pass the whole array's shape when x is a flat chunk whose indices are global.
     """
     x = np.asarray(x)
-    src, out = ref.resolve_pair(x.dtype, out_dtype)
-    alpha = ref.check_alpha(alpha)
-    shown = tuple(int(d) for d in (x.shape if shape is None else shape))
-    head = dict(backend=backend, profile=profile, variant=variant, dtype=src.name,
-                out_dtype=out.name, direction=direction, alpha=alpha, parts=(label,),
-                shapes=(shown,))
+    head = _head(x.dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
+                 profile=profile, variant=variant, label=label, shape=x.shape if shape is None else shape)
     if result.rejected is not None:
         metrics, findings = _rejected(x, result, backend=backend, config=config)
         return Row(**head, metrics=metrics, findings=findings, verdict=verdict([f.allowed for f in findings]))
     dy_flat = None if dy is None else np.asarray(dy).reshape(-1)
-    expected = _golden(x.reshape(-1), alpha, direction=direction, dy=dy_flat, out_dtype=out.name)
-    actual = _actual(result, numel=x.size, out_dtype=out.name)
-    comp = met.compare(actual, expected, tolerance=config.tolerance(out.name), part=label)
+    actual = _actual(result, numel=x.size, out_dtype=head["out_dtype"])
+    expected = _golden(x.reshape(-1), head["alpha"], direction=direction, dy=dy_flat,
+                       out_dtype=head["out_dtype"])
+    comp = met.compare(actual, expected, tolerance=config.tolerance(head["out_dtype"]), part=label)
     findings: tuple[Finding, ...] = ()
     if comp.mismatch_index.size or result.hazards:
         layout = result.layout if result.layout is not None else (
             layout_fn(x.size) if layout_fn is not None else None)
-        batch = Batch(x.reshape(-1), dy_flat, alpha, direction, out.name, expected, actual)
-        findings = _findings(batch, comp, result, backend=backend, config=config,
-                             layout=layout, part=label)
+        batch = Batch(x.reshape(-1), dy_flat, head["alpha"], direction, head["out_dtype"],
+                      expected, actual)
+        claims = triage(batch, mismatches=comp.mismatch_index, hazards=result.hazards, layout=layout)
+        bad = np.zeros(x.size, dtype=bool)
+        bad[comp.mismatch_index[comp.violating]] = True
+        findings = _judged(claims, _batch_values(batch),
+                           violations=[_violations(c, lambda index: bad[index]) for c in claims],
+                           backend=backend, config=config, layout=layout, part=label,
+                           hazard_cores={h.index: h.cores[0] for h in result.hazards if h.cores})
     return Row(**head, metrics=comp.metrics, findings=findings,
+               verdict=verdict([f.allowed for f in findings]))
+
+
+Reader = Callable[[], Iterable[Chunk]]  # the tensor's chunks, in order, each time it is called
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """One chunk after golden and metrics: where its mismatches are and their values."""
+
+    offset: int
+    metrics: met.Metrics
+    index: np.ndarray  # of the mismatches, in the chunk
+    violating: np.ndarray  # aligned with index
+    x: np.ndarray
+    dy: Optional[np.ndarray]
+    golden: np.ndarray
+    actual: np.ndarray
+
+
+def _scan(chunk: Chunk, ctx: _Context) -> _Scan:
+    expected = _golden(chunk.x, ctx.alpha, direction=ctx.direction, dy=chunk.dy,
+                       out_dtype=ctx.out_dtype)
+    comp = met.compare(chunk.actual, expected, tolerance=ctx.tolerance, part=ctx.label,
+                       offset=chunk.offset)
+    i = comp.mismatch_index
+    if chunk.x.size < 2 ** 31:  # kept until triage: the narrowest index type that fits
+        i = i.astype(np.int32)
+    return _Scan(chunk.offset, comp.metrics, i, comp.violating, chunk.x[i],
+                 None if chunk.dy is None else chunk.dy[i], expected[i], chunk.actual[i])
+
+
+def _matching(chunk: Chunk, mismatches: np.ndarray, ctx: _Context) -> Batch:
+    """The elements of a chunk that match golden (there golden and actual are equal)."""
+    keep = np.ones(chunk.x.size, dtype=bool)
+    keep[mismatches] = False
+    actual = chunk.actual[keep]
+    return Batch(chunk.x[keep], None if chunk.dy is None else chunk.dy[keep], ctx.alpha,
+                 ctx.direction, ctx.out_dtype, actual, actual)
+
+
+def _outside(read: Reader, where: np.ndarray, ctx: _Context, *, numel: int) -> Outside:
+    """The matching elements of every chunk (``where`` holds the flat indices of all the
+    mismatches, ascending), read again whenever a rule needs evidence."""
+    def batches() -> Iterable[Batch]:
+        with np.errstate(all="ignore"):
+            for chunk in read():
+                lo, hi = np.searchsorted(where, [chunk.offset, chunk.offset + chunk.x.size])
+                yield _matching(chunk, where[lo:hi] - chunk.offset, ctx)
+
+    def tally(trial: dict, before_rule: dict, groups: Any) -> list[tuple[int, int]]:
+        total: list[tuple[int, int]] = []
+        for b in batches():
+            t = tallies(b, trial, before_rule, groups=groups)
+            total = t if not total else [(p + r, q + s) for (p, q), (r, s) in zip(total, t)]
+        return total
+
+    def any_inf(rule: dict) -> bool:
+        return any(np.isinf(b.variant(**rule).astype(np.float64)).any() for b in batches())
+
+    return Outside(numel - int(where.size), tally, any_inf)
+
+
+def _compact(scans: list[_Scan], ctx: _Context) -> tuple[Batch, np.ndarray, np.ndarray]:
+    """The mismatches of every chunk as one batch, their flat indices in the tensor, and
+    which of them are outside tolerance.  Empties ``scans`` as it goes (memory)."""
+    where = np.concatenate([s.index.astype(np.int64) + s.offset for s in scans])
+    violating = np.concatenate([s.violating for s in scans])
+    parts = {k: np.concatenate([getattr(s, k) for s in scans]) for k in ("x", "golden", "actual")}
+    dy = None if scans[0].dy is None else np.concatenate([s.dy for s in scans])
+    scans.clear()
+    return (Batch(parts["x"], dy, ctx.alpha, ctx.direction, ctx.out_dtype, parts["golden"],
+                  parts["actual"]), where, violating)
+
+
+def _mismatch_findings(read: Reader, scans: list[_Scan], ctx: _Context, *,
+                       numel: int) -> tuple[Finding, ...]:
+    """Triage of every mismatch of the tensor at once: a batch of the mismatches, with the
+    matching elements as its ``outside`` (for the rules' evidence)."""
+    batch, where, violating = _compact(scans, ctx)
+    batch = replace(batch, outside=_outside(read, where, ctx, numel=numel))
+    kind = np.int32 if where.size < 2 ** 31 else np.int64
+    claims, rest = explain_semantics(batch, mismatches=np.arange(where.size, dtype=kind))
+    counts = [_violations(c, lambda index: violating[index]) for c in claims]
+    claims = [replace(c, index=where[c.index]) for c in claims]
+    residue = Residue.of(batch, rest, where=where)
+    located = explain_residue(residue, layout=ctx.layout(), numel=numel)
+    counts += [_violations(c, lambda index: violating[np.searchsorted(where, index)]) for c in located]
+    compact = _batch_values(batch)
+    return _judged(claims + located, lambda i: compact(int(np.searchsorted(where, i))),
+                   violations=counts, backend=ctx.backend, config=ctx.config,
+                   layout=ctx.layout(), part=ctx.label, hazard_cores={})
+
+
+def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direction: str,
+                    out_dtype: str, backend: str, config: GateConfig,
+                    profile: Optional[str] = None, label: str = "",
+                    layout_fn: Optional[LayoutFn] = None, shape: Optional[Shape] = None,
+                    advance: Callable[[int], None] = lambda n: None) -> Row:
+    """Judge a tensor of ``numel`` elements that ``read()`` gives as consecutive flat chunks.
+
+    One pass computes golden and the metrics chunk by chunk (merged exactly by
+    ``metrics.merge``) and keeps only the mismatching elements.  Triage then judges all
+    mismatches as one batch, exactly as :func:`evaluate` would: a rule's evidence over the
+    matching elements is gathered by reading the chunks again, and ``tail-block`` is judged
+    on the whole tensor's tiling plan.  ``advance(n)`` is told of each chunk done."""
+    head = _head(dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
+                 profile=profile, variant=None, label=label, shape=(numel,) if shape is None else shape)
+    ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
+                   backend, config, label, _lazy_layout(None, layout_fn, numel=numel))
+    scans = []
+    for chunk in read():
+        scans.append(_scan(chunk, ctx))
+        advance(int(chunk.x.size))
+    metrics = reduce(met.merge, (s.metrics for s in scans)) if scans else met.empty()
+    findings = _mismatch_findings(read, scans, ctx, numel=numel) if metrics.mismatches else ()
+    return Row(**head, metrics=metrics, findings=findings,
                verdict=verdict([f.allowed for f in findings]))
 
 

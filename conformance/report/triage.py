@@ -39,9 +39,30 @@ from conformance.report.metrics import match_mask
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 
+_STEP = 1 << 20  # elements a variant is computed on at a time (bounds its temporaries)
+_KEPT = 3  # whole-batch variants kept per batch
+
+
+def at(values: np.ndarray, index: Optional[np.ndarray]) -> np.ndarray:
+    """``values[index]`` for ascending unique indices, without a copy when they are all."""
+    return values if index is None or index.size == values.size else values[index]
+
+
+@dataclass(frozen=True)
+class Outside:
+    """The elements of a tensor left out of a batch because they match the golden
+    reference, seen through functions that evaluate a rule on them chunk by chunk: a
+    rule's evidence is taken over the whole tensor while the batch holds only mismatches."""
+
+    size: int  # how many elements
+    tally: Callable[[dict, dict, Optional[Callable[[np.ndarray], list]]], list[tuple[int, int]]]
+    any_inf: Callable[[dict], bool]
+
+
 @dataclass(frozen=True)
 class Batch:
-    """One evaluated input batch, flattened: what went in, what came out, what is right."""
+    """One evaluated input batch, flattened: what went in, what came out, what is right.
+    ``outside`` (when given) stands for the matching elements of the tensor not in it."""
 
     x: np.ndarray
     dy: Optional[np.ndarray]
@@ -50,11 +71,64 @@ class Batch:
     out_dtype: str
     golden: np.ndarray
     actual: np.ndarray
+    outside: Optional[Outside] = None
+    _whole: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _part: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def variant(self, index: Optional[np.ndarray] = None, **rule: Any) -> np.ndarray:
-        """Golden recomputed under ``rule`` (golden keywords, plus ``alpha``)."""
+        """Golden recomputed under ``rule`` (golden keywords, plus ``alpha``).
+
+        Rules compete on the same elements, and a rule's score and its proof share its
+        values, so they are kept: a variant of the whole batch (computed whole when three
+        quarters of it or more are asked for), and variants of the last index array asked
+        for (the still unexplained elements)."""
         if not rule:
-            return self.golden if index is None else self.golden[index]
+            return at(self.golden, index)
+        key = tuple(sorted(rule.items()))
+        if key not in self._whole and (index is None or 4 * index.size >= 3 * self.x.size):
+            if len(self._whole) >= _KEPT:
+                del self._whole[next(iter(self._whole))]  # the oldest
+            self._whole[key] = self._whole_from_part(key, rule)
+        if key in self._whole:
+            return at(self._whole[key], index)
+        if self._part.get("index") is not index:
+            self._part.clear()
+            self._part["index"] = index
+        if key not in self._part:
+            self._part[key] = self._compute(index, **rule)
+        return self._part[key]
+
+    def forget(self, **rule: Any) -> None:
+        """Drop the kept values of ``rule`` (memory for the rules still to come)."""
+        key = tuple(sorted(rule.items()))
+        self._whole.pop(key, None)
+        self._part.pop(key, None)
+
+    def _whole_from_part(self, key: tuple, rule: dict) -> np.ndarray:
+        """The whole batch's variant; the part already computed is not computed again."""
+        if key not in self._part:
+            return self._compute(None, **rule)
+        part = self._part["index"]
+        other = np.ones(self.x.size, dtype=bool)
+        other[part] = False
+        whole = np.empty(self.x.size, dtype=self._part[key].dtype)
+        whole[part] = self._part[key]
+        rest = np.flatnonzero(other)
+        whole[rest] = self._compute(rest, **rule)
+        return whole
+
+    def _compute(self, index: Optional[np.ndarray], **rule: Any) -> np.ndarray:
+        """The variant of the elements ``index`` (all when None), a bounded piece at a time."""
+        n = self.x.size if index is None else index.size
+        if n <= _STEP:
+            return self._compute_piece(index, **rule)
+        out = np.empty(n, dtype=info(self.out_dtype).dtype)
+        for lo in range(0, n, _STEP):
+            piece = slice(lo, lo + _STEP)
+            out[piece] = self._compute_piece(piece if index is None else index[piece], **rule)
+        return out
+
+    def _compute_piece(self, index: Optional[np.ndarray | slice], **rule: Any) -> np.ndarray:
         alpha = rule.pop("alpha", self.alpha)
         flush_output, sat_inputs = rule.pop("flush_output", False), rule.pop("saturate_inputs", False)
         x = self.x if index is None else self.x[index]
@@ -96,27 +170,96 @@ class _State:
     """What is still unexplained, and the semantic rules accepted so far."""
 
     remaining: np.ndarray
+    size: int  # elements in the batch
     base: dict = field(default_factory=dict)
     claims: list = field(default_factory=list)
 
     def claim(self, claim: Claim) -> None:
         self.claims.append(claim)
         if claim.in_tensor:
-            self.remaining = np.setdiff1d(self.remaining, claim.index, assume_unique=True)
+            taken = np.zeros(self.size, dtype=bool)
+            taken[claim.index] = True
+            self.remaining = self.remaining[~taken[self.remaining]]
+
+
+def in_sorted(values: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Mask of ``values`` present in ``ref`` (both int64 and ascending): a binary search,
+    linear in memory, where ``np.isin`` would sort or hash both sides."""
+    if values.size == 0 or ref.size == 0:
+        return np.zeros(values.shape, dtype=bool)
+    pos = np.minimum(np.searchsorted(ref, values), ref.size - 1)
+    return ref[pos] == values
+
+
+def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Sorted union of two index arrays of one batch (``np.union1d`` without its hashing)."""
+    if a.size == 0 or b.size == 0:
+        return a if b.size == 0 else b
+    mask = np.zeros(int(max(a.max(), b.max())) + 1, dtype=bool)
+    mask[a] = True
+    mask[b] = True
+    return np.flatnonzero(mask)
+
+
+@dataclass(frozen=True)
+class Residue:
+    """Mismatching elements no hazard or semantic rule explained: their flat indices in the
+    whole tensor (ascending) and their values.  The location and value-class rules read only
+    this, so a tensor evaluated in chunks is judged on its whole residue at once."""
+
+    index: np.ndarray
+    x: np.ndarray
+    dy: Optional[np.ndarray]
+    golden: np.ndarray
+    actual: np.ndarray
+
+    @classmethod
+    def of(cls, batch: Batch, index: np.ndarray, *, where: Optional[np.ndarray] = None) -> Residue:
+        """The elements ``index`` of ``batch``; ``where`` maps batch positions to flat
+        indices in the whole tensor (identity when None)."""
+        dy = None if batch.dy is None else batch.dy[index]
+        flat = index if where is None else where[index]
+        return cls(flat, batch.x[index], dy, batch.golden[index], batch.actual[index])
+
+    def without(self, index: np.ndarray) -> Residue:
+        keep = ~in_sorted(self.index, index)
+        dy = None if self.dy is None else self.dy[keep]
+        return Residue(self.index[keep], self.x[keep], dy, self.golden[keep], self.actual[keep])
+
+    def at(self, i: int) -> tuple[Any, Any, Any, Any]:
+        """x, dy, golden and actual of the element with flat index ``i``."""
+        j = int(np.searchsorted(self.index, i))
+        return self.x[j], None if self.dy is None else self.dy[j], self.golden[j], self.actual[j]
 
 
 def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = (),
            layout: Optional[TileLayout] = None) -> list[Claim]:
     """Explain every mismatching element (flat indices ``mismatches``) by one category."""
-    state = _State(np.asarray(mismatches, dtype=np.int64))
+    claims, rest = explain_semantics(batch, mismatches=mismatches, hazards=hazards)
+    return claims + explain_residue(Residue.of(batch, rest), layout=layout, numel=batch.x.size)
+
+
+def explain_semantics(batch: Batch, *, mismatches: np.ndarray,
+                      hazards: Sequence[Hazard] = ()) -> tuple[list[Claim], np.ndarray]:
+    """Hazards and semantic rules: their claims, and the indices still unexplained."""
+    index = np.asarray(mismatches)
+    state = _State(index if index.dtype.kind == "i" else index.astype(np.int64), int(batch.x.size))
     _hazards(batch, state, hazards)
     with np.errstate(all="ignore"):
         for rule in _SEMANTIC:
             if state.remaining.size:
                 rule(batch, state)
-        _tail(batch, state, layout)
-        _value_classes(batch, state)
-    return state.claims
+    return state.claims, state.remaining
+
+
+def explain_residue(residue: Residue, *, layout: Optional[TileLayout], numel: int) -> list[Claim]:
+    """Location (``tail-block``, over the whole tensor of ``numel`` elements), then value
+    classes and the residue categories."""
+    with np.errstate(all="ignore"):
+        tail = _tail(residue, layout, numel)
+        if tail is not None:
+            residue = residue.without(tail.index)
+        return ([tail] if tail is not None else []) + _value_classes(residue)
 
 
 # ----------------------------------------------------------------------------- hazards
@@ -143,12 +286,6 @@ def _hazards(batch: Batch, state: _State, hazards: Sequence[Hazard]) -> None:
 
 # ----------------------------------------------------------------------------- semantics
 
-def _agrees(differs: np.ndarray, agree: np.ndarray) -> bool:
-    """The actual output follows a rule on at least half the elements it changes."""
-    total = int(differs.sum())
-    return total > 0 and 2 * int((differs & agree).sum()) >= total
-
-
 def _prove(batch: Batch, state: _State, rule: dict, *,
            groups: Optional[Callable[[np.ndarray], list]] = None, neutral: Optional[dict] = None) -> np.ndarray:
     """Remaining elements that ``rule`` (on top of accepted rules) reproduces and changes,
@@ -158,16 +295,41 @@ def _prove(batch: Batch, state: _State, rule: dict, *,
     trial = {**before_rule, **rule}
     sub = state.remaining
     mine = batch.variant(sub, **trial)
-    hit = match_mask(mine, batch.actual[sub]) & ~match_mask(mine, batch.variant(sub, **before_rule))
+    hit = match_mask(mine, at(batch.actual, sub)) & ~match_mask(mine, batch.variant(sub, **before_rule))
     if not hit.any():
+        batch.forget(**trial)  # a rule that explains nothing is not asked for again
         return _EMPTY
+    return sub[hit] if _followed(batch, trial, before_rule, groups=groups) else _EMPTY
+
+
+Groups = Optional[Callable[[np.ndarray], list]]
+
+
+def _followed(batch: Batch, trial: dict, before_rule: dict, *, groups: Groups) -> bool:
+    """The evidence: in every group where ``trial`` changes some element, the actual output
+    follows it on at least half of the changed elements.  The elements outside the batch
+    are read only when they could tip the balance (there are ``outside.size`` of them)."""
+    counts = tallies(batch, trial, before_rule, groups=groups)
+    spare = 0 if batch.outside is None else batch.outside.size
+    if spare and any(c > 0 for c, _ in counts):
+        if all(2 * a - c >= spare for c, a in counts):
+            return True  # holds whatever the outside elements do
+        if any(c > 0 and 2 * a - c + spare < 0 for c, a in counts):
+            return False  # fails whatever they do
+    if spare:
+        more = batch.outside.tally(trial, before_rule, groups) or [(0, 0)] * len(counts)
+        counts = [(c + d, a + b) for (c, a), (d, b) in zip(counts, more)]
+    present = [(c, a) for c, a in counts if c > 0]
+    return bool(present) and all(2 * a >= c for c, a in present)
+
+
+def tallies(batch: Batch, trial: dict, before_rule: dict, *, groups: Groups) -> list[tuple[int, int]]:
+    """Per group (of the golden values): how many elements of the batch ``trial`` changes
+    against ``before_rule``, and how many of those the actual output follows."""
     full, before = batch.variant(**trial), batch.variant(**before_rule)
     differs, agree = ~match_mask(full, before), match_mask(full, batch.actual)
     masks = groups(batch.golden) if groups else [np.ones(differs.shape, bool)]
-    present = [m for m in masks if (differs & m).any()]
-    if not present or not all(_agrees(differs & m, agree) for m in present):
-        return _EMPTY
-    return sub[hit]
+    return [(int((differs & m).sum()), int((differs & m & agree).sum())) for m in masks]
 
 
 def _accept(state: _State, rule: dict, claim: Claim) -> None:
@@ -176,7 +338,17 @@ def _accept(state: _State, rule: dict, claim: Claim) -> None:
 
 
 def _informative_slopes(batch: Batch, index: np.ndarray) -> np.ndarray:
-    """actual / input on the negative side, where the exact result is a normal number."""
+    """actual / input on the negative side, where the exact result is a normal number
+    (a bounded piece of ``index`` at a time)."""
+    out, n = np.empty(index.size), 0
+    for lo in range(0, index.size, _STEP):
+        piece = _slopes_of(batch, index[lo:lo + _STEP])
+        out[n:n + piece.size] = piece
+        n += piece.size
+    return out[:n]
+
+
+def _slopes_of(batch: Batch, index: np.ndarray) -> np.ndarray:
     g, a = batch.golden[index].astype(np.float64), batch.actual[index].astype(np.float64)
     normal = np.abs(g) >= info(batch.out_dtype).smallest_normal
     if batch.direction == "forward":
@@ -205,29 +377,43 @@ def _slope_candidates(batch: Batch, estimate: float) -> list[float]:
 def _hits(batch: Batch, state: _State, rule: dict) -> int:
     """How many remaining elements ``rule`` reproduces (no evidence check)."""
     sub = state.remaining
-    return int(match_mask(batch.variant(sub, **{**state.base, **rule}), batch.actual[sub]).sum())
+    return int(match_mask(batch.variant(sub, **{**state.base, **rule}), at(batch.actual, sub)).sum())
 
 
 def _best_slope(batch: Batch, state: _State, cands: list[float]) -> Optional[float]:
     """The candidate reproducing most elements, unless alpha rounded to a dtype does as well
     (then the slope is alpha, only rounded: that is ``alpha-precision``)."""
-    scores = [_hits(batch, state, {"alpha": c}) for c in cands]
+    scores: list[int] = []
+    for c in cands:  # only the best candidate's values are kept (its proof reuses them)
+        scores.append(_hits(batch, state, {"alpha": c}))
+        if len(scores) > 1:
+            loser = c if scores[-1] <= max(scores[:-1]) else cands[int(np.argmax(scores[:-1]))]
+            batch.forget(**{**state.base, "alpha": loser})
     if not scores or max(scores) == 0:
         return None
-    rounded = [_hits(batch, state, {"slope_dtype": d}) for d in _slope_dtypes(batch)]
+    rounded = []
+    for d in _slope_dtypes(batch):
+        rounded.append(_hits(batch, state, {"slope_dtype": d}))
+        batch.forget(**{**state.base, "slope_dtype": d})
     return None if max(rounded, default=0) >= max(scores) else cands[int(np.argmax(scores))]
 
 
+def _slope_estimate(batch: Batch, index: np.ndarray) -> Optional[float]:
+    """The median informative slope (None when there is none)."""
+    slopes = _informative_slopes(batch, index)
+    return float(np.median(slopes, overwrite_input=True)) if slopes.size else None
+
+
 def _alpha_mismatch(batch: Batch, state: _State) -> None:
-    slopes = _informative_slopes(batch, state.remaining)
-    if slopes.size == 0:
+    estimate = _slope_estimate(batch, state.remaining)
+    if estimate is None:
         return
-    c = _best_slope(batch, state, _slope_candidates(batch, float(np.median(slopes))))
+    c = _best_slope(batch, state, _slope_candidates(batch, estimate))
     if c is None:
         return
     hits = _prove(batch, state, {"alpha": c})
     if batch.out_dtype != "float64" and hits.size:
-        hits = np.union1d(hits, _prove(batch, state, {"alpha": c, "opmath": "float32"}))
+        hits = _union(hits, _prove(batch, state, {"alpha": c, "opmath": "float32"}))
     if hits.size:
         names = frameworks_with_default(c)
         known = f" ({c!r} is the default of {', '.join(names)})" if names else ""
@@ -306,7 +492,8 @@ def _one_saturation(batch: Batch, state: _State, rule: dict) -> None:
     if hits.size:
         g = batch.golden[hits]
         nan_zero, inf_max = int(is_nan(g).sum()), int(np.isinf(g.astype(np.float64)).sum())
-        confirmed = bool(np.isinf(batch.variant(**state.base).astype(np.float64)).any())
+        confirmed = bool(np.isinf(batch.variant(**state.base).astype(np.float64)).any()) or (
+            batch.outside is not None and batch.outside.any_inf(dict(state.base)))
         _accept(state, rule, Claim(
             "saturation", hits, hits.size,
             "NaN became 0 and/or ±inf became ±max (saturation mode)",
@@ -390,38 +577,48 @@ def _confined(rest: np.ndarray, regions: list[tuple[int, int, dict]], numel: int
     (a tail defect garbles its tail, not one value class) and leave elements outside.
     Each error counts against the smallest region that holds it, so a 1-element dropped
     tile is not diluted by the wider unaligned-tail region around it."""
-    mask = np.zeros(numel, dtype=bool)
-    used, left = [], rest
+    used, spans, left = [], [], rest
     for lo, hi, desc in sorted(regions, key=lambda r: r[1] - r[0]):
         inside = (left >= lo) & (left < hi)
         if inside.any():
-            mask[lo:hi] = True
+            spans.append((max(lo, 0), min(hi, numel)))
             used.append(desc)
             left = left[~inside]
-    dense = 2 * rest.size >= int(mask.sum())
-    return used if left.size == 0 and dense and not mask.all() else []
+    covered = _covered(spans)
+    dense = 2 * rest.size >= covered
+    return used if left.size == 0 and dense and covered < numel else []
 
 
-def _beyond_rounding(batch: Batch, index: np.ndarray) -> np.ndarray:
-    """The elements of ``index`` that the 1-ULP residue rule would not take."""
-    a, g = batch.actual[index], batch.golden[index]
+def _covered(spans: list[tuple[int, int]]) -> int:
+    """How many elements the union of half-open ``spans`` holds (no tensor-sized mask)."""
+    total, end = 0, -1
+    for lo, hi in sorted(spans):
+        lo = max(lo, end)
+        if hi > lo:
+            total, end = total + hi - lo, hi
+    return total
+
+
+def _beyond_rounding(residue: Residue) -> np.ndarray:
+    """Mask of the residue's elements that the 1-ULP rounding rule would not take."""
+    a, g = residue.actual, residue.golden
     finite = np.isfinite(a.astype(np.float64)) & np.isfinite(g.astype(np.float64))
-    return index[~(finite & (ulp_distance(a, g).ulps <= 1))]
+    return ~(finite & (ulp_distance(a, g).ulps <= 1))
 
 
-def _tail(batch: Batch, state: _State, layout: Optional[TileLayout]) -> None:
+def _tail(residue: Residue, layout: Optional[TileLayout], numel: int) -> Optional[Claim]:
     """Errors beyond 1-ULP residue, confined to the tail regions, are ``tail-block``."""
-    rest = _beyond_rounding(batch, state.remaining) if layout is not None else _EMPTY
+    rest = residue.index[_beyond_rounding(residue)] if layout is not None else _EMPTY
     if rest.size == 0:
-        return
-    used = _confined(rest, tail_regions(layout, batch.x.size), batch.x.size)
+        return None
+    used = _confined(rest, tail_regions(layout, numel), numel)
     if not used:
-        return
+        return None
     lo, hi = int(rest.min()), int(rest.max()) + 1
-    state.claim(Claim(
+    return Claim(
         "tail-block", rest, rest.size,
         "the remaining errors all lie in tail tiles or the unaligned tail; the rest is clean",
-        {"start": lo, "stop": hi, "regions": used, "align_elements": layout.align_elements}))
+        {"start": lo, "stop": hi, "regions": used, "align_elements": layout.align_elements})
 
 
 # ----------------------------------------------------------------------------- value classes
@@ -442,18 +639,15 @@ def _classes(actual: np.ndarray, golden: np.ndarray) -> list[tuple[str, np.ndarr
     ]
 
 
-def _value_classes(batch: Batch, state: _State) -> None:
-    rest = state.remaining
-    if rest.size == 0:
-        return
-    taken = np.zeros(rest.size, dtype=bool)
-    for category, mask, summary in _classes(batch.actual[rest], batch.golden[rest]):
+def _value_classes(residue: Residue) -> list[Claim]:
+    claims: list[Claim] = []
+    if residue.index.size == 0:
+        return claims
+    taken = np.zeros(residue.index.size, dtype=bool)
+    for category, mask, summary in _classes(residue.actual, residue.golden):
         mine = mask & ~taken
         if mine.any():
             taken |= mine
-            detail = {"max_ulp": _max_ulp(batch, rest[mine])}
-            state.claim(Claim(category, rest[mine], int(mine.sum()), summary, detail))
-
-
-def _max_ulp(batch: Batch, index: np.ndarray) -> int:
-    return ulp_distance(batch.actual[index], batch.golden[index]).max()
+            detail = {"max_ulp": ulp_distance(residue.actual[mine], residue.golden[mine]).max()}
+            claims.append(Claim(category, residue.index[mine], int(mine.sum()), summary, detail))
+    return claims

@@ -1,0 +1,1 @@
+"""Outside data: arrays dumped by a device or a framework (``.npy``/``.npz``)."""
