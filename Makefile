@@ -14,7 +14,7 @@ PADDLE_SPEC ?= paddlepaddle==3.3.1
 # mindspore 2.10 breaks under numpy 2.x although its metadata allows it.
 MINDSPORE_SPEC ?= mindspore==2.10.0 numpy==1.26.*
 # What `conformance worker` itself imports; the package goes in with --no-deps (no torch/TF there).
-WORKER_DEPS ?= numpy ml_dtypes hypothesis
+WORKER_DEPS ?= numpy ml_dtypes hypothesis rich
 FRAMEWORK_STAMPS := $(PADDLE_VENV)/.installed $(MINDSPORE_VENV)/.installed
 ALL_BACKENDS ?= golden,torch,tensorflow,cann,jax,onnxruntime,keras,paddle,mindspore
 
@@ -40,15 +40,15 @@ setup-frameworks: $(FRAMEWORK_STAMPS)
 # $(call framework_env,venv,specs): a venv holding the framework and the worker, not torch/TF.
 define framework_env
 	test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
-	$(1)/bin/python -m pip install -q $(2) $(WORKER_DEPS)
+	$(1)/bin/python -m pip install -q --no-warn-conflicts $(2) $(WORKER_DEPS)
 	$(1)/bin/python -m pip install -q --no-deps -e .
 	touch $(1)/.installed
 endef
 
-$(PADDLE_VENV)/.installed: pyproject.toml
+$(PADDLE_VENV)/.installed: pyproject.toml Makefile
 	$(call framework_env,$(PADDLE_VENV),$(PADDLE_SPEC))
 
-$(MINDSPORE_VENV)/.installed: pyproject.toml
+$(MINDSPORE_VENV)/.installed: pyproject.toml Makefile
 	$(call framework_env,$(MINDSPORE_VENV),$(MINDSPORE_SPEC))
 
 test: $(STAMP)
