@@ -41,9 +41,12 @@ def execute(args: argparse.Namespace) -> int:
     console = Console()
     console.print(_table(results))
     console.print("sources: " + "; ".join(f"{r.entry.api}: {r.entry.source}" for r in results), style="dim")
-    missing = [r.entry.api for r in results if r.entry.probe is not None and r.probed is None]
-    if missing:
-        console.print(f"[yellow]not probed: {', '.join(missing)} (see status)[/]")
+    unprobed: dict[str, list[str]] = {}
+    for r in results:
+        if r.entry.probe is not None and r.probed is None:
+            unprobed.setdefault(r.status, []).append(r.entry.api)
+    for why, apis in unprobed.items():
+        console.print(f"[yellow]{why}: {', '.join(apis)}[/]", markup=True, highlight=False)
     disagreements = [r.entry.api for r in results if r.status == "DISAGREES"]
     if disagreements:
         names = ", ".join(disagreements)
