@@ -207,7 +207,12 @@ def probe_here(entry: DefaultSlope) -> ProbeResult:
         return ProbeResult(entry, None)
     if entry.module is None or importlib.util.find_spec(entry.module) is None:
         return ProbeResult(entry, None, why="not installed (make setup)")
-    return ProbeResult(entry, entry.probe(), installed_version(entry))
+    try:
+        slope = entry.probe()
+    except Exception as exc:  # a broken install is a row of the table, not a traceback
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        return ProbeResult(entry, None, installed_version(entry), why=f"probe failed: {type(exc).__name__}: {first}")
+    return ProbeResult(entry, slope, installed_version(entry))
 
 
 def probe(entry: DefaultSlope) -> ProbeResult:
