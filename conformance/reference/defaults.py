@@ -215,6 +215,17 @@ def probe_here(entry: DefaultSlope) -> ProbeResult:
     return ProbeResult(entry, slope, installed_version(entry))
 
 
+def _not_set_up(backend: str) -> bool:
+    """Whether ``backend`` declares an environment of its own that does not exist."""
+    from conformance.backends import BackendUnavailable, load
+
+    try:
+        environment = getattr(load(backend), "environment", None)
+    except BackendUnavailable:
+        return False
+    return environment is not None and environment.missing() is not None
+
+
 def probe(entry: DefaultSlope) -> ProbeResult:
     """``entry``'s probe: through its environment's worker when it has one, else in this process."""
     if entry.environment is None or entry.probe is None:
@@ -223,8 +234,8 @@ def probe(entry: DefaultSlope) -> ProbeResult:
 
     try:
         spec = default_worker(entry.environment)
-    except BackendUnavailable:
-        return ProbeResult(entry, None, why=NOT_SET_UP)
+    except BackendUnavailable as exc:
+        return ProbeResult(entry, None, why=NOT_SET_UP if _not_set_up(entry.environment) else f"probe failed: {exc}")
     if spec is None:  # the backend runs in-process after all
         return probe_here(entry)
     from conformance.worker.client import WorkerFailure, connect
