@@ -4,7 +4,9 @@ Opt-in (``--backend mindspore``), in a worker running in ``.venv-mindspore``
 (created by ``make conformance-all``; MindSpore 2.10 needs numpy 1.26).  Its CPU
 kernels run float16 and float32 (bfloat16 Maximum is not supported, float64 is
 refused); the other pairs are skipped with that reason.  Backward is
-``mindspore.vjp`` (``mindspore.grad`` with the cotangent dy as the sensitivity).
+``mindspore.vjp`` with the cotangent dy; it gives the same bits as
+``mindspore.grad`` of ``sum(leaky_relu(x) * dy)`` (checked on all 65,536 fp16
+patterns and 200,000 random fp32 ones, alpha 0.2).
 """
 from __future__ import annotations
 
