@@ -1,22 +1,55 @@
-# Every target does its own set-up: a fresh clone needs only `make test` or `make conformance`.
+# Every target does its own set-up: a fresh clone needs only `make test`, `make conformance`
+# or `make conformance-all`.  Stamps (`<venv>/.installed`) make a second run skip the install.
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
+# Frameworks that cannot share the main environment get one each (README "Frameworks").
+# The backends find them here; CONFORMANCE_PADDLE_PYTHON / CONFORMANCE_MINDSPORE_PYTHON override.
+PADDLE_VENV ?= .venv-paddle
+MINDSPORE_VENV ?= .venv-mindspore
+PADDLE_SPEC ?= paddlepaddle==3.3.1
+# mindspore 2.10 breaks under numpy 2.x although its metadata allows it.
+MINDSPORE_SPEC ?= mindspore==2.10.0 numpy==1.26.*
+# What `conformance worker` itself imports; the package goes in with --no-deps (no torch/TF there).
+WORKER_DEPS ?= numpy ml_dtypes hypothesis rich
+FRAMEWORK_STAMPS := $(PADDLE_VENV)/.installed $(MINDSPORE_VENV)/.installed
+ALL_BACKENDS ?= golden,torch,tensorflow,cann,jax,onnxruntime,keras,paddle,mindspore
+
 export TF_CPP_MIN_LOG_LEVEL := 3
 
-.PHONY: setup test lint conformance selftest bench clean
+# $(call timed,what,command): run command, print how long it took, keep its exit status.
+timed = s=$$(date +%s); $(2); rc=$$?; echo "conformance: $(1) took $$(( $$(date +%s) - s )) s"; exit $$rc
+
+.PHONY: setup setup-frameworks test lint conformance conformance-all selftest bench clean
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	# torch first and pinned (a CPU wheel); the looser range in pyproject is then already met.
+	# torch first and pinned (a CPU wheel); the looser range in pyproject is then already met,
+	# so the light frameworks (jax, keras, onnx, onnxruntime) cannot replace it.
 	$(PY) -m pip install -q $(TORCH_SPEC)
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[dev,frameworks]"
 	touch $(STAMP)
+
+setup-frameworks: $(FRAMEWORK_STAMPS)
+
+# $(call framework_env,venv,specs): a venv holding the framework and the worker, not torch/TF.
+define framework_env
+	test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
+	$(1)/bin/python -m pip install -q --no-warn-conflicts $(2) $(WORKER_DEPS)
+	$(1)/bin/python -m pip install -q --no-deps -e .
+	touch $(1)/.installed
+endef
+
+$(PADDLE_VENV)/.installed: pyproject.toml Makefile
+	$(call framework_env,$(PADDLE_VENV),$(PADDLE_SPEC))
+
+$(MINDSPORE_VENV)/.installed: pyproject.toml Makefile
+	$(call framework_env,$(MINDSPORE_VENV),$(MINDSPORE_SPEC))
 
 test: $(STAMP)
 	$(PY) -m pytest -q
@@ -24,8 +57,17 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
-conformance: $(STAMP)
-	$(VENV)/bin/conformance run --json reports/conformance.json --junit reports/junit.xml
+conformance:
+	@$(call timed,set-up,$(MAKE) --no-print-directory setup)
+	@$(call timed,run,$(VENV)/bin/conformance run --json reports/conformance.json --junit reports/junit.xml)
+
+# Every framework: the main environment's and those in environments of their own.
+conformance-all:
+	@$(call timed,set-up (main),$(MAKE) --no-print-directory setup)
+	@$(call timed,set-up (paddle),$(MAKE) --no-print-directory $(PADDLE_VENV)/.installed)
+	@$(call timed,set-up (mindspore),$(MAKE) --no-print-directory $(MINDSPORE_VENV)/.installed)
+	@$(call timed,run (all frameworks),$(VENV)/bin/conformance run --backend $(ALL_BACKENDS) \
+		--json reports/conformance-all.json --junit reports/junit-all.xml)
 
 selftest: $(STAMP)
 	$(VENV)/bin/conformance selftest
@@ -34,4 +76,4 @@ bench: $(STAMP)
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) reports results .pytest_cache .hypothesis .ruff_cache
+	rm -rf $(VENV) $(PADDLE_VENV) $(MINDSPORE_VENV) reports results .pytest_cache .hypothesis .ruff_cache

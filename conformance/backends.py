@@ -3,7 +3,8 @@
 Stable names: ``golden``, ``torch``, ``tensorflow``, ``cann`` (with a profile
 and a variant), ``torch_npu`` (a real Ascend device, through a worker), the
 opt-in ``jax``, ``onnxruntime`` and ``keras`` (a profile per Keras backend, in a
-worker each) and ``dump`` (arrays given to ``conformance compare``).
+worker each), ``paddle`` and ``mindspore`` (each in a worker running in its own
+environment, see :mod:`conformance.frameworks.environments`) and ``dump`` (arrays given to ``conformance compare``).
 
 Backends are registered through the entry-point group ``conformance.backends``
 (``name = "module:Class"``); the built-in ones are declared there in
@@ -45,6 +46,8 @@ BUILTIN: dict[str, str] = {
     "jax": "conformance.frameworks.jax_backend:JaxBackend",
     "onnxruntime": "conformance.frameworks.onnxruntime_backend:OnnxRuntimeBackend",
     "keras": "conformance.frameworks.keras_backend:KerasBackend",
+    "paddle": "conformance.frameworks.paddle_backend:PaddleBackend",
+    "mindspore": "conformance.frameworks.mindspore_backend:MindSporeBackend",
 }
 
 
@@ -90,6 +93,12 @@ class BackendBase:
     #: interpreter; a framework with its own environment names that one's python).
     #: None runs the backend in-process.
     worker_command: Optional[tuple[str, ...]] = None
+
+    @classmethod
+    def worker_argv(cls) -> Optional[tuple[str, ...]]:
+        """The default worker's argv with "{python}" resolved (None: in-process).  A backend living
+        in an environment of its own overrides this (and raises BackendUnavailable when it is missing)."""
+        return with_python(cls.worker_command)
 
     def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
         return False
@@ -202,16 +211,23 @@ def profiles_of(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(getattr(cls, "profiles", ())), tuple(getattr(cls, "variants", ()))
 
 
+def with_python(command: Optional[tuple[str, ...]]) -> Optional[tuple[str, ...]]:
+    """``command`` with "{python}" replaced by this interpreter (None stays None: in-process)."""
+    return None if command is None else tuple(sys.executable if a == "{python}" else a for a in command)
+
+
 def default_worker(name: str, *, profile: Optional[str] = None, variant: Optional[str] = None,
                    timeout: float = WorkerSpec.timeout) -> Optional[WorkerSpec]:
     """The worker that serves ``name`` by default (None: it runs in-process)."""
-    argv = getattr(load(name), "worker_command", None)
+    cls = load(name)
+    resolve = getattr(cls, "worker_argv", None)
+    argv = resolve() if resolve is not None else with_python(getattr(cls, "worker_command", None))
     if argv is None:
         return None
     import shlex
 
     extra = (["--profile", profile] if profile else []) + (["--variant", variant] if variant else [])
-    return WorkerSpec(shlex.join([sys.executable if a == "{python}" else a for a in argv] + extra), timeout)
+    return WorkerSpec(shlex.join([*argv, *extra]), timeout)
 
 
 def get_backend(name: str, *, profile: Optional[str] = None, variant: Optional[str] = None,

@@ -14,7 +14,9 @@ def test_declared_defaults_are_the_documented_ones() -> None:
                         "MindSpore": 0.2, "ONNX": 0.01, "JAX": 0.01, "Paddle": 0.01}
 
 
-@pytest.mark.parametrize("entry", [d for d in DEFAULTS if d.probe is not None], ids=lambda d: d.api)
+# Frameworks in environments of their own are probed through their worker: tests/test_framework_envs.py.
+@pytest.mark.parametrize("entry", [d for d in DEFAULTS if d.probe is not None and d.environment is None],
+                         ids=lambda d: d.api)
 def test_live_probe_agrees_with_declaration(entry) -> None:
     pytest.importorskip(entry.module)
     result = probe(entry)

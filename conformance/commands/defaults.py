@@ -17,14 +17,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _table(results: tuple[ProbeResult, ...]) -> Table:
     table = Table(title="LeakyReLU default slopes (the default-alpha trap)")
-    for column in ("API", "argument", "declared", "probed", "status"):
+    for column in ("API", "argument", "declared", "probed", "version", "status"):
         table.add_column(column, overflow="fold")
-    styles = {"agrees": "green", "DISAGREES": "bold red", "not installed": "yellow"}
+    styles = {"agrees": "green", "DISAGREES": "bold red", "declared only": "dim"}
     for r in results:
         probed = "-" if r.probed is None else f"{r.probed:.7g}"
-        status = f"[{styles.get(r.status, 'dim')}]{r.status}[/]"
-        table.add_row(r.entry.api, r.entry.argument, f"{r.entry.declared:g}", probed, status)
+        status = f"[{styles.get(r.status, 'yellow')}]{r.status}[/]"
+        table.add_row(r.entry.api, r.entry.argument, f"{r.entry.declared:g}", probed, r.version or "-", status)
     return table
+
+
+def close_workers() -> None:
+    """End the workers the probes started (Paddle, MindSpore)."""
+    import sys
+
+    if "conformance.worker.client" in sys.modules:
+        sys.modules["conformance.worker.client"].close_all()
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -33,10 +41,18 @@ def execute(args: argparse.Namespace) -> int:
     console = Console()
     console.print(_table(results))
     console.print("sources: " + "; ".join(f"{r.entry.api}: {r.entry.source}" for r in results), style="dim")
+    unprobed: dict[str, list[str]] = {}
+    for r in results:
+        if r.entry.probe is not None and r.probed is None:
+            unprobed.setdefault(r.status, []).append(r.entry.api)
+    for why, apis in unprobed.items():
+        console.print(f"[yellow]{why}: {', '.join(apis)}[/]", markup=True, highlight=False)
     disagreements = [r.entry.api for r in results if r.status == "DISAGREES"]
     if disagreements:
         names = ", ".join(disagreements)
         console.print(f"[bold red]declared default disagrees with the installed framework: {names}[/]")
+        close_workers()
         return 1
     console.print("every probed default agrees with its declaration")
+    close_workers()
     return 0

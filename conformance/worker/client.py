@@ -249,6 +249,23 @@ class WorkerBackend:
         expected = out_dtype or info(np.asarray(x).dtype).name
         return _checked(reply, numel=int(np.asarray(x).size), out_dtype=expected)
 
+    def probe_default(self, api: str) -> tuple[float, Optional[str]]:
+        """The default slope of ``api`` (an entry of the default-slope table) probed in the worker,
+        and the version that ran it; WorkerFailure with the worker's one line otherwise."""
+        if not self._ready():
+            raise WorkerFailure(f"{self.dead}; not restarted again")
+        deadline = time.monotonic() + self.spec.timeout
+        try:
+            self.worker.send(Message({"type": "probe", "api": api}), deadline=deadline)
+            reply = self.worker.receive(deadline=deadline)
+        except WorkerFailure as exc:
+            self.worker.kill()
+            self.dead = str(exc)
+            raise
+        if reply.type != "probed":
+            raise WorkerFailure(str(reply.header.get("message", f"worker sent a {reply.type!r} message")))
+        return float(reply.header["slope"]), reply.header.get("version")
+
     def _ready(self) -> bool:
         """True when a worker runs, restarting a dead one if it has not been restarted yet."""
         if self.dead is None and self.worker.alive():

@@ -15,7 +15,10 @@ Messages (``header["type"]``):
 - ``call`` (client -> worker): ``direction``, ``alpha``, ``out_dtype``; arrays ``x`` and ``dy``;
 - ``result`` (worker -> client): ``rejected`` (a refusal's reason or null), ``layout``,
   ``hazards``; array ``value``;
-- ``error`` (worker -> client, instead of hello or result): ``kind`` (``unavailable``,
+- ``probe`` (client -> worker): ``api``, an entry of the default-slope table
+  (``conformance.reference.defaults``) to probe in the worker's environment;
+- ``probed`` (worker -> client): ``api``, ``slope`` and ``version`` (the distribution that ran it);
+- ``error`` (worker -> client, instead of hello, result or probed): ``kind`` (``unavailable``,
   ``unsupported``, ``error``) and a one-line ``message``.
 """
 from __future__ import annotations

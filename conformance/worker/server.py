@@ -69,8 +69,10 @@ def hello(backend: Backend) -> Message:
 
 def answer(backend: Backend, message: Message) -> Message:
     """The reply to one message: a ``result``, or an ``error`` saying what went wrong."""
+    if message.type == "probe":
+        return probed(str(message.header.get("api")))
     if message.type != "call":
-        return error_message("error", f"unknown message type {message.type!r}; expected 'call'")
+        return error_message("error", f"unknown message type {message.type!r}; expected 'call' or 'probe'")
     h, arrays = message.header, message.arrays
     try:
         result = call(backend, h["direction"], arrays["x"], h["alpha"], dy=arrays.get("dy"),
@@ -80,6 +82,19 @@ def answer(backend: Backend, message: Message) -> Message:
         return error_message("unsupported", str(exc))
     except Exception as exc:  # the backend failed on this call; the worker goes on
         return error_message("error", f"{type(exc).__name__}: {exc}")
+
+
+def probed(api: str) -> Message:
+    """The reply to a ``probe``: the default slope of ``api`` measured in this process, and its version."""
+    from conformance.reference.defaults import entry_for, probe_here
+
+    try:
+        result = probe_here(entry_for(api))
+    except Exception as exc:
+        return error_message("error", f"probing {api}: {type(exc).__name__}: {exc}")
+    if result.probed is None:
+        return error_message("unavailable", f"probing {api}: {result.status}")
+    return Message({"type": "probed", "api": api, "slope": result.probed, "version": result.version})
 
 
 def serve(backend: Backend, *, stdin: BinaryIO, stdout: BinaryIO) -> int:
