@@ -26,7 +26,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse with exit code 2 and a single line on bad arguments."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message} (see --help)")
+        raise UsageError(f"{message} (see {self.prog} --help)")
 
 
 def build_parser() -> argparse.ArgumentParser:
