@@ -34,13 +34,18 @@ _BITS_DTYPES = ("bfloat16", "float16")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--x", required=True, help="input x (.npy or .npz)")
+    parser.add_argument("--x", help="input x (.npy or .npz)")
     parser.add_argument("--y", help="forward output y computed by the device")
-    parser.add_argument("--alpha", required=True, help="the slope the device was given")
+    parser.add_argument("--alpha", help="the slope the device was given")
     parser.add_argument("--dy", help="upstream gradient dy (backward)")
     parser.add_argument("--dx", help="gradient dx computed by the device (backward)")
     parser.add_argument("--dtype", choices=_BITS_DTYPES,
                         help="dtype of arrays stored as raw uint16 bits (e.g. bfloat16)")
+    sources = parser.add_argument_group("other sources (instead of --x, --y, --dy, --dx, --alpha)")
+    sources.add_argument("--msprobe", metavar="DUMP_DIR",
+                         help="an msprobe tensor dump: one row per LeakyReLU call it recorded")
+    sources.add_argument("--manifest", metavar="DIR",
+                         help="a directory written by export-cases, with the device's outputs beside the inputs")
     parser.add_argument("--profile", help="chip profile whose tiling plan locates tail tiles")
     parser.add_argument("--cores", help="number of cores of the tiling plan")
     parser.add_argument("--json", help="write the JSON report here")
@@ -56,7 +61,7 @@ CHUNK_ELEMENTS = 1 << 21  # elements judged at a time: bounds memory, keeps the 
 PROGRESS_ELEMENTS = 1 << 24  # inputs at least this large show a progress bar (on stderr)
 
 
-def _check_pair(x: Dump, out: Dump, *, flag: str, src_flag: str = "--x") -> None:
+def check_pair(x: Dump, out: Dump, *, flag: str, src_flag: str = "--x") -> None:
     if out.shape != x.shape:
         raise UsageError(f"{flag} has shape {out.shape} but {src_flag} has {x.shape}; "
                          "pass arrays of the same shape")
@@ -102,7 +107,7 @@ def _rows(args: argparse.Namespace, *, alpha: float, config: GateConfig) -> list
     jobs: list[tuple[str, Dump, Optional[Dump]]] = []
     if args.y is not None:
         y = load(args.y, flag="--y", bits_dtype=bits)
-        _check_pair(x, y, flag="--y")
+        check_pair(x, y, flag="--y")
         jobs.append(("forward", y, None))
     if args.dx is not None:
         dy = load(args.dy, flag="--dy", bits_dtype=bits)
@@ -110,7 +115,7 @@ def _rows(args: argparse.Namespace, *, alpha: float, config: GateConfig) -> list
         if dy.shape != x.shape or dy.dtype != x.dtype:
             raise UsageError(f"--dy is {dy.dtype}{list(dy.shape)} but --x is {x.dtype}{list(x.shape)}; "
                              "dy must match x in dtype and shape")
-        _check_pair(x, dx, flag="--dx")
+        check_pair(x, dx, flag="--dx")
         jobs.append(("backward", dx, dy))
     return [_evaluate(args, x, out, dy=dy, direction=d, alpha=alpha, config=config)
             for d, out, dy in jobs]
@@ -150,6 +155,16 @@ def _progress(stack: ExitStack, description: str, *, total: int) -> Callable[[in
 
 
 def _check_flags(args: argparse.Namespace) -> None:
+    if args.msprobe is not None or args.manifest is not None:
+        given = [f for f in ("--x", "--y", "--dy", "--dx", "--alpha") if getattr(args, f[2:]) is not None]
+        if args.msprobe is not None and args.manifest is not None:
+            raise UsageError("pass either --msprobe or --manifest, not both")
+        if given:
+            raise UsageError(f"{', '.join(given)} cannot be combined with --msprobe/--manifest "
+                             "(the arrays and slopes come from the dump)")
+        return
+    if args.x is None or args.alpha is None:
+        raise UsageError("compare needs --x and --alpha (or --msprobe DUMP_DIR, or --manifest DIR)")
     if args.dx is not None and args.dy is None:
         raise UsageError("--dx needs --dy (the upstream gradient the device was given)")
     if args.dy is not None and args.dx is None:
@@ -158,17 +173,34 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise UsageError("nothing to compare: pass --y (forward) and/or --dy with --dx (backward)")
 
 
+def _source(args: argparse.Namespace) -> Callable[[GateConfig], list[Row]]:
+    """What makes the rows: an msprobe dump, an export-cases directory, or the arrays."""
+    if args.msprobe is not None:
+        from conformance.commands import compare_msprobe
+
+        return lambda config: compare_msprobe.rows(args, config=config)
+    if args.manifest is not None:
+        from conformance.ingest import manifest
+
+        return lambda config: manifest.rows(args.manifest, config=config)
+    alpha = parse_alpha(args.alpha)
+    return lambda config: _rows(args, alpha=alpha, config=config)
+
+
 def execute(args: argparse.Namespace) -> int:
     inputs = {"--x": args.x, "--y": args.y, "--dy": args.dy, "--dx": args.dx, "--config": args.config}
     paths = files.prepare(files.ReportPaths(args.json, args.junit), inputs=inputs)
     _check_flags(args)
-    alpha = parse_alpha(args.alpha)
+    source = _source(args)
     config = load_config(args.config, strict_zeros=args.strict_zeros)
     rows: list[Row] = []
     with partial_on_interrupt(paths, lambda: rows, seed=None):  # Ctrl-C/SIGTERM: a partial report
-        rows = _rows(args, alpha=alpha, config=config)
+        rows = source(config)
     console = render.make_console()
     render.render_rows(rows, console=console, view=view_from(args))
+    for row in rows:
+        for note in row.notes:
+            console.print(f"note: {row.variant or row.title}: {note}", markup=False)
     console.print(render.summary_line(rows))
     write_reports(rows, paths, seed=None)
     return 1 if any(r.verdict == "fail" for r in rows) else 0

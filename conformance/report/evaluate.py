@@ -98,6 +98,7 @@ class Row:
     verdict: str
     parts: tuple[str, ...] = ()
     shapes: tuple[Shape, ...] = ()  # the shape of each part's input array, aligned with parts
+    notes: tuple[str, ...] = ()  # what the reader of the row should know, e.g. a default slope was used
 
     @property
     def key(self) -> tuple:
@@ -106,7 +107,8 @@ class Row:
 
     @property
     def title(self) -> str:
-        who = self.backend + (f"[{self.profile}/{self.variant}]" if self.profile or self.variant else "")
+        extra = "/".join(p for p in (self.profile, self.variant) if p)
+        who = self.backend + (f"[{extra}]" if extra else "")
         return f"{who} {self.dtype}->{self.out_dtype} {self.direction} alpha={self.alpha!r}"
 
     def shape_of(self, part: str) -> Optional[Shape]:

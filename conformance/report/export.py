@@ -64,6 +64,9 @@ _ROW_PROPS = {
     "cosine_similarity": _RATIO, "error_balance": _RATIO,
     "parts": {"type": "array", "items": {"type": "string"}},
 }
+_OPTIONAL_ROW_PROPS = {  # present only when they say something
+    "notes": {"type": "array", "items": {"type": "string"}},
+}
 SCHEMA: dict = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": SCHEMA_ID,
@@ -74,7 +77,8 @@ SCHEMA: dict = {
         "seed": {"type": ["integer", "null"]}, "versions": {"type": "object"},
         "partial": {"type": "boolean"},  # optional: true when Ctrl-C or SIGTERM stopped the run
         "rows": {"type": "array", "items": {"type": "object", "additionalProperties": False,
-                                            "required": list(_ROW_PROPS), "properties": _ROW_PROPS}},
+                                            "required": list(_ROW_PROPS),
+                                            "properties": {**_ROW_PROPS, **_OPTIONAL_ROW_PROPS}}},
     },
 }
 
@@ -148,6 +152,7 @@ def row_dict(row: Row) -> dict:
         "five_thousandths_ratio": _ratio(m.five_thousandths_ratio),
         "cosine_similarity": _ratio(m.cosine), "error_balance": _ratio(m.error_balance),
         "parts": list(row.parts),
+        **({"notes": list(row.notes)} if row.notes else {}),
     }
 
 

@@ -1,0 +1,42 @@
+"""`conformance compare --msprobe DUMP_DIR`: one row per LeakyReLU call of an msprobe dump.
+
+Each call is judged like a ``compare`` dump (backend ``dump``); its row's
+``variant`` is msprobe's API name (``Functional.leaky_relu.1.backward``) and its
+``notes`` say when the call passed no slope and the framework default was used.
+"""
+from __future__ import annotations
+
+import argparse
+from contextlib import ExitStack
+from dataclasses import replace
+
+from conformance.commands.compare import _progress, check_pair, chunks
+from conformance.errors import UsageError
+from conformance.ingest.msprobe import Call, read_calls
+from conformance.report.evaluate import Row, evaluate_chunks
+from conformance.report.gate import GateConfig
+
+
+def _check(call: Call) -> None:
+    where = f"{call.name} ({call.out_file})"
+    check_pair(call.x, call.out, flag=where, src_flag=f"{call.name} x")
+    if call.dy is not None and (call.dy.shape != call.x.shape or call.dy.dtype != call.x.dtype):
+        raise UsageError(f"{call.name}: dy is {call.dy.dtype}{list(call.dy.shape)} but x is "
+                         f"{call.x.dtype}{list(call.x.shape)}; the dump's forward and backward do not belong together")
+
+
+def evaluate_call(call: Call, *, config: GateConfig) -> Row:
+    """The row of one call: golden of the call's x (and dy) at its slope against its output."""
+    _check(call)
+    with ExitStack() as stack:
+        row = evaluate_chunks(lambda: chunks(call.x, call.out, dy=call.dy), numel=call.x.size,
+                              dtype=call.x.dtype, alpha=call.alpha, direction=call.direction,
+                              out_dtype=call.out.dtype.name, backend="dump", config=config,
+                              label=call.out_file, shape=call.x.shape,
+                              advance=_progress(stack, call.name, total=call.x.size))
+    return replace(row, variant=call.name, notes=() if call.note is None else (call.note,))
+
+
+def rows(args: argparse.Namespace, *, config: GateConfig) -> list[Row]:
+    """One row per LeakyReLU call of the dump at ``args.msprobe``."""
+    return [evaluate_call(call, config=config) for call in read_calls(args.msprobe)]

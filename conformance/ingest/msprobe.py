@@ -1,0 +1,236 @@
+"""mindstudio-probe (msprobe) tensor dumps: every LeakyReLU call, as the arrays to judge.
+
+A dump made with ``PrecisionDebugger`` (task ``tensor``, level ``L1``) is a
+``step*/proc*/dump.json`` (``rank*`` when distributed) beside ``dump_tensor_data/``.
+Each call is an entry named ``<Api>.<n>.<forward|backward>``:
+
+- forward: ``input_args[0]`` is x, ``output[0]`` is y; the slope comes from
+  ``input_kwargs.negative_slope`` (or ``alpha``), else from a float in
+  ``input_args`` (``nn.LeakyReLU`` passes it positionally), else the call had
+  none and the framework default applies (``reference.defaults``).
+- backward: ``input[0]`` is dy and ``output[0]`` is dx; x and the slope come
+  from the forward entry with the same number.
+- aten ``leaky_relu_backward``'s forward entry is itself a backward:
+  ``(grad_output, self, negative_slope, self_is_result)`` -> grad_input.
+
+Tensors are read relative to dump.json (``dump_data_dir`` is an absolute path
+on the machine that dumped, so it is never used): ``.pt`` only through
+``torch.load(weights_only=True)``, ``.npy`` through ``ingest.arrays`` (never
+unpickled).  File names come from the dump and must be plain names.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from conformance.errors import UsageError
+from conformance.ingest.arrays import Dump, load, table_dtype
+from conformance.reference.defaults import entry_for
+
+REDUMP = ("re-dump with mindstudio-probe's PrecisionDebugger, task \"tensor\", level \"L1\" "
+          "(data_mode [\"all\"])")
+_CALL = re.compile(r"^(?P<api>(?:\w+\.)*?(?P<op>leaky_relu_backward|leaky_relu_|leaky_relu|LeakyReLU)"
+                   r"(?:\.\w+)?)\.(?P<n>\d+)\.(?P<dir>forward|backward)$")
+_SLOPE_KEYS = ("negative_slope", "alpha")
+_DEFAULT_API = {"pytorch": "torch.nn.functional.leaky_relu", "mindspore": "mindspore.ops.leaky_relu"}
+
+
+@dataclass(frozen=True)
+class Call:
+    """One LeakyReLU call of a dump: its arrays, slope, and how the slope was found."""
+
+    name: str  # msprobe's API name, e.g. "Functional.leaky_relu.1.backward"
+    direction: str
+    alpha: float
+    x: Dump
+    out: Dump
+    dy: Optional[Dump] = None
+    out_file: str = ""
+    note: Optional[str] = None  # e.g. the default slope used for a call that passed none
+
+
+# ----------------------------------------------------------------------------- finding dump.json
+
+def find_dumps(path: str) -> list[Path]:
+    """The dump.json files under ``path`` (a dump.json, its directory, or a dump root)."""
+    root = Path(path)
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise UsageError(f"--msprobe {path}: no such directory; pass msprobe's dump_path "
+                         "(holding step*/proc*/dump.json) or a directory holding dump.json")
+    if (root / "dump.json").is_file():
+        return [root / "dump.json"]
+    found = sorted(root.glob("step*/*/dump.json")) or sorted(root.glob("*/dump.json"))
+    if not found:
+        raise UsageError(f"--msprobe {path}: no dump.json under it (looked for step*/proc*/dump.json); {REDUMP}")
+    return found
+
+
+def read_header(file: Path) -> dict:
+    """dump.json parsed and checked: a tensor dump of a framework this reader knows."""
+    try:
+        doc = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{file}: not a readable dump.json ({exc.__class__.__name__}); {REDUMP}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict) or "task" not in doc:
+        raise UsageError(f"{file}: unknown dump.json layout (no top-level task and data); "
+                         f"it may come from another msprobe version; {REDUMP}")
+    if doc["task"] != "tensor" or doc.get("dump_data_dir") is None:
+        raise UsageError(f"{file}: a {doc['task']} dump holds statistics only, no tensors; {REDUMP}")
+    if doc.get("framework") not in _DEFAULT_API:
+        raise UsageError(f"{file}: framework {doc.get('framework')!r} is not read "
+                         f"(pytorch and mindspore are); {REDUMP}")
+    return doc
+
+
+# ----------------------------------------------------------------------------- tensors
+
+def _torch_tensor(file: Path, *, where: str) -> np.ndarray:
+    """A ``.pt`` tensor through ``torch.load(weights_only=True)``; bfloat16 keeps its bits."""
+    import torch
+
+    from conformance.reference.torch_backend import from_torch
+
+    try:
+        value = torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001  weights_only refuses anything but plain tensors
+        raise UsageError(f"{where}: cannot read it as a tensor ({' '.join(str(exc).split())[:120]}); "
+                         f"{REDUMP}") from None
+    if not isinstance(value, torch.Tensor):
+        raise UsageError(f"{where}: holds a {type(value).__name__}, not a tensor; {REDUMP}")
+    return from_torch(value.detach().contiguous())
+
+
+def load_tensor(entry: Any, *, base: Path, where: str) -> Dump:
+    """The tensor an entry's ``data_name`` names, read from the dump's data directory."""
+    if not isinstance(entry, dict) or "type" not in entry:
+        raise UsageError(f"{where}: not a tensor entry; unknown layout; {REDUMP}")
+    name = entry.get("data_name")
+    if not name:
+        raise UsageError(f"{where}: no data_name (a statistics-only entry); {REDUMP}")
+    if Path(name).name != name or name in (".", ".."):
+        raise UsageError(f"{where}: data_name {name!r} is not a plain file name; {REDUMP}")
+    file = base / "dump_tensor_data" / name
+    if not file.is_file():
+        raise UsageError(f"{where}: tensor file {file} is missing; copy the whole dump directory or {REDUMP}")
+    if file.suffix == ".npy":
+        return load(str(file), flag=where, bits_dtype=None)
+    if file.suffix != ".pt":
+        raise UsageError(f"{where}: {name} is neither .pt nor .npy; {REDUMP}")
+    raw = _torch_tensor(file, where=where)
+    return Dump(raw, table_dtype(raw, flag=where, bits_dtype=None))
+
+
+# ----------------------------------------------------------------------------- slopes
+
+def _scalar(arg: Any) -> Optional[float]:
+    """The value of a float/int argument entry (bools are not slopes)."""
+    if isinstance(arg, dict) and arg.get("type") in ("float", "int") and isinstance(arg.get("value"), (int, float)):
+        return float(arg["value"])
+    return None
+
+
+def slope(entry: dict, *, skip: int = 1) -> Optional[float]:
+    """The slope a forward entry passed: keyword first, then the first number after ``skip`` args."""
+    kwargs = entry.get("input_kwargs") or {}
+    for key in _SLOPE_KEYS:
+        if key in kwargs and _scalar(kwargs[key]) is not None:
+            return _scalar(kwargs[key])
+    numbers = [_scalar(a) for a in (entry.get("input_args") or [])[skip:]]
+    return next((v for v in numbers if v is not None), None)
+
+
+def default_slope(framework: str) -> tuple[float, str]:
+    """The framework's default slope and the note that says it was used."""
+    value = entry_for(_DEFAULT_API[framework]).declared
+    return value, f"no slope passed: the framework default {value!r} was used"
+
+
+# ----------------------------------------------------------------------------- calls
+
+def _args(entry: dict, key: str, *, where: str) -> list:
+    value = entry.get(key)
+    if not isinstance(value, list) or not value:
+        raise UsageError(f"{where}: no {key} list; unknown layout (another msprobe version?); {REDUMP}")
+    return value
+
+
+def _slope_of(entry: dict, *, framework: str, skip: int) -> tuple[float, Optional[str]]:
+    found = slope(entry, skip=skip)
+    return (found, None) if found is not None else default_slope(framework)
+
+
+def _forward(name: str, entry: dict, *, base: Path, framework: str) -> Call:
+    x = load_tensor(_args(entry, "input_args", where=name)[0], base=base, where=f"{name} input 0")
+    out_entry = _args(entry, "output", where=name)[0]
+    out = load_tensor(out_entry, base=base, where=f"{name} output 0")
+    alpha, note = _slope_of(entry, framework=framework, skip=1)
+    return Call(name, "forward", alpha, x, out, out_file=out_entry["data_name"], note=note)
+
+
+def _aten_backward(name: str, entry: dict, *, base: Path, framework: str) -> Call:
+    """aten ``leaky_relu_backward(grad_output, self, negative_slope, self_is_result)``."""
+    args = _args(entry, "input_args", where=name)
+    if len(args) < 2:
+        raise UsageError(f"{name}: expected grad_output and self in input_args; {REDUMP}")
+    dy = load_tensor(args[0], base=base, where=f"{name} input 0")
+    x = load_tensor(args[1], base=base, where=f"{name} input 1")
+    out_entry = _args(entry, "output", where=name)[0]
+    alpha, note = _slope_of(entry, framework=framework, skip=2)
+    return Call(name, "backward", alpha, x, load_tensor(out_entry, base=base, where=f"{name} output 0"),
+                dy=dy, out_file=out_entry["data_name"], note=note)
+
+
+def _backward(name: str, entry: dict, forward: Optional[dict], *, base: Path, framework: str) -> Call:
+    """A backward entry: dy in, dx out; x and the slope from its forward entry."""
+    if forward is None:
+        raise UsageError(f"{name}: its forward entry (x and the slope) is not in the dump; "
+                         f"dump forward and backward together; {REDUMP}")
+    fwd_name = name.rsplit(".", 1)[0] + ".forward"
+    x = load_tensor(_args(forward, "input_args", where=fwd_name)[0], base=base, where=f"{fwd_name} input 0")
+    dy = load_tensor(_args(entry, "input", where=name)[0], base=base, where=f"{name} input 0")
+    out_entry = _args(entry, "output", where=name)[0]
+    alpha, note = _slope_of(forward, framework=framework, skip=1)
+    return Call(name, "backward", alpha, x, load_tensor(out_entry, base=base, where=f"{name} output 0"),
+                dy=dy, out_file=out_entry["data_name"], note=note)
+
+
+def calls(file: Path) -> Iterator[Call]:
+    """Every LeakyReLU call of one dump.json, in the dump's order."""
+    doc = read_header(file)
+    data, framework, base = doc["data"], doc["framework"], file.parent
+    for name, entry in data.items():
+        match = _CALL.match(name)
+        if match is None:
+            continue
+        if not isinstance(entry, dict):
+            raise UsageError(f"{name}: entry is not an object; unknown layout; {REDUMP}")
+        if match["op"] == "leaky_relu_backward":
+            if match["dir"] == "forward":
+                yield _aten_backward(name, entry, base=base, framework=framework)
+            continue  # the gradient of a gradient is not a LeakyReLU call
+        if match["dir"] == "forward":
+            yield _forward(name, entry, base=base, framework=framework)
+        else:
+            yield _backward(name, entry, data.get(f"{match['api']}.{match['n']}.forward"),
+                            base=base, framework=framework)
+
+
+def read_calls(path: str) -> list[Call]:
+    """Every LeakyReLU call under ``path`` (names prefixed by step/proc when there are several
+    dump.json files); a dump with none is an input error."""
+    files = find_dumps(path)
+    found = [c if len(files) == 1 else replace(c, name=f"{file.parent.parent.name}/{file.parent.name}/{c.name}")
+             for file in files for c in calls(file)]
+    if not found:
+        raise UsageError(f"--msprobe {path}: the dump holds no LeakyReLU call "
+                         f"(Functional.leaky_relu, leaky_relu_, aten leaky_relu*); check the dump's "
+                         f"scope/list filters; {REDUMP}")
+    return found
