@@ -10,10 +10,12 @@ import argparse
 from contextlib import ExitStack
 from dataclasses import replace
 
-from conformance.commands.compare import _progress, check_pair, chunks
+from typing import Optional
+
+from conformance.commands.compare import _cores, _progress, check_pair, chunks, plan_layout
 from conformance.errors import UsageError
 from conformance.ingest.msprobe import Call, read_calls
-from conformance.report.evaluate import Row, evaluate_chunks
+from conformance.report.evaluate import LayoutFn, Row, evaluate_chunks
 from conformance.report.gate import GateConfig
 
 
@@ -25,18 +27,26 @@ def _check(call: Call) -> None:
                          f"{call.x.dtype}{list(call.x.shape)}; the dump's forward and backward do not belong together")
 
 
-def evaluate_call(call: Call, *, config: GateConfig) -> Row:
-    """The row of one call: golden of the call's x (and dy) at its slope against its output."""
+def evaluate_call(call: Call, *, config: GateConfig, profile: Optional[str] = None,
+                  cores: Optional[int] = None) -> Row:
+    """The row of one call: golden of the call's x (and dy) at its slope against its output;
+    ``profile``/``cores`` give triage the reference kernel's tiling plan (``tail-block``)."""
     _check(call)
+    layout_fn: Optional[LayoutFn] = None
+    if profile is not None or cores is not None:
+        layout_fn = plan_layout(profile, cores, dtypes=(call.x.dtype.name, call.out.dtype.name),
+                                direction=call.direction)
     with ExitStack() as stack:
         row = evaluate_chunks(lambda: chunks(call.x, call.out, dy=call.dy), numel=call.x.size,
                               dtype=call.x.dtype, alpha=call.alpha, direction=call.direction,
                               out_dtype=call.out.dtype.name, backend="dump", config=config,
-                              label=call.out_file, shape=call.x.shape,
+                              profile=profile, label=call.out_file, shape=call.x.shape, layout_fn=layout_fn,
                               advance=_progress(stack, call.name, total=call.x.size))
     return replace(row, variant=call.name, notes=() if call.note is None else (call.note,))
 
 
 def rows(args: argparse.Namespace, *, config: GateConfig) -> list[Row]:
     """One row per LeakyReLU call of the dump at ``args.msprobe``."""
-    return [evaluate_call(call, config=config) for call in read_calls(args.msprobe)]
+    cores = _cores(args.cores)
+    return [evaluate_call(call, config=config, profile=args.profile, cores=cores)
+            for call in read_calls(args.msprobe)]
