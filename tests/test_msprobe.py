@@ -8,7 +8,6 @@ Defects are seeded into copies of the real dump by rewriting one output tensor.
 from __future__ import annotations
 
 import json
-import pickle
 import shutil
 from pathlib import Path
 
@@ -38,7 +37,7 @@ def _entries(root: Path) -> dict:
     return json.loads((_proc(root) / "dump.json").read_text())["data"]
 
 
-def _tensor(root: Path, name: str) -> "torch.Tensor":
+def _tensor(root: Path, name: str) -> torch.Tensor:
     return torch.load(_proc(root) / "dump_tensor_data" / name, weights_only=True)
 
 

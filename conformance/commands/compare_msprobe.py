@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 from contextlib import ExitStack
 from dataclasses import replace
-
 from typing import Optional
 
 from conformance.commands.compare import _cores, _progress, check_pair, chunks, plan_layout
