@@ -1,4 +1,4 @@
-"""``conformance run|compare|tiling|defaults|replay|selftest|worker``.
+"""``conformance run|compare|export-cases|tiling|defaults|replay|selftest|worker``.
 
 Each sub-command lives in ``conformance/commands/<name>.py``; this module only
 builds the parser and maps errors to exit codes: 0 pass, 1 gate failure,
@@ -19,7 +19,7 @@ from typing import Optional
 from conformance.errors import UsageError
 from conformance.interrupts import describe, exit_code, sigterm_as_interrupt
 
-COMMANDS = ("run", "compare", "tiling", "defaults", "replay", "selftest", "worker")
+COMMANDS = ("run", "compare", "export-cases", "tiling", "defaults", "replay", "selftest", "worker")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="conformance", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in COMMANDS:
-        module = importlib.import_module(f"conformance.commands.{name}")
+        module = importlib.import_module(f"conformance.commands.{name.replace('-', '_')}")
         child = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.configure(child)
         child.set_defaults(_execute=module.execute)

@@ -264,10 +264,11 @@ def run_batch(spec: RowSpec, batch: InputBatch, *, config: GateConfig) -> Row:
     backend = _backend(spec)
     out = spec.out_dtype if spec.out_dtype != spec.dtype else None
     result = call(backend, spec.direction, batch.x, spec.alpha, dy=batch.dy, out_dtype=out)
-    return _judge(spec, batch, result, config=config)
+    return judge_batch(spec, batch, result, config=config)
 
 
-def _judge(spec: RowSpec, batch: InputBatch, result: BackendResult, *, config: GateConfig) -> Row:
+def judge_batch(spec: RowSpec, batch: InputBatch, result: BackendResult, *, config: GateConfig) -> Row:
+    """Judge a backend's result for one batch (also used for results computed elsewhere)."""
     return evaluate(batch.x, spec.alpha, result, direction=spec.direction, dy=batch.dy,
                     out_dtype=spec.out_dtype, backend=spec.backend, profile=spec.profile,
                     variant=spec.variant, config=config, label=batch.label)
