@@ -196,3 +196,13 @@ def test_the_generator_reproduces_the_fixture_when_msprobe_is_installed(tmp_path
     assert list(fresh) == list(_entries(FIXTURES / "leaky3"))
     for name in (p.name for p in (_proc(tmp_path / "fresh") / "dump_tensor_data").iterdir()):
         assert torch.equal(_tensor(tmp_path / "fresh", name), _tensor(FIXTURES / "leaky3", name)), name
+
+
+def test_several_processes_are_told_apart_by_step_and_proc(dump, tmp_path, capsys):
+    proc, calls = _proc(dump), [n for n in _entries(dump) if "leaky_relu" in n]
+    shutil.copytree(proc, proc.with_name("proc0"))
+    result, doc = _report(dump, tmp_path, capsys)
+    names = [r["variant"] for r in doc["rows"]]
+    assert result.code == 0, result.text
+    assert len(names) == len(set(names)) == 2 * len(calls)
+    assert {n.rsplit("/", 1)[0] for n in names} == {f"step0/{proc.name}", "step0/proc0"}
