@@ -14,7 +14,7 @@ from typing import Optional
 from rich.console import Console
 from rich.markup import escape
 
-from conformance.backends import WorkerSpec, default_backends, profiles_of
+from conformance.backends import WorkerSpec, default_backends, is_import_path, load, profiles_of
 from conformance.backends import names as backend_names
 from conformance.commands.args import add_view_options, items, parse_alpha, parse_int, view_from
 from conformance.dtypes import info
@@ -33,7 +33,7 @@ HELP = "run the conformance suite (golden, torch, tensorflow, cann, ...) and gat
 def configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--backend", action="append", metavar="NAME",
-        help=f"one of {', '.join(backend_names())} "
+        help=f"one of {', '.join(backend_names())}, or your own as package.module:factory "
              f"(repeat or comma-separate; default: {', '.join(default_backends())})")
     add("--dtype", action="append", metavar="D", help="fp16, bf16, fp32, fp64, or a pair like fp32->fp16")
     add("--alpha", action="append", metavar="A", help="slope(s), e.g. 0.2 or 1/3 (default: the suite's 8)")
@@ -134,7 +134,10 @@ def selection_from(args: argparse.Namespace) -> Selection:
     """The suite selection the flags ask for, validated (UsageError on anything unknown)."""
     chosen = items(args.backend, flag="--backend")
     for name in chosen or ():
-        _choice(name, backend_names(), flag="--backend")
+        if is_import_path(name):
+            load(name)  # an import path that does not load is exit 2 before any work
+        else:
+            _choice(name, backend_names(), flag="--backend")
     directions = items(args.direction, flag="--direction") or DIRECTIONS
     for d in directions:
         _choice(d, DIRECTIONS, flag="--direction")
