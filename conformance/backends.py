@@ -192,14 +192,14 @@ def _import(module: str) -> Any:
     """A module by dotted name, or a ``.py`` file by path (imported under a name of its own)."""
     if not module.endswith(".py"):
         return importlib.import_module(module)
-    import importlib.util
+    from importlib import util
     from pathlib import Path
 
     path = Path(module).resolve()
     if not path.is_file():
         raise FileNotFoundError(f"no such file {module}")
-    spec = importlib.util.spec_from_file_location(f"conformance_user_{path.stem}", path)
-    loaded = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec = util.spec_from_file_location(f"conformance_user_{path.stem}", path)
+    loaded = util.module_from_spec(spec)  # type: ignore[arg-type]
     sys.modules[spec.name] = loaded  # type: ignore[union-attr]
     spec.loader.exec_module(loaded)  # type: ignore[union-attr]
     return loaded
