@@ -286,6 +286,9 @@ def made(factory: Any, *, name: str, **kwargs: str) -> Backend:
     UsageError when the factory fails or makes something that is not a backend."""
     if is_backend(factory):
         return factory
+    if not callable(factory):
+        raise UsageError(f"backend {name} names a {type(factory).__name__}, not a factory or a backend; "
+                         "point it at a function that returns one")
     try:
         backend = factory(**kwargs)
     except UsageError:
