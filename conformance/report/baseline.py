@@ -220,8 +220,8 @@ def render(diff: Diff, *, console: Any, against: str, quiet: bool = False) -> No
             console.print(table(diff))
         for label, titles in (("only in the baseline", diff.only_old), ("only in the new report", diff.only_new)):
             if titles:
-                console.print(f"{len(titles)} row(s) {label}, e.g. {titles[0]}", markup=False)
-    console.print(summary(diff, against=against), markup=False)
+                console.print(f"{len(titles)} row(s) {label}, e.g. {titles[0]}", markup=False, soft_wrap=True)
+    console.print(summary(diff, against=against), markup=False, soft_wrap=True)
 
 
 def write_json(diff: Diff, path: str, *, old: str, new: str, flag: str = "--json") -> None:
