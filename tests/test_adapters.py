@@ -106,3 +106,22 @@ def test_a_bad_import_path_is_exit_2_in_one_line(name, mentions, capsys) -> None
     backends.load.cache_clear()
     suite.backend_for.cache_clear()
     assert_usage_error(run_cli(["run", "--backend", name, "--dtype", "fp16", "-q"], capsys), mentions=mentions)
+
+
+def test_an_entry_point_may_name_a_factory_of_an_adapter(monkeypatch, capsys, tmp_path) -> None:
+    from importlib import metadata
+
+    point = metadata.EntryPoint("mykernel", "examples.my_kernel:max_backend", backends.GROUP)
+    monkeypatch.setattr(backends.metadata, "entry_points", lambda group: [point] if group == backends.GROUP else [])
+    backends.registry.cache_clear()
+    backends.load.cache_clear()
+    suite.backend_for.cache_clear()
+    try:
+        result = run_cli(["run", "--backend", "mykernel", "--dtype", "fp16", "--alpha", "1.5", "-q",
+                          "--results-dir", str(tmp_path)], capsys)
+    finally:
+        monkeypatch.undo()
+        backends.registry.cache_clear()
+        backends.load.cache_clear()
+        suite.backend_for.cache_clear()
+    assert result.code == 1 and "1 failed" in result.out, result.text

@@ -84,3 +84,8 @@ def test_bad(leakyrelu_conformance):
 def test_pyproject_declares_the_pytest11_entry_point() -> None:
     table = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["pytest11"]
     assert table == {"conformance.pytest_plugin": "conformance.pytest_plugin"}
+
+
+def test_the_example_test_file_passes(pytester) -> None:
+    pytester.syspathinsert(ROOT)
+    pytester.runpytest(*PLUGIN, str(ROOT / "examples" / "test_my_kernel.py")).assert_outcomes(passed=2)
