@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from conformance import adapters
-from conformance.backends import is_backend
+from conformance.backends import is_backend, profiles_of
 from conformance.errors import UsageError
 from conformance.records import Direction
 from conformance.report import export
@@ -61,6 +61,8 @@ def _selection(subject: Any, *, name: Optional[str], dtypes: Optional[tuple[str,
                profile: Optional[str], variant: Optional[str]) -> Selection:
     common = dict(dtypes=dtypes, alphas=alphas, directions=directions)
     if isinstance(subject, str):
+        _check_choice(profile, profiles_of(subject)[0], what=f"profile of {subject}")
+        _check_choice(variant, profiles_of(subject)[1], what=f"variant of {subject}")
         return Selection(backends=(subject,), profile=profile, variant=variant, **common)  # type: ignore[arg-type]
     if is_backend(subject):
         label = name or getattr(subject, "name", "") or type(subject).__name__
@@ -70,6 +72,11 @@ def _selection(subject: Any, *, name: Optional[str], dtypes: Optional[tuple[str,
     wrap = adapters.from_numpy if kind == "numpy" else adapters.from_torch
     kernel = wrap(subject, backward=backward, dtypes=dtypes, name=name)
     return Selection(backends=(kernel.name,), objects=((kernel.name, kernel),), **common)  # type: ignore[arg-type]
+
+
+def _check_choice(value: Optional[str], choices: Sequence[str], *, what: str) -> None:
+    if value is not None and value not in choices:
+        raise UsageError(f"{what}: {value!r} is unknown; choose from {', '.join(choices) or 'none'}")
 
 
 def _dtypes(dtypes: Optional[Iterable[str]]) -> Optional[tuple[str, ...]]:

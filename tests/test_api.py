@@ -49,3 +49,10 @@ def test_a_seed_changes_the_random_inputs_but_not_the_verdict() -> None:
 def test_nothing_to_run_is_a_usage_error_that_says_why() -> None:
     with pytest.raises(UsageError, match="has no backward"):
         conformance.check(my_kernel.max_leaky_relu, dtypes=["float16"], alphas=[0.2], directions=["backward"])
+
+
+def test_an_unknown_variant_is_a_usage_error_naming_the_choices() -> None:
+    with pytest.raises(UsageError, match="variant of cann: 'nope' is unknown; choose from reference"):
+        conformance.check("cann", variant="nope", dtypes=["float16"], alphas=[0.2])
+    with pytest.raises(UsageError, match="profile of torch: 'x' is unknown; choose from none"):
+        conformance.check("torch", profile="x", dtypes=["float16"], alphas=[0.2])
