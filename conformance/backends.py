@@ -283,7 +283,8 @@ def is_backend(obj: Any) -> bool:
 
 def made(factory: Any, *, name: str, **kwargs: str) -> Backend:
     """``factory(**kwargs)``, or ``factory`` itself when it already is a backend object; a
-    UsageError when the factory fails or makes something that is not a backend."""
+    UsageError when it makes something that is not a backend, or when the factory of an
+    import path fails."""
     if is_backend(factory):
         return factory
     if not callable(factory):
@@ -294,6 +295,8 @@ def made(factory: Any, *, name: str, **kwargs: str) -> Backend:
     except UsageError:
         raise
     except Exception as exc:
+        if not is_import_path(name):  # a registered class keeps its errors (replay reports a bad variant)
+            raise
         raise BackendUnavailable(f"backend {name}: its factory raised {type(exc).__name__}: {exc}") from None
     if not is_backend(backend):
         raise UsageError(f"backend {name}: the factory returned a {type(backend).__name__}, not a backend "
