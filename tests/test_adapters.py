@@ -125,3 +125,17 @@ def test_an_entry_point_may_name_a_factory_of_an_adapter(monkeypatch, capsys, tm
         backends.load.cache_clear()
         suite.backend_for.cache_clear()
     assert result.code == 1 and "1 failed" in result.out, result.text
+
+
+def test_a_users_kernel_can_run_behind_a_worker(capsys, tmp_path) -> None:
+    """A kernel that might crash the process runs in a worker; its rows carry the kernel's name."""
+    import shlex
+    import sys
+    from pathlib import Path
+
+    worker = shlex.join([sys.executable, "-m", "conformance", "worker", "--backend", "examples.my_kernel:max_backend"])
+    out = tmp_path / "w.json"
+    result = run_cli(["run", "--worker", worker, "--dtype", "fp16", "--alpha", "1.5", "-q", "--json", str(out),
+                      "--results-dir", str(tmp_path)], capsys, cwd=Path(my_kernel.__file__).parent.parent)
+    assert result.code == 1, result.text
+    assert '"backend": "max_leaky_relu"' in out.read_text()
