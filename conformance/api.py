@@ -7,6 +7,7 @@ on a backend name (registered, or ``package.module:factory``).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +80,15 @@ def _check_choice(value: Optional[str], choices: Sequence[str], *, what: str) ->
         raise UsageError(f"{what}: {value!r} is unknown; choose from {', '.join(choices) or 'none'}")
 
 
+def _alphas(alphas: Iterable[float]) -> tuple[float, ...]:
+    """Finite slopes, de-duplicated in order; a UsageError otherwise."""
+    found = tuple(dict.fromkeys(float(a) for a in ([alphas] if isinstance(alphas, (int, float)) else alphas)))
+    bad = [a for a in found if not math.isfinite(a)]
+    if bad or not found:
+        raise UsageError(f"alphas must be finite slopes such as [0.2] (got {list(found)})")
+    return found
+
+
 def _dtypes(dtypes: Optional[Iterable[str]]) -> Optional[tuple[str, ...]]:
     if dtypes is None:
         return None
@@ -90,7 +100,7 @@ def _dtypes(dtypes: Optional[Iterable[str]]) -> Optional[tuple[str, ...]]:
 def check(fn: Any, *, dtypes: Optional[Sequence[str]] = None, alphas: Sequence[float] = SUITE_ALPHAS,
           directions: Sequence[Direction] = DIRECTIONS, backward: Any = None, kind: str = "numpy",
           name: Optional[str] = None, seed: int = 0, max_examples: int = 100,
-          config: Optional[GateConfig] = None, results_dir: Optional[str | Path] = None,
+          config: Optional[GateConfig | str | Path] = None, results_dir: Optional[str | Path] = None,
           profile: Optional[str] = None, variant: Optional[str] = None) -> Report:
     """Run the conformance suite on ``fn`` and judge it as ``conformance run`` would.
 
@@ -98,17 +108,19 @@ def check(fn: Any, *, dtypes: Optional[Sequence[str]] = None, alphas: Sequence[f
     backend object, or a backend name (``"torch"``, ``"cann"`` with ``profile``/``variant``,
     ``"package.module:factory"``).  ``dtypes``: input dtypes or ``"src->out"`` pairs (None:
     the backend's defaults; a kernel's are probed).  ``backward``: ``bwd(dy, x, alpha)`` for a
-    numpy kernel (torch kernels use autograd).  ``config``: the gate (default: ``./pyproject.toml``'s
-    ``[tool.conformance]``, as the CLI reads it).  ``results_dir``: where failing rows'
+    numpy kernel (torch kernels use autograd).  ``config``: the gate, or a TOML file as for
+    ``--config`` (default: ``./pyproject.toml``'s ``[tool.conformance]``, as the CLI reads it); a
+    ``GateConfig`` may give a kernel's name a policy.  ``results_dir``: where failing rows'
     reproducers go (None: none are written).
     """
     selection = _selection(fn, name=name, dtypes=_dtypes(dtypes), kind=kind, backward=backward,
-                           alphas=tuple(float(a) for a in alphas), directions=tuple(directions),
+                           alphas=_alphas(alphas), directions=tuple(directions),
                            profile=profile, variant=variant)
     for d in selection.directions:
         if d not in DIRECTIONS:
             raise UsageError(f"direction {d!r}: pass forward and/or backward")
-    options = Options(config=config or load_config(None), seed=seed, max_examples=max_examples,
+    gate = config if isinstance(config, GateConfig) else load_config(None if config is None else str(config))
+    options = Options(config=gate, seed=seed, max_examples=max_examples,
                       results_dir=None if results_dir is None else Path(results_dir))
     specs, skipped = plan(selection)
     if not specs:

@@ -8,6 +8,7 @@ import pytest
 import conformance
 from conformance.errors import UsageError
 from conformance.report import export
+from conformance.report.gate import GateConfig
 from examples import my_kernel
 from tests.helpers import run_cli
 
@@ -56,3 +57,25 @@ def test_an_unknown_variant_is_a_usage_error_naming_the_choices() -> None:
         conformance.check("cann", variant="nope", dtypes=["float16"], alphas=[0.2])
     with pytest.raises(UsageError, match="profile of torch: 'x' is unknown; choose from none"):
         conformance.check("torch", profile="x", dtypes=["float16"], alphas=[0.2])
+
+
+@pytest.mark.parametrize("alphas", [[float("nan")], [float("inf"), 0.2], []])
+def test_a_slope_that_is_not_finite_is_a_usage_error(alphas) -> None:
+    with pytest.raises(UsageError, match="alphas must be finite slopes"):
+        conformance.check(my_kernel.exact_leaky_relu, dtypes=["float16"], alphas=alphas)
+
+
+def test_a_config_file_sets_the_gate(tmp_path) -> None:
+    strict = tmp_path / "gate.toml"
+    strict.write_text("max_ulp = 0\n")
+    args = dict(dtypes=["float16"], alphas=[0.1], directions=["forward"])
+    assert conformance.check(my_kernel.naive_leaky_relu, **args).verdict == "pass"  # 1-ULP alpha-precision warns
+    assert conformance.check(my_kernel.naive_leaky_relu, config=strict, **args).verdict == "fail"
+
+
+def test_a_gate_config_policy_may_allow_a_kernels_categories() -> None:
+    allowed = frozenset({"alpha-mismatch", "overflow", "rounding", "unexplained"})
+    args = dict(dtypes=["float16"], alphas=[1.5], directions=["forward"])
+    assert conformance.check(my_kernel.max_leaky_relu, **args).verdict == "fail"
+    report = conformance.check(my_kernel.max_leaky_relu, config=GateConfig(policy={"max_leaky_relu": allowed}), **args)
+    assert report.verdict == "pass" and [r.verdict for r in report.rows] == ["warn"]
