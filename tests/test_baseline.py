@@ -49,6 +49,8 @@ def test_a_new_failing_finding_fails_the_diff_and_is_listed_per_row(reports, cap
     assert {c["category"] for c in new} == {"alpha-mismatch"} and all(c["gates"] for c in new)
     assert {c["row"].split(" alpha=")[1] for c in new} == {"0.2", "0.01"}
     assert "reference -> ascend910b1/default-slope" in new[0]["row"]
+    assert {(c["key"]["variant"], c["key"]["dtype"], c["key"]["alpha"]["decimal"]) for c in new} == \
+        {("default-slope", "float16", "0.2"), ("default-slope", "float16", "0.01")}
     assert "alpha-mismatch" in result.out and "new" in result.out and "FAIL" in result.out
 
 

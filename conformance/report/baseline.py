@@ -58,13 +58,15 @@ class Change:
     status: str
     old: Optional[Size]
     new: Optional[Size]
+    key: tuple[tuple[str, Any], ...] = ()  # the new row's identifying fields (alpha as its value object)
 
     @property
     def gates(self) -> bool:
         return self.status in GATING and self.new is not None and not self.new.allowed
 
     def as_dict(self) -> dict:
-        return {"row": self.row, "category": self.category, "status": self.status, "gates": self.gates,
+        return {"row": self.row, "key": dict(self.key), "category": self.category, "status": self.status,
+                "gates": self.gates,
                 "old": None if self.old is None else self.old.as_dict(),
                 "new": None if self.new is None else self.new.as_dict()}
 
@@ -150,12 +152,15 @@ def status(old: Optional[Size], new: Optional[Size]) -> Optional[str]:
     return "now-fails" if old.allowed and not new.allowed else None
 
 
-def _row_changes(title: str, old: dict[str, Size], new: dict[str, Size]) -> list[Change]:
+def _row_changes(row: dict, before: Optional[dict]) -> list[Change]:
+    """The changed categories of ``row`` against its baseline row (None: the row is new)."""
+    old, new = (_sizes(before) if before else {}), _sizes(row)
+    title, key = row_title(row, old=before), tuple((k, row[k]) for k in (*_FULL_KEY, "alpha"))
     changes = []
     for category in dict.fromkeys([*old, *new]):
         found = status(old.get(category), new.get(category))
         if found is not None:
-            changes.append(Change(title, category, found, old.get(category), new.get(category)))
+            changes.append(Change(title, category, found, old.get(category), new.get(category), key))
     return changes
 
 
@@ -173,8 +178,7 @@ def compare(old_rows: Sequence[dict], new_rows: Sequence[dict]) -> Diff:
     old, new = _by_key(old_rows, full=full), _by_key(new_rows, full=full)
     changes: list[Change] = []
     for key, row in new.items():
-        before = old.get(key)
-        changes += _row_changes(row_title(row, old=before), _sizes(before) if before else {}, _sizes(row))
+        changes += _row_changes(row, old.get(key))
     order = {s: i for i, s in enumerate(STATUSES)}
     return Diff(tuple(sorted(changes, key=lambda c: order[c.status])),
                 tuple(row_title(r) for k, r in old.items() if k not in new),
