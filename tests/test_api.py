@@ -79,3 +79,12 @@ def test_a_gate_config_policy_may_allow_a_kernels_categories() -> None:
     assert conformance.check(my_kernel.max_leaky_relu, **args).verdict == "fail"
     report = conformance.check(my_kernel.max_leaky_relu, config=GateConfig(policy={"max_leaky_relu": allowed}), **args)
     assert report.verdict == "pass" and [r.verdict for r in report.rows] == ["warn"]
+
+
+def test_check_takes_a_backend_object_under_its_name() -> None:
+    from conformance.adapters import from_numpy
+
+    kernel = from_numpy(my_kernel.exact_leaky_relu, dtypes=["float16"], name="mine")
+    report = conformance.check(kernel, alphas=[0.2, 1.5])
+    assert [(r.backend, r.direction, r.verdict) for r in report.rows] == [("mine", "forward", "pass")] * 2
+    assert {why for _, why in report.skipped} == {"mine has no backward (pass backward=...)"}
