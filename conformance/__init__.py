@@ -1,6 +1,20 @@
-"""conformance: bit-exact LeakyReLU conformance across PyTorch, TensorFlow and CANN."""
+"""conformance: bit-exact LeakyReLU conformance across PyTorch, TensorFlow and CANN.
+
+``conformance.check(fn, ...)`` runs the suite on your own kernel (see :mod:`conformance.api`).
+"""
 import os
+from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # before any TensorFlow import
 
 __version__ = "0.1.0"
+__all__ = ["check", "Report", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """``check`` and ``Report`` on first use: ``import conformance`` stays light."""
+    if name in ("check", "Report"):
+        from conformance import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'conformance' has no attribute {name!r}")

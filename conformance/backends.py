@@ -14,6 +14,12 @@ checkout).  An entry point of the same name wins over the built-in one.
 Modules are imported only when their backend is asked for, and framework
 modules only when a backend computes.
 
+A name with a colon is an import path instead of a registered name:
+``package.module:factory`` (or ``path/to/file.py:factory``) names a callable
+that returns a backend, or a backend object itself.  It is what rows, reports
+and reproducers record, so ``conformance replay`` loads it again.  See
+:mod:`conformance.adapters` for wrapping a plain kernel function.
+
 A backend owns its facts (see :class:`BackendBase`): the dtype pairs it runs
 in the default suite, the tiling boundary sizes worth probing, its profiles
 and variants, whether the default suite runs it, and the command of the worker
@@ -177,15 +183,39 @@ def names() -> tuple[str, ...]:
     return tuple(registry())
 
 
+def is_import_path(name: str) -> bool:
+    """``module:factory`` or ``file.py:factory`` rather than a registered name."""
+    return ":" in name
+
+
+def _import(module: str) -> Any:
+    """A module by dotted name, or a ``.py`` file by path (imported under a name of its own)."""
+    if not module.endswith(".py"):
+        return importlib.import_module(module)
+    from importlib import util
+    from pathlib import Path
+
+    path = Path(module).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file {module}")
+    spec = util.spec_from_file_location(f"conformance_user_{path.stem}", path)
+    loaded = util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[spec.name] = loaded  # type: ignore[union-attr]
+    spec.loader.exec_module(loaded)  # type: ignore[union-attr]
+    return loaded
+
+
 @functools.cache
 def load(name: str) -> Any:
-    """The class (or factory) registered as ``name``; a UsageError naming the fix otherwise."""
-    target = registry().get(name)
+    """The class (or factory) registered as ``name``, or named by the import path ``name``;
+    a UsageError naming the fix otherwise."""
+    target = name if is_import_path(name) else registry().get(name)
     if target is None:
-        raise UsageError(f"unknown backend {name!r}; choose from {', '.join(names())}")
+        raise UsageError(f"unknown backend {name!r}; choose from {', '.join(names())} "
+                         "or pass an import path such as package.module:factory")
     module, _, attr = target.partition(":")
     try:
-        obj: Any = importlib.import_module(module)
+        obj: Any = _import(module)
         for part in attr.split(".") if attr else ():
             obj = getattr(obj, part)
     except Exception as exc:
@@ -242,7 +272,37 @@ def get_backend(name: str, *, profile: Optional[str] = None, variant: Optional[s
     if (profile and not takes[0]) or (variant and not takes[1]):
         raise UsageError(f"backend {name} takes no profile or variant")
     kwargs = {k: v for k, v in (("profile", profile), ("variant", variant)) if v is not None}
-    return factory(**kwargs)
+    return made(factory, name=name, **kwargs)
+
+
+def is_backend(obj: Any) -> bool:
+    """A backend object (not a class): it has ``supports``, ``forward`` and ``backward``."""
+    return not isinstance(obj, type) and all(callable(getattr(obj, a, None))
+                                             for a in ("supports", "forward", "backward"))
+
+
+def made(factory: Any, *, name: str, **kwargs: str) -> Backend:
+    """``factory(**kwargs)``, or ``factory`` itself when it already is a backend object; a
+    UsageError when it makes something that is not a backend, or when the factory of an
+    import path fails."""
+    if is_backend(factory):
+        return factory
+    if not callable(factory):
+        raise UsageError(f"backend {name} names a {type(factory).__name__}, not a factory or a backend; "
+                         "point it at a function that returns one")
+    try:
+        backend = factory(**kwargs)
+    except UsageError:
+        raise
+    except Exception as exc:
+        if not is_import_path(name):  # a registered class keeps its errors (replay reports a bad variant)
+            raise
+        raise BackendUnavailable(f"backend {name}: its factory raised {type(exc).__name__}: {exc}") from None
+    if not is_backend(backend):
+        raise UsageError(f"backend {name}: the factory returned a {type(backend).__name__}, not a backend "
+                         "(an object with supports, forward and backward); wrap a kernel function with "
+                         "conformance.adapters.from_numpy or from_torch")
+    return backend
 
 
 def call(backend: Backend, direction: Direction, x: np.ndarray, alpha: float, *,

@@ -67,10 +67,13 @@ class Selection:
     variant: Optional[str] = None
     workers: tuple[tuple[str, WorkerSpec], ...] = ()  # (backend name, worker) from --worker
     worker_timeout: float = WorkerSpec.timeout  # per call, for backends served by their default worker
+    objects: tuple[tuple[str, Backend], ...] = ()  # backends given as objects (conformance.check), by row name
 
     def identity(self, name: str) -> tuple[Optional[str], Optional[str], Optional[WorkerSpec]]:
         """The profile, variant and worker backend ``name`` runs with in this selection."""
         explicit = dict(self.workers).get(name)
+        if name in dict(self.objects):
+            return None, None, None
         if explicit is not None:
             return None, None, explicit
         profiles, variants = profiles_of(name)
@@ -81,7 +84,8 @@ class Selection:
 
     def backend(self, name: str) -> Backend:
         """The backend instance (or worker client) that runs ``name``'s rows."""
-        return backend_for(name, *self.identity(name))
+        given = dict(self.objects).get(name)
+        return given if given is not None else backend_for(name, *self.identity(name))
 
     def pairs_for(self, backend: str) -> tuple[Pair, ...]:
         """Default pairs of ``backend`` whose input dtype was selected, plus explicit pairs."""
@@ -115,6 +119,7 @@ class RowSpec:
     profile: Optional[str] = None
     variant: Optional[str] = None
     worker: Optional[WorkerSpec] = None  # None: in-process
+    given: Optional[Backend] = field(default=None, compare=False, repr=False)  # Selection.objects
 
     def __str__(self) -> str:
         who = self.backend + (f"[{self.profile}/{self.variant}]" if self.profile or self.variant else "")
@@ -156,12 +161,13 @@ def backend_for(name: str, profile: Optional[str], variant: Optional[str],
 
 def _specs_for(backend: Backend, name: str, selection: Selection) -> Iterable[tuple[RowSpec, Optional[str]]]:
     """Every row of ``name``, with the reason it is skipped (None: it runs)."""
-    worker = selection.identity(name)[2]
+    worker, given = selection.identity(name)[2], dict(selection.objects).get(name)
     for dtype, out in selection.pairs_for(name):
         for direction in selection.directions:
             why = None if backend.supports(dtype, out, direction) else skip_reason(backend, dtype, out, direction)
             for alpha in selection.alphas:
-                yield RowSpec(name, dtype, out, direction, alpha, backend.profile, backend.variant, worker), why
+                yield RowSpec(name, dtype, out, direction, alpha, getattr(backend, "profile", None),
+                              getattr(backend, "variant", None), worker, given), why
 
 
 def plan(selection: Selection) -> tuple[list[RowSpec], list[tuple[RowSpec, str]]]:
@@ -254,6 +260,8 @@ def _shaped(n: int, pool: EdgePool, direction: Direction, *, seed: int) -> Input
 # ----------------------------------------------------------------------------- running
 
 def _backend(spec: RowSpec) -> Backend:
+    if spec.given is not None:
+        return spec.given
     if spec.worker is not None:
         return backend_for(spec.backend, None, None, spec.worker)
     return backend_for(spec.backend, spec.profile, spec.variant)

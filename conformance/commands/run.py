@@ -1,7 +1,7 @@
 """`conformance run`: the conformance suite, its triage table, reports and gate.
 
 Exit codes: 0 pass (warnings allowed), 1 gate failure, 2 usage error (or a
-report that cannot be written), 130 when Ctrl-C and 143 when SIGTERM stopped
+report that cannot be written, or a --baseline that is not a valid report), 130 when Ctrl-C and 143 when SIGTERM stopped
 the run (the completed rows are still reported, marked partial).
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Optional
 from rich.console import Console
 from rich.markup import escape
 
-from conformance.backends import WorkerSpec, default_backends, profiles_of
+from conformance.backends import WorkerSpec, default_backends, is_import_path, load, profiles_of
 from conformance.backends import names as backend_names
 from conformance.commands.args import add_view_options, items, parse_alpha, parse_int, view_from
 from conformance.dtypes import info
@@ -22,6 +22,9 @@ from conformance.errors import UsageError
 from conformance.interrupts import exit_code
 from conformance.report import console as show
 from conformance.report import export, files
+from conformance.report.baseline import compare, load_report
+from conformance.report.baseline import render as render_diff
+from conformance.report.evaluate import Row
 from conformance.report.files import ReportPaths
 from conformance.report.gate import load_config
 from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, RowSpec, Selection, SuiteResult, plan, run_suite
@@ -33,7 +36,7 @@ HELP = "run the conformance suite (golden, torch, tensorflow, cann, ...) and gat
 def configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--backend", action="append", metavar="NAME",
-        help=f"one of {', '.join(backend_names())} "
+        help=f"one of {', '.join(backend_names())}, or your own as package.module:factory "
              f"(repeat or comma-separate; default: {', '.join(default_backends())})")
     add("--dtype", action="append", metavar="D", help="fp16, bf16, fp32, fp64, or a pair like fp32->fp16")
     add("--alpha", action="append", metavar="A", help="slope(s), e.g. 0.2 or 1/3 (default: the suite's 8)")
@@ -51,6 +54,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--junit", metavar="PATH", help="write JUnit XML here")
     add("--results-dir", default="results", metavar="DIR", help="where reproducers of failing rows go")
     add("--config", metavar="FILE", help="TOML gate configuration ([tool.conformance] table)")
+    add("--baseline", metavar="OLD.json",
+        help="gate only on findings that are new or larger than in this earlier --json report")
     add("--strict-zeros", action="store_true", help="a zero of the wrong sign fails the row")
     add_view_options(parser)
 
@@ -134,7 +139,10 @@ def selection_from(args: argparse.Namespace) -> Selection:
     """The suite selection the flags ask for, validated (UsageError on anything unknown)."""
     chosen = items(args.backend, flag="--backend")
     for name in chosen or ():
-        _choice(name, backend_names(), flag="--backend")
+        if is_import_path(name):
+            load(name)  # an import path that does not load is exit 2 before any work
+        else:
+            _choice(name, backend_names(), flag="--backend")
     directions = items(args.direction, flag="--direction") or DIRECTIONS
     for d in directions:
         _choice(d, DIRECTIONS, flag="--direction")
@@ -179,9 +187,11 @@ def render(result: SuiteResult, *, console: Console, view: show.View = show.View
 
 
 def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
-                  console: Console, title: str = "conformance", view: show.View = show.View()) -> int:
-    """Run with a progress bar, render, write reports; return the exit code.  An interruption
-    outside the rows (planning, rendering, writing) still leaves a partial report."""
+                  console: Console, title: str = "conformance", view: show.View = show.View(),
+                  baseline: Optional[tuple[str, dict]] = None) -> int:
+    """Run with a progress bar, render, write reports; return the exit code (against ``baseline``,
+    a (path, report) pair, when given).  An interruption outside the rows (planning, rendering,
+    writing) still leaves a partial report."""
     result = SuiteResult()
     with export.partial_on_interrupt(paths, lambda: result.rows, seed=options.seed):
         specs, skipped = plan(selection)
@@ -202,11 +212,24 @@ def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
         if not view.quiet:
             console.print(f"interrupted after {len(result.rows)} of {len(specs)} rows{where}")
         return exit_code(result.interruption)
+    if baseline is not None:
+        return gate_against(result.rows, baseline, console=console, view=view)
     return 1 if any(r.verdict == "fail" for r in result.rows) else 0
 
 
+def gate_against(rows: Sequence[Row], baseline: tuple[str, dict], *, console: Console, view: show.View) -> int:
+    """Exit 1 only for findings that are new or grown since the baseline (see ``report.baseline``)."""
+    path, doc = baseline
+    diff = compare(doc["rows"], [export.row_dict(r) for r in rows])
+    render_diff(diff, console=console, against=path, quiet=view.quiet)
+    return 1 if diff.gating else 0
+
+
 def execute(args: argparse.Namespace) -> int:
-    paths = files.prepare(ReportPaths(args.json, args.junit), inputs={"--config": args.config},
+    paths = files.prepare(ReportPaths(args.json, args.junit),
+                          inputs={"--config": args.config, "--baseline": args.baseline},
                           results_dir=args.results_dir)
+    baseline = None if args.baseline is None else (args.baseline, load_report(args.baseline, flag="--baseline"))
     selection, options = selection_from(args), options_from(args)
-    return execute_suite(selection, options, paths, console=show.make_console(), view=view_from(args))
+    return execute_suite(selection, options, paths, console=show.make_console(), view=view_from(args),
+                         baseline=baseline)

@@ -123,7 +123,7 @@ def _policy(table: Any, base: Mapping[str, frozenset[str]]) -> dict[str, frozens
     out = dict(base)
     known = policy_backends()
     for backend, cats in table.items():
-        if backend not in known:
+        if backend not in known and ":" not in backend:  # "module:factory": a user's own backend
             raise UsageError(f"policy.{backend}: unknown backend; choose from {', '.join(known)}")
         out[backend] = _categories(cats, backend=backend)
     return out

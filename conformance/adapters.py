@@ -1,0 +1,161 @@
+"""Your own kernel as a backend: wrap a plain function, no subclassing.
+
+- :func:`from_numpy` wraps ``fn(x: np.ndarray, alpha: float) -> np.ndarray`` and an
+  optional ``backward(dy, x, alpha) -> np.ndarray``;
+- :func:`from_torch` wraps a torch function (tensors in and out); its backward is
+  autograd's (``fn(x).backward(dy)``), unless it has none.
+
+Dtype pairs: ``dtypes`` names the pairs the kernel runs (``"float16"`` or
+``"float32->float16"``).  Without it, the four same-dtype pairs are probed once
+each on a few values; a pair whose probe raises or returns another dtype or shape
+is skipped with that reason, never faked.  A declared pair is never probed: a
+call that raises, or returns the wrong dtype or shape, becomes that row's
+``rejected-input`` finding ("my_kernel raised ValueError: ..."), not a crash.
+
+The same adapter serves ``conformance run --backend package.module:factory``
+(the factory returns ``from_numpy(...)``), :func:`conformance.check` and the
+pytest fixture ``leakyrelu_conformance``.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any, Literal, Optional
+
+import numpy as np
+
+from conformance.backends import BackendBase
+from conformance.dtypes import DTYPES, info
+from conformance.errors import UsageError
+from conformance.records import BackendResult, Direction
+
+Kind = Literal["numpy", "torch"]
+Forward = Callable[[Any, float], Any]
+Backward = Callable[[Any, Any, float], Any]
+Pair = tuple[str, str]
+_PROBE = (1.0, -1.0, 0.0, -2.5)
+
+
+def parse_pairs(dtypes: Iterable[str]) -> tuple[Pair, ...]:
+    """``["fp16", "float32->float16"]`` as table-name pairs; a UsageError for an unknown dtype."""
+    pairs = []
+    for text in dtypes:
+        try:
+            parts = [info(p.strip()).name for p in str(text).replace(":", "->").split("->")]
+        except ValueError:
+            raise UsageError(f"dtype {text!r} is unknown; use float16, bfloat16, float32, float64 "
+                             "or a pair like float32->float16") from None
+        if len(parts) > 2:
+            raise UsageError(f"dtype {text!r}: a pair has two dtypes, like float32->float16")
+        pairs.append((parts[0], parts[-1]))
+    return tuple(dict.fromkeys(pairs))
+
+
+class KernelBackend(BackendBase):
+    """A kernel function as a backend; build one with :func:`from_numpy` or :func:`from_torch`."""
+
+    def __init__(self, fn: Forward, *, backward: Optional[Backward] = None, kind: Kind = "numpy",
+                 dtypes: Optional[Iterable[str]] = None, name: Optional[str] = None):
+        if not callable(fn) or (backward is not None and not callable(backward)):
+            raise UsageError("pass a kernel function fn(x, alpha) (and a callable backward, if any)")
+        self.fn, self.bwd, self.kind = fn, backward, kind
+        self.name = name or getattr(fn, "__name__", "kernel")
+        self.declared = parse_pairs(dtypes) if dtypes is not None else None
+        self._probe = functools.cache(self._probe_pair)
+
+    def __repr__(self) -> str:
+        return f"<{self.kind} kernel {self.name}>"
+
+    # ------------------------------------------------------------------ facts
+
+    def suite_pairs(self) -> tuple[Pair, ...]:
+        return self.declared if self.declared is not None else tuple((d, d) for d in DTYPES)
+
+    def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
+        return self.skip_reason(dtype, out_dtype, direction) == ""
+
+    def skip_reason(self, dtype: str, out_dtype: str, direction: Direction) -> str:
+        """Why this kernel does not run a pair ("" when it does)."""
+        if direction == "backward" and not self.has_backward:
+            return f"{self.name} has no backward (pass backward=...)"
+        if self.declared is not None:
+            return "" if (dtype, out_dtype) in self.declared else \
+                f"{self.name} declares {', '.join(f'{a}->{b}' for a, b in self.declared)} only"
+        if dtype != out_dtype:
+            return f"{self.name} runs same-dtype pairs only (declare dtypes=[...] for mixed pairs)"
+        return self._probe(dtype, direction)
+
+    @property
+    def has_backward(self) -> bool:
+        return self.bwd is not None or self.kind == "torch"
+
+    def _probe_pair(self, dtype: str, direction: Direction) -> str:
+        """"" when the kernel runs ``dtype`` on a few values, else what went wrong."""
+        x = np.array(_PROBE, dtype=info(dtype).dtype)
+        result = self._call(direction, x, 0.5, dy=x[::-1].copy(), out_dtype=dtype)
+        return "" if result.rejected is None else f"probe failed: {result.rejected}"
+
+    # ------------------------------------------------------------------ calls
+
+    def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
+        return self._call("forward", x, alpha, dy=None, out_dtype=out_dtype or info(x.dtype).name)
+
+    def backward(self, dy: np.ndarray, x: np.ndarray, alpha: float, *,
+                 out_dtype: Optional[str] = None) -> BackendResult:
+        return self._call("backward", x, alpha, dy=dy, out_dtype=out_dtype or info(x.dtype).name)
+
+    def _call(self, direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[np.ndarray],
+              out_dtype: str) -> BackendResult:
+        """One call, with anything the kernel raises or returns amiss turned into a refusal."""
+        compute = _numpy_call if self.kind == "numpy" else _torch_call
+        try:
+            value = compute(self, direction, x, alpha, dy)
+        except Exception as exc:  # the user's code: any failure is this row's finding
+            return BackendResult(value=None, rejected=f"{self.name} raised {type(exc).__name__}: {exc}")
+        return _checked(value, name=self.name, like=x, out_dtype=out_dtype)
+
+
+def _numpy_call(k: KernelBackend, direction: Direction, x: np.ndarray, alpha: float,
+                dy: Optional[np.ndarray]) -> Any:
+    if direction == "forward":
+        return k.fn(x.copy(), alpha)
+    if k.bwd is None:
+        raise NotImplementedError("no backward given")
+    return k.bwd(np.asarray(dy).copy(), x.copy(), alpha)
+
+
+def _torch_call(k: KernelBackend, direction: Direction, x: np.ndarray, alpha: float,
+                dy: Optional[np.ndarray]) -> Any:
+    from conformance.reference.torch_backend import from_torch, to_torch
+
+    if direction == "forward":
+        return from_torch(k.fn(to_torch(x), alpha))
+    if k.bwd is not None:
+        return from_torch(k.bwd(to_torch(np.asarray(dy)), to_torch(x), alpha))
+    xt = to_torch(x).requires_grad_(True)
+    k.fn(xt, alpha).backward(to_torch(np.asarray(dy)))
+    if xt.grad is None:
+        raise RuntimeError("autograd gave no gradient for x")
+    return from_torch(xt.grad)
+
+
+def _checked(value: Any, *, name: str, like: np.ndarray, out_dtype: str) -> BackendResult:
+    """The kernel's output as a result, or a refusal saying what was wrong with it."""
+    if not isinstance(value, np.ndarray):
+        return BackendResult(value=None, rejected=f"{name} returned a {type(value).__name__}, not an array")
+    if value.dtype.name != out_dtype or value.shape != like.shape:
+        return BackendResult(value=None, rejected=f"{name} returned {value.dtype.name}{list(value.shape)}; "
+                                                  f"expected {out_dtype}{list(like.shape)}")
+    return BackendResult(value)
+
+
+def from_numpy(fn: Forward, *, backward: Optional[Backward] = None, dtypes: Optional[Iterable[str]] = None,
+               name: Optional[str] = None) -> KernelBackend:
+    """A numpy kernel ``fn(x, alpha) -> y`` (and ``backward(dy, x, alpha) -> dx``) as a backend."""
+    return KernelBackend(fn, backward=backward, kind="numpy", dtypes=dtypes, name=name)
+
+
+def from_torch(fn: Forward, *, backward: Optional[Backward] = None, dtypes: Optional[Iterable[str]] = None,
+               name: Optional[str] = None) -> KernelBackend:
+    """A torch kernel ``fn(x, alpha) -> y`` on tensors as a backend; backward by autograd unless given."""
+    return KernelBackend(fn, backward=backward, kind="torch", dtypes=dtypes, name=name)

@@ -1,0 +1,132 @@
+"""The Python API: ``conformance.check(fn, ...) -> Report``.
+
+``check`` plans and runs the same rows as ``conformance run`` (``suite.plan`` and
+``suite.run_suite``, the same inputs for the same seed, the same gate), on a
+kernel function wrapped by :mod:`conformance.adapters`, on a backend object, or
+on a backend name (registered, or ``package.module:factory``).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from conformance import adapters
+from conformance.backends import is_backend, profiles_of
+from conformance.errors import UsageError
+from conformance.records import Direction
+from conformance.report import export
+from conformance.report.evaluate import Row
+from conformance.report.gate import GateConfig, load_config, overall
+from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, RowSpec, Selection, SuiteResult, plan, run_suite
+
+
+@dataclass(frozen=True)
+class Report:
+    """Judged rows (as ``conformance run`` reports them), skipped rows with why, and the seed."""
+
+    rows: tuple[Row, ...]
+    skipped: tuple[tuple[RowSpec, str], ...] = ()
+    seed: int = 0
+    versions: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def verdict(self) -> str:
+        """``fail`` if any row fails, else ``pass`` (the JSON report's top-level verdict)."""
+        return overall(r.verdict for r in self.rows)
+
+    @property
+    def failures(self) -> tuple[Row, ...]:
+        return tuple(r for r in self.rows if r.verdict == "fail")
+
+    @property
+    def message(self) -> str:
+        """Each failing row's title, its "Mismatched elements: k / N (p%)" lines and its findings."""
+        return "\n\n".join(f"{r.title}\n{r.message}" for r in self.failures)
+
+    def to_dict(self) -> dict:
+        return export.report_dict(self.rows, seed=self.seed, versions=self.versions or export.versions())
+
+    def to_json(self) -> str:
+        """The strict JSON report (schema ``leakyrelu-conformance/1``), as ``run --json`` writes it."""
+        return export.dumps(self.to_dict())
+
+    def write_json(self, path: str | Path) -> None:
+        export.write_json(self.rows, path, seed=self.seed, versions=self.versions or export.versions())
+
+
+def _selection(subject: Any, *, name: Optional[str], dtypes: Optional[tuple[str, ...]], kind: str,
+               backward: Any, alphas: tuple[float, ...], directions: tuple[Direction, ...],
+               profile: Optional[str], variant: Optional[str]) -> Selection:
+    common = dict(dtypes=dtypes, alphas=alphas, directions=directions)
+    if isinstance(subject, str):
+        _check_choice(profile, profiles_of(subject)[0], what=f"profile of {subject}")
+        _check_choice(variant, profiles_of(subject)[1], what=f"variant of {subject}")
+        return Selection(backends=(subject,), profile=profile, variant=variant, **common)  # type: ignore[arg-type]
+    if is_backend(subject):
+        label = name or getattr(subject, "name", "") or type(subject).__name__
+        return Selection(backends=(label,), objects=((label, subject),), **common)  # type: ignore[arg-type]
+    if kind not in ("numpy", "torch"):
+        raise UsageError(f"kind={kind!r}: pass 'numpy' or 'torch'")
+    wrap = adapters.from_numpy if kind == "numpy" else adapters.from_torch
+    kernel = wrap(subject, backward=backward, dtypes=dtypes, name=name)
+    return Selection(backends=(kernel.name,), objects=((kernel.name, kernel),), **common)  # type: ignore[arg-type]
+
+
+def _check_choice(value: Optional[str], choices: Sequence[str], *, what: str) -> None:
+    if value is not None and value not in choices:
+        raise UsageError(f"{what}: {value!r} is unknown; choose from {', '.join(choices) or 'none'}")
+
+
+def _alphas(alphas: Iterable[float]) -> tuple[float, ...]:
+    """Finite slopes, de-duplicated in order; a UsageError otherwise."""
+    found = tuple(dict.fromkeys(float(a) for a in ([alphas] if isinstance(alphas, (int, float)) else alphas)))
+    bad = [a for a in found if not math.isfinite(a)]
+    if bad or not found:
+        raise UsageError(f"alphas must be finite slopes such as [0.2] (got {list(found)})")
+    return found
+
+
+def _dtypes(dtypes: Optional[Iterable[str]]) -> Optional[tuple[str, ...]]:
+    if dtypes is None:
+        return None
+    if isinstance(dtypes, str):
+        dtypes = (dtypes,)
+    return tuple(a if a == b else f"{a}->{b}" for a, b in adapters.parse_pairs(dtypes))
+
+
+def check(fn: Any, *, dtypes: Optional[Sequence[str]] = None, alphas: Sequence[float] = SUITE_ALPHAS,
+          directions: Sequence[Direction] = DIRECTIONS, backward: Any = None, kind: str = "numpy",
+          name: Optional[str] = None, seed: int = 0, max_examples: int = 100,
+          config: Optional[GateConfig | str | Path] = None, results_dir: Optional[str | Path] = None,
+          profile: Optional[str] = None, variant: Optional[str] = None) -> Report:
+    """Run the conformance suite on ``fn`` and judge it as ``conformance run`` would.
+
+    ``fn``: a kernel ``fn(x, alpha)`` (numpy arrays, or tensors with ``kind="torch"``), a
+    backend object, or a backend name (``"torch"``, ``"cann"`` with ``profile``/``variant``,
+    ``"package.module:factory"``).  ``dtypes``: input dtypes or ``"src->out"`` pairs (None:
+    the backend's defaults; a kernel's are probed).  ``backward``: ``bwd(dy, x, alpha)`` for a
+    numpy kernel (torch kernels use autograd).  ``config``: the gate, or a TOML file as for
+    ``--config`` (default: ``./pyproject.toml``'s ``[tool.conformance]``, as the CLI reads it); a
+    ``GateConfig`` may give a kernel's name a policy.  ``results_dir``: where failing rows'
+    reproducers go (None: none are written).
+    """
+    selection = _selection(fn, name=name, dtypes=_dtypes(dtypes), kind=kind, backward=backward,
+                           alphas=_alphas(alphas), directions=tuple(directions),
+                           profile=profile, variant=variant)
+    for d in selection.directions:
+        if d not in DIRECTIONS:
+            raise UsageError(f"direction {d!r}: pass forward and/or backward")
+    gate = config if isinstance(config, GateConfig) else load_config(None if config is None else str(config))
+    options = Options(config=gate, seed=seed, max_examples=max_examples,
+                      results_dir=None if results_dir is None else Path(results_dir))
+    specs, skipped = plan(selection)
+    if not specs:
+        why = "; ".join(dict.fromkeys(w for _, w in skipped)) or "nothing selected"
+        raise UsageError(f"the selection runs no rows ({why})")
+    result: SuiteResult = run_suite(selection, options, specs=specs)
+    if result.interruption is not None:
+        raise result.interruption
+    return Report(tuple(result.rows), tuple(skipped), seed, export.versions())

@@ -1,0 +1,90 @@
+"""``conformance.check``: the same rows and verdicts as ``conformance run``; Report.to_json."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import conformance
+from conformance.errors import UsageError
+from conformance.report import export
+from conformance.report.gate import GateConfig
+from examples import my_kernel
+from tests.helpers import run_cli
+
+_RUN_FIELDS = ("backend", "profile", "variant", "dtype", "out_dtype", "direction", "alpha", "elements",
+               "mismatches", "max_ulp", "verdict")
+
+
+def _rows(doc: dict) -> list[tuple]:
+    return [tuple(json.dumps(r[k]) for k in _RUN_FIELDS) + (tuple(f["category"] for f in r["findings"]),)
+            for r in doc["rows"]]
+
+
+def test_check_gives_the_cli_rows_for_a_backend_name(tmp_path, capsys) -> None:
+    out = tmp_path / "cli.json"
+    code = run_cli(["run", "--backend", "cann", "--variant", "default-slope", "--dtype", "fp16", "--alpha", "0.2",
+                    "--json", str(out), "--results-dir", str(tmp_path), "-q"], capsys).code
+    report = conformance.check("cann", variant="default-slope", dtypes=["float16"], alphas=[0.2])
+    assert code == 1 and report.verdict == "fail"
+    assert _rows(json.loads(report.to_json())) == _rows(json.loads(out.read_text()))
+
+
+def test_report_json_is_the_schema_and_carries_the_verdict() -> None:
+    report = conformance.check(my_kernel.max_leaky_relu, dtypes=["float16"], alphas=[0.2, 1.5],
+                               directions=["forward"])
+    doc = json.loads(report.to_json())
+    assert export.validate(doc, export.SCHEMA) == []
+    assert doc["verdict"] == report.verdict == "fail"
+    assert [r["verdict"] for r in doc["rows"]] == [r.verdict for r in report.rows] == ["pass", "fail"]
+    assert "Mismatched elements: " in report.message and "alpha-mismatch" in report.message
+
+
+def test_a_seed_changes_the_random_inputs_but_not_the_verdict() -> None:
+    a = conformance.check(my_kernel.exact_leaky_relu, dtypes=["float32"], alphas=[0.1], directions=["forward"])
+    b = conformance.check(my_kernel.exact_leaky_relu, dtypes=["float32"], alphas=[0.1], directions=["forward"],
+                          seed=7)
+    assert a.verdict == b.verdict == "pass" and (a.seed, b.seed) == (0, 7)
+
+
+def test_nothing_to_run_is_a_usage_error_that_says_why() -> None:
+    with pytest.raises(UsageError, match="has no backward"):
+        conformance.check(my_kernel.max_leaky_relu, dtypes=["float16"], alphas=[0.2], directions=["backward"])
+
+
+def test_an_unknown_variant_is_a_usage_error_naming_the_choices() -> None:
+    with pytest.raises(UsageError, match="variant of cann: 'nope' is unknown; choose from reference"):
+        conformance.check("cann", variant="nope", dtypes=["float16"], alphas=[0.2])
+    with pytest.raises(UsageError, match="profile of torch: 'x' is unknown; choose from none"):
+        conformance.check("torch", profile="x", dtypes=["float16"], alphas=[0.2])
+
+
+@pytest.mark.parametrize("alphas", [[float("nan")], [float("inf"), 0.2], []])
+def test_a_slope_that_is_not_finite_is_a_usage_error(alphas) -> None:
+    with pytest.raises(UsageError, match="alphas must be finite slopes"):
+        conformance.check(my_kernel.exact_leaky_relu, dtypes=["float16"], alphas=alphas)
+
+
+def test_a_config_file_sets_the_gate(tmp_path) -> None:
+    strict = tmp_path / "gate.toml"
+    strict.write_text("max_ulp = 0\n")
+    args = dict(dtypes=["float16"], alphas=[0.1], directions=["forward"])
+    assert conformance.check(my_kernel.naive_leaky_relu, **args).verdict == "pass"  # 1-ULP alpha-precision warns
+    assert conformance.check(my_kernel.naive_leaky_relu, config=strict, **args).verdict == "fail"
+
+
+def test_a_gate_config_policy_may_allow_a_kernels_categories() -> None:
+    allowed = frozenset({"alpha-mismatch", "overflow", "rounding", "unexplained"})
+    args = dict(dtypes=["float16"], alphas=[1.5], directions=["forward"])
+    assert conformance.check(my_kernel.max_leaky_relu, **args).verdict == "fail"
+    report = conformance.check(my_kernel.max_leaky_relu, config=GateConfig(policy={"max_leaky_relu": allowed}), **args)
+    assert report.verdict == "pass" and [r.verdict for r in report.rows] == ["warn"]
+
+
+def test_check_takes_a_backend_object_under_its_name() -> None:
+    from conformance.adapters import from_numpy
+
+    kernel = from_numpy(my_kernel.exact_leaky_relu, dtypes=["float16"], name="mine")
+    report = conformance.check(kernel, alphas=[0.2, 1.5])
+    assert [(r.backend, r.direction, r.verdict) for r in report.rows] == [("mine", "forward", "pass")] * 2
+    assert {why for _, why in report.skipped} == {"mine has no backward (pass backward=...)"}

@@ -1,0 +1,91 @@
+"""The pytest plugin: a user's test run with the ``leakyrelu_conformance`` fixture (pytester).
+
+The plugin is loaded with ``-p conformance.pytest_plugin``: an editable install made
+before the ``pytest11`` entry point existed does not have it (the entry point is
+named after the module, so both ways register it once).
+"""
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+from conformance.report import export
+
+pytest_plugins = ["pytester"]
+ROOT = Path(__file__).resolve().parent.parent
+PLUGIN = ("-p", "conformance.pytest_plugin")
+KERNELS = '''
+import numpy as np
+from examples.my_kernel import exact_leaky_relu
+
+def max_kernel(x, alpha):  # wrong for alpha > 1
+    return np.maximum(x, (x.astype(np.float64) * alpha).astype(x.dtype))
+
+def test_exact(leakyrelu_conformance):
+    leakyrelu_conformance(exact_leaky_relu, dtypes=["float16"], alphas=[0.2], directions=["forward"])
+
+def test_defective(leakyrelu_conformance):
+    leakyrelu_conformance(max_kernel, dtypes=["float16"], alphas=[1.5], directions=["forward"])
+'''
+
+
+def _run(pytester, *args: str):
+    pytester.syspathinsert(ROOT)
+    pytester.makepyfile(test_kernels=KERNELS)
+    return pytester.runpytest(*PLUGIN, *args)
+
+
+def test_a_correct_kernel_passes_and_a_defective_one_fails_with_its_categories(pytester) -> None:
+    result = _run(pytester)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_defective*",
+                                 "*LeakyReLU conformance failed for 1 of 1 rows*",
+                                 "*max_kernel float16->float16 forward alpha=1.5*",
+                                 "Mismatched elements: * / * (*%)",
+                                 "alpha-mismatch x*: negative side computed with slope 1.0 instead of 1.5"])
+
+
+def test_the_json_option_writes_every_checked_row(pytester) -> None:
+    out = pytester.path / "report.json"
+    _run(pytester, "--leakyrelu-json", str(out)).assert_outcomes(passed=1, failed=1)
+    doc = json.loads(out.read_text())
+    assert export.validate(doc, export.SCHEMA) == []
+    assert doc["verdict"] == "fail"
+    assert [(r["backend"], r["verdict"]) for r in doc["rows"]] == [("exact_leaky_relu", "pass"),
+                                                                    ("max_kernel", "fail")]
+
+
+def test_the_fixture_json_argument_writes_that_check(pytester) -> None:
+    pytester.syspathinsert(ROOT)
+    pytester.makepyfile('''
+from examples.my_kernel import exact_leaky_relu
+
+def test_one(leakyrelu_conformance, tmp_path_factory):
+    leakyrelu_conformance(exact_leaky_relu, dtypes=["float32"], alphas=[0.3], directions=["forward"],
+                          json="one.json")
+''')
+    pytester.runpytest(*PLUGIN).assert_outcomes(passed=1)
+    doc = json.loads((pytester.path / "one.json").read_text())
+    assert doc["verdict"] == "pass" and [r["dtype"] for r in doc["rows"]] == ["float32"]
+
+
+def test_a_usage_error_fails_the_test_in_one_line(pytester) -> None:
+    pytester.makepyfile('''
+def test_bad(leakyrelu_conformance):
+    leakyrelu_conformance(lambda x, a: x, dtypes=["float8"])
+''')
+    result = pytester.runpytest(*PLUGIN)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*leakyrelu_conformance: dtype 'float8' is unknown*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_pyproject_declares_the_pytest11_entry_point() -> None:
+    table = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["pytest11"]
+    assert table == {"conformance.pytest_plugin": "conformance.pytest_plugin"}
+
+
+def test_the_example_test_file_passes(pytester) -> None:
+    pytester.syspathinsert(ROOT)
+    pytester.runpytest(*PLUGIN, str(ROOT / "examples" / "test_my_kernel.py")).assert_outcomes(passed=2)
