@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Optional
 
+from conformance.categories import check
 from conformance.npu_impl.chips import FloatMode, MaxMinNan, SubnormalRule
 
 Formulation = Literal["select", "maxmin", "vlrelu", "mask-multiply"]
@@ -39,6 +40,10 @@ class Variant:
     float_mode: Optional[FloatMode] = None  # None: the profile's default mode
     subnormals: Optional[SubnormalRule] = None
     maxmin_nan: Optional[MaxMinNan] = None
+
+    def __post_init__(self) -> None:
+        for name in self.expected:  # selftest's expectations are registry names
+            check(name)
 
     def __str__(self) -> str:
         return self.name

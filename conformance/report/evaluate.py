@@ -16,7 +16,8 @@ from conformance.dtypes import hex_value, info
 from conformance.records import BackendResult, TileLayout
 from conformance.reference import golden as ref
 from conformance.report import metrics as met
-from conformance.report.gate import CATEGORIES, GateConfig, finding_allowed, verdict
+from conformance import categories
+from conformance.report.gate import GateConfig, finding_allowed, verdict
 from conformance.report.triage import Batch, Claim, triage
 
 MAX_EXAMPLES = 5
@@ -270,7 +271,7 @@ def merge_findings(rows: Sequence[Row], *, backend: str, config: GateConfig) -> 
             finding = _relabel_unconfirmed(finding)
         prev = by_cat.get(finding.category)
         by_cat[finding.category] = finding if prev is None else _merge_two(prev, finding)
-    merged = [by_cat[c] for c in CATEGORIES if c in by_cat]
+    merged = [by_cat[c] for c in categories.ordered(by_cat)]  # an unknown name raises
     return tuple(replace(f, allowed=finding_allowed(f.category, violations=f.violations,
                                                     backend=backend, config=config))
                  for f in merged)

@@ -29,6 +29,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from conformance import categories
 from conformance.dtypes import info, is_nan, is_subnormal, ulp_distance
 from conformance.records import Hazard, TileLayout
 from conformance.reference import golden as ref
@@ -88,6 +89,9 @@ class Claim:
     summary: str
     detail: dict = field(default_factory=dict)
     in_tensor: bool = True
+
+    def __post_init__(self) -> None:
+        categories.check(self.category)
 
 
 @dataclass
