@@ -77,7 +77,7 @@ _LIST = (
     Variant("grad-at-zero-one", "backward selects dy where x >= 0, so x = +/-0 gets slope 1",
             ("grad-at-zero",), directions=("backward",), grad_rule="GE"),
     Variant("mask-multiply", "x*m + alpha*x*(1-m) with m = (x > 0): inf*0 makes NaN at +/-inf",
-            ("spurious-nan",), formulation="mask-multiply"),
+            ("formulation", "spurious-nan"), formulation="mask-multiply"),
     Variant("flush-subnormals", "subnormal operands read as zero and subnormal results are flushed",
             ("subnormal-flush",), subnormals="flush"),
 )

@@ -226,8 +226,13 @@ def _select(v: np.ndarray, alpha: float, out: DTypeInfo, *, opmath: Optional[DTy
 
     DAZ/FTZ touch only arithmetic; the pass-through branch is a select and keeps ``v``'s bits.
     """
-    neg = _product(v, alpha, out, opmath=opmath, daz=daz, ftz=ftz)
-    y = _formula(v, alpha, out, formulation=formulation, take_v=take_v, neg=neg)
+    if formulation == "select":
+        y = _formula(v, alpha, out, formulation=formulation, take_v=take_v,
+                     neg=_product(v, alpha, out, opmath=opmath, daz=daz, ftz=ftz))
+    else:  # a formula computes in the input dtype when it is wider, then rounds to out
+        wide = info(v.dtype) if info(v.dtype).bits > out.bits else out
+        neg = _product(v, alpha, wide, opmath=opmath, daz=daz, ftz=ftz)
+        y = cast_exact(_formula(v, alpha, wide, formulation=formulation, take_v=take_v, neg=neg), out)
     return saturated(y, out) if saturate else y
 
 

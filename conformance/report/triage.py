@@ -30,10 +30,10 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from conformance import categories
-from conformance.dtypes import info, is_nan, is_subnormal, ulp_distance
+from conformance.dtypes import info, is_nan, is_subnormal, to_bits, ulp_distance
 from conformance.records import Hazard, TileLayout
 from conformance.reference import golden as ref
-from conformance.reference.defaults import default_slopes, frameworks_with_default
+from conformance.report.candidates import Rule, catalogue
 from conformance.report.metrics import match_mask
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -114,9 +114,8 @@ def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = 
     state = _State(np.asarray(mismatches, dtype=np.int64))
     _hazards(batch, state, hazards)
     with np.errstate(all="ignore"):
-        for rule in _SEMANTIC:
-            if state.remaining.size:
-                rule(batch, state)
+        if state.remaining.size:
+            _semantics(batch, state)
         _tail(batch, state, layout)
         _value_classes(batch, state)
     return state.claims
@@ -146,36 +145,242 @@ def _hazards(batch: Batch, state: _State, hazards: Sequence[Hazard]) -> None:
 
 # ----------------------------------------------------------------------------- semantics
 
-def _agrees(differs: np.ndarray, agree: np.ndarray) -> bool:
-    """The actual output follows a rule on at least half the elements it changes."""
-    total = int(differs.sum())
-    return total > 0 and 2 * int((differs & agree).sum()) >= total
+RULE_COST = 0.5  # description length of one rule, in mismatching elements
+_FULL_SCOPE = 1 << 18  # batches up to this size are scored on every element
+_SAMPLE = 1 << 16  # larger ones on every mismatch and special value plus this many others
 
 
-def _prove(batch: Batch, state: _State, rule: dict, *,
-           groups: Optional[Callable[[np.ndarray], list]] = None, neutral: Optional[dict] = None) -> np.ndarray:
-    """Remaining elements that ``rule`` (on top of accepted rules) reproduces and changes,
-    if proved.  ``neutral`` holds keywords that are context, not the category's own rule."""
-    earlier = {k: v for k, v in state.base.items() if k not in rule}  # a rule never is its own baseline
-    before_rule = {**earlier, **(neutral or {})}
-    trial = {**before_rule, **rule}
-    sub = state.remaining
-    mine = batch.variant(sub, **trial)
-    hit = match_mask(mine, batch.actual[sub]) & ~match_mask(mine, batch.variant(sub, **before_rule))
-    if not hit.any():
-        return _EMPTY
-    full, before = batch.variant(**trial), batch.variant(**before_rule)
-    differs, agree = ~match_mask(full, before), match_mask(full, batch.actual)
-    masks = groups(batch.golden) if groups else [np.ones(differs.shape, bool)]
-    present = [m for m in masks if (differs & m).any()]
-    if not present or not all(_agrees(differs & m, agree) for m in present):
-        return _EMPTY
-    return sub[hit]
+@dataclass(frozen=True)
+class _Scope:
+    """The elements a selection is scored on, and what each stands for (sampling weight)."""
+
+    index: np.ndarray  # mismatches first
+    n_mis: int
+    weight: np.ndarray
 
 
-def _accept(state: _State, rule: dict, claim: Claim) -> None:
-    state.base.update(rule)
-    state.claim(claim)
+def _special(batch: Batch, index: np.ndarray) -> np.ndarray:
+    """Zeros, subnormals, infinities and NaN of x, dy or golden: rare, and where rules differ."""
+    arrays = [batch.x, batch.golden] + ([] if batch.dy is None else [batch.dy])
+    out = np.zeros(index.size, dtype=bool)
+    for a in arrays:
+        v = a[index]
+        w = v.astype(np.float64)
+        out |= (w == 0) | ~np.isfinite(w) | is_subnormal(v)
+    return out
+
+
+def _scope(batch: Batch, mismatches: np.ndarray) -> _Scope:
+    n = batch.x.size
+    keep = np.ones(n, dtype=bool)
+    keep[mismatches] = False
+    others = np.flatnonzero(keep)
+    if n <= _FULL_SCOPE:
+        index = np.concatenate([mismatches, others])
+        return _Scope(index, mismatches.size, np.ones(index.size))
+    special = others[_special(batch, others)]
+    plain = np.setdiff1d(others, special, assume_unique=True)
+    pick = np.sort(np.random.default_rng(0).choice(plain, min(_SAMPLE, plain.size), replace=False))
+    index = np.concatenate([mismatches, special, pick])
+    weight = np.ones(index.size)
+    weight[mismatches.size + special.size:] = plain.size / max(pick.size, 1)
+    return _Scope(index, mismatches.size, weight)
+
+
+def _merged(stack: Sequence[Rule]) -> dict:
+    out: dict = {}
+    for r in stack:
+        out.update(r.kw)
+    return out
+
+
+class _Selector:
+    """Scores stacks of rules on a scope: description length = rules + wrong elements."""
+
+    def __init__(self, batch: Batch, scope: _Scope) -> None:
+        self.batch, self.scope = batch, scope
+        self.actual = batch.actual[scope.index]
+        self._cache: dict = {}
+
+    def predict(self, stack: Sequence[Rule], *, mismatches_only: bool = False) -> np.ndarray:
+        kw = _merged(stack)
+        key = (mismatches_only, tuple(sorted(kw.items(), key=lambda i: i[0])))
+        if key not in self._cache:
+            index = self.scope.index[:self.scope.n_mis] if mismatches_only else self.scope.index
+            self._cache[key] = self.batch.variant(index, **kw) if kw else self.batch.golden[index]
+        return self._cache[key]
+
+    def right(self, pred: np.ndarray) -> np.ndarray:
+        return match_mask(pred, self.actual[:pred.size])
+
+    def length(self, pred: np.ndarray, stack: Sequence[Rule]) -> float:
+        wrong = ~self.right(pred)
+        return float((self.scope.weight * wrong).sum()) + RULE_COST * sum(r.complexity for r in stack)
+
+    def beyond_zero_signs(self, newly: np.ndarray, right_now: np.ndarray) -> bool:
+        """A rule that explains only zero signs must explain most of the wrong zero signs:
+        flipped zeros are few, and a formula that matches some of them by chance is no cause."""
+        n = self.scope.n_mis
+        g, a = self.batch.golden[self.scope.index[:n]], self.actual[:n]
+        zeros = (g.astype(np.float64) == 0) & (a.astype(np.float64) == 0)
+        if (newly & ~zeros).any():
+            return True
+        return 2 * int(newly.sum()) > int((zeros & ~right_now).sum())
+
+    def groups_gain(self, rule: Rule, pred: np.ndarray, before: np.ndarray) -> bool:
+        """Every value group the rule changes gains from it (saturation: NaN and ±inf apart)."""
+        if rule.groups is None:
+            return True
+        changed = ~match_mask(pred, before)
+        gain = self.right(pred).astype(np.int64) - self.right(before)
+        for g in rule.groups(self.batch.golden[self.scope.index]):
+            if (changed & g).any() and int(gain[g].sum()) <= 0:
+                return False
+        return True
+
+
+@dataclass
+class _Choice:
+    length: float
+    order: int
+    rule: Rule
+    pred: np.ndarray
+
+
+def _round(sel: _Selector, stack: list[Rule], cands: list[Rule], current: np.ndarray) -> list[_Choice]:
+    """Every candidate that, stacked on ``stack``, could shorten the description."""
+    used = frozenset().union(*(r.keys for r in stack)) if stack else frozenset()
+    right_now = sel.right(sel.predict(stack, mismatches_only=True))
+    out = []
+    for order, r in enumerate(cands):
+        if r in stack or r.keys & used:
+            continue
+        trial = stack + [r]
+        newly = sel.right(sel.predict(trial, mismatches_only=True)) & ~right_now
+        if int(newly.sum()) <= RULE_COST * r.complexity or not sel.beyond_zero_signs(newly, right_now):
+            continue  # cannot pay for itself even with no contradiction
+        pred = sel.predict(trial)
+        if sel.groups_gain(r, pred, current):
+            out.append(_Choice(sel.length(pred, trial), order, r, pred))
+    return out
+
+
+def select(batch: Batch, mismatches: np.ndarray, cands: list[Rule]) -> tuple[list[Rule], dict]:
+    """Greedy description-length selection: add the rule that shortens the description most
+    (ties: the earlier candidate), while it does.  Returns the stack and, per rule, the
+    equally good alternatives (same length, same predictions)."""
+    sel = _Selector(batch, _scope(batch, mismatches))
+    stack: list[Rule] = []
+    current = sel.predict(stack)
+    length = sel.length(current, stack)
+    alternatives: dict = {}
+    while True:
+        choices = _round(sel, stack, cands, current)
+        if not choices:
+            break
+        best = min(choices, key=lambda c: (c.length, c.order))
+        if best.length >= length:
+            break
+        alternatives[best.rule] = [c.rule for c in choices if c is not best and c.length == best.length
+                                   and match_mask(c.pred, best.pred).all()]
+        stack.append(best.rule)
+        current, length = best.pred, best.length
+    return stack, alternatives
+
+
+def _estimates(batch: Batch, index: np.ndarray) -> list[float]:
+    slopes = _informative_slopes(batch, index)
+    return [float(np.median(slopes))] if slopes.size else []
+
+
+def _semantics(batch: Batch, state: _State) -> None:
+    cands = catalogue(alpha=batch.alpha, direction=batch.direction, dtypes=batch.dtypes,
+                      estimates=_estimates(batch, state.remaining))
+    stack, alternatives = select(batch, state.remaining, cands)
+    if stack:
+        for claim in _attribute(batch, state.remaining, stack, alternatives):
+            state.claim(claim)
+
+
+def _attribute(batch: Batch, mis: np.ndarray, stack: list[Rule], alternatives: dict) -> list[Claim]:
+    """Each explained mismatch goes to the first category (registry order) among the rules
+    it needs; an element only neutral context explains stays for ``rounding``."""
+    full = batch.variant(mis, **_merged(stack))
+    explained = match_mask(full, batch.actual[mis])
+    owner = np.full(mis.size, -1)
+    needs = [explained & ~match_mask(batch.variant(mis, **_merged([s for s in stack if s is not r])), full)
+             for r in stack]
+    named = sorted((i for i, r in enumerate(stack) if r.category is not None),
+                   key=lambda i: (categories.order(stack[i].category), i))
+    for i in named:
+        owner[(owner < 0) & needs[i]] = i
+    neutral = np.zeros(mis.size, dtype=bool)
+    for i, r in enumerate(stack):
+        if r.category is None:
+            neutral |= needs[i]
+    if named:
+        owner[(owner < 0) & explained & ~neutral] = named[0]
+    claims = [_rule_claim(batch, mis[owner == i], stack, i, alternatives.get(stack[i], []))
+              for i in named if (owner == i).any()]
+    return _merge_claims([c for c in claims if c.count])
+
+
+def _contradicted(batch: Batch, stack: list[Rule], i: int) -> int:
+    """Elements where rule ``i`` changes the stack's prediction and the actual output
+    does not follow."""
+    full = batch.variant(**_merged(stack))
+    without = batch.variant(**_merged(stack[:i] + stack[i + 1:]))
+    return int((~match_mask(full, without) & ~match_mask(full, batch.actual)).sum())
+
+
+def _rule_claim(batch: Batch, hits: np.ndarray, stack: list[Rule], i: int, alts: list[Rule]) -> Claim:
+    r = stack[i]
+    if r.category == "input-precision":
+        hits = hits[~_non_finite_symptom(batch, hits)]
+    summary = r.summary + "".join(f"; or equally: {a.summary}" for a in alts)
+    detail = {**r.detail, **_extra_detail(batch, r, hits, stack, i),
+              "explained": int(hits.size), "contradicted": _contradicted(batch, stack, i)}
+    if alts:
+        detail["alternatives"] = [a.summary for a in alts]
+    return Claim(r.category, hits, int(hits.size), summary, detail)
+
+
+def _extra_detail(batch: Batch, r: Rule, hits: np.ndarray, stack: list[Rule], i: int) -> dict:
+    if r.category == "subnormal-flush":
+        tiny = is_subnormal(batch.x[hits])
+        if batch.dy is not None:
+            tiny = tiny | is_subnormal(batch.dy[hits])
+        return {"subnormal_inputs": int(tiny.sum()),
+                "subnormal_outputs": int(is_subnormal(batch.golden[hits]).sum())}
+    if r.category == "saturation":
+        g = batch.golden[hits]
+        before = batch.variant(**_merged(stack[:i] + stack[i + 1:]))
+        return {"nan_to_zero": int(is_nan(g).sum()), "inf_to_max": int(np.isinf(g.astype(np.float64)).sum()),
+                "confirmed_by_inf": bool(np.isinf(before.astype(np.float64)).any())}
+    return {}
+
+
+_COUNTS = ("explained", "contradicted", "subnormal_inputs", "subnormal_outputs", "nan_to_zero", "inf_to_max")
+
+
+def _merge_claims(claims: list[Claim]) -> list[Claim]:
+    """One claim per category: indices joined, counts summed, summaries listed."""
+    by: dict[str, Claim] = {}
+    for c in claims:
+        prev = by.get(c.category)
+        if prev is None:
+            by[c.category] = c
+            continue
+        detail = {**c.detail, **prev.detail}
+        for key in _COUNTS:
+            if key in prev.detail and key in c.detail:
+                detail[key] = prev.detail[key] + c.detail[key]
+        if isinstance(detail.get("confirmed_by_inf"), bool):
+            detail["confirmed_by_inf"] = bool(prev.detail.get("confirmed_by_inf") or c.detail.get("confirmed_by_inf"))
+        summary = prev.summary if c.summary == prev.summary else f"{prev.summary}; {c.summary}"
+        index = np.union1d(prev.index, c.index)
+        by[c.category] = Claim(c.category, index, int(index.size), summary, detail)
+    return list(by.values())
 
 
 def _informative_slopes(batch: Batch, index: np.ndarray) -> np.ndarray:
@@ -192,178 +397,11 @@ def _informative_slopes(batch: Batch, index: np.ndarray) -> np.ndarray:
     return a[ok] / v[ok]
 
 
-def _close_to(alpha: float, c: float) -> bool:
-    """Within what rounding alpha to a 16-bit dtype could do (that is alpha-precision)."""
-    return abs(c - alpha) <= abs(alpha) * 2.0 ** -8
-
-
-def _slope_candidates(batch: Batch, estimate: float) -> list[float]:
-    """Framework defaults near the estimate, then the estimate at 1..7 significant digits."""
-    cands = [d for d in default_slopes() if abs(d - estimate) <= 0.05 * max(abs(d), 1e-6)]
-    cands += [float(f"{estimate:.{k}g}") for k in range(1, 8)] + [estimate]
-    unique = list(dict.fromkeys(cands))
-    return [c for c in unique if np.isfinite(c) and not _close_to(batch.alpha, c)]
-
-
-def _hits(batch: Batch, state: _State, rule: dict) -> int:
-    """How many remaining elements ``rule`` reproduces (no evidence check)."""
-    sub = state.remaining
-    return int(match_mask(batch.variant(sub, **{**state.base, **rule}), batch.actual[sub]).sum())
-
-
-def _best_slope(batch: Batch, state: _State, cands: list[float]) -> Optional[float]:
-    """The candidate reproducing most elements, unless alpha rounded to a dtype does as well
-    (then the slope is alpha, only rounded: that is ``alpha-precision``)."""
-    scores = [_hits(batch, state, {"alpha": c}) for c in cands]
-    if not scores or max(scores) == 0:
-        return None
-    rounded = [_hits(batch, state, {"slope_dtype": d}) for d in _slope_dtypes(batch)]
-    return None if max(rounded, default=0) >= max(scores) else cands[int(np.argmax(scores))]
-
-
-def _alpha_mismatch(batch: Batch, state: _State) -> None:
-    slopes = _informative_slopes(batch, state.remaining)
-    if slopes.size == 0:
-        return
-    c = _best_slope(batch, state, _slope_candidates(batch, float(np.median(slopes))))
-    if c is None:
-        return
-    hits = _prove(batch, state, {"alpha": c})
-    if batch.out_dtype != "float64" and hits.size:
-        hits = np.union1d(hits, _prove(batch, state, {"alpha": c, "opmath": "float32"}))
-    if hits.size:
-        names = frameworks_with_default(c)
-        known = f" ({c!r} is the default of {', '.join(names)})" if names else ""
-        _accept(state, {"alpha": c}, Claim(
-            "alpha-mismatch", hits, hits.size,
-            f"negative side computed with slope {c!r} instead of {batch.alpha!r}{known}",
-            {"effective_alpha": c, "expected_alpha": batch.alpha, "default_of": list(names)}))
-
-
-def _slope_dtypes(batch: Batch) -> list[str]:
-    """Dtypes a framework may round the slope to: the 16-bit dtypes in play, and float32
-    for float32 tensors (torch, TF and the CANN kernel all hold the slope as float32) and
-    for float64 ones (TF's alpha is a float32 attribute)."""
-    names = set(batch.dtypes)
-    narrow = [d for d in ("float16", "bfloat16") if d in names]
-    return narrow + (["float32"] if names & {"float32", "float64"} else [])
-
-
-def _alpha_precision(batch: Batch, state: _State) -> None:
-    for name in _slope_dtypes(batch):
-        slope = ref.effective_slope(batch.alpha, slope_dtype=name)
-        if slope == batch.alpha:
-            continue
-        hits = _prove(batch, state, {"slope_dtype": name})
-        if hits.size:
-            _accept(state, {"slope_dtype": name}, Claim(
-                "alpha-precision", hits, hits.size,
-                f"slope rounded to {name} ({slope!r}) before multiplying",
-                {"slope_dtype": name, "slope": slope, "alpha": batch.alpha}))
-            return
-
-
-_FLUSH_RULES = ({"flush_subnormals": True},  # arithmetic flushes; selected values keep bits
-                {"flush_subnormals": True, "flush_output": True},  # every result flushed
-                {"flush_subnormals": True, "flush_output": True, "flush_inputs": True})
-
-
-def _subnormal_flush(batch: Batch, state: _State) -> None:
-    opmaths = ({}, {"opmath": "float32"}) if batch.out_dtype != "float64" else ({},)
-    for rule in _FLUSH_RULES:
-        for extra in opmaths:
-            if state.remaining.size:
-                _one_flush(batch, state, rule, neutral=extra)
-
-
-def _one_flush(batch: Batch, state: _State, rule: dict, *, neutral: dict) -> None:
-    hits = _prove(batch, state, rule, neutral=neutral)
-    if hits.size:
-        sub_in = int(is_subnormal(batch.x[hits]).sum())
-        if batch.dy is not None:
-            sub_in = int((is_subnormal(batch.x[hits]) | is_subnormal(batch.dy[hits])).sum())
-        sub_out = int(is_subnormal(batch.golden[hits]).sum())
-        _accept(state, {**rule, **neutral}, Claim(
-            "subnormal-flush", hits, hits.size,
-            "subnormal inputs or outputs flushed to zero",
-            {"subnormal_inputs": sub_in, "subnormal_outputs": sub_out}))
-
-
-def _value_groups(before: np.ndarray) -> list[np.ndarray]:
-    return [is_nan(before), np.isinf(before.astype(np.float64))]
-
-
-_SATURATION_RULES = ({"saturate": True},  # the result saturates
-                     {"saturate": True, "saturate_inputs": True})  # every op saturates
-
-
-def _saturation(batch: Batch, state: _State) -> None:
-    rules = _SATURATION_RULES if batch.dtypes[0] != "float64" else _SATURATION_RULES[:1]  # no fp32 unit
-    for rule in rules:
-        if state.remaining.size:
-            _one_saturation(batch, state, rule)
-
-
-def _one_saturation(batch: Batch, state: _State, rule: dict) -> None:
-    hits = _prove(batch, state, rule, groups=_value_groups)
-    if hits.size:
-        g = batch.golden[hits]
-        nan_zero, inf_max = int(is_nan(g).sum()), int(np.isinf(g.astype(np.float64)).sum())
-        confirmed = bool(np.isinf(batch.variant(**state.base).astype(np.float64)).any())
-        _accept(state, rule, Claim(
-            "saturation", hits, hits.size,
-            "NaN became 0 and/or ±inf became ±max (saturation mode)",
-            {"nan_to_zero": nan_zero, "inf_to_max": inf_max, "confirmed_by_inf": confirmed}))
-
-
-def _grad_at_zero(batch: Batch, state: _State) -> None:
-    if batch.direction != "backward":
-        return
-    hits = _prove(batch, state, {"grad_rule": "ge"})
-    if hits.size:
-        _accept(state, {"grad_rule": "ge"}, Claim(
-            "grad-at-zero", hits, hits.size,
-            "backward at x == 0 used slope 1 (dx = dy) instead of alpha",
-            {"rule": "x >= 0"}))
-
-
-def _nan_gradient(batch: Batch, state: _State) -> None:
-    if batch.direction != "backward":
-        return
-    for rule, words in (("dy", "dy"), ("zero", "0")):
-        hits = _prove(batch, state, {"nan_grad": rule})
-        if hits.size:
-            _accept(state, {"nan_grad": rule}, Claim(
-                "nan-gradient", hits, hits.size,
-                f"backward at x = NaN gave {words} instead of alpha*dy", {"nan_grad": rule}))
-            return
-
-
-def _input_precision(batch: Batch, state: _State) -> None:
-    """fp32/fp64 operands narrowed to fp16/bf16 before computing."""
-    if batch.dtypes[0] not in ("float32", "float64"):
-        return
-    for narrow in ("float16", "bfloat16"):
-        for context in ({}, {"opmath": "float32"}):
-            rule = {"input_dtype": narrow}
-            hits = _prove(batch, state, rule, neutral=context)
-            hits = hits[~_non_finite_symptom(batch, hits)]
-            if hits.size:
-                _accept(state, {**rule, **context}, Claim(
-                    "input-precision", hits, hits.size,
-                    f"inputs rounded to {narrow} before computing (precision lost)",
-                    {"input_dtype": narrow, "context": context}))
-
-
 def _non_finite_symptom(batch: Batch, index: np.ndarray) -> np.ndarray:
     """Where the actual value is inf or NaN but golden is finite: an operand overflowed
     when narrowed, and the value classes (``overflow``, ``spurious-nan``) name that."""
     a, g = batch.actual[index].astype(np.float64), batch.golden[index].astype(np.float64)
     return ~np.isfinite(a) & np.isfinite(g)
-
-
-_SEMANTIC = (_input_precision, _alpha_mismatch, _alpha_precision, _subnormal_flush, _saturation,
-             _grad_at_zero, _nan_gradient)
 
 
 # ----------------------------------------------------------------------------- location
@@ -382,6 +420,8 @@ def tail_regions(layout: TileLayout, numel: int) -> list[tuple[int, int, dict]]:
     if numel % align:
         lo = max(0, numel - numel % align - align)
         regions.append((lo, numel, {"unaligned_tail": True, "start": lo, "stop": numel}))
+        regions.append((numel - numel % align, numel,
+                        {"last_partial_block": True, "start": numel - numel % align, "stop": numel}))
     covered = max((s.stop for s in layout.spans), default=0)
     if covered < numel:
         regions.append((covered, numel, {"uncovered": True, "start": covered, "stop": numel}))
@@ -413,18 +453,57 @@ def _beyond_rounding(batch: Batch, index: np.ndarray) -> np.ndarray:
 
 
 def _tail(batch: Batch, state: _State, layout: Optional[TileLayout]) -> None:
-    """Errors beyond 1-ULP residue, confined to the tail regions, are ``tail-block``."""
-    rest = _beyond_rounding(batch, state.remaining) if layout is not None else _EMPTY
+    """Errors beyond 1-ULP residue, confined to the tail regions of the tiling plan or, with
+    or without a plan, to the last k elements, are ``tail-block``."""
+    rest = _beyond_rounding(batch, state.remaining)
     if rest.size == 0:
         return
-    used = _confined(rest, tail_regions(layout, batch.x.size), batch.x.size)
-    if not used:
-        return
+    n = batch.x.size
+    used = _confined(rest, tail_regions(layout, n), n) if layout is not None else []
     lo, hi = int(rest.min()), int(rest.max()) + 1
-    state.claim(Claim(
-        "tail-block", rest, rest.size,
-        "the remaining errors all lie in tail tiles or the unaligned tail; the rest is clean",
-        {"start": lo, "stop": hi, "regions": used, "align_elements": layout.align_elements}))
+    if used:
+        state.claim(Claim(
+            "tail-block", rest, rest.size,
+            "the remaining errors all lie in tail tiles or the unaligned tail; the rest is clean",
+            {"start": lo, "stop": hi, "regions": used, "align_elements": layout.align_elements,
+             "explained": int(rest.size), "contradicted": 0}))
+    elif _confined_to_end(batch, rest):
+        if not _position_proved(batch, rest):  # value classes keep what they can name
+            rest = rest[~_value_class(batch, rest)]
+        if rest.size == 0:
+            return
+        state.claim(Claim(
+            "tail-block", rest, rest.size,
+            f"the remaining errors are confined to the last {n - lo} elements [{lo}, {n}); "
+            "the same kinds of input before them are right",
+            {"start": lo, "stop": n, "last": n - lo, "explained": int(rest.size), "contradicted": 0}))
+
+
+def _kinds(v: np.ndarray) -> np.ndarray:
+    """Sign and biased exponent of each value, NaN apart: what a value defect depends on."""
+    bits = to_bits(v).astype(np.int64)
+    rec = info(v.dtype)
+    return np.where(is_nan(v), -1, bits >> rec.mant_bits)
+
+
+def _confined_to_end(batch: Batch, rest: np.ndarray) -> bool:
+    """The errors fill at least half of the last k elements, and elements precede them."""
+    n, lo = batch.x.size, int(rest.min())
+    return lo > 0 and 2 * rest.size >= n - lo
+
+
+def _position_proved(batch: Batch, rest: np.ndarray) -> bool:
+    """For at least half of the errors the same kind of input occurs earlier, so the
+    position, not the value, is what differs."""
+    kinds = _kinds(batch.x)
+    seen = np.isin(kinds[rest], kinds[:int(rest.min())])
+    return 2 * int(seen.sum()) >= rest.size
+
+
+def _value_class(batch: Batch, index: np.ndarray) -> np.ndarray:
+    """Elements a value class (overflow, NaN, signed zero) names."""
+    masks = _classes(batch.actual[index], batch.golden[index])[:4]
+    return np.logical_or.reduce([m for _, m, _ in masks])
 
 
 # ----------------------------------------------------------------------------- value classes
