@@ -181,4 +181,6 @@ def test_profile_gives_triage_the_tiling_plan(dumps: Path) -> None:
     planned = run("--x", "x.npy", "--y", "y_dropped.npy", "--alpha", "0.2", "--profile", "ascend910b1",
                   cwd=dumps)
     assert (blind.returncode, planned.returncode) == (1, 1)
-    assert "tail-block" not in blind.stdout and "tail-block ×" in planned.stdout
+    # issue 9: without a plan, errors confined to the end are still tail-block, by position
+    assert "confined to the last" in blind.stdout and "unexplained" not in blind.stdout
+    assert "tail-block ×" in planned.stdout and "tail tiles" in planned.stdout

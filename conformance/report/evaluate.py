@@ -230,7 +230,7 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
 # ----------------------------------------------------------------------------- merge
 
 _SUMMED = frozenset({"before", "after", "mismatching", "subnormal_inputs", "subnormal_outputs",
-                     "nan_to_zero", "inf_to_max"})
+                     "nan_to_zero", "inf_to_max", "explained", "contradicted"})
 
 
 def _merge_detail(a: dict, b: dict) -> dict:
