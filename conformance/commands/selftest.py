@@ -179,3 +179,68 @@ def execute(args: argparse.Namespace) -> int:
     console.print(f"selftest: {len(outcomes) - len(bad)}/{len(outcomes)} variants caught and named"
                   + (f"; FAILED: {', '.join(bad)}" if bad else ""))
     return 1 if bad else 0
+
+
+# ----------------------------------------------------------------------------- generated defects
+
+@dataclass(frozen=True)
+class Scored:
+    """Triage of one generated case: per planted element, planted vs named category."""
+
+    case: object
+    pairs: tuple[tuple[str, str, bool], ...]  # (planted, named, correct) per planted element
+    false_findings: tuple[str, ...]  # categories named on elements nothing was planted in
+
+
+def name_generated(case) -> Scored:
+    """Triage a generated case (``conformance.cases.defects.Planted``) element by element."""
+    import numpy as np
+
+    from conformance.report.metrics import match_mask
+    from conformance.report.triage import Batch, triage
+
+    mis = np.flatnonzero(~match_mask(case.actual, case.golden))
+    batch = Batch(case.x.reshape(-1), None if case.dy is None else case.dy.reshape(-1), case.alpha,
+                  case.direction, case.out_dtype, case.golden, case.actual)
+    named: dict[int, str] = {}
+    also: dict[int, tuple] = {}  # categories triage reported as equally good for the element
+    for claim in triage(batch, mismatches=mis):
+        for i in claim.index.tolist():
+            named[i] = claim.category
+            also[i] = tuple(claim.detail.get("alternative_categories", ()))
+    pairs = []
+    for i in sorted(case.accept):
+        name, planted = named.get(i, "unexplained"), case.accept[i]
+        right = name in planted or bool(set(also.get(i, ())) & set(planted))
+        pairs.append((name if name in planted else planted[0], name, right))
+    false = tuple(sorted({c for i, c in named.items() if i not in case.accept}))
+    return Scored(case, tuple(pairs), false)
+
+
+def generated_matrix(scored: list[Scored]) -> Table:
+    """Confusion matrix over planted elements: planted category (rows) x named (columns)."""
+    from collections import Counter
+
+    from conformance import categories as cats
+
+    counts = Counter((p, n) for s in scored for p, n, _ in s.pairs)
+    rows = cats.ordered(p for p, _ in counts)
+    cols = cats.ordered(n for _, n in counts)
+    table = Table(title=f"generated defects: {len(scored)} cases, planted (rows) x named (columns)")
+    table.add_column("planted")
+    for c in cols:
+        table.add_column(c, justify="right")
+    for r in rows:
+        table.add_row(r, *[(f"[green]{counts[r, c]}[/]" if r == c else str(counts[r, c] or "")) for c in cols])
+    return table
+
+
+def run_generated(count: int, *, seed: int) -> tuple[list[Scored], float, int]:
+    """Score ``count`` generated cases: (scores, share of planted elements named right,
+    cases with findings where nothing was planted)."""
+    from conformance.cases.defects import cases
+
+    scored = [name_generated(c) for c in cases(count, seed=seed)]
+    total = sum(len(s.pairs) for s in scored)
+    right = sum(ok for s in scored for _, _, ok in s.pairs)
+    return scored, (right / total if total else 1.0), sum(bool(s.false_findings) for s in scored)

@@ -145,7 +145,7 @@ def _hazards(batch: Batch, state: _State, hazards: Sequence[Hazard]) -> None:
 
 # ----------------------------------------------------------------------------- semantics
 
-RULE_COST = 0.5  # description length of one rule, in mismatching elements
+RULE_COST = 0.45  # description length of one rule, in elements: two rules may explain one
 _FULL_SCOPE = 1 << 18  # batches up to this size are scored on every element
 _SAMPLE = 1 << 16  # larger ones on every mismatch and special value plus this many others
 
@@ -265,27 +265,47 @@ def _round(sel: _Selector, stack: list[Rule], cands: list[Rule], current: np.nda
     return out
 
 
+BEAM = 3  # stacks kept per depth: a pair of rules that only together explain is found
+
+
+@dataclass
+class _Stack:
+    length: float
+    rules: list
+    pred: np.ndarray
+    alternatives: dict
+
+
+def _grow(sel: _Selector, node: _Stack, cands: list[Rule]) -> list[_Stack]:
+    """The stacks one rule longer that describe the batch in fewer bits than ``node``."""
+    choices = sorted((c for c in _round(sel, node.rules, cands, node.pred) if c.length < node.length),
+                     key=lambda c: (c.length, c.order))
+    out = []
+    for c in choices[:BEAM]:
+        ties = [o.rule for o in choices if o is not c and o.length == c.length
+                and match_mask(o.pred, c.pred).all()]
+        out.append(_Stack(c.length, node.rules + [c.rule], c.pred, {**node.alternatives, c.rule: ties}))
+    return out
+
+
 def select(batch: Batch, mismatches: np.ndarray, cands: list[Rule]) -> tuple[list[Rule], dict]:
-    """Greedy description-length selection: add the rule that shortens the description most
-    (ties: the earlier candidate), while it does.  Returns the stack and, per rule, the
-    equally good alternatives (same length, same predictions)."""
+    """Description-length selection: a beam search over stacks of rules; each step adds a
+    rule that shortens the description (rules + elements the stack gets wrong).  Returns
+    the shortest stack and, per rule, the equally good alternatives (same length, same
+    predictions)."""
     sel = _Selector(batch, _scope(batch, mismatches))
-    stack: list[Rule] = []
-    current = sel.predict(stack)
-    length = sel.length(current, stack)
-    alternatives: dict = {}
-    while True:
-        choices = _round(sel, stack, cands, current)
-        if not choices:
-            break
-        best = min(choices, key=lambda c: (c.length, c.order))
-        if best.length >= length:
-            break
-        alternatives[best.rule] = [c.rule for c in choices if c is not best and c.length == best.length
-                                   and match_mask(c.pred, best.pred).all()]
-        stack.append(best.rule)
-        current, length = best.pred, best.length
-    return stack, alternatives
+    pred = sel.predict([])
+    best = _Stack(sel.length(pred, []), [], pred, {})
+    beam = [best]
+    while beam:
+        grown: dict = {}
+        for node in beam:
+            for child in _grow(sel, node, cands):
+                grown.setdefault(frozenset(child.rules), child)
+        beam = sorted(grown.values(), key=lambda s: s.length)[:BEAM]
+        if beam and beam[0].length < best.length:
+            best = beam[0]
+    return best.rules, best.alternatives
 
 
 def _estimates(batch: Batch, index: np.ndarray) -> list[float]:
@@ -342,6 +362,8 @@ def _rule_claim(batch: Batch, hits: np.ndarray, stack: list[Rule], i: int, alts:
               "explained": int(hits.size), "contradicted": _contradicted(batch, stack, i)}
     if alts:
         detail["alternatives"] = [a.summary for a in alts]
+        detail["alternative_categories"] = list(dict.fromkeys(
+            a.category for a in alts if a.category not in (None, r.category)))
     return Claim(r.category, hits, int(hits.size), summary, detail)
 
 
@@ -460,23 +482,58 @@ def _tail(batch: Batch, state: _State, layout: Optional[TileLayout]) -> None:
         return
     n = batch.x.size
     used = _confined(rest, tail_regions(layout, n), n) if layout is not None else []
-    lo, hi = int(rest.min()), int(rest.max()) + 1
     if used:
+        lo, hi = int(rest.min()), int(rest.max()) + 1
         state.claim(Claim(
             "tail-block", rest, rest.size,
             "the remaining errors all lie in tail tiles or the unaligned tail; the rest is clean",
             {"start": lo, "stop": hi, "regions": used, "align_elements": layout.align_elements,
              "explained": int(rest.size), "contradicted": 0}))
-    elif _confined_to_end(batch, rest):
-        if not _position_proved(batch, rest):  # value classes keep what they can name
-            rest = rest[~_value_class(batch, rest)]
-        if rest.size == 0:
-            return
-        state.claim(Claim(
-            "tail-block", rest, rest.size,
-            f"the remaining errors are confined to the last {n - lo} elements [{lo}, {n}); "
-            "the same kinds of input before them are right",
-            {"start": lo, "stop": n, "last": n - lo, "explained": int(rest.size), "contradicted": 0}))
+    else:
+        _last_elements(batch, state, rest)
+
+
+def _last_elements(batch: Batch, state: _State, rest: np.ndarray) -> None:
+    """Errors confined to the end of the tensor, filling at least half of it, are
+    ``tail-block`` "confined to the last k elements".  When the same kinds of input before
+    them are right (so the position, not the value, is what differs), the whole end is
+    claimed, value classes and zero signs included; otherwise only the errors no value
+    class names."""
+    n = batch.x.size
+    if rest.size and _dense_end(rest, n) and _position_proved(batch, rest):
+        _claim_end(state, state.remaining[state.remaining >= int(rest.min())], n, proved=True)
+        return
+    odd = rest[~_value_class(batch, rest)]
+    if odd.size == 0:
+        return
+    lo = _run_start(state.remaining, int(odd.min()))
+    inside = rest[rest >= lo]
+    if not _dense_end(inside, n):
+        return
+    proved = _position_proved(batch, inside)
+    _claim_end(state, state.remaining[state.remaining >= lo] if proved else odd, n, proved=proved)
+
+
+def _dense_end(rest: np.ndarray, n: int) -> bool:
+    lo = int(rest.min())
+    return lo > 0 and 2 * rest.size >= n - lo
+
+
+def _run_start(remaining: np.ndarray, lo: int) -> int:
+    """Start of the run of consecutive wrong elements that ends at ``lo``."""
+    have = set(remaining.tolist())
+    while lo - 1 in have:
+        lo -= 1
+    return lo
+
+
+def _claim_end(state: _State, index: np.ndarray, n: int, *, proved: bool) -> None:
+    lo = int(index.min())
+    why = "the same kinds of input before them are right" if proved else "the rest is clean"
+    state.claim(Claim(
+        "tail-block", index, index.size,
+        f"the remaining errors are confined to the last {n - lo} elements [{lo}, {n}); {why}",
+        {"start": lo, "stop": n, "last": n - lo, "explained": int(index.size), "contradicted": 0}))
 
 
 def _kinds(v: np.ndarray) -> np.ndarray:
@@ -484,12 +541,6 @@ def _kinds(v: np.ndarray) -> np.ndarray:
     bits = to_bits(v).astype(np.int64)
     rec = info(v.dtype)
     return np.where(is_nan(v), -1, bits >> rec.mant_bits)
-
-
-def _confined_to_end(batch: Batch, rest: np.ndarray) -> bool:
-    """The errors fill at least half of the last k elements, and elements precede them."""
-    n, lo = batch.x.size, int(rest.min())
-    return lo > 0 and 2 * rest.size >= n - lo
 
 
 def _position_proved(batch: Batch, rest: np.ndarray) -> bool:
