@@ -245,6 +245,7 @@ class _Choice:
     order: int
     rule: Rule
     pred: np.ndarray
+    right: int  # mismatches the stack reproduces
 
 
 def _round(sel: _Selector, stack: list[Rule], cands: list[Rule], current: np.ndarray) -> list[_Choice]:
@@ -261,7 +262,8 @@ def _round(sel: _Selector, stack: list[Rule], cands: list[Rule], current: np.nda
             continue  # cannot pay for itself even with no contradiction
         pred = sel.predict(trial)
         if sel.groups_gain(r, pred, current):
-            out.append(_Choice(sel.length(pred, trial), order, r, pred))
+            right = int(sel.right(pred[:sel.scope.n_mis]).sum())
+            out.append(_Choice(sel.length(pred, trial), order, r, pred, right))
     return out
 
 
@@ -274,18 +276,31 @@ class _Stack:
     rules: list
     pred: np.ndarray
     alternatives: dict
+    right: int = 0
 
 
 def _grow(sel: _Selector, node: _Stack, cands: list[Rule]) -> list[_Stack]:
-    """The stacks one rule longer that describe the batch in fewer bits than ``node``."""
-    choices = sorted((c for c in _round(sel, node.rules, cands, node.pred) if c.length < node.length),
+    """The stacks one rule longer that describe the batch in fewer bits than ``node``, or
+    that reproduce more mismatches (a rule that only with a second one is right)."""
+    choices = sorted((c for c in _round(sel, node.rules, cands, node.pred)
+                      if c.length < node.length or c.right > node.right),
                      key=lambda c: (c.length, c.order))
-    out = []
-    for c in choices[:BEAM]:
-        ties = [o.rule for o in choices if o is not c and o.length == c.length
-                and match_mask(o.pred, c.pred).all()]
-        out.append(_Stack(c.length, node.rules + [c.rule], c.pred, {**node.alternatives, c.rule: ties}))
-    return out
+    out: dict[bytes, _Stack] = {}  # one child per distinct prediction; equal ones are its ties
+    for c in choices:
+        key = c.pred.tobytes()
+        if key in out:
+            if c.length == out[key].length:
+                out[key].alternatives[out[key].rules[-1]].append(c.rule)
+            continue
+        out[key] = _Stack(c.length, node.rules + [c.rule], c.pred, {**node.alternatives, c.rule: []}, c.right)
+    return list(out.values())
+
+
+def _keep(grown: list[_Stack]) -> list[_Stack]:
+    """The beam: the shortest descriptions, and the stacks reproducing most mismatches."""
+    short = sorted(grown, key=lambda s: s.length)[:BEAM]
+    wide = [s for s in sorted(grown, key=lambda s: (-s.right, s.length)) if s not in short][:BEAM - 1]
+    return short + wide
 
 
 def select(batch: Batch, mismatches: np.ndarray, cands: list[Rule]) -> tuple[list[Rule], dict]:
@@ -301,16 +316,23 @@ def select(batch: Batch, mismatches: np.ndarray, cands: list[Rule]) -> tuple[lis
         grown: dict = {}
         for node in beam:
             for child in _grow(sel, node, cands):
-                grown.setdefault(frozenset(child.rules), child)
-        beam = sorted(grown.values(), key=lambda s: s.length)[:BEAM]
-        if beam and beam[0].length < best.length:
-            best = beam[0]
+                grown.setdefault(child.pred.tobytes(), child)
+        beam = _keep(list(grown.values()))
+        shortest = min(beam, key=lambda s: s.length, default=None)
+        if shortest is not None and shortest.length < best.length:
+            best = shortest
     return best.rules, best.alternatives
 
 
 def _estimates(batch: Batch, index: np.ndarray) -> list[float]:
-    slopes = _informative_slopes(batch, index)
-    return [float(np.median(slopes))] if slopes.size else []
+    """The median slope actual/input on each side of zero (a formula like min(x, a*x)
+    shows its slope on the positive side)."""
+    out = []
+    for negative in (True, False):
+        slopes = _informative_slopes(batch, index, negative=negative)
+        if slopes.size:
+            out.append(float(np.median(slopes)))
+    return out
 
 
 def _semantics(batch: Batch, state: _State) -> None:
@@ -405,16 +427,17 @@ def _merge_claims(claims: list[Claim]) -> list[Claim]:
     return list(by.values())
 
 
-def _informative_slopes(batch: Batch, index: np.ndarray) -> np.ndarray:
-    """actual / input on the negative side, where the exact result is a normal number."""
+def _informative_slopes(batch: Batch, index: np.ndarray, *, negative: bool = True) -> np.ndarray:
+    """actual / input on one side of zero, where the exact result is a normal number."""
     g, a = batch.golden[index].astype(np.float64), batch.actual[index].astype(np.float64)
     normal = np.abs(g) >= info(batch.out_dtype).smallest_normal
     if batch.direction == "forward":
         v = batch.x[index].astype(np.float64)
-        side = v < 0
+        side = v < 0 if negative else v > 0
     else:
         v, xs = batch.dy[index].astype(np.float64), batch.x[index]
         side = (xs.astype(np.float64) <= 0) | is_nan(xs)
+        side = side if negative else ~side
     ok = side & normal & np.isfinite(a) & np.isfinite(v) & (v != 0) & np.isfinite(g)
     return a[ok] / v[ok]
 
@@ -495,10 +518,10 @@ def _tail(batch: Batch, state: _State, layout: Optional[TileLayout]) -> None:
 
 def _last_elements(batch: Batch, state: _State, rest: np.ndarray) -> None:
     """Errors confined to the end of the tensor, filling at least half of it, are
-    ``tail-block`` "confined to the last k elements".  When the same kinds of input before
-    them are right (so the position, not the value, is what differs), the whole end is
-    claimed, value classes and zero signs included; otherwise only the errors no value
-    class names."""
+    ``tail-block`` "confined to the last k elements", value classes and zero signs
+    included.  The end is where all errors are, when the same kinds of input before it
+    are right (so the position, not the value, is what differs); otherwise the run of
+    wrong elements that ends the tensor and holds every error no value class names."""
     n = batch.x.size
     if rest.size and _dense_end(rest, n) and _position_proved(batch, rest):
         _claim_end(state, state.remaining[state.remaining >= int(rest.min())], n, proved=True)
@@ -510,8 +533,7 @@ def _last_elements(batch: Batch, state: _State, rest: np.ndarray) -> None:
     inside = rest[rest >= lo]
     if not _dense_end(inside, n):
         return
-    proved = _position_proved(batch, inside)
-    _claim_end(state, state.remaining[state.remaining >= lo] if proved else odd, n, proved=proved)
+    _claim_end(state, state.remaining[state.remaining >= lo], n, proved=_position_proved(batch, inside))
 
 
 def _dense_end(rest: np.ndarray, n: int) -> bool:
