@@ -170,23 +170,26 @@ def _pick(rng: np.random.Generator, defects: list[Defect], count: int) -> list[D
     return chosen
 
 
-def generate(seed: int) -> Planted:
-    """One deterministic random case with 0, 1 or 2 planted defects."""
+def generate(seed: int, *, defects: Optional[int] = None, min_size: int = 0) -> Planted:
+    """One deterministic random case with 0, 1 or 2 planted defects (``defects`` fixes
+    how many; ``min_size`` the least number of elements)."""
     rng = np.random.default_rng(seed)
     src, out = _PAIRS[int(rng.integers(len(_PAIRS)))]
     direction = "forward" if rng.random() < 0.55 else "backward"
     alpha = float(rng.choice(_ALPHAS)) if rng.random() < 0.8 else float(rng.uniform(-1, 2))
     shape = _shape(rng)
+    while int(np.prod(shape, dtype=np.int64)) < min_size:
+        shape = _shape(rng)
     n = int(np.prod(shape, dtype=np.int64))
     x = _values(rng, src, n).reshape(shape)
     dy = _values(rng, src, n).reshape(shape) if direction == "backward" else None
     golden = _compute(x, dy, alpha, out, {})
-    wanted = int(rng.choice([0, 1, 1, 1, 2, 2]))
+    wanted = int(rng.choice([0, 1, 1, 1, 2, 2])) if defects is None else defects
     pool = catalogue(alpha=alpha, src=src, out=out, direction=direction)
     tail = _tail(rng, n) if rng.random() < 0.2 and wanted else None
-    defects = _pick(rng, pool, wanted - (tail is not None)) if wanted else []
-    actual, accept = _plant(x, dy, alpha, out, golden, defects, tail, rng)
-    chosen = tuple(defects) + ((tail,) if tail is not None else ())
+    planted = _pick(rng, pool, wanted - (tail is not None)) if wanted else []
+    actual, accept = _plant(x, dy, alpha, out, golden, planted, tail, rng)
+    chosen = tuple(planted) + ((tail,) if tail is not None else ())
     return Planted(seed, x, dy, alpha, direction, out, golden, actual, chosen, accept)
 
 

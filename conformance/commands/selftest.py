@@ -31,7 +31,7 @@ from conformance.report.evaluate import Row
 from conformance.report.gate import load_config
 from conformance.suite import Options, Selection, run_suite
 
-HELP = "prove the harness catches every seeded kernel defect with the right category"
+HELP = "prove the harness catches every seeded kernel defect (or, with --generated N, every planted defect) with the right category"
 SELFTEST_ALPHAS = (0.2,)  # visible for every defect: not 0, not 0.01, not representable in fp16
 SELFTEST_EXAMPLES = 20
 
@@ -42,6 +42,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", action="append", help="only these variants (repeatable; reference always runs)")
     parser.add_argument("--strict", action="store_true",
                         help="also fail a variant that reports categories beside its expected one")
+    parser.add_argument("--generated", metavar="N",
+                        help="instead, plant random defects into N generated cases and print the "
+                             "confusion matrix (fails below 99.9%% named right or on any false finding)")
 
 
 @dataclass(frozen=True)
@@ -166,7 +169,28 @@ def run_selftest(names: list[str], *, profile: Optional[str], seed: int, strict:
     return outcomes
 
 
+GENERATED_REQUIRED = 0.999  # share of planted elements triage must name right
+
+
+def execute_generated(count: int, *, seed: int) -> int:
+    console = show.make_console()
+    with console.status(f"selftest: {count} generated cases"):
+        scored, share, false = run_generated(count, seed=seed)
+    console.print(generated_matrix(scored))
+    planted = sum(len(s.pairs) for s in scored)
+    ok = share >= GENERATED_REQUIRED and not false
+    console.print(f"selftest --generated: {planted} planted elements in {count} cases, "
+                  f"{100 * share:.3f}% named right (need {100 * GENERATED_REQUIRED:.1f}%), "
+                  f"{false} cases with findings where nothing was planted: {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
 def execute(args: argparse.Namespace) -> int:
+    if args.generated is not None:
+        count = parse_int(args.generated, flag="--generated")
+        if count < 1:
+            raise UsageError(f"--generated must be at least 1, got {count}")
+        return execute_generated(count, seed=parse_int(args.seed, flag="--seed"))
     console = show.make_console()
     names = _names(args)
     profile = _profile(args.profile)
