@@ -44,3 +44,12 @@ def test_merge_findings_never_drops_an_unknown_category() -> None:
 def test_readme_table_lists_every_category() -> None:
     table = categories.markdown_table()
     assert all(f"`{name}`" in table for name in categories.NAMES)
+
+
+def test_readme_table_follows_the_registry() -> None:
+    from pathlib import Path
+
+    text = Path(__file__).resolve().parents[1].joinpath("README.md").read_text()
+    section = text[text.index("## Triage categories"):text.index("## Report format")]
+    listed = [line.split("`")[1] for line in section.splitlines() if line.startswith("| `")]
+    assert listed == list(categories.NAMES)
