@@ -38,8 +38,8 @@ _TABLE: tuple[tuple[str, Group, Kind, str], ...] = (
     ("alpha-precision", "semantics", "proved by recomputation",
      "slope rounded to the compute dtype before multiplying"),
     ("formulation", "semantics", "proved by recomputation",
-     "another formula: max(x, a*x), min(x, a*x), max(x,0)+a*min(x,0), mask-multiply, "
-     "or the gradient of maximum(a*x, x)"),
+     ("another formula: max(x, a*x), min(x, a*x), max(x,0)+a*min(x,0), mask-multiply, "
+      "or the gradient of maximum(a*x, x)")),
     ("subnormal-flush", "semantics", "proved by recomputation",
      "subnormal inputs read as zero (DAZ) and/or subnormal results flushed (FTZ)"),
     ("saturation", "semantics", "proved by recomputation",
@@ -49,8 +49,8 @@ _TABLE: tuple[tuple[str, Group, Kind, str], ...] = (
     ("nan-gradient", "semantics", "proved by recomputation",
      "backward at x = NaN gave 0, dy*0 or dy instead of alpha*dy"),
     ("tail-block", "location", "proved by confinement",
-     "the remaining errors all lie in the tail (tail tiles, the last partial block, or the "
-     "last k elements) and the rest is clean"),
+     ("the remaining errors all lie in the tail (tail tiles, the last partial block, or the "
+      "last k elements) and the rest is clean")),
     ("overflow", "value class", "value class", "golden finite, actual ±inf"),
     ("spurious-nan", "value class", "value class", "actual NaN, golden not"),
     ("lost-nan", "value class", "value class", "golden NaN, actual not (and not saturation)"),

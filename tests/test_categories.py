@@ -6,13 +6,12 @@ import pytest
 
 from conformance import categories
 from conformance.npu_impl.variants import VARIANTS
+from conformance.reference import golden as ref
 from conformance.report.evaluate import Finding, merge_findings
 from conformance.report.export import SCHEMA
 from conformance.report.gate import CATEGORIES, GateConfig
 from conformance.report.triage import Claim
 from tests.test_triage import F16, judge
-
-from conformance.reference import golden as ref
 
 
 def test_gate_and_schema_derive_from_the_registry() -> None:

@@ -226,14 +226,22 @@ def _select(v: np.ndarray, alpha: float, out: DTypeInfo, *, opmath: Optional[DTy
 
     DAZ/FTZ touch only arithmetic; the pass-through branch is a select and keeps ``v``'s bits.
     """
-    if formulation == "select":
-        y = _formula(v, alpha, out, formulation=formulation, take_v=take_v,
-                     neg=_product(v, alpha, out, opmath=opmath, daz=daz, ftz=ftz))
-    else:  # a formula computes in the input dtype when it is wider, then rounds to out
-        wide = info(v.dtype) if info(v.dtype).bits > out.bits else out
-        neg = _product(v, alpha, wide, opmath=opmath, daz=daz, ftz=ftz)
-        y = cast_exact(_formula(v, alpha, wide, formulation=formulation, take_v=take_v, neg=neg), out)
+    neg = _product(v, alpha, out, opmath=opmath, daz=daz, ftz=ftz)
+    y = _formula(v, alpha, out, formulation=formulation, take_v=take_v, neg=neg)
+    if formulation == "mask" and info(v.dtype).bits > out.bits:
+        y = _nan_as_computed_wide(y, v, alpha, take_v=take_v, opmath=opmath, daz=daz, ftz=ftz)
     return saturated(y, out) if saturate else y
+
+
+def _nan_as_computed_wide(y: np.ndarray, v: np.ndarray, alpha: float, *, take_v: np.ndarray,
+                          opmath: Optional[DTypeLike], daz: bool, ftz: bool) -> np.ndarray:
+    """Mask-multiply of a wider input: inf*0 is NaN only where the wide operands are
+    infinite (an fp32 1e5 is finite before the result is rounded to fp16)."""
+    wide = info(v.dtype)
+    neg = _product(v, alpha, wide, opmath=opmath, daz=daz, ftz=ftz)
+    nan = is_nan(_formula(v, alpha, wide, formulation="mask", take_v=take_v, neg=neg))
+    narrow = cast_exact(np.where(take_v, v, neg), info(y.dtype))
+    return np.where(nan, np.full((), np.nan, y.dtype), np.where(is_nan(y), narrow, y))
 
 
 def _narrowed(v: np.ndarray, input_dtype: Optional[DTypeLike]) -> np.ndarray:

@@ -1,20 +1,17 @@
 """Why it is off: every mismatching element gets exactly one category, by proof.
 
-Categories are tried in ARCHITECTURE.md's order.  A category is claimed only
-where it is proved:
+Categories come from the registry (``conformance.categories``), in its order:
 
 - hazards come from the emulator's records (``BackendResult.hazards``);
-- a semantic category is claimed for an element only where recomputing the
-  golden reference under that category's rule reproduces the actual bits
-  (NaN vs NaN counts as equal), *and* the rule is the batch's behaviour: among
-  all elements where the rule changes the result, the actual output follows it
-  for at least half (saturation: for each of the NaN and ±inf classes present).
-  Without that evidence a coincidental match (say a 1-ULP double rounding that
-  happens to equal the fp16-slope result) is not called ``alpha-precision``.
-  Accepted rules stack: later rules are tried on top of them, so TensorFlow's
-  fp16 slope plus its subnormal flush are both recognised;
-- ``tail-block`` is proved by confinement: all remaining errors lie in the tail
-  tiles or the unaligned tail, and some elements outside that region exist;
+- semantic categories: candidate rules (``candidates.catalogue``, each a golden
+  variant) compete.  A beam search over stacks of rules minimises a description
+  length, ``RULE_COST`` per rule plus every element the stack predicts wrong
+  (mismatches it does not reproduce, and contradictions: elements where it
+  predicts a change the actual output does not show).  Each element the chosen
+  stack reproduces goes to the last (most specific) category among the rules it needs; findings
+  carry ``explained`` and ``contradicted``, and equally good alternatives;
+- ``tail-block`` is proved by confinement: the remaining errors lie in the tail
+  regions of the tiling plan, or (with or without a plan) end the tensor;
 - value classes (overflow, NaN, signed zero) and residue (``rounding`` within
   1 ULP, else ``unexplained``) take what is left.
 
@@ -25,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -96,10 +93,9 @@ class Claim:
 
 @dataclass
 class _State:
-    """What is still unexplained, and the semantic rules accepted so far."""
+    """What is still unexplained, and the claims so far."""
 
     remaining: np.ndarray
-    base: dict = field(default_factory=dict)
     claims: list = field(default_factory=list)
 
     def claim(self, claim: Claim) -> None:
@@ -345,15 +341,16 @@ def _semantics(batch: Batch, state: _State) -> None:
 
 
 def _attribute(batch: Batch, mis: np.ndarray, stack: list[Rule], alternatives: dict) -> list[Claim]:
-    """Each explained mismatch goes to the first category (registry order) among the rules
-    it needs; an element only neutral context explains stays for ``rounding``."""
+    """Each explained mismatch goes to the last category (registry order: the most specific)
+    among the rules it needs; an element only neutral context explains stays for
+    ``rounding``."""
     full = batch.variant(mis, **_merged(stack))
     explained = match_mask(full, batch.actual[mis])
     owner = np.full(mis.size, -1)
     needs = [explained & ~match_mask(batch.variant(mis, **_merged([s for s in stack if s is not r])), full)
              for r in stack]
     named = sorted((i for i, r in enumerate(stack) if r.category is not None),
-                   key=lambda i: (categories.order(stack[i].category), i))
+                   key=lambda i: (-categories.order(stack[i].category), i))
     for i in named:
         owner[(owner < 0) & needs[i]] = i
     neutral = np.zeros(mis.size, dtype=bool)
