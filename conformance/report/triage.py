@@ -142,8 +142,8 @@ def _hazards(batch: Batch, state: _State, hazards: Sequence[Hazard]) -> None:
 # ----------------------------------------------------------------------------- semantics
 
 RULE_COST = 0.45  # description length of one rule, in elements: two rules may explain one
-_FULL_SCOPE = 1 << 18  # batches up to this size are scored on every element
-_SAMPLE = 1 << 16  # larger ones on every mismatch and special value plus this many others
+_FULL_SCOPE = 1 << 14  # batches up to this size are scored on every element
+_SAMPLE = 1 << 13  # larger ones on every mismatch and special value plus this many others
 
 
 @dataclass(frozen=True)
@@ -198,13 +198,23 @@ class _Selector:
         self.actual = batch.actual[scope.index]
         self._cache: dict = {}
 
-    def predict(self, stack: Sequence[Rule], *, mismatches_only: bool = False) -> np.ndarray:
+    def predict(self, stack: Sequence[Rule]) -> np.ndarray:
+        """The stack's prediction on the whole scope."""
         kw = _merged(stack)
-        key = (mismatches_only, tuple(sorted(kw.items(), key=lambda i: i[0])))
+        key = tuple(sorted(kw.items(), key=lambda i: i[0]))
         if key not in self._cache:
-            index = self.scope.index[:self.scope.n_mis] if mismatches_only else self.scope.index
+            index = self.scope.index
             self._cache[key] = self.batch.variant(index, **kw) if kw else self.batch.golden[index]
         return self._cache[key]
+
+    def newly(self, trial: Sequence[Rule], wrong: np.ndarray) -> np.ndarray:
+        """Which of the mismatches ``wrong`` (scope positions) ``trial`` reproduces: the
+        cheap first look, on the elements the stack below still gets wrong."""
+        kw = _merged(trial)
+        pred = self.batch.variant(self.scope.index[wrong], **kw)
+        out = np.zeros(self.scope.n_mis, dtype=bool)
+        out[wrong] = match_mask(pred, self.actual[wrong])
+        return out
 
     def right(self, pred: np.ndarray) -> np.ndarray:
         return match_mask(pred, self.actual[:pred.size])
@@ -247,13 +257,14 @@ class _Choice:
 def _round(sel: _Selector, stack: list[Rule], cands: list[Rule], current: np.ndarray) -> list[_Choice]:
     """Every candidate that, stacked on ``stack``, could shorten the description."""
     used = frozenset().union(*(r.keys for r in stack)) if stack else frozenset()
-    right_now = sel.right(sel.predict(stack, mismatches_only=True))
+    right_now = sel.right(current[:sel.scope.n_mis])
+    wrong = np.flatnonzero(~right_now)
     out = []
     for order, r in enumerate(cands):
-        if r in stack or r.keys & used:
+        if r in stack or r.keys & used or wrong.size == 0:
             continue
         trial = stack + [r]
-        newly = sel.right(sel.predict(trial, mismatches_only=True)) & ~right_now
+        newly = sel.newly(trial, wrong)
         if int(newly.sum()) <= RULE_COST * r.complexity or not sel.beyond_zero_signs(newly, right_now):
             continue  # cannot pay for itself even with no contradiction
         pred = sel.predict(trial)
@@ -292,6 +303,11 @@ def _grow(sel: _Selector, node: _Stack, cands: list[Rule]) -> list[_Stack]:
     return list(out.values())
 
 
+def _bound(stack: _Stack) -> float:
+    """No stack grown from this one is shorter than its rules alone."""
+    return RULE_COST * sum(r.complexity for r in stack.rules)
+
+
 def _keep(grown: list[_Stack]) -> list[_Stack]:
     """The beam: the shortest descriptions, and the stacks reproducing most mismatches."""
     short = sorted(grown, key=lambda s: s.length)[:BEAM]
@@ -317,18 +333,16 @@ def select(batch: Batch, mismatches: np.ndarray, cands: list[Rule]) -> tuple[lis
         shortest = min(beam, key=lambda s: s.length, default=None)
         if shortest is not None and shortest.length < best.length:
             best = shortest
+        floor = RULE_COST * min((r.complexity for r in cands), default=1.0)
+        beam = [s for s in beam if _bound(s) + floor < best.length]  # branch and bound
     return best.rules, best.alternatives
 
 
 def _estimates(batch: Batch, index: np.ndarray) -> list[float]:
     """The median slope actual/input on each side of zero (a formula like min(x, a*x)
     shows its slope on the positive side)."""
-    out = []
-    for negative in (True, False):
-        slopes = _informative_slopes(batch, index, negative=negative)
-        if slopes.size:
-            out.append(float(np.median(slopes)))
-    return out
+    ratio, negative = _informative_slopes(batch, index)
+    return [float(np.median(ratio[side])) for side in (negative, ~negative) if side.any()]
 
 
 def _semantics(batch: Batch, state: _State) -> None:
@@ -424,19 +438,20 @@ def _merge_claims(claims: list[Claim]) -> list[Claim]:
     return list(by.values())
 
 
-def _informative_slopes(batch: Batch, index: np.ndarray, *, negative: bool = True) -> np.ndarray:
-    """actual / input on one side of zero, where the exact result is a normal number."""
+def _informative_slopes(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """actual / input where the exact result is a normal number, and which of those
+    ratios lie on the negative side (x < 0 forward; x <= 0 or NaN backward)."""
     g, a = batch.golden[index].astype(np.float64), batch.actual[index].astype(np.float64)
-    normal = np.abs(g) >= info(batch.out_dtype).smallest_normal
+    xs = batch.x[index].astype(np.float64)
     if batch.direction == "forward":
-        v = batch.x[index].astype(np.float64)
-        side = v < 0 if negative else v > 0
+        v, negative, positive = xs, xs < 0, xs > 0
     else:
-        v, xs = batch.dy[index].astype(np.float64), batch.x[index]
-        side = (xs.astype(np.float64) <= 0) | is_nan(xs)
-        side = side if negative else ~side
-    ok = side & normal & np.isfinite(a) & np.isfinite(v) & (v != 0) & np.isfinite(g)
-    return a[ok] / v[ok]
+        v = batch.dy[index].astype(np.float64)
+        negative = (xs <= 0) | np.isnan(xs)
+        positive = ~negative
+    ok = (np.abs(g) >= info(batch.out_dtype).smallest_normal) & np.isfinite(a) & np.isfinite(v) \
+        & (v != 0) & np.isfinite(g) & (negative | positive)
+    return a[ok] / v[ok], negative[ok]
 
 
 def _non_finite_symptom(batch: Batch, index: np.ndarray) -> np.ndarray:
