@@ -144,6 +144,7 @@ def _hazards(batch: Batch, state: _State, hazards: Sequence[Hazard]) -> None:
 RULE_COST = 0.45  # description length of one rule, in elements: two rules may explain one
 _FULL_SCOPE = 1 << 14  # batches up to this size are scored on every element
 _SAMPLE = 1 << 13  # larger ones on every mismatch and special value plus this many others
+_GLANCE = 1 << 12  # a rule's first look: every special mismatch and this many others
 
 
 @dataclass(frozen=True)
@@ -207,6 +208,16 @@ class _Selector:
             self._cache[key] = self.batch.variant(index, **kw) if kw else self.batch.golden[index]
         return self._cache[key]
 
+    def glance(self, wrong: np.ndarray) -> Optional[np.ndarray]:
+        """For many wrong mismatches, a sample of them: every special value, and 4,096
+        others.  None when there are few."""
+        if wrong.size <= _GLANCE:
+            return None
+        special = _special(self.batch, self.scope.index[wrong])
+        others = wrong[~special]
+        pick = np.random.default_rng(1).choice(others, min(_GLANCE, others.size), replace=False)
+        return np.sort(np.concatenate([wrong[special], pick]))
+
     def newly(self, trial: Sequence[Rule], wrong: np.ndarray) -> np.ndarray:
         """Which of the mismatches ``wrong`` (scope positions) ``trial`` reproduces: the
         cheap first look, on the elements the stack below still gets wrong."""
@@ -259,11 +270,14 @@ def _round(sel: _Selector, stack: list[Rule], cands: list[Rule], current: np.nda
     used = frozenset().union(*(r.keys for r in stack)) if stack else frozenset()
     right_now = sel.right(current[:sel.scope.n_mis])
     wrong = np.flatnonzero(~right_now)
+    glance = sel.glance(wrong)
     out = []
     for order, r in enumerate(cands):
         if r in stack or r.keys & used or wrong.size == 0:
             continue
         trial = stack + [r]
+        if glance is not None and not sel.newly(trial, glance).any():
+            continue  # reproduces none of the sample (every special value is in it)
         newly = sel.newly(trial, wrong)
         if int(newly.sum()) <= RULE_COST * r.complexity or not sel.beyond_zero_signs(newly, right_now):
             continue  # cannot pay for itself even with no contradiction
@@ -380,10 +394,11 @@ def _attribute(batch: Batch, mis: np.ndarray, stack: list[Rule], alternatives: d
 
 def _contradicted(batch: Batch, stack: list[Rule], i: int) -> int:
     """Elements where rule ``i`` changes the stack's prediction and the actual output
-    does not follow."""
+    does not follow (counted on the whole batch, where the stack is wrong)."""
     full = batch.variant(**_merged(stack))
-    without = batch.variant(**_merged(stack[:i] + stack[i + 1:]))
-    return int((~match_mask(full, without) & ~match_mask(full, batch.actual)).sum())
+    wrong = np.flatnonzero(~match_mask(full, batch.actual))
+    without = batch.variant(wrong, **_merged(stack[:i] + stack[i + 1:]))
+    return int((~match_mask(full[wrong], without)).sum())
 
 
 def _rule_claim(batch: Batch, hits: np.ndarray, stack: list[Rule], i: int, alts: list[Rule]) -> Claim:
