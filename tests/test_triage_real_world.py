@@ -153,3 +153,26 @@ def test_findings_carry_explained_and_contradicted_in_json_and_panel() -> None:
     with console.capture() as cap:
         render_details([row], console=console)
     assert f"explained {finding.count}, contradicted 0" in cap.get()
+
+
+def test_forgotten_select_is_a_formulation() -> None:
+    with np.errstate(all="ignore"):
+        actual = (np.float16(0.2) * F16).astype(np.float16)  # alpha*x on both sides
+    row = check(F16, actual, 0.2)
+    assert "formulation" in counts(row)
+    assert "no select" in next(f.summary for f in row.findings if f.category == "formulation")
+
+
+def test_fp32_computed_in_fp16_is_input_precision() -> None:
+    x = np.random.default_rng(2).standard_normal(20_000).astype(np.float32) * 100
+    actual = ref.leaky_relu(x.astype(np.float16), 0.2, slope_dtype="float16").astype(np.float32)
+    row = check(x, actual, 0.2)
+    assert set(counts(row)) == {"input-precision"}
+    assert "computed in float16" in row.findings[0].summary
+
+
+def test_plain_relu_gradient_is_alpha_mismatch_zero() -> None:
+    x = np.random.default_rng(2).standard_normal(20_000).astype(np.float32)
+    dy = np.random.default_rng(3).standard_normal(20_000).astype(np.float32)
+    row = check(x, np.where(x > 0, dy, np.float32(0)), 0.2, dy=dy)
+    assert set(counts(row)) == {"alpha-mismatch"} and row.findings[0].detail["effective_alpha"] == 0.0

@@ -19,7 +19,8 @@ The keyword variants model other frameworks' semantics for triage:
 float32 opmath), ``daz``/``ftz`` (x86 denormals-are-zero on reads, flush-to-zero
 of products; ``flush_subnormals`` is both), ``predicate`` (``x > 0`` or
 ``x >= 0``), ``formulation`` (``max(x, a*x)``, ``min(x, a*x)``,
-``max(x,0)+a*min(x,0)``, mask-multiply, plain ReLU), ``saturate`` (Ascend
+``max(x,0)+a*min(x,0)``, mask-multiply, plain ReLU, ``scale``: alpha*x on both
+sides), ``saturate`` (Ascend
 saturation mode), ``grad_rule`` (``ge``: JAX/Paddle's dx = dy at x == 0; ``max``:
 MindSpore's gradient of ``maximum(a*x, x)``), ``nan_grad`` and ``input_dtype``
 (operands narrowed, e.g. fp32 cast to fp16, before computing).
@@ -37,7 +38,7 @@ GradRule = Literal["gt", "ge", "max"]
 NanGrad = Literal["alpha", "dy", "zero", "dy*0"]
 Predicate = Literal["gt", "ge"]
 GradForm = Literal["select", "sum"]
-Formulation = Literal["select", "max", "min", "maxmin", "mask", "relu"]
+Formulation = Literal["select", "max", "min", "maxmin", "mask", "relu", "scale"]
 SlopeDTypes = Optional[Union[DTypeLike, tuple[DTypeLike, ...]]]
 
 #: (input dtype, output dtype) pairs the reference computes.
@@ -208,6 +209,8 @@ def _formula(v: np.ndarray, alpha: float, out: DTypeInfo, *, formulation: Formul
         return np.maximum(vo, neg)
     if formulation == "min":
         return np.minimum(vo, neg)
+    if formulation == "scale":  # the select forgotten: alpha*x on both sides
+        return neg
     zero = np.zeros((), out.dtype)
     if formulation == "relu":
         return np.maximum(vo, zero)
@@ -348,6 +351,8 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
     def one(ds: np.ndarray, xs: np.ndarray) -> np.ndarray:
         compared = flush_to_zero(xs) if daz else xs  # DAZ applies to the comparison
         take = _take(compared, "ge" if grad_rule == "ge" else "gt")
+        if formulation == "scale":
+            take = np.zeros(take.shape, dtype=bool)
         if nan_grad == "dy":
             take = take | is_nan(xs)
         if formulation == "relu":

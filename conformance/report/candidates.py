@@ -129,14 +129,16 @@ def _precision_rules(alpha: float, dtypes: tuple[str, str]) -> list[Rule]:
 # ----------------------------------------------------------------------------- the rest
 
 _FORMULAS = {"max": "max(x, a*x)", "min": "min(x, a*x)", "maxmin": "max(x, 0) + a*min(x, 0)",
-             "mask": "x*m + a*x*(1-m) with m = (x > 0)"}
+             "mask": "x*m + a*x*(1-m) with m = (x > 0)", "scale": "a*x on both sides (no select)"}
 
 
 def _formulation_rules(direction: str) -> list[Rule]:
     if direction == "backward":
         return [rule("formulation", "the gradient of maximum(a*x, x) (MindSpore): a tie (x = ±0, ±inf) "
                      "gives ((1+a)/2)*dy, a NaN product (1+a)*dy", {"formula": "d maximum(a*x, x)"},
-                     grad_rule="max")]
+                     grad_rule="max"),
+                rule("formulation", "computed as a*dy on both sides (no select)", {"formula": "a*dy"},
+                     formulation="scale")]
     return [rule("formulation", f"computed as {text}", {"formula": text}, formulation=name)
             for name, text in _FORMULAS.items()]
 
@@ -195,8 +197,11 @@ def _gradient_rules() -> list[Rule]:
 def _input_rules(dtypes: tuple[str, str]) -> list[Rule]:
     if dtypes[0] not in ("float32", "float64"):
         return []
-    return [rule("input-precision", f"inputs rounded to {n} before computing (precision lost)",
-                 {"input_dtype": n}, input_dtype=n) for n in ("float16", "bfloat16")]
+    narrowed = [rule("input-precision", f"inputs rounded to {n} before computing (precision lost)",
+                     {"input_dtype": n}, input_dtype=n) for n in ("float16", "bfloat16")]
+    return narrowed + [rule("input-precision", f"computed in {n}: inputs, slope and product rounded to {n}",
+                            {"input_dtype": n, "compute_dtype": n}, input_dtype=n, opmath=n)
+                       for n in ("float16", "bfloat16")]
 
 
 def _neutral_rules(dtypes: tuple[str, str]) -> list[Rule]:
