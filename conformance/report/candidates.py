@@ -32,6 +32,7 @@ class Rule:
     detail: dict = field(default_factory=dict, compare=False)
     complexity: float = 1.0  # description length of the rule, in rules
     groups: Optional[Groups] = field(default=None, compare=False)  # each group must gain
+    reach: Optional[str] = None  # the only elements it can change: "nan", "zero", "special", "tiny"
 
     def __post_init__(self) -> None:
         if self.category is not None:
@@ -47,8 +48,10 @@ class Rule:
 
 
 def rule(category: Optional[str], summary: str, detail: Optional[dict] = None, *,
-         complexity: float = 1.0, groups: Optional[Groups] = None, **keywords: object) -> Rule:
-    return Rule(category, tuple(sorted(keywords.items())), summary, detail or {}, complexity, groups)
+         complexity: float = 1.0, groups: Optional[Groups] = None, reach: Optional[str] = None,
+         **keywords: object) -> Rule:
+    return Rule(category, tuple(sorted(keywords.items())), summary, detail or {}, complexity, groups,
+                reach)
 
 
 # ----------------------------------------------------------------------------- slopes
@@ -136,7 +139,7 @@ def _formulation_rules(direction: str) -> list[Rule]:
     if direction == "backward":
         return [rule("formulation", "the gradient of maximum(a*x, x) (MindSpore): a tie (x = ±0, ±inf) "
                      "gives ((1+a)/2)*dy, a NaN product (1+a)*dy", {"formula": "d maximum(a*x, x)"},
-                     grad_rule="max"),
+                     reach="special", grad_rule="max"),
                 rule("formulation", "computed as a*dy on both sides (no select)", {"formula": "a*dy"},
                      formulation="scale")]
     return [rule("formulation", f"computed as {text}", {"formula": text}, formulation=name)
@@ -146,21 +149,22 @@ def _formulation_rules(direction: str) -> list[Rule]:
 def _flush_rules(direction: str) -> list[Rule]:
     both = "subnormal inputs read as zero (DAZ) and subnormal products flushed (FTZ)"
     rules = [
-        rule("subnormal-flush", both, {"daz": True, "ftz": True}, daz=True, ftz=True),
-        rule("subnormal-flush", "subnormal inputs read as zero (DAZ)", {"daz": True}, daz=True),
-        rule("subnormal-flush", "subnormal products flushed to zero (FTZ)", {"ftz": True}, ftz=True),
+        rule("subnormal-flush", both, {"daz": True, "ftz": True}, daz=True, ftz=True,
+             reach="tiny"),
+        rule("subnormal-flush", "subnormal inputs read as zero (DAZ)", {"daz": True}, daz=True, reach="tiny"),
+        rule("subnormal-flush", "subnormal products flushed to zero (FTZ)", {"ftz": True}, ftz=True, reach="tiny"),
         rule("subnormal-flush", "every subnormal result flushed to zero", {"flush_output": True},
-             daz=True, ftz=True, flush_output=True),
+             daz=True, ftz=True, flush_output=True, reach="tiny"),
         rule("subnormal-flush", "every subnormal input and result flushed to zero", {"flush_inputs": True},
-             daz=True, ftz=True, flush_output=True, flush_inputs=True),
+             daz=True, ftz=True, flush_output=True, flush_inputs=True, reach="tiny"),
     ]
     if direction == "forward":
         rules += [
             rule("subnormal-flush", both + " with select x >= 0, so a negative subnormal x passes "
                  "through (XLA:CPU)", {"daz": True, "ftz": True, "predicate": "x >= 0"},
-                 daz=True, ftz=True, predicate="ge"),
+                 daz=True, ftz=True, predicate="ge", reach="tiny"),
             rule("subnormal-flush", "subnormal inputs read as zero (DAZ) with select x >= 0",
-                 {"daz": True, "predicate": "x >= 0"}, daz=True, predicate="ge"),
+                 {"daz": True, "predicate": "x >= 0"}, daz=True, predicate="ge", reach="tiny"),
         ]
     return rules
 
@@ -171,26 +175,26 @@ def _value_groups(before: np.ndarray) -> list[np.ndarray]:
 
 def _saturation_rules(dtypes: tuple[str, str]) -> list[Rule]:
     text = "NaN became 0 and/or ±inf became ±max (saturation mode)"
-    rules = [rule("saturation", text, {}, groups=_value_groups, saturate=True)]
+    rules = [rule("saturation", text, {}, groups=_value_groups, reach="special", saturate=True)]
     if dtypes[0] != "float64":  # no float32 unit reads float64 operands
         rules.append(rule("saturation", text + ", operands saturated too", {"operands": True},
-                          groups=_value_groups, saturate=True, saturate_inputs=True))
+                          groups=_value_groups, reach="special", saturate=True, saturate_inputs=True))
     return rules
 
 
 def _gradient_rules() -> list[Rule]:
     return [
         rule("grad-at-zero", "backward at x == 0 used slope 1 (dx = dy) instead of alpha",
-             {"rule": "x >= 0"}, grad_rule="ge"),
+             {"rule": "x >= 0"}, reach="zero", grad_rule="ge"),
         rule("grad-at-zero", "backward at x == 0 used slope 1 (dx = dy) instead of alpha "
              "(autodiff through where(x >= 0, x, a*x))", {"rule": "x >= 0", "form": "branch sum"},
-             grad_rule="ge", grad_form="sum"),
+             reach="zero", grad_rule="ge", grad_form="sum"),
         rule("nan-gradient", "backward at x = NaN gave dy instead of alpha*dy", {"nan_grad": "dy"},
-             nan_grad="dy"),
+             reach="nan", nan_grad="dy"),
         rule("nan-gradient", "backward at x = NaN gave +0 instead of alpha*dy", {"nan_grad": "zero"},
-             nan_grad="zero"),
+             reach="nan", nan_grad="zero"),
         rule("nan-gradient", "backward at x = NaN gave dy*0 (a zero with dy's sign, Paddle) instead "
-             "of alpha*dy", {"nan_grad": "dy*0"}, nan_grad="dy*0"),
+             "of alpha*dy", {"nan_grad": "dy*0"}, reach="nan", nan_grad="dy*0"),
     ]
 
 

@@ -184,6 +184,30 @@ def _scope(batch: Batch, mismatches: np.ndarray) -> _Scope:
     return _Scope(index, mismatches.size, weight)
 
 
+def _reach(batch: Batch, index: np.ndarray) -> dict[str, np.ndarray]:
+    """Per kind of element a rule can change, which of ``index`` are of that kind."""
+    x, g, a = batch.x[index], batch.golden[index], batch.actual[index]
+    dy = batch.dy[index] if batch.dy is not None else np.zeros(index.size, dtype=x.dtype)
+    xw, dw, gw, aw = (v.astype(np.float64) for v in (x, dy, g, a))
+    small = info(batch.out_dtype).smallest_normal
+    zero = (xw == 0) | (dw == 0) | (gw == 0) | (aw == 0) | is_subnormal(x)
+    return {"nan": np.isnan(xw),
+            "zero": zero,
+            "special": zero | ~np.isfinite(xw) | ~np.isfinite(dw) | ~np.isfinite(gw),
+            "tiny": is_subnormal(x) | is_subnormal(dy) | (np.abs(gw) < small) | (np.abs(aw) < small)}
+
+
+def _plausible(rule: Rule, ratios: np.ndarray) -> bool:
+    """A slope is worth trying only if some element shows it (actual/input within 1.6%
+    of it: a slope or inputs rounded to a 16-bit dtype stay closer); with no
+    informative element every slope is."""
+    kw = rule.kw
+    if rule.category != "alpha-mismatch" or "alpha" not in kw or ratios.size == 0:
+        return True
+    slope = ref.effective_slope(kw["alpha"], slope_dtype=kw.get("slope_dtype"))
+    return bool((np.abs(ratios - slope) <= abs(slope) * 2.0 ** -6).any())  # inputs may be narrowed
+
+
 def _merged(stack: Sequence[Rule]) -> dict:
     out: dict = {}
     for r in stack:
@@ -198,6 +222,7 @@ class _Selector:
         self.batch, self.scope = batch, scope
         self.actual = batch.actual[scope.index]
         self._cache: dict = {}
+        self.reach = _reach(batch, scope.index[:scope.n_mis])
 
     def predict(self, stack: Sequence[Rule]) -> np.ndarray:
         """The stack's prediction on the whole scope."""
@@ -275,6 +300,8 @@ def _round(sel: _Selector, stack: list[Rule], cands: list[Rule], current: np.nda
     for order, r in enumerate(cands):
         if r in stack or r.keys & used or wrong.size == 0:
             continue
+        if r.reach is not None and not sel.reach[r.reach][wrong].any():
+            continue  # none of the wrong elements is of the kind the rule changes
         trial = stack + [r]
         if glance is not None and not sel.newly(trial, glance).any():
             continue  # reproduces none of the sample (every special value is in it)
@@ -352,16 +379,18 @@ def select(batch: Batch, mismatches: np.ndarray, cands: list[Rule]) -> tuple[lis
     return best.rules, best.alternatives
 
 
-def _estimates(batch: Batch, index: np.ndarray) -> list[float]:
+def _estimates(ratio: np.ndarray, negative: np.ndarray) -> list[float]:
     """The median slope actual/input on each side of zero (a formula like min(x, a*x)
     shows its slope on the positive side)."""
-    ratio, negative = _informative_slopes(batch, index)
     return [float(np.median(ratio[side])) for side in (negative, ~negative) if side.any()]
 
 
 def _semantics(batch: Batch, state: _State) -> None:
+    ratio, negative = _informative_slopes(batch, state.remaining)
     cands = catalogue(alpha=batch.alpha, direction=batch.direction, dtypes=batch.dtypes,
-                      estimates=_estimates(batch, state.remaining))
+                      estimates=_estimates(ratio, negative))
+    observed = _observed_slopes(batch, state.remaining)
+    cands = [r for r in cands if _plausible(r, observed)]
     stack, alternatives = select(batch, state.remaining, cands)
     if stack:
         for claim in _attribute(batch, state.remaining, stack, alternatives):
@@ -467,6 +496,15 @@ def _informative_slopes(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np
     ok = (np.abs(g) >= info(batch.out_dtype).smallest_normal) & np.isfinite(a) & np.isfinite(v) \
         & (v != 0) & np.isfinite(g) & (negative | positive)
     return a[ok] / v[ok], negative[ok]
+
+
+def _observed_slopes(batch: Batch, index: np.ndarray) -> np.ndarray:
+    """actual / input (x forward, dy backward) wherever both are finite and the input is
+    not zero, and a zero actual counts as slope 0: every slope the output shows."""
+    a = batch.actual[index].astype(np.float64)
+    v = (batch.x if batch.direction == "forward" else batch.dy)[index].astype(np.float64)
+    ok = np.isfinite(a) & np.isfinite(v) & (v != 0)
+    return a[ok] / v[ok]
 
 
 def _non_finite_symptom(batch: Batch, index: np.ndarray) -> np.ndarray:
