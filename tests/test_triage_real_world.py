@@ -176,3 +176,16 @@ def test_plain_relu_gradient_is_alpha_mismatch_zero() -> None:
     dy = np.random.default_rng(3).standard_normal(20_000).astype(np.float32)
     row = check(x, np.where(x > 0, dy, np.float32(0)), 0.2, dy=dy)
     assert set(counts(row)) == {"alpha-mismatch"} and row.findings[0].detail["effective_alpha"] == 0.0
+
+
+@pytest.mark.parametrize("cores", [1, 8])
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_errors_in_the_last_partial_block_are_tail_block_with_a_plan(cores: int, k: int) -> None:
+    import conformance.npu_impl as npu
+
+    x = F16[:4099]  # 4099 halves: the last 32-byte block holds 3
+    run = npu.leaky_relu(x, 0.2, cores=cores)
+    actual = ref.leaky_relu(x, 0.2)
+    actual[-k:] = np.float16(0.0)
+    row = judge(x, actual, 0.2, backend="dump", layout=run.layout)
+    assert set(counts(row)) == {"tail-block"}, row.message
