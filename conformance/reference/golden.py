@@ -243,8 +243,9 @@ def _nan_as_computed_wide(y: np.ndarray, v: np.ndarray, alpha: float, *, take_v:
     wide = info(v.dtype)
     neg = _product(v, alpha, wide, opmath=opmath, daz=daz, ftz=ftz)
     nan = is_nan(_formula(v, alpha, wide, formulation="mask", take_v=take_v, neg=neg))
-    narrow = cast_exact(np.where(take_v, v, neg), info(y.dtype))
-    return np.where(nan, np.full((), np.nan, y.dtype), np.where(is_nan(y), narrow, y))
+    out = info(y.dtype)
+    selected = np.where(take_v, cast_exact(v, out), _product(v, alpha, out, opmath=opmath, daz=daz, ftz=ftz))
+    return np.where(nan, np.full((), np.nan, y.dtype), np.where(is_nan(y), selected, y))
 
 
 def _narrowed(v: np.ndarray, input_dtype: Optional[DTypeLike]) -> np.ndarray:

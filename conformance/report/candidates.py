@@ -216,10 +216,11 @@ def _neutral_rules(dtypes: tuple[str, str]) -> list[Rule]:
 
 def catalogue(*, alpha: float, direction: str, dtypes: tuple[str, str],
               estimates: list[float]) -> list[Rule]:
-    """Every rule worth trying on a batch, in the registry's order of categories."""
-    rules = (_input_rules(dtypes) + _alpha_rules(alpha, dtypes, estimates) + _relu_rule(alpha, direction)
+    """Every rule worth trying on a batch: neutral context first (a tie with it is no
+    evidence for a category), then in the registry's order of categories."""
+    rules = (_neutral_rules(dtypes) + _input_rules(dtypes) + _alpha_rules(alpha, dtypes, estimates) + _relu_rule(alpha, direction)
              + _precision_rules(alpha, dtypes) + _formulation_rules(direction) + _flush_rules(direction)
              + _saturation_rules(dtypes))
     if direction == "backward":
         rules += _gradient_rules()
-    return rules + _neutral_rules(dtypes)
+    return rules

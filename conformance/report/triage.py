@@ -8,7 +8,7 @@ Categories come from the registry (``conformance.categories``), in its order:
   length, ``RULE_COST`` per rule plus every element the stack predicts wrong
   (mismatches it does not reproduce, and contradictions: elements where it
   predicts a change the actual output does not show).  Each element the chosen
-  stack reproduces goes to the last (most specific) category among the rules it needs; findings
+  stack reproduces goes to the rule it needs that moves its value most; findings
   carry ``explained`` and ``contradicted``, and equally good alternatives;
 - ``tail-block`` is proved by confinement: the remaining errors lie in the tail
   regions of the tiling plan, or (with or without a plan) end the tensor;
@@ -398,27 +398,37 @@ def _semantics(batch: Batch, state: _State) -> None:
 
 
 def _attribute(batch: Batch, mis: np.ndarray, stack: list[Rule], alternatives: dict) -> list[Claim]:
-    """Each explained mismatch goes to the last category (registry order: the most specific)
-    among the rules it needs; an element only neutral context explains stays for
-    ``rounding``."""
+    """Each explained mismatch goes to the rule it needs that moves its value most (the
+    dominant cause: a flush or narrowed input beats a 1-ULP slope rounding; ties go to the
+    later category in registry order).  An element that only neutral context explains
+    stays for ``rounding``."""
     full = batch.variant(mis, **_merged(stack))
     explained = match_mask(full, batch.actual[mis])
-    owner = np.full(mis.size, -1)
-    needs = [explained & ~match_mask(batch.variant(mis, **_merged([s for s in stack if s is not r])), full)
+    moves = [_moved(full, batch.variant(mis, **_merged([s for s in stack if s is not r]))) * explained
              for r in stack]
     named = sorted((i for i, r in enumerate(stack) if r.category is not None),
                    key=lambda i: (-categories.order(stack[i].category), i))
-    for i in named:
-        owner[(owner < 0) & needs[i]] = i
-    neutral = np.zeros(mis.size, dtype=bool)
-    for i, r in enumerate(stack):
-        if r.category is None:
-            neutral |= needs[i]
+    owner = np.full(mis.size, -1)
     if named:
-        owner[(owner < 0) & explained & ~neutral] = named[0]
+        best = np.stack([moves[i] for i in named])
+        pick = np.argmax(best, axis=0)  # first of the largest: the later category on ties
+        owner = np.where(best.max(axis=0) > 0, np.asarray(named)[pick], -1)
+        neutral_only = np.zeros(mis.size, dtype=bool)
+        for i, r in enumerate(stack):
+            if r.category is None:
+                neutral_only |= moves[i] > 0
+        owner = np.where((owner < 0) & explained & ~neutral_only, named[0], owner)
     claims = [_rule_claim(batch, mis[owner == i], stack, i, alternatives.get(stack[i], []))
               for i in named if (owner == i).any()]
     return _merge_claims([c for c in claims if c.count])
+
+
+def _moved(full: np.ndarray, without: np.ndarray) -> np.ndarray:
+    """How far removing a rule moves each value: ULPs, NaN against a number the farthest."""
+    dist = ulp_distance(full, without)
+    differ = ~match_mask(full, without)
+    moved = np.maximum(dist.ulps.astype(np.float64), 0.5) * differ  # a zero's sign moves it too
+    return np.where(dist.nan & differ, np.inf, moved)
 
 
 def _contradicted(batch: Batch, stack: list[Rule], i: int) -> int:
