@@ -85,9 +85,9 @@ def test_module_factory_backend_runs_in_the_cli_and_replays(tmp_path, capsys) ->
                       "--json", str(out), "--results-dir", str(tmp_path / "res"), "-q"], capsys)
     assert result.code == 1, result.text
     assert '"backend": "examples.my_kernel:max_backend"' in out.read_text()
-    (repro, *_) = sorted((tmp_path / "res").glob("*alpha-mismatch*.npz"))
+    (repro, *_) = sorted((tmp_path / "res").glob("*formulation*.npz"))
     replayed = run_cli(["replay", str(repro), "-q"], capsys)
-    assert replayed.code == 1 and "still fails (same finding: alpha-mismatch)" in replayed.text
+    assert replayed.code == 1 and "still fails (same finding: formulation)" in replayed.text
 
 
 def test_a_file_path_factory_loads_too(capsys) -> None:

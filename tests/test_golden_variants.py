@@ -55,3 +55,58 @@ def test_bad_alpha_and_pairs_say_what_to_fix() -> None:
         golden.leaky_relu(np.zeros(1, np.float32), float("nan"))
     with pytest.raises(ValueError, match="supported"):
         golden.leaky_relu(np.zeros(1, np.float16), 0.2, out_dtype="bfloat16")
+
+
+# ----------------------------------------------------------------------------- real-world behaviours
+
+def test_daz_reads_inputs_as_zero_while_ftz_flushes_products() -> None:
+    tiny = info("float32").smallest_subnormal
+    x = np.array([-tiny, -info("float32").smallest_normal], dtype=np.float32)
+    daz = golden.leaky_relu(x, 0.5, daz=True, predicate="ge")  # JAX: -0 >= 0 selects x itself
+    assert daz.view(np.uint32).tolist() == x.view(np.uint32).tolist()[:1] + [daz.view(np.uint32)[1]]
+    assert daz[1] != 0  # DAZ alone keeps a subnormal product
+    ftz = golden.leaky_relu(x, 0.5, ftz=True)
+    assert ftz[1] == 0 and np.signbit(ftz[1]) and ftz[0] == 0  # FTZ flushes the products
+
+
+def test_formulations_max_and_min_are_wrong_beyond_the_unit_slope() -> None:
+    x = np.array([2.0, -2.0, np.nan], dtype=np.float32)
+    assert golden.leaky_relu(x, 1.5, formulation="max")[:2].tolist() == [3.0, -2.0]
+    assert golden.leaky_relu(x, 1.5, formulation="min")[:2].tolist() == [2.0, -3.0]
+    assert golden.leaky_relu(x, 0.5, formulation="max")[:2].tolist() == [2.0, -1.0]
+
+
+def test_maxmin_and_mask_multiply_formulations() -> None:
+    x = np.array([-np.inf, np.inf, -2.0, -0.0], dtype=np.float32)
+    mm = golden.leaky_relu(x, 0.0, formulation="maxmin")
+    assert np.isnan(mm[0]) and mm[2] == 0 and not np.signbit(mm[2])  # +0 + 0*(-2)
+    mask = golden.leaky_relu(x, 0.2, formulation="mask")
+    assert np.isnan(mask[:2]).all() and mask[2] == np.float32(-0.4)
+
+
+def test_plain_relu_gives_positive_zeros() -> None:
+    x = np.array([-2.0, 3.0], dtype=np.float16)
+    y = golden.leaky_relu(x, 0.2, formulation="relu")
+    assert y.tolist() == [0.0, 3.0] and not np.signbit(y[0])
+
+
+def test_gradient_of_maximum_splits_ties_and_doubles_at_nan() -> None:
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0], dtype=np.float32)
+    dy = np.full(7, 2.0, dtype=np.float32)
+    dx = golden.leaky_relu_backward(dy, x, 0.5, grad_rule="max")
+    assert dx.tolist()[:4] == [1.5] * 4 and dx[4] == 3.0 and dx[5:].tolist() == [2.0, 1.0]
+
+
+def test_paddle_nan_gradient_is_dy_times_zero() -> None:
+    x = np.array([np.nan] * 3, dtype=np.float32)
+    dy = np.array([-3.0, 3.0, np.inf], dtype=np.float32)
+    dx = golden.leaky_relu_backward(dy, x, 0.2, nan_grad="dy*0")
+    assert dx[:2].tolist() == [0.0, 0.0] and np.signbit(dx[0]) and not np.signbit(dx[1])
+    assert np.isnan(dx[2])
+
+
+def test_branch_sum_gradient_changes_only_zero_signs() -> None:
+    x = np.array([1.0, -1.0], dtype=np.float32)
+    dy = np.array([-0.0, -0.0], dtype=np.float32)
+    dx = golden.leaky_relu_backward(dy, x, 0.2, grad_rule="ge", grad_form="sum")
+    assert dx.tolist() == [0.0, 0.0] and not np.signbit(dx).any()

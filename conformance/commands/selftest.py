@@ -32,7 +32,8 @@ from conformance.report.evaluate import Row
 from conformance.report.gate import load_config
 from conformance.suite import Options, Selection, run_suite
 
-HELP = "prove the harness catches every seeded kernel defect with the right category"
+HELP = ("prove the harness catches every seeded kernel defect (or, with --generated N, every planted defect) "
+        "with the right category")
 SELFTEST_ALPHAS = (0.2,)  # visible for every defect: not 0, not 0.01, not representable in fp16
 SELFTEST_EXAMPLES = 20
 
@@ -44,6 +45,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action="store_true",
                         help="also fail a variant that reports categories beside its expected one")
     add_view_options(parser, details=False)
+    parser.add_argument("--generated", metavar="N",
+                        help="instead, plant random defects into N generated cases and print the "
+                             "confusion matrix (fails below 99.9%% named right or on any false finding)")
 
 
 @dataclass(frozen=True)
@@ -168,7 +172,28 @@ def run_selftest(names: list[str], *, profile: Optional[str], seed: int, strict:
     return outcomes
 
 
+GENERATED_REQUIRED = 0.999  # share of planted elements triage must name right
+
+
+def execute_generated(count: int, *, seed: int) -> int:
+    console = show.make_console()
+    with console.status(f"selftest: {count} generated cases"):
+        scored, share, false = run_generated(count, seed=seed)
+    console.print(generated_matrix(scored))
+    planted = sum(len(s.pairs) for s in scored)
+    ok = share >= GENERATED_REQUIRED and not false
+    console.print(f"selftest --generated: {planted} planted elements in {count} cases, "
+                  f"{100 * share:.3f}% named right (need {100 * GENERATED_REQUIRED:.1f}%), "
+                  f"{false} cases with findings where nothing was planted: {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
 def execute(args: argparse.Namespace) -> int:
+    if args.generated is not None:
+        count = parse_int(args.generated, flag="--generated")
+        if count < 1:
+            raise UsageError(f"--generated must be at least 1, got {count}")
+        return execute_generated(count, seed=parse_int(args.seed, flag="--seed"))
     console, quiet = show.make_console(), view_from(args).quiet
     names = _names(args)
     profile = _profile(args.profile)
@@ -182,3 +207,68 @@ def execute(args: argparse.Namespace) -> int:
     console.print(f"selftest: {len(outcomes) - len(bad)}/{len(outcomes)} variants caught and named"
                   + (f"; FAILED: {', '.join(bad)}" if bad else ""))
     return 1 if bad else 0
+
+
+# ----------------------------------------------------------------------------- generated defects
+
+@dataclass(frozen=True)
+class Scored:
+    """Triage of one generated case: per planted element, planted vs named category."""
+
+    case: object
+    pairs: tuple[tuple[str, str, bool], ...]  # (planted, named, correct) per planted element
+    false_findings: tuple[str, ...]  # categories named on elements nothing was planted in
+
+
+def name_generated(case) -> Scored:
+    """Triage a generated case (``conformance.cases.defects.Planted``) element by element."""
+    import numpy as np
+
+    from conformance.report.metrics import match_mask
+    from conformance.report.triage import Batch, triage
+
+    mis = np.flatnonzero(~match_mask(case.actual, case.golden))
+    batch = Batch(case.x.reshape(-1), None if case.dy is None else case.dy.reshape(-1), case.alpha,
+                  case.direction, case.out_dtype, case.golden, case.actual)
+    named: dict[int, str] = {}
+    also: dict[int, tuple] = {}  # categories triage reported as equally good for the element
+    for claim in triage(batch, mismatches=mis):
+        for i in claim.index.tolist():
+            named[i] = claim.category
+            also[i] = tuple(claim.detail.get("alternative_categories", ()))
+    pairs = []
+    for i in sorted(case.accept):
+        name, planted = named.get(i, "unexplained"), case.accept[i]
+        right = name in planted or bool(set(also.get(i, ())) & set(planted))
+        pairs.append((name if name in planted else planted[0], name, right))
+    false = tuple(sorted({c for i, c in named.items() if i not in case.accept}))
+    return Scored(case, tuple(pairs), false)
+
+
+def generated_matrix(scored: list[Scored]) -> Table:
+    """Confusion matrix over planted elements: planted category (rows) x named (columns)."""
+    from collections import Counter
+
+    from conformance import categories as cats
+
+    counts = Counter((p, n) for s in scored for p, n, _ in s.pairs)
+    rows = cats.ordered(p for p, _ in counts)
+    cols = cats.ordered(n for _, n in counts)
+    table = Table(title=f"generated defects: {len(scored)} cases, planted (rows) x named (columns)")
+    table.add_column("planted")
+    for c in cols:
+        table.add_column(c, justify="right")
+    for r in rows:
+        table.add_row(r, *[(f"[green]{counts[r, c]}[/]" if r == c else str(counts[r, c] or "")) for c in cols])
+    return table
+
+
+def run_generated(count: int, *, seed: int) -> tuple[list[Scored], float, int]:
+    """Score ``count`` generated cases: (scores, share of planted elements named right,
+    cases with findings where nothing was planted)."""
+    from conformance.cases.defects import cases
+
+    scored = [name_generated(c) for c in cases(count, seed=seed)]
+    total = sum(len(s.pairs) for s in scored)
+    right = sum(ok for s in scored for _, _, ok in s.pairs)
+    return scored, (right / total if total else 1.0), sum(bool(s.false_findings) for s in scored)

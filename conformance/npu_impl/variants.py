@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Optional
 
+from conformance.categories import check
 from conformance.npu_impl.chips import FloatMode, MaxMinNan, SubnormalRule
 
 Formulation = Literal["select", "maxmin", "vlrelu", "mask-multiply"]
@@ -39,6 +40,10 @@ class Variant:
     float_mode: Optional[FloatMode] = None  # None: the profile's default mode
     subnormals: Optional[SubnormalRule] = None
     maxmin_nan: Optional[MaxMinNan] = None
+
+    def __post_init__(self) -> None:
+        for name in self.expected:  # selftest's expectations are registry names
+            check(name)
 
     def __str__(self) -> str:
         return self.name
@@ -72,7 +77,7 @@ _LIST = (
     Variant("grad-at-zero-one", "backward selects dy where x >= 0, so x = +/-0 gets slope 1",
             ("grad-at-zero",), directions=("backward",), grad_rule="GE"),
     Variant("mask-multiply", "x*m + alpha*x*(1-m) with m = (x > 0): inf*0 makes NaN at +/-inf",
-            ("spurious-nan",), formulation="mask-multiply"),
+            ("formulation", "spurious-nan"), formulation="mask-multiply"),
     Variant("flush-subnormals", "subnormal operands read as zero and subnormal results are flushed",
             ("subnormal-flush",), subnormals="flush"),
 )

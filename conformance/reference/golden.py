@@ -16,9 +16,14 @@ to bfloat16 through float32 and would otherwise round twice.
 
 The keyword variants model other frameworks' semantics for triage:
 ``slope_dtype`` (TensorFlow rounds the slope to T), ``opmath`` (PyTorch's
-float32 opmath), ``flush_subnormals`` (x86 FTZ/DAZ), ``saturate`` (Ascend
-saturation mode), ``grad_rule="ge"`` (JAX-style ``x >= 0``), ``nan_grad`` and
-``input_dtype`` (operands narrowed, e.g. fp32 cast to fp16, before computing).
+float32 opmath), ``daz``/``ftz`` (x86 denormals-are-zero on reads, flush-to-zero
+of products; ``flush_subnormals`` is both), ``predicate`` (``x > 0`` or
+``x >= 0``), ``formulation`` (``max(x, a*x)``, ``min(x, a*x)``,
+``max(x,0)+a*min(x,0)``, mask-multiply, plain ReLU, ``scale``: alpha*x on both
+sides), ``saturate`` (Ascend
+saturation mode), ``grad_rule`` (``ge``: JAX/Paddle's dx = dy at x == 0; ``max``:
+MindSpore's gradient of ``maximum(a*x, x)``), ``nan_grad`` and ``input_dtype``
+(operands narrowed, e.g. fp32 cast to fp16, before computing).
 """
 from __future__ import annotations
 
@@ -29,8 +34,11 @@ import numpy as np
 
 from conformance.dtypes import DTypeInfo, DTypeLike, info, is_nan, is_subnormal
 
-GradRule = Literal["gt", "ge"]
-NanGrad = Literal["alpha", "dy", "zero"]
+GradRule = Literal["gt", "ge", "max"]
+NanGrad = Literal["alpha", "dy", "zero", "dy*0"]
+Predicate = Literal["gt", "ge"]
+GradForm = Literal["select", "sum"]
+Formulation = Literal["select", "max", "min", "maxmin", "mask", "relu", "scale"]
 SlopeDTypes = Optional[Union[DTypeLike, tuple[DTypeLike, ...]]]
 
 #: (input dtype, output dtype) pairs the reference computes.
@@ -180,18 +188,64 @@ def _signed_zero(v: np.ndarray) -> np.ndarray:
     return np.copysign(0.0, v.astype(np.float64)).astype(v.dtype)
 
 
-def _select(v: np.ndarray, alpha: float, out: DTypeInfo, *, opmath: Optional[DTypeLike],
-            flush: bool, saturate: bool, take_v: np.ndarray) -> np.ndarray:
-    """``where(take_v, v, alpha*v)`` in ``out``, with the post-processing variants.
+def _product(v: np.ndarray, alpha: float, out: DTypeInfo, *, opmath: Optional[DTypeLike],
+             daz: bool, ftz: bool) -> np.ndarray:
+    """``alpha * v`` rounded to ``out``; DAZ reads subnormal operands as zero, FTZ flushes
+    subnormal products."""
+    operand = flush_to_zero(v) if daz else v
+    neg = _negative_side(operand, alpha, out, opmath=opmath)
+    return _flush_product(neg, operand, alpha, out) if ftz else neg
 
-    Under ``flush`` only arithmetic sees flushed operands (DAZ) and flushes its
-    result (FTZ); the pass-through branch is a select and keeps ``v``'s bits.
+
+def _take(compared: np.ndarray, predicate: Predicate) -> np.ndarray:
+    return compared >= 0 if predicate == "ge" else compared > 0
+
+
+def _formula(v: np.ndarray, alpha: float, out: DTypeInfo, *, formulation: Formulation,
+             take_v: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """The forward formula in ``out``; ``neg`` is ``alpha*v`` rounded, ``take_v`` the predicate."""
+    vo = cast_exact(v, out)
+    if formulation == "max":
+        return np.maximum(vo, neg)
+    if formulation == "min":
+        return np.minimum(vo, neg)
+    if formulation == "scale":  # the select forgotten: alpha*x on both sides
+        return neg
+    zero = np.zeros((), out.dtype)
+    if formulation == "relu":
+        return np.maximum(vo, zero)
+    if formulation == "maxmin":  # max(x,0) + alpha*min(x,0): one term is a zero, so the sum is exact
+        return (np.maximum(vo, zero) + np.where(np.minimum(vo, zero) == 0, zero * neg, neg)).astype(out.dtype)
+    if formulation == "mask":  # x*m + (alpha*x)*(1-m): inf*0 is NaN
+        m = take_v.astype(out.dtype)
+        return (vo * m + neg * (np.ones((), out.dtype) - m)).astype(out.dtype)
+    return np.where(take_v, vo, neg)
+
+
+def _select(v: np.ndarray, alpha: float, out: DTypeInfo, *, opmath: Optional[DTypeLike],
+            daz: bool, ftz: bool, saturate: bool, take_v: np.ndarray,
+            formulation: Formulation = "select") -> np.ndarray:
+    """``where(take_v, v, alpha*v)`` (or another formula) in ``out``, with the variants.
+
+    DAZ/FTZ touch only arithmetic; the pass-through branch is a select and keeps ``v``'s bits.
     """
-    neg = _negative_side(flush_to_zero(v) if flush else v, alpha, out, opmath=opmath)
-    if flush:
-        neg = _flush_product(neg, flush_to_zero(v), alpha, out)
-    y = np.where(take_v, cast_exact(v, out), neg)
+    neg = _product(v, alpha, out, opmath=opmath, daz=daz, ftz=ftz)
+    y = _formula(v, alpha, out, formulation=formulation, take_v=take_v, neg=neg)
+    if formulation == "mask" and info(v.dtype).bits > out.bits:
+        y = _nan_as_computed_wide(y, v, alpha, take_v=take_v, opmath=opmath, daz=daz, ftz=ftz)
     return saturated(y, out) if saturate else y
+
+
+def _nan_as_computed_wide(y: np.ndarray, v: np.ndarray, alpha: float, *, take_v: np.ndarray,
+                          opmath: Optional[DTypeLike], daz: bool, ftz: bool) -> np.ndarray:
+    """Mask-multiply of a wider input: inf*0 is NaN only where the wide operands are
+    infinite (an fp32 1e5 is finite before the result is rounded to fp16)."""
+    wide = info(v.dtype)
+    neg = _product(v, alpha, wide, opmath=opmath, daz=daz, ftz=ftz)
+    nan = is_nan(_formula(v, alpha, wide, formulation="mask", take_v=take_v, neg=neg))
+    out = info(y.dtype)
+    selected = np.where(take_v, cast_exact(v, out), _product(v, alpha, out, opmath=opmath, daz=daz, ftz=ftz))
+    return np.where(nan, np.full((), np.nan, y.dtype), np.where(is_nan(y), selected, y))
 
 
 def _narrowed(v: np.ndarray, input_dtype: Optional[DTypeLike]) -> np.ndarray:
@@ -218,18 +272,58 @@ def _chunked(fn, *arrays: np.ndarray, out: DTypeInfo) -> np.ndarray:
 def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = None,
                slope_dtype: SlopeDTypes = None, opmath: Optional[DTypeLike] = None,
                flush_subnormals: bool = False, saturate: bool = False,
-               input_dtype: Optional[DTypeLike] = None) -> np.ndarray:
-    """Exact forward LeakyReLU; the keywords select the semantic variants."""
+               input_dtype: Optional[DTypeLike] = None, daz: bool = False, ftz: bool = False,
+               predicate: Predicate = "gt", formulation: Formulation = "select") -> np.ndarray:
+    """Exact forward LeakyReLU; the keywords select the semantic variants.
+
+    ``flush_subnormals`` is ``daz`` and ``ftz`` together.  ``daz`` reads subnormal inputs as
+    zero in the comparison and the product (a selected value keeps its bits), ``ftz``
+    flushes subnormal products.  ``predicate`` is the select's ``x > 0`` or ``x >= 0``.
+    """
     x = _narrowed(np.asarray(x), input_dtype)
     _, out = resolve_pair(x.dtype, out_dtype)
     a = effective_slope(check_alpha(alpha), slope_dtype=slope_dtype)
+    daz, ftz = daz or flush_subnormals, ftz or flush_subnormals
 
     def one(xs: np.ndarray) -> np.ndarray:
-        compared = flush_to_zero(xs) if flush_subnormals else xs
-        return _select(xs, a, out, opmath=opmath, flush=flush_subnormals,
-                       saturate=saturate, take_v=compared > 0)
+        compared = flush_to_zero(xs) if daz else xs
+        return _select(xs, a, out, opmath=opmath, daz=daz, ftz=ftz, saturate=saturate,
+                       take_v=_take(compared, predicate), formulation=formulation)
 
     return _chunked(one, x, out=out)
+
+
+def _gradient_of_max(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, alpha: float,
+                     out: DTypeInfo) -> np.ndarray:
+    """The gradient of ``maximum(alpha*x, x)`` (``minimum`` for alpha > 1), as MindSpore
+    builds it: a tie (alpha*x == x: x = ±0, ±inf) gives ((1+alpha)/2)*dy, a NaN product
+    (x = NaN, or ±inf with alpha 0) gives (1+alpha)*dy, each rounded once."""
+    w = xs.astype(np.float64)
+    prod = alpha * w
+    nan = np.isnan(w) | np.isnan(prod)
+    tie = (prod == w) & ~nan
+    dx = np.where(tie, scale_exact(ds, (1.0 + alpha) / 2.0, out), dx)
+    return np.where(nan, scale_exact(ds, 1.0 + alpha, out), dx)
+
+
+def _branch_sum(dx: np.ndarray, take: np.ndarray, alpha: float, out: DTypeInfo) -> np.ndarray:
+    """``where(c, dy, 0) + alpha*where(c, 0, dy)``: one term is a zero, so only zero signs
+    change (a selected dy gets ``+ alpha*(+0)``, a product gets ``+0 +``), and under DAZ
+    the add reads a selected subnormal dy as zero."""
+    zero = np.zeros((), out.dtype)
+    other = np.where(take, np.copysign(0.0, alpha), 0.0).astype(out.dtype)
+    return (dx + np.where(take, other, zero)).astype(out.dtype)
+
+
+def _nan_gradient(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, nan_grad: NanGrad,
+                  out: DTypeInfo) -> np.ndarray:
+    """dx at x = NaN: ``zero`` writes +0; ``dy*0`` is a zero with dy's sign (NaN for a
+    non-finite dy), as Paddle's ``dout * (a*(x<0) + (x>=0))`` gives."""
+    if nan_grad == "zero":
+        return np.where(is_nan(xs), np.zeros((), out.dtype), dx)
+    if nan_grad == "dy*0":
+        return np.where(is_nan(xs), cast_exact(ds * np.zeros((), ds.dtype), out), dx)
+    return dx
 
 
 def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
@@ -237,21 +331,39 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
                         slope_dtype: SlopeDTypes = None, opmath: Optional[DTypeLike] = None,
                         flush_subnormals: bool = False, saturate: bool = False,
                         grad_rule: GradRule = "gt", nan_grad: NanGrad = "alpha",
-                        input_dtype: Optional[DTypeLike] = None) -> np.ndarray:
-    """Exact ``dx = dy if x > 0 else alpha*dy``; x = +/-0 and NaN take ``alpha*dy``."""
+                        input_dtype: Optional[DTypeLike] = None, daz: bool = False,
+                        ftz: bool = False, formulation: Formulation = "select",
+                        grad_form: GradForm = "select") -> np.ndarray:
+    """Exact ``dx = dy if x > 0 else alpha*dy``; x = +/-0 and NaN take ``alpha*dy``.
+
+    ``grad_rule``: ``gt`` (golden), ``ge`` (dx = dy at x == 0) or ``max`` (the gradient of
+    ``maximum(alpha*x, x)``); ``nan_grad``: ``alpha``, ``dy``, ``zero`` (+0) or ``dy*0``;
+    ``daz`` reads x as zero in the comparison and dy as zero in the product.
+    ``formulation="relu"`` is a plain ReLU's gradient (+0 where x <= 0).  ``grad_form="sum"``
+    is autodiff through ``where(c, x, a*x)``: ``where(c, dy, 0) + a*where(c, 0, dy)`` (JAX),
+    which differs from a select only in the sign of zeros."""
     dy, x = _narrowed(np.asarray(dy), input_dtype), _narrowed(np.asarray(x), input_dtype)
     if dy.shape != x.shape or dy.dtype != x.dtype:
         raise ValueError(f"dy and x must match: got {dy.dtype}{dy.shape} and {x.dtype}{x.shape}")
     _, out = resolve_pair(x.dtype, out_dtype)
     a = effective_slope(check_alpha(alpha), slope_dtype=slope_dtype)
+    daz, ftz = daz or flush_subnormals, ftz or flush_subnormals
 
     def one(ds: np.ndarray, xs: np.ndarray) -> np.ndarray:
-        xs = flush_to_zero(xs) if flush_subnormals else xs  # DAZ applies to the comparison
-        take = xs >= 0 if grad_rule == "ge" else xs > 0
+        compared = flush_to_zero(xs) if daz else xs  # DAZ applies to the comparison
+        take = _take(compared, "ge" if grad_rule == "ge" else "gt")
+        if formulation == "scale":
+            take = np.zeros(take.shape, dtype=bool)
         if nan_grad == "dy":
             take = take | is_nan(xs)
-        dx = _select(ds, a, out, opmath=opmath, flush=flush_subnormals,
-                     saturate=saturate, take_v=take)
-        return np.where(is_nan(xs), np.zeros((), out.dtype), dx) if nan_grad == "zero" else dx
+        if formulation == "relu":
+            return np.where(take, cast_exact(ds, out), np.zeros((), out.dtype))
+        dx = _select(ds, a, out, opmath=opmath, daz=daz, ftz=ftz, saturate=False, take_v=take)
+        if grad_form == "sum":
+            dx = _branch_sum(flush_to_zero(dx) if daz else dx, take, a, out)  # the add reads dy
+        if grad_rule == "max":
+            dx = _gradient_of_max(dx, ds, xs, a, out)
+        dx = _nan_gradient(dx, ds, xs, nan_grad, out)
+        return saturated(dx, out) if saturate else dx
 
     return _chunked(one, dy, x, out=out)

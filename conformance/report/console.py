@@ -181,6 +181,9 @@ def _panel_body(row: Row) -> Group:
     for f in row.findings:
         head = Text(f"{f.category} ×{f.count}", style="yellow" if f.allowed else "bold red")
         head.append(f"  {'allowed' if f.allowed else 'not allowed'}: {f.summary}", style="default")
+        if "explained" in f.detail:
+            head.append(f"  [explained {f.detail['explained']}, contradicted "
+                        f"{f.detail.get('contradicted', 0)}]", style="dim")
         parts.append(head)
         parts += [Text(f"    {describe(ex, row=row)}") for ex in f.examples[:MAX_EXAMPLES]]
         if f.reproducer:

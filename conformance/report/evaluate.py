@@ -14,22 +14,14 @@ from typing import Any, Optional
 
 import numpy as np
 
+from conformance import categories
 from conformance.dtypes import hex_value, info
 from conformance.records import BackendResult, TileLayout
 from conformance.reference import golden as ref
 from conformance.report import metrics as met
-from conformance.report.gate import CATEGORIES, GateConfig, finding_allowed, verdict
+from conformance.report.gate import GateConfig, finding_allowed, verdict
 from conformance.report.text import Shape, index_text, percent
-from conformance.report.triage import (
-    Batch,
-    Claim,
-    Outside,
-    Residue,
-    explain_residue,
-    explain_semantics,
-    tallies,
-    triage,
-)
+from conformance.report.triage import Batch, Claim, special_values, triage
 
 MAX_EXAMPLES = 5
 LayoutFn = Callable[[int], Optional[TileLayout]]
@@ -322,18 +314,35 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
 Reader = Callable[[], Iterable[Chunk]]  # the tensor's chunks, in order, each time it is called
 
 
+#: matching elements kept per chunk as the evidence rules are scored against: special values
+#: (zeros, subnormals, ±inf, NaN of x, dy or golden) and plain ones, each a stride sample
+EVIDENCE_SPECIAL = 1 << 13
+EVIDENCE_PLAIN = 1 << 11
+
+
 @dataclass(frozen=True)
 class _Scan:
-    """One chunk after golden and metrics: where its mismatches are and their values."""
+    """One chunk after golden and metrics: its mismatches and a sample of its matching
+    elements (the evidence), with their values and what each sampled element stands for."""
 
-    offset: int
     metrics: met.Metrics
-    index: np.ndarray  # of the mismatches, in the chunk
-    violating: np.ndarray  # aligned with index
+    where: np.ndarray  # flat indices in the tensor of the kept elements, ascending
+    mismatch: np.ndarray  # bool, aligned with where
+    violating: np.ndarray  # bool, aligned with where (False for evidence)
+    weight: np.ndarray  # elements each kept one stands for (1 for mismatches)
     x: np.ndarray
     dy: Optional[np.ndarray]
     golden: np.ndarray
     actual: np.ndarray
+
+
+def _stride_sample(index: np.ndarray, *, most: int) -> tuple[np.ndarray, float]:
+    """At most ``most`` of ``index``, evenly spaced (deterministic), and the weight of each."""
+    if index.size <= most:
+        return index, 1.0
+    step = -(-index.size // most)
+    kept = index[::step]
+    return kept, index.size / kept.size
 
 
 def _scan(chunk: Chunk, ctx: _Context) -> _Scan:
@@ -341,71 +350,49 @@ def _scan(chunk: Chunk, ctx: _Context) -> _Scan:
                        out_dtype=ctx.out_dtype)
     comp = met.compare(chunk.actual, expected, tolerance=ctx.tolerance, part=ctx.label,
                        offset=chunk.offset)
-    i = comp.mismatch_index
-    if chunk.x.size < 2 ** 31:  # kept until triage: the narrowest index type that fits
-        i = i.astype(np.int32)
-    return _Scan(chunk.offset, comp.metrics, i, comp.violating, chunk.x[i],
-                 None if chunk.dy is None else chunk.dy[i], expected[i], chunk.actual[i])
+    mis = comp.mismatch_index
+    matching = np.ones(chunk.x.size, dtype=bool)
+    matching[mis] = False
+    others = np.flatnonzero(matching)
+    special = special_values(chunk.x[others], expected[others], None if chunk.dy is None else chunk.dy[others])
+    spec, w_spec = _stride_sample(others[special], most=EVIDENCE_SPECIAL)
+    plain, w_plain = _stride_sample(others[~special], most=EVIDENCE_PLAIN)
+    keep = np.concatenate([mis, spec, plain])
+    order = np.argsort(keep, kind="stable")
+    keep = keep[order]
+    weight = np.concatenate([np.ones(mis.size), np.full(spec.size, w_spec), np.full(plain.size, w_plain)])[order]
+    is_mis = np.concatenate([np.ones(mis.size, bool), np.zeros(spec.size + plain.size, bool)])[order]
+    bad = np.concatenate([comp.violating, np.zeros(spec.size + plain.size, bool)])[order]
+    return _Scan(comp.metrics, keep.astype(np.int64) + chunk.offset, is_mis, bad, weight, chunk.x[keep],
+                 None if chunk.dy is None else chunk.dy[keep], expected[keep], chunk.actual[keep])
 
 
-def _matching(chunk: Chunk, mismatches: np.ndarray, ctx: _Context) -> Batch:
-    """The elements of a chunk that match golden (there golden and actual are equal)."""
-    keep = np.ones(chunk.x.size, dtype=bool)
-    keep[mismatches] = False
-    actual = chunk.actual[keep]
-    return Batch(chunk.x[keep], None if chunk.dy is None else chunk.dy[keep], ctx.alpha,
-                 ctx.direction, ctx.out_dtype, actual, actual)
+def _reduced(scans: list[_Scan], ctx: _Context, *, numel: int) -> tuple[Batch, np.ndarray, np.ndarray]:
+    """Every chunk's kept elements as one batch standing for the tensor, the batch positions
+    of the mismatches, and which elements are outside tolerance.  Empties ``scans`` (memory)."""
+    def joined(name: str) -> np.ndarray:
+        return np.concatenate([getattr(s, name) for s in scans])
 
-
-def _outside(read: Reader, where: np.ndarray, ctx: _Context, *, numel: int) -> Outside:
-    """The matching elements of every chunk (``where`` holds the flat indices of all the
-    mismatches, ascending), read again whenever a rule needs evidence."""
-    def batches() -> Iterable[Batch]:
-        with np.errstate(all="ignore"):
-            for chunk in read():
-                lo, hi = np.searchsorted(where, [chunk.offset, chunk.offset + chunk.x.size])
-                yield _matching(chunk, where[lo:hi] - chunk.offset, ctx)
-
-    def tally(trial: dict, before_rule: dict, groups: Any) -> list[tuple[int, int]]:
-        total: list[tuple[int, int]] = []
-        for b in batches():
-            t = tallies(b, trial, before_rule, groups=groups)
-            total = t if not total else [(p + r, q + s) for (p, q), (r, s) in zip(total, t)]
-        return total
-
-    def any_inf(rule: dict) -> bool:
-        return any(np.isinf(b.variant(**rule).astype(np.float64)).any() for b in batches())
-
-    return Outside(numel - int(where.size), tally, any_inf)
-
-
-def _compact(scans: list[_Scan], ctx: _Context) -> tuple[Batch, np.ndarray, np.ndarray]:
-    """The mismatches of every chunk as one batch, their flat indices in the tensor, and
-    which of them are outside tolerance.  Empties ``scans`` as it goes (memory)."""
-    where = np.concatenate([s.index.astype(np.int64) + s.offset for s in scans])
-    violating = np.concatenate([s.violating for s in scans])
-    parts = {k: np.concatenate([getattr(s, k) for s in scans]) for k in ("x", "golden", "actual")}
-    dy = None if scans[0].dy is None else np.concatenate([s.dy for s in scans])
+    where, mismatch, violating, weight = joined("where"), joined("mismatch"), joined("violating"), joined("weight")
+    x, golden, actual = joined("x"), joined("golden"), joined("actual")
+    dy = None if scans[0].dy is None else joined("dy")
     scans.clear()
-    return (Batch(parts["x"], dy, ctx.alpha, ctx.direction, ctx.out_dtype, parts["golden"],
-                  parts["actual"]), where, violating)
+    batch = Batch(x, dy, ctx.alpha, ctx.direction, ctx.out_dtype, golden, actual,
+                  where=where, numel=numel, weight=weight)
+    return batch, np.flatnonzero(mismatch), violating
 
 
-def _mismatch_findings(read: Reader, scans: list[_Scan], ctx: _Context, *,
-                       numel: int) -> tuple[Finding, ...]:
-    """Triage of every mismatch of the tensor at once: a batch of the mismatches, with the
-    matching elements as its ``outside`` (for the rules' evidence)."""
-    batch, where, violating = _compact(scans, ctx)
-    batch = replace(batch, outside=_outside(read, where, ctx, numel=numel))
-    kind = np.int32 if where.size < 2 ** 31 else np.int64
-    claims, rest = explain_semantics(batch, mismatches=np.arange(where.size, dtype=kind))
+def _mismatch_findings(scans: list[_Scan], ctx: _Context, *, numel: int) -> tuple[Finding, ...]:
+    """Triage of every mismatch of the tensor at once, on a batch of the mismatches and a
+    weighted sample of the matching elements (the evidence a rule is contradicted by);
+    ``tail-block`` is judged on the whole tensor's plan and size."""
+    batch, mismatches, violating = _reduced(scans, ctx, numel=numel)
+    claims = triage(batch, mismatches=mismatches, layout=ctx.layout())
     counts = [_violations(c, lambda index: violating[index]) for c in claims]
+    where = batch.where
+    values = _batch_values(batch)
     claims = [replace(c, index=where[c.index]) for c in claims]
-    residue = Residue.of(batch, rest, where=where)
-    located = explain_residue(residue, layout=ctx.layout(), numel=numel)
-    counts += [_violations(c, lambda index: violating[np.searchsorted(where, index)]) for c in located]
-    compact = _batch_values(batch)
-    return _judged(claims + located, lambda i: compact(int(np.searchsorted(where, i))),
+    return _judged(claims, lambda i: values(int(np.searchsorted(where, i))),
                    violations=counts, backend=ctx.backend, config=ctx.config,
                    layout=ctx.layout(), part=ctx.label, hazard_cores={})
 
@@ -418,9 +405,9 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
     """Judge a tensor of ``numel`` elements that ``read()`` gives as consecutive flat chunks.
 
     One pass computes golden and the metrics chunk by chunk (merged exactly by
-    ``metrics.merge``) and keeps only the mismatching elements.  Triage then judges all
-    mismatches as one batch, exactly as :func:`evaluate` would: a rule's evidence over the
-    matching elements is gathered by reading the chunks again, and ``tail-block`` is judged
+    ``metrics.merge``) and keeps the mismatching elements plus a weighted stride sample of
+    the matching ones.  Triage then judges all mismatches as one batch, as :func:`evaluate`
+    would, with the sample as the evidence that contradicts a rule; ``tail-block`` is judged
     on the whole tensor's tiling plan.  ``advance(n)`` is told of each chunk done."""
     head = _head(dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
                  profile=profile, variant=None, label=label, shape=(numel,) if shape is None else shape)
@@ -431,7 +418,7 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
         scans.append(_scan(chunk, ctx))
         advance(int(chunk.x.size))
     metrics = reduce(met.merge, (s.metrics for s in scans)) if scans else met.empty()
-    findings = _mismatch_findings(read, scans, ctx, numel=numel) if metrics.mismatches else ()
+    findings = _mismatch_findings(scans, ctx, numel=numel) if metrics.mismatches else ()
     return Row(**head, metrics=metrics, findings=findings,
                verdict=verdict([f.allowed for f in findings]))
 
@@ -439,7 +426,7 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
 # ----------------------------------------------------------------------------- merge
 
 _SUMMED = frozenset({"before", "after", "mismatching", "subnormal_inputs", "subnormal_outputs",
-                     "nan_to_zero", "inf_to_max"})
+                     "nan_to_zero", "inf_to_max", "explained", "contradicted"})
 
 
 def _merge_detail(a: dict, b: dict) -> dict:
@@ -480,7 +467,7 @@ def merge_findings(rows: Sequence[Row], *, backend: str, config: GateConfig) -> 
             finding = _relabel_unconfirmed(finding)
         prev = by_cat.get(finding.category)
         by_cat[finding.category] = finding if prev is None else _merge_two(prev, finding)
-    merged = [by_cat[c] for c in CATEGORIES if c in by_cat]
+    merged = [by_cat[c] for c in categories.ordered(by_cat)]  # an unknown name raises
     return tuple(replace(f, allowed=finding_allowed(f.category, violations=f.violations,
                                                     backend=backend, config=config))
                  for f in merged)

@@ -22,15 +22,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 from conformance.backends import names as backend_names
+from conformance.categories import NAMES
 from conformance.dtypes import DTYPES
 from conformance.errors import UsageError
 from conformance.report.metrics import Tolerance
 
-CATEGORIES = (
-    "rejected-input", "out-of-bounds-write", "write-race", "input-precision", "alpha-mismatch",
-    "alpha-precision", "subnormal-flush", "saturation", "grad-at-zero", "nan-gradient", "tail-block", "overflow",
-    "spurious-nan", "lost-nan", "signed-zero", "rounding", "unexplained",
-)
+CATEGORIES = NAMES  # the registry's order (conformance/categories.py)
 VERDICTS = ("pass", "warn", "fail")
 _TORCH_TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5),
                      "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}

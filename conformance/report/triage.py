@@ -1,20 +1,17 @@
 """Why it is off: every mismatching element gets exactly one category, by proof.
 
-Categories are tried in docs/architecture.md's order.  A category is claimed only
-where it is proved:
+Categories come from the registry (``conformance.categories``), in its order:
 
 - hazards come from the emulator's records (``BackendResult.hazards``);
-- a semantic category is claimed for an element only where recomputing the
-  golden reference under that category's rule reproduces the actual bits
-  (NaN vs NaN counts as equal), *and* the rule is the batch's behaviour: among
-  all elements where the rule changes the result, the actual output follows it
-  for at least half (saturation: for each of the NaN and ±inf classes present).
-  Without that evidence a coincidental match (say a 1-ULP double rounding that
-  happens to equal the fp16-slope result) is not called ``alpha-precision``.
-  Accepted rules stack: later rules are tried on top of them, so TensorFlow's
-  fp16 slope plus its subnormal flush are both recognised;
-- ``tail-block`` is proved by confinement: all remaining errors lie in the tail
-  tiles or the unaligned tail, and some elements outside that region exist;
+- semantic categories: candidate rules (``candidates.catalogue``, each a golden
+  variant) compete.  A beam search over stacks of rules minimises a description
+  length, ``RULE_COST`` per rule plus every element the stack predicts wrong
+  (mismatches it does not reproduce, and contradictions: elements where it
+  predicts a change the actual output does not show).  Each element the chosen
+  stack reproduces goes to the rule it needs that moves its value most; findings
+  carry ``explained`` and ``contradicted``, and equally good alternatives;
+- ``tail-block`` is proved by confinement: the remaining errors lie in the tail
+  regions of the tiling plan, or (with or without a plan) end the tensor;
 - value classes (overflow, NaN, signed zero) and residue (``rounding`` within
   1 ULP, else ``unexplained``) take what is left.
 
@@ -23,46 +20,32 @@ This module reads tile layouts and hazards as data; it never imports the emulato
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Optional
 
 import numpy as np
 
-from conformance.dtypes import info, is_nan, is_subnormal, ulp_distance
+from conformance import categories
+from conformance.dtypes import info, is_nan, is_subnormal, to_bits, ulp_distance
 from conformance.records import Hazard, TileLayout
 from conformance.reference import golden as ref
-from conformance.reference.defaults import default_slopes, frameworks_with_default
+from conformance.report.candidates import Rule, catalogue
 from conformance.report.metrics import match_mask
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 
-_STEP = 1 << 20  # elements a variant is computed on at a time (bounds its temporaries)
-_KEPT = 3  # whole-batch variants kept per batch
-
-
-def at(values: np.ndarray, index: Optional[np.ndarray]) -> np.ndarray:
-    """``values[index]`` for ascending unique indices, without a copy when they are all."""
-    return values if index is None or index.size == values.size else values[index]
-
-
-@dataclass(frozen=True)
-class Outside:
-    """The elements of a tensor left out of a batch because they match the golden
-    reference, seen through functions that evaluate a rule on them chunk by chunk: a
-    rule's evidence is taken over the whole tensor while the batch holds only mismatches."""
-
-    size: int  # how many elements
-    tally: Callable[[dict, dict, Optional[Callable[[np.ndarray], list]]], list[tuple[int, int]]]
-    any_inf: Callable[[dict], bool]
-
-
 @dataclass(frozen=True)
 class Batch:
     """One evaluated input batch, flattened: what went in, what came out, what is right.
-    ``outside`` (when given) stands for the matching elements of the tensor not in it."""
+
+    A batch may stand for a bigger tensor it was reduced from (``conformance compare`` on
+    a large dump keeps every mismatch and a sample of the matching elements): ``where``
+    holds each element's flat index in that tensor (ascending), ``numel`` its size, and
+    ``weight`` how many of its elements each batch element stands for.  None means the
+    batch is the whole tensor."""
 
     x: np.ndarray
     dy: Optional[np.ndarray]
@@ -71,64 +54,22 @@ class Batch:
     out_dtype: str
     golden: np.ndarray
     actual: np.ndarray
-    outside: Optional[Outside] = None
-    _whole: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-    _part: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    where: Optional[np.ndarray] = None
+    numel: Optional[int] = None
+    weight: Optional[np.ndarray] = None
+
+    @property
+    def tensor_size(self) -> int:
+        return int(self.x.size if self.numel is None else self.numel)
+
+    def flat(self, index: np.ndarray) -> np.ndarray:
+        """Flat indices in the whole tensor of the batch elements ``index``."""
+        return index if self.where is None else self.where[index]
 
     def variant(self, index: Optional[np.ndarray] = None, **rule: Any) -> np.ndarray:
-        """Golden recomputed under ``rule`` (golden keywords, plus ``alpha``).
-
-        Rules compete on the same elements, and a rule's score and its proof share its
-        values, so they are kept: a variant of the whole batch (computed whole when three
-        quarters of it or more are asked for), and variants of the last index array asked
-        for (the still unexplained elements)."""
+        """Golden recomputed under ``rule`` (golden keywords, plus ``alpha``)."""
         if not rule:
-            return at(self.golden, index)
-        key = tuple(sorted(rule.items()))
-        if key not in self._whole and (index is None or 4 * index.size >= 3 * self.x.size):
-            if len(self._whole) >= _KEPT:
-                del self._whole[next(iter(self._whole))]  # the oldest
-            self._whole[key] = self._whole_from_part(key, rule)
-        if key in self._whole:
-            return at(self._whole[key], index)
-        if self._part.get("index") is not index:
-            self._part.clear()
-            self._part["index"] = index
-        if key not in self._part:
-            self._part[key] = self._compute(index, **rule)
-        return self._part[key]
-
-    def forget(self, **rule: Any) -> None:
-        """Drop the kept values of ``rule`` (memory for the rules still to come)."""
-        key = tuple(sorted(rule.items()))
-        self._whole.pop(key, None)
-        self._part.pop(key, None)
-
-    def _whole_from_part(self, key: tuple, rule: dict) -> np.ndarray:
-        """The whole batch's variant; the part already computed is not computed again."""
-        if key not in self._part:
-            return self._compute(None, **rule)
-        part = self._part["index"]
-        other = np.ones(self.x.size, dtype=bool)
-        other[part] = False
-        whole = np.empty(self.x.size, dtype=self._part[key].dtype)
-        whole[part] = self._part[key]
-        rest = np.flatnonzero(other)
-        whole[rest] = self._compute(rest, **rule)
-        return whole
-
-    def _compute(self, index: Optional[np.ndarray], **rule: Any) -> np.ndarray:
-        """The variant of the elements ``index`` (all when None), a bounded piece at a time."""
-        n = self.x.size if index is None else index.size
-        if n <= _STEP:
-            return self._compute_piece(index, **rule)
-        out = np.empty(n, dtype=info(self.out_dtype).dtype)
-        for lo in range(0, n, _STEP):
-            piece = slice(lo, lo + _STEP)
-            out[piece] = self._compute_piece(piece if index is None else index[piece], **rule)
-        return out
-
-    def _compute_piece(self, index: Optional[np.ndarray | slice], **rule: Any) -> np.ndarray:
+            return self.golden if index is None else self.golden[index]
         alpha = rule.pop("alpha", self.alpha)
         flush_output, sat_inputs = rule.pop("flush_output", False), rule.pop("saturate_inputs", False)
         x = self.x if index is None else self.x[index]
@@ -164,102 +105,34 @@ class Claim:
     detail: dict = field(default_factory=dict)
     in_tensor: bool = True
 
+    def __post_init__(self) -> None:
+        categories.check(self.category)
+
 
 @dataclass
 class _State:
-    """What is still unexplained, and the semantic rules accepted so far."""
+    """What is still unexplained, and the claims so far."""
 
     remaining: np.ndarray
-    size: int  # elements in the batch
-    base: dict = field(default_factory=dict)
     claims: list = field(default_factory=list)
 
     def claim(self, claim: Claim) -> None:
         self.claims.append(claim)
         if claim.in_tensor:
-            taken = np.zeros(self.size, dtype=bool)
-            taken[claim.index] = True
-            self.remaining = self.remaining[~taken[self.remaining]]
-
-
-def in_sorted(values: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """Mask of ``values`` present in ``ref`` (both int64 and ascending): a binary search,
-    linear in memory, where ``np.isin`` would sort or hash both sides."""
-    if values.size == 0 or ref.size == 0:
-        return np.zeros(values.shape, dtype=bool)
-    pos = np.minimum(np.searchsorted(ref, values), ref.size - 1)
-    return ref[pos] == values
-
-
-def _union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Sorted union of two index arrays of one batch (``np.union1d`` without its hashing)."""
-    if a.size == 0 or b.size == 0:
-        return a if b.size == 0 else b
-    mask = np.zeros(int(max(a.max(), b.max())) + 1, dtype=bool)
-    mask[a] = True
-    mask[b] = True
-    return np.flatnonzero(mask)
-
-
-@dataclass(frozen=True)
-class Residue:
-    """Mismatching elements no hazard or semantic rule explained: their flat indices in the
-    whole tensor (ascending) and their values.  The location and value-class rules read only
-    this, so a tensor evaluated in chunks is judged on its whole residue at once."""
-
-    index: np.ndarray
-    x: np.ndarray
-    dy: Optional[np.ndarray]
-    golden: np.ndarray
-    actual: np.ndarray
-
-    @classmethod
-    def of(cls, batch: Batch, index: np.ndarray, *, where: Optional[np.ndarray] = None) -> Residue:
-        """The elements ``index`` of ``batch``; ``where`` maps batch positions to flat
-        indices in the whole tensor (identity when None)."""
-        dy = None if batch.dy is None else batch.dy[index]
-        flat = index if where is None else where[index]
-        return cls(flat, batch.x[index], dy, batch.golden[index], batch.actual[index])
-
-    def without(self, index: np.ndarray) -> Residue:
-        keep = ~in_sorted(self.index, index)
-        dy = None if self.dy is None else self.dy[keep]
-        return Residue(self.index[keep], self.x[keep], dy, self.golden[keep], self.actual[keep])
-
-    def at(self, i: int) -> tuple[Any, Any, Any, Any]:
-        """x, dy, golden and actual of the element with flat index ``i``."""
-        j = int(np.searchsorted(self.index, i))
-        return self.x[j], None if self.dy is None else self.dy[j], self.golden[j], self.actual[j]
+            self.remaining = np.setdiff1d(self.remaining, claim.index, assume_unique=True)
 
 
 def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = (),
            layout: Optional[TileLayout] = None) -> list[Claim]:
     """Explain every mismatching element (flat indices ``mismatches``) by one category."""
-    claims, rest = explain_semantics(batch, mismatches=mismatches, hazards=hazards)
-    return claims + explain_residue(Residue.of(batch, rest), layout=layout, numel=batch.x.size)
-
-
-def explain_semantics(batch: Batch, *, mismatches: np.ndarray,
-                      hazards: Sequence[Hazard] = ()) -> tuple[list[Claim], np.ndarray]:
-    """Hazards and semantic rules: their claims, and the indices still unexplained."""
-    index = np.asarray(mismatches)
-    state = _State(index if index.dtype.kind == "i" else index.astype(np.int64), int(batch.x.size))
+    state = _State(np.asarray(mismatches, dtype=np.int64))
     _hazards(batch, state, hazards)
     with np.errstate(all="ignore"):
-        for rule in _SEMANTIC:
-            if state.remaining.size:
-                rule(batch, state)
-    return state.claims, state.remaining
-
-
-def explain_residue(residue: Residue, *, layout: Optional[TileLayout], numel: int) -> list[Claim]:
-    """Location (``tail-block``, over the whole tensor of ``numel`` elements), then value
-    classes and the residue categories."""
-    with np.errstate(all="ignore"):
-        tail = _tail(residue, layout, numel)
-        if tail is not None:
-            residue = residue.without(tail.index)
-        return ([tail] if tail is not None else []) + _value_classes(residue)
+        if state.remaining.size:
+            _semantics(batch, state)
+        _tail(batch, state, layout)
+        _value_classes(batch, state)
+    return state.claims
 
 
 # ----------------------------------------------------------------------------- hazards
@@ -286,257 +159,391 @@ def _hazards(batch: Batch, state: _State, hazards: Sequence[Hazard]) -> None:
 
 # ----------------------------------------------------------------------------- semantics
 
-def _prove(batch: Batch, state: _State, rule: dict, *,
-           groups: Optional[Callable[[np.ndarray], list]] = None, neutral: Optional[dict] = None) -> np.ndarray:
-    """Remaining elements that ``rule`` (on top of accepted rules) reproduces and changes,
-    if proved.  ``neutral`` holds keywords that are context, not the category's own rule."""
-    earlier = {k: v for k, v in state.base.items() if k not in rule}  # a rule never is its own baseline
-    before_rule = {**earlier, **(neutral or {})}
-    trial = {**before_rule, **rule}
-    sub = state.remaining
-    mine = batch.variant(sub, **trial)
-    hit = match_mask(mine, at(batch.actual, sub)) & ~match_mask(mine, batch.variant(sub, **before_rule))
-    if not hit.any():
-        batch.forget(**trial)  # a rule that explains nothing is not asked for again
-        return _EMPTY
-    return sub[hit] if _followed(batch, trial, before_rule, groups=groups) else _EMPTY
+RULE_COST = 0.45  # description length of one rule, in elements: two rules may explain one
+_FULL_SCOPE = 1 << 14  # batches up to this size are scored on every element
+_SAMPLE = 1 << 13  # larger ones on every mismatch and special value plus this many others
+_GLANCE = 1 << 12  # a rule's first look: every special mismatch and this many others
 
 
-Groups = Optional[Callable[[np.ndarray], list]]
+@dataclass(frozen=True)
+class _Scope:
+    """The elements a selection is scored on, and what each stands for (sampling weight)."""
+
+    index: np.ndarray  # mismatches first
+    n_mis: int
+    weight: np.ndarray
 
 
-def _followed(batch: Batch, trial: dict, before_rule: dict, *, groups: Groups) -> bool:
-    """The evidence: in every group where ``trial`` changes some element, the actual output
-    follows it on at least half of the changed elements.  The elements outside the batch
-    are read only when they could tip the balance (there are ``outside.size`` of them)."""
-    counts = tallies(batch, trial, before_rule, groups=groups)
-    spare = 0 if batch.outside is None else batch.outside.size
-    if spare and any(c > 0 for c, _ in counts):
-        if all(2 * a - c >= spare for c, a in counts):
-            return True  # holds whatever the outside elements do
-        if any(c > 0 and 2 * a - c + spare < 0 for c, a in counts):
-            return False  # fails whatever they do
-    if spare:
-        more = batch.outside.tally(trial, before_rule, groups) or [(0, 0)] * len(counts)
-        counts = [(c + d, a + b) for (c, a), (d, b) in zip(counts, more)]
-    present = [(c, a) for c, a in counts if c > 0]
-    return bool(present) and all(2 * a >= c for c, a in present)
+def special_values(*arrays: Optional[np.ndarray]) -> np.ndarray:
+    """Zeros, subnormals, infinities and NaN of any of ``arrays`` (x, dy, golden): rare, and
+    where rules differ."""
+    present = [a for a in arrays if a is not None]
+    out = np.zeros(present[0].shape, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        for v in present:
+            w = v.astype(np.float64)
+            out |= (w == 0) | ~np.isfinite(w) | is_subnormal(v)
+    return out
 
 
-def tallies(batch: Batch, trial: dict, before_rule: dict, *, groups: Groups) -> list[tuple[int, int]]:
-    """Per group (of the golden values): how many elements of the batch ``trial`` changes
-    against ``before_rule``, and how many of those the actual output follows."""
-    full, before = batch.variant(**trial), batch.variant(**before_rule)
-    differs, agree = ~match_mask(full, before), match_mask(full, batch.actual)
-    masks = groups(batch.golden) if groups else [np.ones(differs.shape, bool)]
-    return [(int((differs & m).sum()), int((differs & m & agree).sum())) for m in masks]
+def _special(batch: Batch, index: np.ndarray) -> np.ndarray:
+    return special_values(batch.x[index], batch.golden[index], None if batch.dy is None else batch.dy[index])
 
 
-def _accept(state: _State, rule: dict, claim: Claim) -> None:
-    state.base.update(rule)
-    state.claim(claim)
+def _scope(batch: Batch, mismatches: np.ndarray) -> _Scope:
+    n = batch.x.size
+    keep = np.ones(n, dtype=bool)
+    keep[mismatches] = False
+    others = np.flatnonzero(keep)
+    if batch.weight is not None:  # a reduced batch: its matching elements are already a sample
+        index = np.concatenate([mismatches, others])
+        return _Scope(index, mismatches.size, np.concatenate([np.ones(mismatches.size), batch.weight[others]]))
+    if n <= _FULL_SCOPE:
+        index = np.concatenate([mismatches, others])
+        return _Scope(index, mismatches.size, np.ones(index.size))
+    special = others[_special(batch, others)]
+    plain = np.setdiff1d(others, special, assume_unique=True)
+    pick = np.sort(np.random.default_rng(0).choice(plain, min(_SAMPLE, plain.size), replace=False))
+    index = np.concatenate([mismatches, special, pick])
+    weight = np.ones(index.size)
+    weight[mismatches.size + special.size:] = plain.size / max(pick.size, 1)
+    return _Scope(index, mismatches.size, weight)
 
 
-def _informative_slopes(batch: Batch, index: np.ndarray) -> np.ndarray:
-    """actual / input on the negative side, where the exact result is a normal number
-    (a bounded piece of ``index`` at a time)."""
-    out, n = np.empty(index.size), 0
-    for lo in range(0, index.size, _STEP):
-        piece = _slopes_of(batch, index[lo:lo + _STEP])
-        out[n:n + piece.size] = piece
-        n += piece.size
-    return out[:n]
+def _reach(batch: Batch, index: np.ndarray) -> dict[str, np.ndarray]:
+    """Per kind of element a rule can change, which of ``index`` are of that kind."""
+    x, g, a = batch.x[index], batch.golden[index], batch.actual[index]
+    dy = batch.dy[index] if batch.dy is not None else np.zeros(index.size, dtype=x.dtype)
+    xw, dw, gw, aw = (v.astype(np.float64) for v in (x, dy, g, a))
+    small = info(batch.out_dtype).smallest_normal
+    zero = (xw == 0) | (dw == 0) | (gw == 0) | (aw == 0) | is_subnormal(x)
+    return {"nan": np.isnan(xw),
+            "zero": zero,
+            "special": zero | ~np.isfinite(xw) | ~np.isfinite(dw) | ~np.isfinite(gw),
+            "tiny": is_subnormal(x) | is_subnormal(dy) | (np.abs(gw) < small) | (np.abs(aw) < small)}
 
 
-def _slopes_of(batch: Batch, index: np.ndarray) -> np.ndarray:
-    g, a = batch.golden[index].astype(np.float64), batch.actual[index].astype(np.float64)
-    normal = np.abs(g) >= info(batch.out_dtype).smallest_normal
-    if batch.direction == "forward":
-        v = batch.x[index].astype(np.float64)
-        side = v < 0
-    else:
-        v, xs = batch.dy[index].astype(np.float64), batch.x[index]
-        side = (xs.astype(np.float64) <= 0) | is_nan(xs)
-    ok = side & normal & np.isfinite(a) & np.isfinite(v) & (v != 0) & np.isfinite(g)
-    return a[ok] / v[ok]
+def _plausible(rule: Rule, ratios: np.ndarray) -> bool:
+    """A slope is worth trying only if some element shows it (actual/input within 1.6%
+    of it: a slope or inputs rounded to a 16-bit dtype stay closer); with no
+    informative element every slope is."""
+    kw = rule.kw
+    if rule.category != "alpha-mismatch" or "alpha" not in kw or ratios.size == 0:
+        return True
+    slope = ref.effective_slope(kw["alpha"], slope_dtype=kw.get("slope_dtype"))
+    return bool((np.abs(ratios - slope) <= abs(slope) * 2.0 ** -6).any())  # inputs may be narrowed
 
 
-def _close_to(alpha: float, c: float) -> bool:
-    """Within what rounding alpha to a 16-bit dtype could do (that is alpha-precision)."""
-    return abs(c - alpha) <= abs(alpha) * 2.0 ** -8
+def _merged(stack: Sequence[Rule]) -> dict:
+    out: dict = {}
+    for r in stack:
+        out.update(r.kw)
+    return out
 
 
-def _slope_candidates(batch: Batch, estimate: float) -> list[float]:
-    """Framework defaults near the estimate, then the estimate at 1..7 significant digits."""
-    cands = [d for d in default_slopes() if abs(d - estimate) <= 0.05 * max(abs(d), 1e-6)]
-    cands += [float(f"{estimate:.{k}g}") for k in range(1, 8)] + [estimate]
-    unique = list(dict.fromkeys(cands))
-    return [c for c in unique if np.isfinite(c) and not _close_to(batch.alpha, c)]
+class _Selector:
+    """Scores stacks of rules on a scope: description length = rules + wrong elements."""
+
+    def __init__(self, batch: Batch, scope: _Scope) -> None:
+        self.batch, self.scope = batch, scope
+        self.actual = batch.actual[scope.index]
+        self._cache: dict = {}
+        self.reach = _reach(batch, scope.index[:scope.n_mis])
+
+    def predict(self, stack: Sequence[Rule]) -> np.ndarray:
+        """The stack's prediction on the whole scope."""
+        kw = _merged(stack)
+        key = tuple(sorted(kw.items(), key=lambda i: i[0]))
+        if key not in self._cache:
+            index = self.scope.index
+            self._cache[key] = self.batch.variant(index, **kw) if kw else self.batch.golden[index]
+        return self._cache[key]
+
+    def glance(self, wrong: np.ndarray) -> Optional[np.ndarray]:
+        """For many wrong mismatches, a sample of them: every special value, and 4,096
+        others.  None when there are few."""
+        if wrong.size <= _GLANCE:
+            return None
+        special = _special(self.batch, self.scope.index[wrong])
+        others = wrong[~special]
+        pick = np.random.default_rng(1).choice(others, min(_GLANCE, others.size), replace=False)
+        return np.sort(np.concatenate([wrong[special], pick]))
+
+    def newly(self, trial: Sequence[Rule], wrong: np.ndarray) -> np.ndarray:
+        """Which of the mismatches ``wrong`` (scope positions) ``trial`` reproduces: the
+        cheap first look, on the elements the stack below still gets wrong."""
+        kw = _merged(trial)
+        pred = self.batch.variant(self.scope.index[wrong], **kw)
+        out = np.zeros(self.scope.n_mis, dtype=bool)
+        out[wrong] = match_mask(pred, self.actual[wrong])
+        return out
+
+    def right(self, pred: np.ndarray) -> np.ndarray:
+        return match_mask(pred, self.actual[:pred.size])
+
+    def length(self, pred: np.ndarray, stack: Sequence[Rule]) -> float:
+        wrong = ~self.right(pred)
+        return float((self.scope.weight * wrong).sum()) + RULE_COST * sum(r.complexity for r in stack)
+
+    def beyond_zero_signs(self, newly: np.ndarray, right_now: np.ndarray) -> bool:
+        """A rule that explains only zero signs must explain most of the wrong zero signs:
+        flipped zeros are few, and a formula that matches some of them by chance is no cause."""
+        n = self.scope.n_mis
+        g, a = self.batch.golden[self.scope.index[:n]], self.actual[:n]
+        zeros = (g.astype(np.float64) == 0) & (a.astype(np.float64) == 0)
+        if (newly & ~zeros).any():
+            return True
+        return 2 * int(newly.sum()) > int((zeros & ~right_now).sum())
+
+    def groups_gain(self, rule: Rule, pred: np.ndarray, before: np.ndarray) -> bool:
+        """Every value group the rule changes gains from it (saturation: NaN and ±inf apart)."""
+        if rule.groups is None:
+            return True
+        changed = ~match_mask(pred, before)
+        gain = self.right(pred).astype(np.int64) - self.right(before)
+        for g in rule.groups(self.batch.golden[self.scope.index]):
+            if (changed & g).any() and int(gain[g].sum()) <= 0:
+                return False
+        return True
 
 
-def _hits(batch: Batch, state: _State, rule: dict) -> int:
-    """How many remaining elements ``rule`` reproduces (no evidence check)."""
-    sub = state.remaining
-    return int(match_mask(batch.variant(sub, **{**state.base, **rule}), at(batch.actual, sub)).sum())
+@dataclass
+class _Choice:
+    length: float
+    order: int
+    rule: Rule
+    pred: np.ndarray
+    right: int  # mismatches the stack reproduces
 
 
-def _best_slope(batch: Batch, state: _State, cands: list[float]) -> Optional[float]:
-    """The candidate reproducing most elements, unless alpha rounded to a dtype does as well
-    (then the slope is alpha, only rounded: that is ``alpha-precision``)."""
-    scores: list[int] = []
-    for c in cands:  # only the best candidate's values are kept (its proof reuses them)
-        scores.append(_hits(batch, state, {"alpha": c}))
-        if len(scores) > 1:
-            loser = c if scores[-1] <= max(scores[:-1]) else cands[int(np.argmax(scores[:-1]))]
-            batch.forget(**{**state.base, "alpha": loser})
-    if not scores or max(scores) == 0:
-        return None
-    rounded = []
-    for d in _slope_dtypes(batch):
-        rounded.append(_hits(batch, state, {"slope_dtype": d}))
-        batch.forget(**{**state.base, "slope_dtype": d})
-    return None if max(rounded, default=0) >= max(scores) else cands[int(np.argmax(scores))]
-
-
-def _slope_estimate(batch: Batch, index: np.ndarray) -> Optional[float]:
-    """The median informative slope (None when there is none)."""
-    slopes = _informative_slopes(batch, index)
-    return float(np.median(slopes, overwrite_input=True)) if slopes.size else None
-
-
-def _alpha_mismatch(batch: Batch, state: _State) -> None:
-    estimate = _slope_estimate(batch, state.remaining)
-    if estimate is None:
-        return
-    c = _best_slope(batch, state, _slope_candidates(batch, estimate))
-    if c is None:
-        return
-    hits = _prove(batch, state, {"alpha": c})
-    if batch.out_dtype != "float64" and hits.size:
-        hits = _union(hits, _prove(batch, state, {"alpha": c, "opmath": "float32"}))
-    if hits.size:
-        names = frameworks_with_default(c)
-        known = f" ({c!r} is the default of {', '.join(names)})" if names else ""
-        _accept(state, {"alpha": c}, Claim(
-            "alpha-mismatch", hits, hits.size,
-            f"negative side computed with slope {c!r} instead of {batch.alpha!r}{known}",
-            {"effective_alpha": c, "expected_alpha": batch.alpha, "default_of": list(names)}))
-
-
-def _slope_dtypes(batch: Batch) -> list[str]:
-    """Dtypes a framework may round the slope to: the 16-bit dtypes in play, and float32
-    for float32 tensors (torch, TF and the CANN kernel all hold the slope as float32) and
-    for float64 ones (TF's alpha is a float32 attribute)."""
-    names = set(batch.dtypes)
-    narrow = [d for d in ("float16", "bfloat16") if d in names]
-    return narrow + (["float32"] if names & {"float32", "float64"} else [])
-
-
-def _alpha_precision(batch: Batch, state: _State) -> None:
-    for name in _slope_dtypes(batch):
-        slope = ref.effective_slope(batch.alpha, slope_dtype=name)
-        if slope == batch.alpha:
+def _round(sel: _Selector, stack: list[Rule], cands: list[Rule], current: np.ndarray) -> list[_Choice]:
+    """Every candidate that, stacked on ``stack``, could shorten the description."""
+    used = frozenset().union(*(r.keys for r in stack)) if stack else frozenset()
+    right_now = sel.right(current[:sel.scope.n_mis])
+    wrong = np.flatnonzero(~right_now)
+    glance = sel.glance(wrong)
+    out = []
+    for order, r in enumerate(cands):
+        if r in stack or r.keys & used or wrong.size == 0:
             continue
-        hits = _prove(batch, state, {"slope_dtype": name})
-        if hits.size:
-            _accept(state, {"slope_dtype": name}, Claim(
-                "alpha-precision", hits, hits.size,
-                f"slope rounded to {name} ({slope!r}) before multiplying",
-                {"slope_dtype": name, "slope": slope, "alpha": batch.alpha}))
-            return
+        if r.reach is not None and not sel.reach[r.reach][wrong].any():
+            continue  # none of the wrong elements is of the kind the rule changes
+        trial = stack + [r]
+        if glance is not None and not sel.newly(trial, glance).any():
+            continue  # reproduces none of the sample (every special value is in it)
+        newly = sel.newly(trial, wrong)
+        if int(newly.sum()) <= RULE_COST * r.complexity or not sel.beyond_zero_signs(newly, right_now):
+            continue  # cannot pay for itself even with no contradiction
+        pred = sel.predict(trial)
+        if sel.groups_gain(r, pred, current):
+            right = int(sel.right(pred[:sel.scope.n_mis]).sum())
+            out.append(_Choice(sel.length(pred, trial), order, r, pred, right))
+    return out
 
 
-_FLUSH_RULES = ({"flush_subnormals": True},  # arithmetic flushes; selected values keep bits
-                {"flush_subnormals": True, "flush_output": True},  # every result flushed
-                {"flush_subnormals": True, "flush_output": True, "flush_inputs": True})
+BEAM = 3  # stacks kept per depth: a pair of rules that only together explain is found
 
 
-def _subnormal_flush(batch: Batch, state: _State) -> None:
-    opmaths = ({}, {"opmath": "float32"}) if batch.out_dtype != "float64" else ({},)
-    for rule in _FLUSH_RULES:
-        for extra in opmaths:
-            if state.remaining.size:
-                _one_flush(batch, state, rule, neutral=extra)
+@dataclass
+class _Stack:
+    length: float
+    rules: list
+    pred: np.ndarray
+    alternatives: dict
+    right: int = 0
 
 
-def _one_flush(batch: Batch, state: _State, rule: dict, *, neutral: dict) -> None:
-    hits = _prove(batch, state, rule, neutral=neutral)
-    if hits.size:
-        sub_in = int(is_subnormal(batch.x[hits]).sum())
+def _grow(sel: _Selector, node: _Stack, cands: list[Rule]) -> list[_Stack]:
+    """The stacks one rule longer that describe the batch in fewer bits than ``node``, or
+    that reproduce more mismatches (a rule that only with a second one is right)."""
+    choices = sorted((c for c in _round(sel, node.rules, cands, node.pred)
+                      if c.length < node.length or c.right > node.right),
+                     key=lambda c: (c.length, c.order))
+    out: dict[bytes, _Stack] = {}  # one child per distinct prediction; equal ones are its ties
+    for c in choices:
+        key = c.pred.tobytes()
+        if key in out:
+            if c.length == out[key].length:
+                out[key].alternatives[out[key].rules[-1]].append(c.rule)
+            continue
+        out[key] = _Stack(c.length, node.rules + [c.rule], c.pred, {**node.alternatives, c.rule: []}, c.right)
+    return list(out.values())
+
+
+def _bound(stack: _Stack) -> float:
+    """No stack grown from this one is shorter than its rules alone."""
+    return RULE_COST * sum(r.complexity for r in stack.rules)
+
+
+def _keep(grown: list[_Stack]) -> list[_Stack]:
+    """The beam: the shortest descriptions, and the stacks reproducing most mismatches."""
+    short = sorted(grown, key=lambda s: s.length)[:BEAM]
+    wide = [s for s in sorted(grown, key=lambda s: (-s.right, s.length)) if s not in short][:BEAM - 1]
+    return short + wide
+
+
+def select(batch: Batch, mismatches: np.ndarray, cands: list[Rule]) -> tuple[list[Rule], dict]:
+    """Description-length selection: a beam search over stacks of rules; each step adds a
+    rule that shortens the description (rules + elements the stack gets wrong).  Returns
+    the shortest stack and, per rule, the equally good alternatives (same length, same
+    predictions)."""
+    sel = _Selector(batch, _scope(batch, mismatches))
+    pred = sel.predict([])
+    best = _Stack(sel.length(pred, []), [], pred, {})
+    beam = [best]
+    while beam:
+        grown: dict = {}
+        for node in beam:
+            for child in _grow(sel, node, cands):
+                grown.setdefault(child.pred.tobytes(), child)
+        beam = _keep(list(grown.values()))
+        shortest = min(beam, key=lambda s: s.length, default=None)
+        if shortest is not None and shortest.length < best.length:
+            best = shortest
+        floor = RULE_COST * min((r.complexity for r in cands), default=1.0)
+        beam = [s for s in beam if _bound(s) + floor < best.length]  # branch and bound
+    return best.rules, best.alternatives
+
+
+def _estimates(ratio: np.ndarray, negative: np.ndarray) -> list[float]:
+    """The median slope actual/input on each side of zero (a formula like min(x, a*x)
+    shows its slope on the positive side)."""
+    return [float(np.median(ratio[side])) for side in (negative, ~negative) if side.any()]
+
+
+def _semantics(batch: Batch, state: _State) -> None:
+    ratio, negative = _informative_slopes(batch, state.remaining)
+    cands = catalogue(alpha=batch.alpha, direction=batch.direction, dtypes=batch.dtypes,
+                      estimates=_estimates(ratio, negative))
+    observed = _observed_slopes(batch, state.remaining)
+    cands = [r for r in cands if _plausible(r, observed)]
+    stack, alternatives = select(batch, state.remaining, cands)
+    if stack:
+        for claim in _attribute(batch, state.remaining, stack, alternatives):
+            state.claim(claim)
+
+
+def _attribute(batch: Batch, mis: np.ndarray, stack: list[Rule], alternatives: dict) -> list[Claim]:
+    """Each explained mismatch goes to the rule it needs that moves its value most (the
+    dominant cause: a flush or narrowed input beats a 1-ULP slope rounding; ties go to the
+    later category in registry order).  An element that only neutral context explains
+    stays for ``rounding``."""
+    full = batch.variant(mis, **_merged(stack))
+    explained = match_mask(full, batch.actual[mis])
+    moves = [_moved(full, batch.variant(mis, **_merged([s for s in stack if s is not r]))) * explained
+             for r in stack]
+    named = sorted((i for i, r in enumerate(stack) if r.category is not None),
+                   key=lambda i: (-categories.order(stack[i].category), i))
+    owner = np.full(mis.size, -1)
+    if named:
+        best = np.stack([moves[i] for i in named])
+        pick = np.argmax(best, axis=0)  # first of the largest: the later category on ties
+        owner = np.where(best.max(axis=0) > 0, np.asarray(named)[pick], -1)
+        neutral_only = np.zeros(mis.size, dtype=bool)
+        for i, r in enumerate(stack):
+            if r.category is None:
+                neutral_only |= moves[i] > 0
+        owner = np.where((owner < 0) & explained & ~neutral_only, named[0], owner)
+    claims = [_rule_claim(batch, mis[owner == i], stack, i, alternatives.get(stack[i], []))
+              for i in named if (owner == i).any()]
+    return _merge_claims([c for c in claims if c.count])
+
+
+def _moved(full: np.ndarray, without: np.ndarray) -> np.ndarray:
+    """How far removing a rule moves each value: ULPs, NaN against a number the farthest."""
+    dist = ulp_distance(full, without)
+    differ = ~match_mask(full, without)
+    moved = np.maximum(dist.ulps.astype(np.float64), 0.5) * differ  # a zero's sign moves it too
+    return np.where(dist.nan & differ, np.inf, moved)
+
+
+def _contradicted(batch: Batch, stack: list[Rule], i: int) -> int:
+    """Elements where rule ``i`` changes the stack's prediction and the actual output
+    does not follow (counted on the whole batch, where the stack is wrong)."""
+    full = batch.variant(**_merged(stack))
+    wrong = np.flatnonzero(~match_mask(full, batch.actual))
+    without = batch.variant(wrong, **_merged(stack[:i] + stack[i + 1:]))
+    changed = ~match_mask(full[wrong], without)
+    if batch.weight is None:
+        return int(changed.sum())
+    return int(round(float(batch.weight[wrong][changed].sum())))  # a reduced batch: what the sample stands for
+
+
+def _rule_claim(batch: Batch, hits: np.ndarray, stack: list[Rule], i: int, alts: list[Rule]) -> Claim:
+    r = stack[i]
+    if r.category == "input-precision":
+        hits = hits[~_non_finite_symptom(batch, hits)]
+    summary = r.summary + "".join(f"; or equally: {a.summary}" for a in alts)
+    detail = {**r.detail, **_extra_detail(batch, r, hits, stack, i),
+              "explained": int(hits.size), "contradicted": _contradicted(batch, stack, i)}
+    if alts:
+        detail["alternatives"] = [a.summary for a in alts]
+        detail["alternative_categories"] = list(dict.fromkeys(
+            a.category for a in alts if a.category not in (None, r.category)))
+    return Claim(r.category, hits, int(hits.size), summary, detail)
+
+
+def _extra_detail(batch: Batch, r: Rule, hits: np.ndarray, stack: list[Rule], i: int) -> dict:
+    if r.category == "subnormal-flush":
+        tiny = is_subnormal(batch.x[hits])
         if batch.dy is not None:
-            sub_in = int((is_subnormal(batch.x[hits]) | is_subnormal(batch.dy[hits])).sum())
-        sub_out = int(is_subnormal(batch.golden[hits]).sum())
-        _accept(state, {**rule, **neutral}, Claim(
-            "subnormal-flush", hits, hits.size,
-            "subnormal inputs or outputs flushed to zero",
-            {"subnormal_inputs": sub_in, "subnormal_outputs": sub_out}))
-
-
-def _value_groups(before: np.ndarray) -> list[np.ndarray]:
-    return [is_nan(before), np.isinf(before.astype(np.float64))]
-
-
-_SATURATION_RULES = ({"saturate": True},  # the result saturates
-                     {"saturate": True, "saturate_inputs": True})  # every op saturates
-
-
-def _saturation(batch: Batch, state: _State) -> None:
-    rules = _SATURATION_RULES if batch.dtypes[0] != "float64" else _SATURATION_RULES[:1]  # no fp32 unit
-    for rule in rules:
-        if state.remaining.size:
-            _one_saturation(batch, state, rule)
-
-
-def _one_saturation(batch: Batch, state: _State, rule: dict) -> None:
-    hits = _prove(batch, state, rule, groups=_value_groups)
-    if hits.size:
+            tiny = tiny | is_subnormal(batch.dy[hits])
+        return {"subnormal_inputs": int(tiny.sum()),
+                "subnormal_outputs": int(is_subnormal(batch.golden[hits]).sum())}
+    if r.category == "saturation":
         g = batch.golden[hits]
-        nan_zero, inf_max = int(is_nan(g).sum()), int(np.isinf(g.astype(np.float64)).sum())
-        confirmed = bool(np.isinf(batch.variant(**state.base).astype(np.float64)).any()) or (
-            batch.outside is not None and batch.outside.any_inf(dict(state.base)))
-        _accept(state, rule, Claim(
-            "saturation", hits, hits.size,
-            "NaN became 0 and/or ±inf became ±max (saturation mode)",
-            {"nan_to_zero": nan_zero, "inf_to_max": inf_max, "confirmed_by_inf": confirmed}))
+        before = batch.variant(**_merged(stack[:i] + stack[i + 1:]))
+        return {"nan_to_zero": int(is_nan(g).sum()), "inf_to_max": int(np.isinf(g.astype(np.float64)).sum()),
+                "confirmed_by_inf": bool(np.isinf(before.astype(np.float64)).any())}
+    return {}
 
 
-def _grad_at_zero(batch: Batch, state: _State) -> None:
-    if batch.direction != "backward":
-        return
-    hits = _prove(batch, state, {"grad_rule": "ge"})
-    if hits.size:
-        _accept(state, {"grad_rule": "ge"}, Claim(
-            "grad-at-zero", hits, hits.size,
-            "backward at x == 0 used slope 1 (dx = dy) instead of alpha",
-            {"rule": "x >= 0"}))
+_COUNTS = ("explained", "contradicted", "subnormal_inputs", "subnormal_outputs", "nan_to_zero", "inf_to_max")
 
 
-def _nan_gradient(batch: Batch, state: _State) -> None:
-    if batch.direction != "backward":
-        return
-    for rule, words in (("dy", "dy"), ("zero", "0")):
-        hits = _prove(batch, state, {"nan_grad": rule})
-        if hits.size:
-            _accept(state, {"nan_grad": rule}, Claim(
-                "nan-gradient", hits, hits.size,
-                f"backward at x = NaN gave {words} instead of alpha*dy", {"nan_grad": rule}))
-            return
+def _merge_claims(claims: list[Claim]) -> list[Claim]:
+    """One claim per category: indices joined, counts summed, summaries listed."""
+    by: dict[str, Claim] = {}
+    for c in claims:
+        prev = by.get(c.category)
+        if prev is None:
+            by[c.category] = c
+            continue
+        detail = {**c.detail, **prev.detail}
+        for key in _COUNTS:
+            if key in prev.detail and key in c.detail:
+                detail[key] = prev.detail[key] + c.detail[key]
+        if isinstance(detail.get("confirmed_by_inf"), bool):
+            detail["confirmed_by_inf"] = bool(prev.detail.get("confirmed_by_inf") or c.detail.get("confirmed_by_inf"))
+        summary = prev.summary if c.summary == prev.summary else f"{prev.summary}; {c.summary}"
+        index = np.union1d(prev.index, c.index)
+        by[c.category] = Claim(c.category, index, int(index.size), summary, detail)
+    return list(by.values())
 
 
-def _input_precision(batch: Batch, state: _State) -> None:
-    """fp32/fp64 operands narrowed to fp16/bf16 before computing."""
-    if batch.dtypes[0] not in ("float32", "float64"):
-        return
-    for narrow in ("float16", "bfloat16"):
-        for context in ({}, {"opmath": "float32"}):
-            rule = {"input_dtype": narrow}
-            hits = _prove(batch, state, rule, neutral=context)
-            hits = hits[~_non_finite_symptom(batch, hits)]
-            if hits.size:
-                _accept(state, {**rule, **context}, Claim(
-                    "input-precision", hits, hits.size,
-                    f"inputs rounded to {narrow} before computing (precision lost)",
-                    {"input_dtype": narrow, "context": context}))
+def _informative_slopes(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """actual / input where the exact result is a normal number, and which of those
+    ratios lie on the negative side (x < 0 forward; x <= 0 or NaN backward)."""
+    g, a = batch.golden[index].astype(np.float64), batch.actual[index].astype(np.float64)
+    xs = batch.x[index].astype(np.float64)
+    if batch.direction == "forward":
+        v, negative, positive = xs, xs < 0, xs > 0
+    else:
+        v = batch.dy[index].astype(np.float64)
+        negative = (xs <= 0) | np.isnan(xs)
+        positive = ~negative
+    ok = (np.abs(g) >= info(batch.out_dtype).smallest_normal) & np.isfinite(a) & np.isfinite(v) \
+        & (v != 0) & np.isfinite(g) & (negative | positive)
+    return a[ok] / v[ok], negative[ok]
+
+
+def _observed_slopes(batch: Batch, index: np.ndarray) -> np.ndarray:
+    """actual / input (x forward, dy backward) wherever both are finite and the input is
+    not zero, and a zero actual counts as slope 0: every slope the output shows."""
+    a = batch.actual[index].astype(np.float64)
+    v = (batch.x if batch.direction == "forward" else batch.dy)[index].astype(np.float64)
+    ok = np.isfinite(a) & np.isfinite(v) & (v != 0)
+    return a[ok] / v[ok]
 
 
 def _non_finite_symptom(batch: Batch, index: np.ndarray) -> np.ndarray:
@@ -544,10 +551,6 @@ def _non_finite_symptom(batch: Batch, index: np.ndarray) -> np.ndarray:
     when narrowed, and the value classes (``overflow``, ``spurious-nan``) name that."""
     a, g = batch.actual[index].astype(np.float64), batch.golden[index].astype(np.float64)
     return ~np.isfinite(a) & np.isfinite(g)
-
-
-_SEMANTIC = (_input_precision, _alpha_mismatch, _alpha_precision, _subnormal_flush, _saturation,
-             _grad_at_zero, _nan_gradient)
 
 
 # ----------------------------------------------------------------------------- location
@@ -566,6 +569,8 @@ def tail_regions(layout: TileLayout, numel: int) -> list[tuple[int, int, dict]]:
     if numel % align:
         lo = max(0, numel - numel % align - align)
         regions.append((lo, numel, {"unaligned_tail": True, "start": lo, "stop": numel}))
+        regions.append((numel - numel % align, numel,
+                        {"last_partial_block": True, "start": numel - numel % align, "stop": numel}))
     covered = max((s.stop for s in layout.spans), default=0)
     if covered < numel:
         regions.append((covered, numel, {"uncovered": True, "start": covered, "stop": numel}))
@@ -577,48 +582,107 @@ def _confined(rest: np.ndarray, regions: list[tuple[int, int, dict]], numel: int
     (a tail defect garbles its tail, not one value class) and leave elements outside.
     Each error counts against the smallest region that holds it, so a 1-element dropped
     tile is not diluted by the wider unaligned-tail region around it."""
-    used, spans, left = [], [], rest
+    mask = np.zeros(numel, dtype=bool)
+    used, left = [], rest
     for lo, hi, desc in sorted(regions, key=lambda r: r[1] - r[0]):
         inside = (left >= lo) & (left < hi)
         if inside.any():
-            spans.append((max(lo, 0), min(hi, numel)))
+            mask[lo:hi] = True
             used.append(desc)
             left = left[~inside]
-    covered = _covered(spans)
-    dense = 2 * rest.size >= covered
-    return used if left.size == 0 and dense and covered < numel else []
+    dense = 2 * rest.size >= int(mask.sum())
+    return used if left.size == 0 and dense and not mask.all() else []
 
 
-def _covered(spans: list[tuple[int, int]]) -> int:
-    """How many elements the union of half-open ``spans`` holds (no tensor-sized mask)."""
-    total, end = 0, -1
-    for lo, hi in sorted(spans):
-        lo = max(lo, end)
-        if hi > lo:
-            total, end = total + hi - lo, hi
-    return total
-
-
-def _beyond_rounding(residue: Residue) -> np.ndarray:
-    """Mask of the residue's elements that the 1-ULP rounding rule would not take."""
-    a, g = residue.actual, residue.golden
+def _beyond_rounding(batch: Batch, index: np.ndarray) -> np.ndarray:
+    """The elements of ``index`` that the 1-ULP residue rule would not take."""
+    a, g = batch.actual[index], batch.golden[index]
     finite = np.isfinite(a.astype(np.float64)) & np.isfinite(g.astype(np.float64))
-    return ~(finite & (ulp_distance(a, g).ulps <= 1))
+    return index[~(finite & (ulp_distance(a, g).ulps <= 1))]
 
 
-def _tail(residue: Residue, layout: Optional[TileLayout], numel: int) -> Optional[Claim]:
-    """Errors beyond 1-ULP residue, confined to the tail regions, are ``tail-block``."""
-    rest = residue.index[_beyond_rounding(residue)] if layout is not None else _EMPTY
+def _tail(batch: Batch, state: _State, layout: Optional[TileLayout]) -> None:
+    """Errors beyond 1-ULP residue, confined to the tail regions of the tiling plan or, with
+    or without a plan, to the last k elements, are ``tail-block``."""
+    rest = _beyond_rounding(batch, state.remaining)
     if rest.size == 0:
-        return None
-    used = _confined(rest, tail_regions(layout, numel), numel)
-    if not used:
-        return None
-    lo, hi = int(rest.min()), int(rest.max()) + 1
-    return Claim(
-        "tail-block", rest, rest.size,
-        "the remaining errors all lie in tail tiles or the unaligned tail; the rest is clean",
-        {"start": lo, "stop": hi, "regions": used, "align_elements": layout.align_elements})
+        return
+    n = batch.tensor_size
+    used = _confined(batch.flat(rest), tail_regions(layout, n), n) if layout is not None else []
+    if used:
+        lo, hi = int(batch.flat(rest).min()), int(batch.flat(rest).max()) + 1
+        state.claim(Claim(
+            "tail-block", rest, rest.size,
+            "the remaining errors all lie in tail tiles or the unaligned tail; the rest is clean",
+            {"start": lo, "stop": hi, "regions": used, "align_elements": layout.align_elements,
+             "explained": int(rest.size), "contradicted": 0}))
+    else:
+        _last_elements(batch, state, rest)
+
+
+def _last_elements(batch: Batch, state: _State, rest: np.ndarray) -> None:
+    """Errors confined to the end of the tensor, filling at least half of it, are
+    ``tail-block`` "confined to the last k elements", value classes and zero signs
+    included.  The end is where all errors are, when the same kinds of input before it
+    are right (so the position, not the value, is what differs); otherwise the run of
+    wrong elements that ends the tensor and holds every error no value class names."""
+    n = batch.tensor_size
+    if rest.size and _dense_end(batch.flat(rest), n) and _position_proved(batch, rest):
+        _claim_end(batch, state, state.remaining[state.remaining >= int(rest.min())], n, proved=True)
+        return
+    odd = rest[~_value_class(batch, rest)]
+    if odd.size == 0:
+        return
+    lo = _run_start(batch.flat(state.remaining), int(batch.flat(odd).min()))
+    inside = rest[batch.flat(rest) >= lo]
+    if not _dense_end(batch.flat(inside), n):
+        return
+    _claim_end(batch, state, state.remaining[batch.flat(state.remaining) >= lo], n,
+               proved=_position_proved(batch, inside))
+
+
+def _dense_end(rest: np.ndarray, n: int) -> bool:
+    lo = int(rest.min())
+    return lo > 0 and 2 * rest.size >= n - lo
+
+
+def _run_start(remaining: np.ndarray, lo: int) -> int:
+    """Start of the run of consecutive wrong elements (ascending flat indices) that ends at ``lo``."""
+    p = int(np.searchsorted(remaining, lo))
+    if p == 0 or remaining[p - 1] != lo - 1:
+        return lo
+    gaps = np.flatnonzero(np.diff(remaining[:p]) != 1)
+    return int(remaining[gaps[-1] + 1 if gaps.size else 0])
+
+
+def _claim_end(batch: Batch, state: _State, index: np.ndarray, n: int, *, proved: bool) -> None:
+    lo = int(batch.flat(index).min())
+    why = "the same kinds of input before them are right" if proved else "the rest is clean"
+    state.claim(Claim(
+        "tail-block", index, index.size,
+        f"the remaining errors are confined to the last {n - lo} elements [{lo}, {n}); {why}",
+        {"start": lo, "stop": n, "last": n - lo, "explained": int(index.size), "contradicted": 0}))
+
+
+def _kinds(v: np.ndarray) -> np.ndarray:
+    """Sign and biased exponent of each value, NaN apart: what a value defect depends on."""
+    bits = to_bits(v).astype(np.int64)
+    rec = info(v.dtype)
+    return np.where(is_nan(v), -1, bits >> rec.mant_bits)
+
+
+def _position_proved(batch: Batch, rest: np.ndarray) -> bool:
+    """For at least half of the errors the same kind of input occurs earlier, so the
+    position, not the value, is what differs."""
+    kinds = _kinds(batch.x)
+    seen = np.isin(kinds[rest], kinds[:int(rest.min())])
+    return 2 * int(seen.sum()) >= rest.size
+
+
+def _value_class(batch: Batch, index: np.ndarray) -> np.ndarray:
+    """Elements a value class (overflow, NaN, signed zero) names."""
+    masks = _classes(batch.actual[index], batch.golden[index])[:4]
+    return np.logical_or.reduce([m for _, m, _ in masks])
 
 
 # ----------------------------------------------------------------------------- value classes
@@ -639,15 +703,18 @@ def _classes(actual: np.ndarray, golden: np.ndarray) -> list[tuple[str, np.ndarr
     ]
 
 
-def _value_classes(residue: Residue) -> list[Claim]:
-    claims: list[Claim] = []
-    if residue.index.size == 0:
-        return claims
-    taken = np.zeros(residue.index.size, dtype=bool)
-    for category, mask, summary in _classes(residue.actual, residue.golden):
+def _value_classes(batch: Batch, state: _State) -> None:
+    rest = state.remaining
+    if rest.size == 0:
+        return
+    taken = np.zeros(rest.size, dtype=bool)
+    for category, mask, summary in _classes(batch.actual[rest], batch.golden[rest]):
         mine = mask & ~taken
         if mine.any():
             taken |= mine
-            detail = {"max_ulp": ulp_distance(residue.actual[mine], residue.golden[mine]).max()}
-            claims.append(Claim(category, residue.index[mine], int(mine.sum()), summary, detail))
-    return claims
+            detail = {"max_ulp": _max_ulp(batch, rest[mine])}
+            state.claim(Claim(category, rest[mine], int(mine.sum()), summary, detail))
+
+
+def _max_ulp(batch: Batch, index: np.ndarray) -> int:
+    return ulp_distance(batch.actual[index], batch.golden[index]).max()

@@ -1,0 +1,234 @@
+"""Generated defects: random cases with a defect from the catalogue planted into golden.
+
+Each :class:`Planted` case holds inputs (any dtype pair, direction, shape, share of
+zeros, NaN, infinities and subnormals), the alpha (0, above 1 and negative
+included), the golden output and the defective output, and for every element the
+defect changed, the categories that name it correctly (one, or two where two
+stacked defects both change an element).  Defects are golden variants (another
+slope, a default rounded to the dtype, a rounded slope, DAZ/FTZ, a formulation,
+saturation, gradient rules, narrowed inputs) or edits (a garbled tail).
+``generate(seed)`` is deterministic; triage's job is to name every planted element.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from conformance.dtypes import from_bits, info
+from conformance.reference import golden as ref
+from conformance.reference.defaults import default_slopes
+
+_PAIRS = sorted(ref.SUPPORTED_PAIRS)
+_ALPHAS = (0.0, 0.01, 0.2, 0.3, 1 / 3, 1.5, 2.0, -0.5, -0.2, 1.0)
+
+
+@dataclass(frozen=True)
+class Defect:
+    """One planted defect: its category, a readable name, and what it does."""
+
+    category: str
+    name: str
+    rule: dict = field(default_factory=dict)  # golden keywords (alpha included)
+    tail: int = 0  # garble the last ``tail`` elements
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Planted:
+    """A generated case: inputs, golden, the defective output and the planted categories."""
+
+    seed: int
+    x: np.ndarray
+    dy: Optional[np.ndarray]
+    alpha: float
+    direction: str
+    out_dtype: str
+    golden: np.ndarray
+    actual: np.ndarray
+    defects: tuple[Defect, ...]
+    accept: dict = field(default_factory=dict)  # flat index -> tuple of categories
+
+    def __str__(self) -> str:
+        shape = "x".join(map(str, self.x.shape)) or "0-d"
+        return (f"seed {self.seed}: {self.x.dtype}->{self.out_dtype} {self.direction} {shape} "
+                f"alpha={self.alpha!r} {' + '.join(map(str, self.defects)) or 'clean'}")
+
+
+# ----------------------------------------------------------------------------- inputs
+
+def _shape(rng: np.random.Generator) -> tuple[int, ...]:
+    kind = rng.integers(0, 5)
+    if kind == 0:
+        return ()
+    if kind == 1:
+        return (1,)
+    if kind == 2:
+        return (int(rng.integers(2, 64)),)
+    if kind == 3:
+        return (int(rng.integers(64, 3000)),)
+    return tuple(int(v) for v in rng.integers(1, 12, size=int(rng.integers(2, 4))))
+
+
+def _values(rng: np.random.Generator, dtype: str, n: int) -> np.ndarray:
+    """Normal values of random sign and magnitude, with random shares of specials."""
+    rec = info(dtype)
+    exp = rng.integers(max(rec.emin, -60), min(rec.bias, 60) + 1, n)
+    v = np.ldexp(rng.uniform(1.0, 2.0, n), exp) * rng.choice([-1.0, 1.0], n)
+    shares = rng.dirichlet(np.ones(5)) * rng.uniform(0.0, 0.6)  # zeros, NaN, inf, subnormal, tiny
+    kinds = rng.choice(6, n, p=np.append(shares, 1 - shares.sum()))
+    sign = rng.choice([-1.0, 1.0], n)
+    v = np.where(kinds == 0, 0.0 * sign, v)
+    v = np.where(kinds == 1, np.nan, v)
+    v = np.where(kinds == 2, np.inf * sign, v)
+    v = np.where(kinds == 3, sign * rec.smallest_subnormal * rng.integers(1, 64, n), v)
+    v = np.where(kinds == 4, sign * rec.smallest_normal * rng.uniform(1, 4, n), v)
+    return ref.round_float64(v, rec)
+
+
+# ----------------------------------------------------------------------------- defects
+
+def _slope_defects(alpha: float, src: str, out: str) -> list[Defect]:
+    """Another slope: a framework default (exact or rounded to a 16-bit dtype in play)."""
+    found = []
+    narrow = [d for d in (src, out) if info(d).bits == 16]
+    for d in default_slopes():
+        if abs(d - alpha) > max(abs(alpha), 1e-3) * 0.02:
+            found.append(Defect("alpha-mismatch", f"slope {d!r}", {"alpha": d}))
+            found += [Defect("alpha-mismatch", f"slope {d!r} in {t}", {"alpha": d, "slope_dtype": t})
+                      for t in narrow if d != 0]
+    if alpha != 0:
+        found.append(Defect("alpha-mismatch", "plain ReLU", {"formulation": "relu"}))
+    return found
+
+
+def catalogue(*, alpha: float, src: str, out: str, direction: str) -> list[Defect]:
+    """Every defect that may show on this kind of case."""
+    found = _slope_defects(alpha, src, out)
+    found += [Defect("alpha-precision", f"slope in {t}", {"slope_dtype": t})
+              for t in dict.fromkeys((src, out)) if info(t).bits == 16]
+    found += [Defect("subnormal-flush", "DAZ+FTZ", {"flush_subnormals": True}),
+              Defect("saturation", "saturation mode", {"saturate": True})]
+    if src in ("float32", "float64"):
+        found.append(Defect("input-precision", "inputs cast to fp16", {"input_dtype": "float16"}))
+    if direction == "forward":
+        found.append(Defect("subnormal-flush", "XLA DAZ+FTZ, x >= 0",
+                            {"daz": True, "ftz": True, "predicate": "ge"}))
+        if alpha > 1 or alpha < 0:
+            found.append(Defect("formulation", "max(x, a*x)" if alpha > 1 else "min(x, a*x)",
+                                {"formulation": "max" if alpha > 1 else "min"}))
+    else:
+        found += [Defect("grad-at-zero", "dx = dy at x == 0", {"grad_rule": "ge"}),
+                  Defect("nan-gradient", "dx = dy at NaN", {"nan_grad": "dy"}),
+                  Defect("nan-gradient", "dx = dy*0 at NaN", {"nan_grad": "dy*0"}),
+                  Defect("formulation", "gradient of maximum", {"grad_rule": "max"})]
+    return found
+
+
+def _tail(rng: np.random.Generator, n: int) -> Optional[Defect]:
+    if n < 8:
+        return None
+    k = min(int(rng.choice([1, 3, 16, max(1, n // 10)])), n // 2)  # the rest stays clean
+    return Defect("tail-block", f"garbled last {k}", tail=k)
+
+
+def _compute(x: np.ndarray, dy: Optional[np.ndarray], alpha: float, out: str, rule: dict) -> np.ndarray:
+    kw = dict(rule)
+    a = kw.pop("alpha", alpha)
+    if dy is None:
+        return ref.leaky_relu(x, a, out_dtype=out, **kw).reshape(-1)
+    return ref.leaky_relu_backward(dy, x, a, out_dtype=out, **kw).reshape(-1)
+
+
+def _garble(y: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """The last k elements replaced by random finite bit patterns (what GM garbage looks like)."""
+    out = y.copy()
+    rec = info(y.dtype)
+    bits = rng.integers(0, 1 << rec.bits, k, dtype=np.uint64).astype(rec.uint)
+    vals = from_bits(bits, y.dtype)
+    with np.errstate(invalid="ignore"):
+        vals = np.where(np.isfinite(vals.astype(np.float64)), vals, np.zeros((), y.dtype))
+    out[-k:] = vals
+    return out
+
+
+# ----------------------------------------------------------------------------- cases
+
+def _pick(rng: np.random.Generator, defects: list[Defect], count: int) -> list[Defect]:
+    chosen: list[Defect] = []
+    if count <= 0:
+        return chosen
+    for i in rng.permutation(len(defects)):
+        d = defects[i]
+        if all(not (set(d.rule) & set(c.rule)) and d.category != c.category for c in chosen):
+            chosen.append(d)
+        if len(chosen) == count:
+            break
+    return chosen
+
+
+def generate(seed: int, *, defects: Optional[int] = None, min_size: int = 0) -> Planted:
+    """One deterministic random case with 0, 1 or 2 planted defects (``defects`` fixes
+    how many; ``min_size`` the least number of elements)."""
+    rng = np.random.default_rng(seed)
+    src, out = _PAIRS[int(rng.integers(len(_PAIRS)))]
+    direction = "forward" if rng.random() < 0.55 else "backward"
+    alpha = float(rng.choice(_ALPHAS)) if rng.random() < 0.8 else float(rng.uniform(-1, 2))
+    shape = _shape(rng)
+    while int(np.prod(shape, dtype=np.int64)) < min_size:
+        shape = _shape(rng)
+    n = int(np.prod(shape, dtype=np.int64))
+    x = _values(rng, src, n).reshape(shape)
+    dy = _values(rng, src, n).reshape(shape) if direction == "backward" else None
+    golden = _compute(x, dy, alpha, out, {})
+    wanted = int(rng.choice([0, 1, 1, 1, 2, 2])) if defects is None else defects
+    pool = catalogue(alpha=alpha, src=src, out=out, direction=direction)
+    tail = _tail(rng, n) if rng.random() < 0.2 and wanted else None
+    planted = _pick(rng, pool, wanted - (tail is not None)) if wanted else []
+    actual, accept = _plant(x, dy, alpha, out, golden, planted, tail, rng)
+    chosen = tuple(planted) + ((tail,) if tail is not None else ())
+    return Planted(seed, x, dy, alpha, direction, out, golden, actual, chosen, accept)
+
+
+def _plant(x, dy, alpha, out, golden, defects, tail, rng) -> tuple[np.ndarray, dict]:
+    """The defective output and, per changed element, the categories that name it."""
+    rule: dict = {}
+    for d in defects:
+        rule.update(d.rule)
+    actual = _compute(x, dy, alpha, out, rule) if defects else golden.copy()
+    changed = np.flatnonzero(~_same(actual, golden))
+    alone = [_compute(x, dy, alpha, out, d.rule) for d in defects]
+    accept: dict = {}
+    symptom = ~np.isfinite(actual.astype(np.float64)) & np.isfinite(golden.astype(np.float64))
+    for i in changed:
+        cats = tuple(d.category for d, y in zip(defects, alone) if _same(y[i:i + 1], actual[i:i + 1])[0])
+        cats = cats or tuple(d.category for d in defects)
+        if "input-precision" in cats and symptom[i]:  # an operand overflowed when narrowed
+            cats += ("overflow", "spurious-nan")
+        accept[int(i)] = cats
+    if tail is not None:
+        garbled = _garble(actual, tail.tail, rng)
+        start = actual.size - tail.tail
+        for i in range(start, actual.size):
+            if not _same(garbled[i:i + 1], golden[i:i + 1])[0]:
+                accept[i] = ("tail-block",)
+            else:
+                accept.pop(i, None)
+        actual = garbled
+    return actual, accept
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    bits_a = a.view(info(a.dtype).uint)
+    bits_b = b.view(info(b.dtype).uint)
+    nan = np.isnan(a.astype(np.float64)) & np.isnan(b.astype(np.float64))
+    return (bits_a == bits_b) | nan
+
+
+def cases(count: int, *, seed: int = 0) -> list[Planted]:
+    """``count`` generated cases, seeds ``seed .. seed + count - 1``."""
+    return [generate(seed + i) for i in range(count)]
+

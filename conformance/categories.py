@@ -1,0 +1,98 @@
+"""THE registry of triage categories: name, group, order, kind, summary.
+
+Triage claims only categories registered here; the gate's policy, the merge
+order, the JSON schema enum, selftest's expectations and the README table are
+derived from or checked against this table.  An unknown name is an error
+(:func:`check`), never a silent drop.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+Group = Literal["refused", "hazards", "semantics", "location", "value class", "residue"]
+Kind = Literal["refusal", "hazard", "proved by recomputation", "proved by confinement",
+               "value class", "residue"]
+
+
+@dataclass(frozen=True)
+class Category:
+    """One triage category; ``order`` is its place in the triage and in every report."""
+
+    name: str
+    group: Group
+    order: int
+    kind: Kind
+    summary: str
+
+
+_TABLE: tuple[tuple[str, Group, Kind, str], ...] = (
+    ("rejected-input", "refused", "refusal", "the backend refused the input"),
+    ("out-of-bounds-write", "hazards", "hazard",
+     "the kernel wrote outside the output tensor (emulator red zones)"),
+    ("write-race", "hazards", "hazard", "two cores wrote the same element"),
+    ("input-precision", "semantics", "proved by recomputation",
+     "operands narrowed (e.g. fp32 cast to fp16) before computing"),
+    ("alpha-mismatch", "semantics", "proved by recomputation",
+     "negative side computed with another slope (effective_alpha; whose default it is)"),
+    ("alpha-precision", "semantics", "proved by recomputation",
+     "slope rounded to the compute dtype before multiplying"),
+    ("formulation", "semantics", "proved by recomputation",
+     ("another formula: max(x, a*x), min(x, a*x), max(x,0)+a*min(x,0), mask-multiply, "
+      "or the gradient of maximum(a*x, x)")),
+    ("subnormal-flush", "semantics", "proved by recomputation",
+     "subnormal inputs read as zero (DAZ) and/or subnormal results flushed (FTZ)"),
+    ("saturation", "semantics", "proved by recomputation",
+     "NaN became 0 and/or ±inf became ±max (saturation mode)"),
+    ("grad-at-zero", "semantics", "proved by recomputation",
+     "backward at x == 0 used slope 1 instead of alpha (or the reverse)"),
+    ("nan-gradient", "semantics", "proved by recomputation",
+     "backward at x = NaN gave 0, dy*0 or dy instead of alpha*dy"),
+    ("tail-block", "location", "proved by confinement",
+     ("the remaining errors all lie in the tail (tail tiles, the last partial block, or the "
+      "last k elements) and the rest is clean")),
+    ("overflow", "value class", "value class", "golden finite, actual ±inf"),
+    ("spurious-nan", "value class", "value class", "actual NaN, golden not"),
+    ("lost-nan", "value class", "value class", "golden NaN, actual not (and not saturation)"),
+    ("signed-zero", "value class", "value class", "both zero, sign differs"),
+    ("rounding", "residue", "residue", "within 1 ULP of the exact result"),
+    ("unexplained", "residue", "residue", "none of the above"),
+)
+
+REGISTRY: dict[str, Category] = {
+    name: Category(name, group, order, kind, summary)
+    for order, (name, group, kind, summary) in enumerate(_TABLE)
+}
+NAMES: tuple[str, ...] = tuple(REGISTRY)
+SEMANTIC: tuple[str, ...] = tuple(c.name for c in REGISTRY.values() if c.group == "semantics")
+
+
+class UnknownCategory(ValueError):
+    """A category name the registry does not hold."""
+
+
+def check(name: str) -> Category:
+    """The registry entry for ``name``; an unknown name raises."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise UnknownCategory(f"unknown triage category {name!r}; registered: "
+                              f"{', '.join(NAMES)}") from None
+
+
+def order(name: str) -> int:
+    """Sort key of a category (raises for an unknown name)."""
+    return check(name).order
+
+
+def ordered(names: Iterable[str]) -> list[str]:
+    """Distinct ``names`` in registry order (raises for an unknown name)."""
+    return sorted(set(names), key=order)
+
+
+def markdown_table() -> str:
+    """The README's category table, generated from the registry."""
+    lines = ["| category | group | meaning |", "|---|---|---|"]
+    lines += [f"| `{c.name}` | {c.group} | {c.summary} |" for c in REGISTRY.values()]
+    return "\n".join(lines)

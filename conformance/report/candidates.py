@@ -1,0 +1,228 @@
+"""The catalogue of candidate explanations: each a golden variant and the category it proves.
+
+A :class:`Rule` is a set of golden keywords (``conformance.reference.golden``, plus
+``alpha`` and the batch-level ``flush_output``/``flush_inputs``/``saturate_inputs``).
+Triage (``triage.py``) scores every rule, and stacks of them, by recomputing golden
+under them; this module only says which rules are worth trying for a batch.
+A rule with ``category=None`` is neutral context (float32 opmath): it may be part of
+an explanation, but the elements only it explains stay ``rounding``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from conformance import categories
+from conformance.dtypes import info, is_nan
+from conformance.reference import golden as ref
+from conformance.reference.defaults import default_slopes, frameworks_with_default
+
+Groups = Callable[[np.ndarray], list]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One candidate explanation."""
+
+    category: Optional[str]
+    keywords: tuple[tuple[str, object], ...]
+    summary: str
+    detail: dict = field(default_factory=dict, compare=False)
+    complexity: float = 1.0  # description length of the rule, in rules
+    groups: Optional[Groups] = field(default=None, compare=False)  # each group must gain
+    reach: Optional[str] = None  # the only elements it can change: "nan", "zero", "special", "tiny"
+
+    def __post_init__(self) -> None:
+        if self.category is not None:
+            categories.check(self.category)
+
+    @property
+    def kw(self) -> dict:
+        return dict(self.keywords)
+
+    @property
+    def keys(self) -> frozenset[str]:
+        return frozenset(k for k, _ in self.keywords)
+
+
+def rule(category: Optional[str], summary: str, detail: Optional[dict] = None, *,
+         complexity: float = 1.0, groups: Optional[Groups] = None, reach: Optional[str] = None,
+         **keywords: object) -> Rule:
+    return Rule(category, tuple(sorted(keywords.items())), summary, detail or {}, complexity, groups,
+                reach)
+
+
+# ----------------------------------------------------------------------------- slopes
+
+def _close_to(alpha: float, c: float) -> bool:
+    """Within what rounding alpha to a 16-bit dtype could do (that is alpha-precision)."""
+    return abs(c - alpha) <= abs(alpha) * 2.0 ** -8
+
+
+def slope_dtypes(dtypes: tuple[str, str]) -> list[str]:
+    """Dtypes a framework may round the slope to: the 16-bit dtypes in play, and float32
+    for float32 tensors (torch, TF and the CANN kernel all hold the slope as float32) and
+    for float64 ones (TF's alpha is a float32 attribute)."""
+    names = set(dtypes)
+    narrow = [d for d in ("float16", "bfloat16") if d in names]
+    return narrow + (["float32"] if names & {"float32", "float64"} else [])
+
+
+def _digits(estimate: float) -> list[tuple[float, int]]:
+    out = [(float(f"{estimate:.{k}g}"), k) for k in range(1, 8)] + [(estimate, 17)]
+    return [(c, k) for c, k in out if np.isfinite(c)]
+
+
+def _who(c: float) -> str:
+    names = frameworks_with_default(c)
+    return f" ({c!r} is the default of {', '.join(names)})" if names else ""
+
+
+def _plain(c: float) -> str:
+    return " (plain ReLU, or the CANN default 0.0)" if c == 0 else _who(c)
+
+
+def _alpha_rules(alpha: float, dtypes: tuple[str, str], estimates: list[float]) -> list[Rule]:
+    """Another slope: every framework default and the estimate at 1..7 significant
+    digits, each exact and rounded to each dtype in play."""
+    cands = [(d, 0) for d in default_slopes()]
+    for e in estimates:
+        cands += _digits(e)
+    seen: dict[float, int] = {}
+    for c, k in cands:
+        seen.setdefault(c, k)
+    rules = []
+    for c, k in seen.items():
+        if _close_to(alpha, c):
+            continue
+        base = {"effective_alpha": c, "expected_alpha": alpha, "default_of": list(frameworks_with_default(c))}
+        rules.append(rule("alpha-mismatch", f"negative side computed with slope {c!r} instead of {alpha!r}"
+                          f"{_plain(c)}", base, complexity=1 + 1e-3 * k, alpha=c))
+        for d in slope_dtypes(dtypes):
+            slope = ref.effective_slope(c, slope_dtype=d)
+            if slope != c and not _close_to(alpha, slope):
+                rules.append(rule("alpha-mismatch", f"negative side computed with slope {c!r} rounded to "
+                                  f"{d} ({slope!r}) instead of {alpha!r}{_plain(c)}",
+                                  {**base, "slope_dtype": d, "slope": slope},
+                                  complexity=1 + 1e-3 * k, alpha=c, slope_dtype=d))
+    return rules
+
+
+def _relu_rule(alpha: float, direction: str) -> list[Rule]:
+    if alpha == 0:  # a zero slope's sign of zero is not another slope
+        return []
+    return [rule("alpha-mismatch", f"negative side gives +0 instead of slope {alpha!r}: plain ReLU "
+                 "max(x, 0), or the CANN default 0.0",
+                 {"effective_alpha": 0.0, "expected_alpha": alpha, "default_of": ["CANN"],
+                  "formula": "max(x, 0)"}, formulation="relu")]
+
+
+def _precision_rules(alpha: float, dtypes: tuple[str, str]) -> list[Rule]:
+    out = []
+    for d in slope_dtypes(dtypes):
+        slope = ref.effective_slope(alpha, slope_dtype=d)
+        if slope != alpha:
+            out.append(rule("alpha-precision", f"slope rounded to {d} ({slope!r}) before multiplying",
+                            {"slope_dtype": d, "slope": slope, "alpha": alpha}, slope_dtype=d))
+    return out
+
+
+# ----------------------------------------------------------------------------- the rest
+
+_FORMULAS = {"max": "max(x, a*x)", "min": "min(x, a*x)", "maxmin": "max(x, 0) + a*min(x, 0)",
+             "mask": "x*m + a*x*(1-m) with m = (x > 0)", "scale": "a*x on both sides (no select)"}
+
+
+def _formulation_rules(direction: str) -> list[Rule]:
+    if direction == "backward":
+        return [rule("formulation", "the gradient of maximum(a*x, x) (MindSpore): a tie (x = ±0, ±inf) "
+                     "gives ((1+a)/2)*dy, a NaN product (1+a)*dy", {"formula": "d maximum(a*x, x)"},
+                     reach="special", grad_rule="max"),
+                rule("formulation", "computed as a*dy on both sides (no select)", {"formula": "a*dy"},
+                     formulation="scale")]
+    return [rule("formulation", f"computed as {text}", {"formula": text}, formulation=name)
+            for name, text in _FORMULAS.items()]
+
+
+def _flush_rules(direction: str) -> list[Rule]:
+    both = "subnormal inputs read as zero (DAZ) and subnormal products flushed (FTZ)"
+    rules = [
+        rule("subnormal-flush", both, {"daz": True, "ftz": True}, daz=True, ftz=True,
+             reach="tiny"),
+        rule("subnormal-flush", "subnormal inputs read as zero (DAZ)", {"daz": True}, daz=True, reach="tiny"),
+        rule("subnormal-flush", "subnormal products flushed to zero (FTZ)", {"ftz": True}, ftz=True, reach="tiny"),
+        rule("subnormal-flush", "every subnormal result flushed to zero", {"flush_output": True},
+             daz=True, ftz=True, flush_output=True, reach="tiny"),
+        rule("subnormal-flush", "every subnormal input and result flushed to zero", {"flush_inputs": True},
+             daz=True, ftz=True, flush_output=True, flush_inputs=True, reach="tiny"),
+    ]
+    if direction == "forward":
+        rules += [
+            rule("subnormal-flush", both + " with select x >= 0, so a negative subnormal x passes "
+                 "through (XLA:CPU)", {"daz": True, "ftz": True, "predicate": "x >= 0"},
+                 daz=True, ftz=True, predicate="ge", reach="tiny"),
+            rule("subnormal-flush", "subnormal inputs read as zero (DAZ) with select x >= 0",
+                 {"daz": True, "predicate": "x >= 0"}, daz=True, predicate="ge", reach="tiny"),
+        ]
+    return rules
+
+
+def _value_groups(before: np.ndarray) -> list[np.ndarray]:
+    return [is_nan(before), np.isinf(before.astype(np.float64))]
+
+
+def _saturation_rules(dtypes: tuple[str, str]) -> list[Rule]:
+    text = "NaN became 0 and/or ±inf became ±max (saturation mode)"
+    rules = [rule("saturation", text, {}, groups=_value_groups, reach="special", saturate=True)]
+    if dtypes[0] != "float64":  # no float32 unit reads float64 operands
+        rules.append(rule("saturation", text + ", operands saturated too", {"operands": True},
+                          groups=_value_groups, reach="special", saturate=True, saturate_inputs=True))
+    return rules
+
+
+def _gradient_rules() -> list[Rule]:
+    return [
+        rule("grad-at-zero", "backward at x == 0 used slope 1 (dx = dy) instead of alpha",
+             {"rule": "x >= 0"}, reach="zero", grad_rule="ge"),
+        rule("grad-at-zero", "backward at x == 0 used slope 1 (dx = dy) instead of alpha "
+             "(autodiff through where(x >= 0, x, a*x))", {"rule": "x >= 0", "form": "branch sum"},
+             reach="zero", grad_rule="ge", grad_form="sum"),
+        rule("nan-gradient", "backward at x = NaN gave dy instead of alpha*dy", {"nan_grad": "dy"},
+             reach="nan", nan_grad="dy"),
+        rule("nan-gradient", "backward at x = NaN gave +0 instead of alpha*dy", {"nan_grad": "zero"},
+             reach="nan", nan_grad="zero"),
+        rule("nan-gradient", "backward at x = NaN gave dy*0 (a zero with dy's sign, Paddle) instead "
+             "of alpha*dy", {"nan_grad": "dy*0"}, reach="nan", nan_grad="dy*0"),
+    ]
+
+
+def _input_rules(dtypes: tuple[str, str]) -> list[Rule]:
+    if dtypes[0] not in ("float32", "float64"):
+        return []
+    narrowed = [rule("input-precision", f"inputs rounded to {n} before computing (precision lost)",
+                     {"input_dtype": n}, input_dtype=n) for n in ("float16", "bfloat16")]
+    return narrowed + [rule("input-precision", f"computed in {n}: inputs, slope and product rounded to {n}",
+                            {"input_dtype": n, "compute_dtype": n}, input_dtype=n, opmath=n)
+                       for n in ("float16", "bfloat16")]
+
+
+def _neutral_rules(dtypes: tuple[str, str]) -> list[Rule]:
+    if info(dtypes[1]).bits != 16:
+        return []
+    return [rule(None, "computed in float32, then rounded", {}, complexity=1.0, opmath="float32")]
+
+
+def catalogue(*, alpha: float, direction: str, dtypes: tuple[str, str],
+              estimates: list[float]) -> list[Rule]:
+    """Every rule worth trying on a batch: neutral context first (a tie with it is no
+    evidence for a category), then in the registry's order of categories."""
+    rules = (_neutral_rules(dtypes) + _input_rules(dtypes) + _alpha_rules(alpha, dtypes, estimates)
+             + _relu_rule(alpha, direction)
+             + _precision_rules(alpha, dtypes) + _formulation_rules(direction) + _flush_rules(direction)
+             + _saturation_rules(dtypes))
+    if direction == "backward":
+        rules += _gradient_rules()
+    return rules

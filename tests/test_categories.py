@@ -1,0 +1,54 @@
+"""The category registry owns every name: derived lists agree, unknown names raise."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conformance import categories
+from conformance.npu_impl.variants import VARIANTS
+from conformance.reference import golden as ref
+from conformance.report.evaluate import Finding, merge_findings
+from conformance.report.export import SCHEMA
+from conformance.report.gate import CATEGORIES, GateConfig
+from conformance.report.triage import Claim
+from tests.test_triage import F16, judge
+
+
+def test_gate_and_schema_derive_from_the_registry() -> None:
+    assert CATEGORIES == categories.NAMES
+    enum = SCHEMA["properties"]["rows"]["items"]["properties"]["findings"]["items"]["properties"]["category"]["enum"]
+    assert enum == list(categories.NAMES)
+    assert [categories.order(n) for n in categories.NAMES] == sorted(categories.order(n) for n in categories.NAMES)
+
+
+def test_selftest_expectations_are_registered() -> None:
+    assert all(name in categories.REGISTRY for v in VARIANTS.values() for name in v.expected)
+
+
+def test_unknown_category_raises_everywhere() -> None:
+    with pytest.raises(categories.UnknownCategory, match="unknown triage category 'no-such'"):
+        categories.check("no-such")
+    with pytest.raises(categories.UnknownCategory, match="unknown triage category"):
+        Claim("no-such", np.zeros(0, np.int64), 0, "")
+
+
+def test_merge_findings_never_drops_an_unknown_category() -> None:
+    row = judge(F16, ref.leaky_relu(F16, 0.01), 0.2)
+    odd = Finding("made-up", 3, False, "a finding from elsewhere", {}, ())
+    bad = row.__class__(**{**row.__dict__, "findings": row.findings + (odd,)})
+    with pytest.raises(categories.UnknownCategory, match="made-up"):
+        merge_findings([row, bad], backend="cann", config=GateConfig())
+
+
+def test_readme_table_lists_every_category() -> None:
+    table = categories.markdown_table()
+    assert all(f"`{name}`" in table for name in categories.NAMES)
+
+
+def test_readme_table_follows_the_registry() -> None:
+    from pathlib import Path
+
+    text = Path(__file__).resolve().parents[1].joinpath("README.md").read_text()
+    section = text[text.index("## Triage categories"):text.index("## Report format")]
+    listed = [line.split("`")[1] for line in section.splitlines() if line.startswith("| `")]
+    assert listed == list(categories.NAMES)

@@ -1,0 +1,97 @@
+"""Proof by generated defects (issue 9): random defects from the catalogue planted into
+golden outputs must be named with their planted category, element by element.
+
+``conformance.cases.defects`` varies the dtype pair, direction, shape (0-d, one
+element, unaligned, multi-dimensional), alpha (0, above 1, negative, random), the share
+of zeros, NaN, infinities and subnormals, the defect's parameters and pairs of stacked
+defects.  The expected categories come from the planting, never from triage.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.cases.defects import generate
+from conformance.commands.selftest import name_generated, run_generated
+from conformance.dtypes import all_patterns
+from tests.test_triage import counts, judge
+
+GENERATED = 2000  # cases in the aggregate test
+REQUIRED = 0.999  # share of planted elements named right (issue 9)
+
+
+def test_generated_defects_are_named_with_their_planted_category() -> None:
+    scored, share, false = run_generated(GENERATED, seed=0)
+    planted = sum(len(s.pairs) for s in scored)
+    assert planted > 10 * GENERATED, "the generator must plant defects"
+    assert {p for s in scored for p, _, _ in s.pairs} >= {
+        "alpha-mismatch", "alpha-precision", "formulation", "subnormal-flush", "saturation",
+        "grad-at-zero", "nan-gradient", "input-precision", "tail-block"}
+    assert false == 0, [str(s.case) for s in scored if s.false_findings][:5]
+    wrong = [str(s.case) for s in scored if not all(ok for *_, ok in s.pairs)]
+    assert share >= REQUIRED, wrong[:10]
+
+
+@settings(max_examples=120, deadline=None)
+@given(seed=st.integers(0, 2 ** 31 - 1))
+def test_one_defect_on_a_sizable_tensor_is_named_exactly(seed: int) -> None:
+    case = generate(seed, defects=1, min_size=64)
+    scored = name_generated(case)
+    assert not scored.false_findings, str(case)
+    wrong = [(p, n) for p, n, ok in scored.pairs if not ok]
+    assert not wrong, f"{case}: {wrong[:5]}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2 ** 31 - 1))
+def test_clean_outputs_give_no_finding(seed: int) -> None:
+    case = generate(seed, defects=0)
+    assert not case.accept and not name_generated(case).pairs
+    assert (case.actual.view(np.uint8) == case.golden.view(np.uint8)).all()
+
+
+def test_generator_reaches_every_shape_kind_and_special_share() -> None:
+    cases = [generate(s) for s in range(300)]
+    ndims = {c.x.ndim for c in cases}
+    sizes = {c.x.size for c in cases}
+    assert {0, 1, 2} <= ndims and 1 in sizes and any(s % 16 for s in sizes)
+    assert any(c.alpha < 0 for c in cases) and any(c.alpha > 1 for c in cases) and any(c.alpha == 0 for c in cases)
+    assert any(len(c.defects) == 2 for c in cases) and any(not c.defects for c in cases)
+
+
+TORCH_ALPHAS = (0.0, 0.01, 0.2, 0.3, 1 / 3, 1.5, -0.5, 2.0)
+
+
+@pytest.mark.parametrize("alpha", TORCH_ALPHAS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_torch_is_never_unexplained(dtype: str, alpha: float) -> None:
+    import torch
+
+    from tests.helpers import from_torch, to_torch
+
+    x = all_patterns(dtype)
+    dy = np.random.default_rng(4).permutation(x)
+    tx = to_torch(x).requires_grad_(True)
+    y = torch.nn.functional.leaky_relu(tx, alpha)
+    (dx,) = torch.autograd.grad(y, tx, to_torch(dy))
+    for actual, direction in ((from_torch(y.detach(), dtype), "forward"), (from_torch(dx, dtype), "backward")):
+        row = judge(x, actual, alpha, direction=direction, dy=None if direction == "forward" else dy,
+                    backend="torch")
+        assert "unexplained" not in counts(row), row.message
+
+
+def test_selftest_generated_prints_the_confusion_matrix(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.helpers import run_cli
+
+    result = run_cli(["selftest", "--generated", "40", "--seed", "3"], capsys)
+    assert result.code == 0, result.text
+    assert "planted (rows) x named (columns)" in result.out and "named right" in result.out
+
+
+@pytest.mark.parametrize("value", ["0", "many"])
+def test_selftest_generated_rejects_a_bad_count(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.helpers import assert_usage_error, run_cli
+
+    assert_usage_error(run_cli(["selftest", "--generated", value], capsys), mentions="--generated")
