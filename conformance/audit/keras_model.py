@@ -1,0 +1,98 @@
+"""Keras ``.keras`` files (their config.json) and TensorFlow SavedModels (saved_model.pb).
+
+Neither is deserialized into a model nor run: a ``.keras`` file is a zip whose
+config.json is read as JSON; a SavedModel's protobuf is parsed and its graphs
+(and function library) searched for ``LeakyRelu`` ops.
+"""
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Optional
+
+from conformance.audit.record import STORED, Activation, from_default, with_value
+from conformance.errors import UsageError
+
+LAYER, ACTIVATION, TF_OP = "keras.layers.LeakyReLU", "keras.ops.leaky_relu", "tf.nn.leaky_relu"
+_TF_DTYPES = {1: "float32", 2: "float64", 14: "bfloat16", 19: "float16"}  # tensorflow DataType enum
+
+
+def _dtype(config: dict) -> Optional[str]:
+    """A layer's dtype: a plain name or a DTypePolicy's name."""
+    value = config.get("dtype")
+    if isinstance(value, dict):
+        value = (value.get("config") or {}).get("name")
+    return value if isinstance(value, str) else None
+
+
+def _layer(obj: dict, *, where: str) -> Optional[Activation]:
+    """A LeakyReLU layer, or a layer whose ``activation`` is the string "leaky_relu"."""
+    config = obj.get("config") if isinstance(obj.get("config"), dict) else {}
+    if obj.get("class_name") == "LeakyReLU":
+        value = next((config[k] for k in ("negative_slope", "alpha") if isinstance(config.get(k), (int, float))), None)
+        if value is None:
+            return from_default(where=where, api=LAYER, dtype=_dtype(config))
+        return with_value(value, where=where, api=LAYER, origin=STORED, dtype=_dtype(config))
+    if config.get("activation") == "leaky_relu":
+        return from_default(where=f"{where} (activation=\"leaky_relu\")", api=ACTIVATION, dtype=_dtype(config))
+    return None
+
+
+def walk_config(obj: Any, *, path: str = "") -> Iterator[Activation]:
+    """Every LeakyReLU in a Keras config tree, named by its layers' names joined with "/"."""
+    if isinstance(obj, list):
+        for item in obj:
+            yield from walk_config(item, path=path)
+        return
+    if not isinstance(obj, dict):
+        return
+    name = (obj.get("config") or {}).get("name") if isinstance(obj.get("config"), dict) else None
+    here = f"{path}/{name}" if path and name else (name or path)
+    found = _layer(obj, where=here or "?") if "class_name" in obj else None
+    if found is not None:
+        yield found
+    for key, value in obj.items():
+        if isinstance(value, (dict, list)) and key not in ("build_config", "compile_config"):
+            yield from walk_config(value, path=here)
+
+
+def audit_keras(path: Path) -> list[Activation]:
+    """Every LeakyReLU of a ``.keras`` file's config.json."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            config = json.loads(archive.read("config.json").decode("utf-8"))
+    except (OSError, KeyError, zipfile.BadZipFile, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{path}: not a readable .keras file (a zip holding config.json; "
+                         f"{type(exc).__name__}); save the model with model.save('model.keras')") from None
+    return list(walk_config(config))
+
+
+def _graph_nodes(saved: Any) -> Iterator[tuple[str, Any]]:
+    """Every node of every meta graph and of its function library, named ``function/node``."""
+    for meta in saved.meta_graphs:
+        for node in meta.graph_def.node:
+            yield node.name, node
+        for function in meta.graph_def.library.function:
+            for node in function.node_def:
+                yield f"{function.signature.name}/{node.name}", node
+
+
+def _op(name: str, node: Any) -> Activation:
+    dtype = _TF_DTYPES.get(node.attr["T"].type) if "T" in node.attr else None
+    if "alpha" not in node.attr:  # SavedModels strip attributes equal to the op's default
+        return from_default(where=name, api=TF_OP, dtype=dtype)
+    return with_value(node.attr["alpha"].f, where=name, api=TF_OP, origin=STORED, dtype=dtype)
+
+
+def audit_saved_model(directory: Path) -> list[Activation]:
+    """Every LeakyRelu op of a SavedModel directory (its saved_model.pb is parsed, not loaded)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved = saved_model_pb2.SavedModel()
+    try:
+        saved.ParseFromString((directory / "saved_model.pb").read_bytes())
+    except Exception as exc:  # noqa: BLE001  DecodeError and OSError
+        raise UsageError(f"{directory}: saved_model.pb is not a readable SavedModel ({type(exc).__name__})") from None
+    return [_op(name, node) for name, node in _graph_nodes(saved) if node.op == "LeakyRelu"]

@@ -1,0 +1,165 @@
+"""Python source: every LeakyReLU construction or call, found by reading the AST.
+
+Nothing is imported or executed.  Import aliases are followed
+(``import torch.nn as nn``, ``from torch.nn import functional as F``,
+``from keras import layers``, ``from tensorflow import keras``, ...); a name
+that was never imported is read as written, with ``tf`` taken as TensorFlow.
+A slope that is not a constant expression is reported as dynamic.
+"""
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Optional
+
+from conformance.audit.record import Activation, dynamic, from_default, with_value
+from conformance.errors import UsageError
+
+#: Qualified name (after aliases) -> the defaults table's API.
+_APIS = {
+    "torch.nn.LeakyReLU": "torch.nn.LeakyReLU",
+    "torch.nn.modules.LeakyReLU": "torch.nn.LeakyReLU",
+    "torch.nn.modules.activation.LeakyReLU": "torch.nn.LeakyReLU",
+    "torch.nn.functional.leaky_relu": "torch.nn.functional.leaky_relu",
+    "torch.nn.functional.leaky_relu_": "torch.nn.functional.leaky_relu",
+    "tensorflow.nn.leaky_relu": "tf.nn.leaky_relu",
+    "tensorflow.compat.v1.nn.leaky_relu": "tf.nn.leaky_relu",
+    "keras.layers.LeakyReLU": "keras.layers.LeakyReLU",
+    "tensorflow.keras.layers.LeakyReLU": "keras.layers.LeakyReLU",
+    "tf_keras.layers.LeakyReLU": "keras.layers.LeakyReLU",
+    "keras.ops.leaky_relu": "keras.ops.leaky_relu",
+    "keras.activations.leaky_relu": "keras.ops.leaky_relu",
+    "tensorflow.keras.activations.leaky_relu": "keras.ops.leaky_relu",
+    "mindspore.nn.LeakyReLU": "mindspore.nn.LeakyReLU",
+    "mindspore.ops.leaky_relu": "mindspore.ops.leaky_relu",
+    "mindspore.ops.function.leaky_relu": "mindspore.ops.leaky_relu",
+    "jax.nn.leaky_relu": "jax.nn.leaky_relu",
+    "flax.linen.leaky_relu": "jax.nn.leaky_relu",
+    "paddle.nn.LeakyReLU": "paddle.nn.LeakyReLU",
+    "paddle.nn.functional.leaky_relu": "paddle.nn.functional.leaky_relu",
+}
+_CONVENTIONAL = {"tf": "tensorflow"}  # used only when the file never binds the name
+_SLOPE_KEYWORDS = ("negative_slope", "alpha")
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+               ast.Div: operator.truediv, ast.Pow: operator.pow}
+
+
+def python_files(path: Path) -> list[Path]:
+    """``path`` itself, or every ``.py`` under a directory (hidden and venv directories skipped)."""
+    if path.is_file():
+        return [path]
+    skip = {".git", ".venv", "venv", "__pycache__", "node_modules"}
+    return sorted(p for p in path.rglob("*.py") if not skip.intersection(p.relative_to(path).parts[:-1]))
+
+
+def aliases(tree: ast.Module) -> dict[str, str]:
+    """Each name the file binds by import -> the dotted name it stands for."""
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                found[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                found[a.asname or a.name] = f"{node.module}.{a.name}"
+    return found
+
+
+def dotted(node: ast.AST, *, names: dict[str, str]) -> Optional[str]:
+    """``a.b.c`` of a Name/Attribute chain with its first name resolved through ``names``."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    head = names.get(node.id, _CONVENTIONAL.get(node.id, node.id))
+    return ".".join([head, *reversed(parts)])
+
+
+def constant(node: ast.AST) -> Optional[float]:
+    """The value of a numeric constant expression (``0.2``, ``-1/3``, ``2e-1``); None otherwise."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = constant(node.operand)
+        return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        left, right = constant(node.left), constant(node.right)
+        try:
+            return None if left is None or right is None else float(_ARITHMETIC[type(node.op)](left, right))
+        except (ZeroDivisionError, OverflowError):
+            return None
+    return None
+
+
+def slope_argument(call: ast.Call, *, api: str) -> Optional[ast.AST]:
+    """The slope's expression: a keyword, else its position (0 for a layer class, 1 for a function
+    that takes x first); a ``**kwargs`` may carry it (returned as such); None when absent."""
+    for kw in call.keywords:
+        if kw.arg in _SLOPE_KEYWORDS:
+            return kw.value
+    position = 0 if api.rsplit(".", 1)[-1][0].isupper() else 1
+    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
+    if len(positional) > position and len(positional) == len(call.args):
+        return call.args[position]
+    starred = [a for a in call.args if isinstance(a, ast.Starred)]
+    splat = [kw.value for kw in call.keywords if kw.arg is None]
+    return (starred + splat or [None])[0]
+
+
+def _activation(call: ast.Call, *, api: str, where: str) -> Activation:
+    arg = slope_argument(call, api=api)
+    if arg is None:
+        return from_default(where=where, api=api)
+    value = constant(arg)
+    if value is None:
+        return dynamic(ast.unparse(arg), where=where, api=api)
+    return with_value(value, where=where, api=api)
+
+
+def _scopes(tree: ast.Module) -> dict[int, str]:
+    """``id(call node)`` -> the qualified name of the class/function around it."""
+    scope: dict[int, str] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            name = prefix
+            if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = f"{prefix}.{child.name}" if prefix else child.name
+            if isinstance(child, ast.Call):
+                scope[id(child)] = prefix
+            visit(child, name)
+
+    visit(tree, "")
+    return scope
+
+
+def scan(text: str, *, filename: str) -> Iterator[Activation]:
+    """Every LeakyReLU of one file's source text, in source order."""
+    try:
+        tree = ast.parse(text, filename=filename)
+    except SyntaxError as exc:
+        raise UsageError(f"{filename}:{exc.lineno}: not valid Python ({exc.msg}); fix it or audit another target") from None
+    names, scopes = aliases(tree), _scopes(tree)
+    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    for call in calls:
+        api = _APIS.get(dotted(call.func, names=names) or "")
+        if api is not None:
+            scope = scopes.get(id(call), "")
+            where = f"{filename}:{call.lineno}" + (f" ({scope})" if scope else "")
+            yield _activation(call, api=api, where=where)
+
+
+def audit_source(path: Path) -> list[Activation]:
+    """Every LeakyReLU in a ``.py`` file or a directory of them."""
+    found: list[Activation] = []
+    for file in python_files(path):
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{file}: cannot read it as UTF-8 text ({type(exc).__name__})") from None
+        found.extend(scan(text, filename=str(file)))
+    return found

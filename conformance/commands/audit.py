@@ -1,0 +1,104 @@
+"""`conformance audit TARGET [--against TARGET]`: every LeakyReLU of a model and its slope.
+
+Exit 0 when nothing is wrong; 1 on a slope mismatch with ``--against`` (or on
+an implicit default under ``--strict``); 2 on an unreadable target.
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Optional
+
+from rich.console import Console
+from rich.table import Table
+
+from conformance.audit import audit
+from conformance.audit.compare import Pair, pair
+from conformance.audit.document import document
+from conformance.audit.record import DEFAULT, DYNAMIC, Activation, Audit
+from conformance.report import console as render
+from conformance.report import files
+from conformance.report.export import dumps
+
+HELP = "list every LeakyReLU of a model (source, ONNX, Keras, SavedModel, torch, msprobe stats) and its slope"
+_ORIGIN_STYLE = {DEFAULT: "yellow", DYNAMIC: "magenta"}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", help="a .py file or directory, .onnx, .keras, .pt2, a SavedModel "
+                                       "directory, an msprobe statistics dump, or package.module:factory")
+    parser.add_argument("--against", metavar="TARGET", help="pair the activations with another target's, in order")
+    parser.add_argument("--strict", action="store_true", help="an implicit default slope fails (exit 1)")
+    parser.add_argument("--json", help="write the leakyrelu-audit/1 JSON report here")
+
+
+def _slope(a: Activation) -> str:
+    if a.slope is None:
+        return f"[magenta]dynamic[/] {a.expression}"
+    origin = f"[{_ORIGIN_STYLE[a.origin]}]{a.origin}[/]" if a.origin in _ORIGIN_STYLE else a.origin
+    same = " =default" if a.origin not in (DEFAULT,) and a.equals_default else ""
+    return f"{a.slope:.7g} {origin}{same}"
+
+
+def _note(a: Activation) -> str:
+    parts = [f"default of {a.api}"] if a.origin == DEFAULT else []
+    if a.origin == DYNAMIC:
+        parts.append("not a literal: blocks Conv+LeakyReLU fusion")
+    if a.stats:
+        parts.append(" ".join(f"{k} {v:.4g}" for k, v in a.stats.items()))
+    parts.extend(f"[red]{h}[/]" for h in a.hazards)
+    return "; ".join(parts)
+
+
+def audit_table(result: Audit) -> Table:
+    table = Table(title=f"LeakyReLU audit: {result.target} ({result.kind})", title_justify="left")
+    typed = any(a.dtype for a in result.activations)  # a dtype column only where the target says it
+    for column in ("#", "where", "framework", "slope", *(("dtype",) if typed else ()), "note"):
+        table.add_column(column, overflow="fold")
+    for i, a in enumerate(result.activations, 1):
+        table.add_row(str(i), a.where, a.framework, _slope(a), *((a.dtype or "-",) if typed else ()), _note(a))
+    return table
+
+
+def pair_table(mismatched: list[Pair], *, left: Audit, right: Audit) -> Table:
+    table = Table(title=f"slope mismatches: {left.target} vs {right.target}", title_justify="left")
+    for column in ("#", left.target, right.target, "why"):
+        table.add_column(column, overflow="fold")
+    for p in mismatched:
+        table.add_row(str(p.index + 1), p.left.where if p.left else "-", p.right.where if p.right else "-",
+                      p.reason)
+    return table
+
+
+def _summary(main: Audit, against: Optional[Audit], pairs: list[Pair], *, strict: bool) -> tuple[str, int]:
+    audits = [main] + ([against] if against is not None else [])
+    implicit = sum(a.implicit for x in audits for a in x.activations)
+    hazards = sum(len(a.hazards) for x in audits for a in x.activations)
+    bad = sum(p.mismatch for p in pairs)
+    parts = [f"{sum(len(x.activations) for x in audits)} activations", f"{implicit} implicit defaults"]
+    parts += [f"{hazards} value-range hazards"] if hazards else []
+    parts += [f"{bad} of {len(pairs)} pairs differ"] if against is not None else []
+    failed = bad > 0 or (strict and implicit > 0)
+    return ", ".join(parts), 1 if failed else 0
+
+
+def execute(args: argparse.Namespace) -> int:
+    inputs = {"TARGET": args.target, "--against": args.against}
+    paths = files.prepare(files.ReportPaths(args.json), inputs=inputs)
+    main = audit(args.target)
+    against = audit(args.against) if args.against is not None else None
+    pairs = pair(main, against) if against is not None else []
+    console: Console = render.make_console()
+    for result in [main] + ([against] if against is not None else []):
+        console.print(audit_table(result))
+        for note in result.notes:
+            console.print(f"note: {note}", style="dim")
+    mismatched = [p for p in pairs if p.mismatch]
+    if against is not None and mismatched:
+        console.print(pair_table(mismatched, left=main, right=against))
+    line, code = _summary(main, against, pairs, strict=args.strict)
+    verdict = "fail" if code else "pass"
+    console.print(f"[{'bold red' if code else 'green'}]{verdict.upper()}[/]: {line}", highlight=False)
+    if paths.json is not None:
+        doc = document(main, against=against, pairs=pairs, strict=args.strict, verdict=verdict)
+        files.write_atomic(paths.json, dumps(doc).encode("utf-8"), flag="--json")
+    return code
