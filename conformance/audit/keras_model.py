@@ -80,7 +80,7 @@ def _graph_nodes(saved: Any) -> Iterator[tuple[str, Any]]:
 
 
 def _op(name: str, node: Any) -> Activation:
-    dtype = _TF_DTYPES.get(node.attr["T"].type) if "T" in node.attr else None
+    dtype = _TF_DTYPES.get(node.attr["T"].type) if "T" in node.attr else "float32"  # T's default, stripped
     if "alpha" not in node.attr:  # SavedModels strip attributes equal to the op's default
         return from_default(where=name, api=TF_OP, dtype=dtype)
     return with_value(node.attr["alpha"].f, where=name, api=TF_OP, origin=STORED, dtype=dtype)

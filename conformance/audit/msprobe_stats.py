@@ -54,18 +54,18 @@ def hazards(*, alpha: float, dtype: Optional[str], high: Optional[float], low: O
     if dtype in DTYPES and low is not None and low < 0 and abs(alpha) > 1:
         limit = float(ml_dtypes.finfo(DTYPES[dtype].dtype).max)
         if abs(alpha * low) > limit:
-            found.append(f"overflow: slope {alpha:g} x Min {low:g} exceeds the {dtype} max {limit:g}")
+            found.append(f"overflow: {alpha:g} x Min {low:g} is past the {dtype} max {limit:g}")
     extremes = [v for v in (high, low) if v is not None]
     if dtype == "float16" and any(math.isinf(v) or abs(v) > FP16_MAX for v in extremes):
-        found.append("fp16 input beyond 65504: cast down to fp16 before the call (inf in)")
+        found.append("fp16 input beyond 65504 (inf): cast down before the call")
     elif out_dtype == "float16" and dtype != "float16" and any(abs(v) > FP16_MAX for v in extremes):
-        found.append(f"{dtype} input beyond 65504 with an fp16 output: it overflows when cast down")
+        found.append(f"{dtype} input beyond 65504, fp16 output: overflows when cast down")
     finite = [abs(v) for v in extremes if math.isfinite(v)]
     if finite and len(finite) == len(extremes) and max(finite) > 0:
         for half in ("float16", "bfloat16"):
             tiny = float(ml_dtypes.finfo(DTYPES[half].dtype).smallest_normal)
             if max(finite) < tiny:
-                found.append(f"every nonzero input is subnormal in {half} (|x| <= {max(finite):.3g} < {tiny:.3g})")
+                found.append(f"subnormal in {half}: every |x| <= {max(finite):.3g} < {tiny:.3g}")
     return tuple(found)
 
 

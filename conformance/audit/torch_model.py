@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from conformance.audit.record import STORED, Activation, from_default, with_value
+from conformance.audit.record import STORED, Activation, dynamic, from_default, with_value
 from conformance.errors import UsageError
 
 MODULE, FUNCTION = "torch.nn.LeakyReLU", "torch.nn.functional.leaky_relu"
@@ -51,8 +51,6 @@ def _call(node: Any, *, where: str, dtype: Optional[str] = None) -> Activation:
     if value is None:
         return from_default(where=where, api=FUNCTION, dtype=dtype)
     if not isinstance(value, (int, float)):
-        from conformance.audit.record import dynamic
-
         return dynamic(str(value), where=where, api=FUNCTION)
     return with_value(value, where=where, api=FUNCTION, dtype=dtype)
 
@@ -100,5 +98,7 @@ def audit_exported(path: Path) -> list[Activation]:
         if node.op == "call_function" and node.target in ops:
             value = node.args[0].meta.get("val") if node.args and hasattr(node.args[0], "meta") else None
             dtype = str(value.dtype).removeprefix("torch.") if value is not None else None
-            found.append(_call(node, where=node.name, dtype=dtype))
+            stack = list((node.meta.get("nn_module_stack") or {}).values())
+            where = f"{node.name} ({stack[-1][0]})" if stack and stack[-1][0] else node.name
+            found.append(_call(node, where=where, dtype=dtype))
     return found

@@ -44,7 +44,7 @@ def _note(a: Activation) -> str:
     if a.origin == DYNAMIC:
         parts.append("not a literal: blocks Conv+LeakyReLU fusion")
     if a.stats:
-        parts.append(" ".join(f"{k} {v:.4g}" for k, v in a.stats.items()))
+        parts.append("x in [" + ", ".join(f"{a.stats[k]:.4g}" for k in ("Min", "Max") if k in a.stats) + "]")
     parts.extend(f"[red]{h}[/]" for h in a.hazards)
     return "; ".join(parts)
 
@@ -74,8 +74,9 @@ def _summary(main: Audit, against: Optional[Audit], pairs: list[Pair], *, strict
     implicit = sum(a.implicit for x in audits for a in x.activations)
     hazards = sum(len(a.hazards) for x in audits for a in x.activations)
     bad = sum(p.mismatch for p in pairs)
-    parts = [f"{sum(len(x.activations) for x in audits)} activations", f"{implicit} implicit defaults"]
-    parts += [f"{hazards} value-range hazards"] if hazards else []
+    parts = [render.plural(sum(len(x.activations) for x in audits), "activation"),
+             render.plural(implicit, "implicit default")]
+    parts += [render.plural(hazards, "value-range hazard")] if hazards else []
     parts += [f"{bad} of {len(pairs)} pairs differ"] if against is not None else []
     failed = bad > 0 or (strict and implicit > 0)
     return ", ".join(parts), 1 if failed else 0
