@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from conformance.reference.defaults import entry_for
 from tests.helpers import assert_usage_error, run_cli
 
 torch = pytest.importorskip("torch")
+FIXTURES = Path(__file__).parent / "fixtures" / "msprobe"
 
 TORCH_SOURCE = '''
 import torch.nn as nn
@@ -226,23 +226,20 @@ def test_stats_hazards(alpha: float, dtype: str, high: float, low: float, expect
     assert any(expect in h for h in found) if expect else found == ()
 
 
-def test_msprobe_statistics_dump(tmp_path: Path) -> None:
-    """A real mindstudio-probe statistics dump of three calls, each with one hazard."""
-    PrecisionDebugger = pytest.importorskip("msprobe.pytorch").PrecisionDebugger
-    config = {"task": "statistics", "dump_path": str(tmp_path / "dump"), "rank": [], "step": [], "level": "L1",
-              "statistics": {"scope": [], "list": [], "data_mode": ["forward"]}}
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    debugger = PrecisionDebugger(config_path=str(tmp_path / "config.json"))
-    debugger.start()
-    torch.nn.functional.leaky_relu(torch.tensor([-1e-6, 3e-7], dtype=torch.float16))
-    torch.nn.functional.leaky_relu(torch.tensor([-40000.0, 1.0], dtype=torch.float16), 2.0)
-    torch.nn.LeakyReLU(0.2)(torch.tensor([70000.0, -1.0]).half())
-    debugger.stop()
-    debugger.step()
-    found = audit(str(tmp_path / "dump")).activations
+def test_msprobe_statistics_dump_gives_slopes_extremes_and_hazards() -> None:
+    """A real statistics dump (tests/fixtures/msprobe/make_stats_hazards.py): one hazard per call.
+
+    Made offline: importing msprobe replaces ``sys.modules["tensorflow"]`` with a stub."""
+    found = audit(str(FIXTURES / "stats_hazards")).activations
     assert [(a.origin, a.dtype) for a in found] == [(DEFAULT, "float16"), (PASSED, "float16"), (PASSED, "float16")]
-    assert [len(a.hazards) for a in found] == [1, 1, 1]
-    assert found[0].api == "torch.nn.functional.leaky_relu"
+    assert [a.api for a in found if a.implicit] == ["torch.nn.functional.leaky_relu"]
+    assert [[h.split()[0] for h in a.hazards] for a in found] == [["subnormal"], ["overflow:"], ["fp16"]]
+    assert found[2].stats["Max"] == float("inf")
+
+
+def test_msprobe_statistics_dump_without_hazards() -> None:
+    found = audit(str(FIXTURES / "statistics")).activations
+    assert found and all(a.stats and not a.hazards for a in found)
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -290,3 +287,18 @@ def test_json_report_may_not_overwrite_the_target(models: dict[str, Path], capsy
     result = run_cli(["audit", str(models["onnx"]), "--json", str(models["onnx"])], capsys)
     assert_usage_error(result, mentions="would overwrite")
     assert models["onnx"].stat().st_size > 0
+
+
+def test_saved_model_ops_with_a_stripped_alpha_are_the_tf_default(tmp_path: Path) -> None:
+    tf = pytest.importorskip("tensorflow")
+
+    class Model(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32)])
+        def __call__(self, x):
+            return tf.nn.leaky_relu(x) + tf.nn.leaky_relu(x, alpha=0.5)
+
+    tf.saved_model.save(Model(), str(tmp_path / "sm"))
+    found = audit(str(tmp_path / "sm")).activations
+    api = "tf.nn.leaky_relu"
+    assert [(a.api, a.origin, a.slope) for a in found] == [(api, DEFAULT, entry_for(api).declared), (api, STORED, 0.5)]
+    assert {a.dtype for a in found} == {"float32"}

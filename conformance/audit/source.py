@@ -142,7 +142,8 @@ def scan(text: str, *, filename: str) -> Iterator[Activation]:
     try:
         tree = ast.parse(text, filename=filename)
     except SyntaxError as exc:
-        raise UsageError(f"{filename}:{exc.lineno}: not valid Python ({exc.msg}); fix it or audit another target") from None
+        raise UsageError(f"{filename}:{exc.lineno}: not valid Python ({exc.msg}); "
+                         "fix it or audit another target") from None
     names, scopes = aliases(tree), _scopes(tree)
     calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
     for call in calls:
