@@ -32,13 +32,11 @@ class Pair:
 
 
 def describe(a: Activation) -> str:
-    """``0.01 (torch default of torch.nn.LeakyReLU)``, ``0.2 passed``, ``dynamic (alpha)``."""
-    if a.origin == DYNAMIC:
-        return f"dynamic ({a.expression}) in {a.framework}"
+    """``0.01 implicit: torch default of torch.nn.LeakyReLU``, ``0.25 stored (ONNX default 0.01)``."""
     if a.origin == DEFAULT:
-        return f"{a.slope:.7g} ({a.framework} default of {a.api})"
-    own = f"; the {a.framework} default is {a.entry.declared:g}"
-    return f"{a.slope:.7g} {a.origin} in {a.framework}{own}"
+        return f"{a.slope:.7g} implicit: {a.framework} default of {a.api}"
+    value = f"dynamic {a.expression}" if a.origin == DYNAMIC else f"{a.slope:.7g} {a.origin}"
+    return f"{value} ({a.framework} default {a.entry.declared:g})"
 
 
 def pair(left: Audit, right: Audit) -> list[Pair]:

@@ -54,7 +54,7 @@ def hazards(*, alpha: float, dtype: Optional[str], high: Optional[float], low: O
     if dtype in DTYPES and low is not None and low < 0 and abs(alpha) > 1:
         limit = float(ml_dtypes.finfo(DTYPES[dtype].dtype).max)
         if abs(alpha * low) > limit:
-            found.append(f"overflow: {alpha:g} x Min {low:g} is past the {dtype} max {limit:g}")
+            found.append(f"overflow: {alpha:g} x {low:g} is past the {dtype} max {limit:g}")
     extremes = [v for v in (high, low) if v is not None]
     if dtype == "float16" and any(math.isinf(v) or abs(v) > FP16_MAX for v in extremes):
         found.append("fp16 input beyond 65504 (inf): cast down before the call")
@@ -65,7 +65,7 @@ def hazards(*, alpha: float, dtype: Optional[str], high: Optional[float], low: O
         for half in ("float16", "bfloat16"):
             tiny = float(ml_dtypes.finfo(DTYPES[half].dtype).smallest_normal)
             if max(finite) < tiny:
-                found.append(f"subnormal in {half}: every |x| <= {max(finite):.3g} < {tiny:.3g}")
+                found.append(f"subnormal in {half}: |x| <= {max(finite):.3g} < {tiny:.3g}")
     return tuple(found)
 
 
@@ -106,5 +106,5 @@ def audit_stats(path: Path) -> list[Activation]:
         for name, entry in doc["data"].items():
             match = _CALL.match(name)
             if match and match["dir"] == "forward" and match["op"] != "leaky_relu_backward" and isinstance(entry, dict):
-                found.append(_call(f"{prefix}{name}", entry, framework=doc["framework"]))
+                found.append(_call(f"{prefix}{name.removesuffix('.forward')}", entry, framework=doc["framework"]))
     return found
