@@ -302,3 +302,17 @@ def test_saved_model_ops_with_a_stripped_alpha_are_the_tf_default(tmp_path: Path
     api = "tf.nn.leaky_relu"
     assert [(a.api, a.origin, a.slope) for a in found] == [(api, DEFAULT, entry_for(api).declared), (api, STORED, 0.5)]
     assert {a.dtype for a in found} == {"float32"}
+
+
+def test_a_directory_skips_a_broken_file_with_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "ok.py").write_text("import jax\njax.nn.leaky_relu(x)\n")
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    found = audit(str(tmp_path))
+    assert [a.api for a in found.activations] == ["jax.nn.leaky_relu"]
+    assert len(found.notes) == 1 and "broken.py" in found.notes[0]
+
+
+def test_a_failing_factory_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "f.py").write_text("def make():\n    raise RuntimeError('no weights here')\n")
+    assert_usage_error(run_cli(["audit", f"{tmp_path / 'f.py'}:make"], capsys), mentions="no weights here")
+    assert_usage_error(run_cli(["audit", "no_such_package_xyz.models:make"], capsys), mentions="cannot load")

@@ -44,8 +44,11 @@ def audit(target: str) -> Audit:
     kind, path = kind_of(target), Path(target)
     notes: tuple[str, ...] = ()
     if kind == "source":
-        from conformance.audit.source import audit_source as read
-    elif kind == "onnx":
+        from conformance.audit.source import audit_source
+
+        found, notes = audit_source(path)
+        return Audit(target, kind, tuple(found), notes)
+    if kind == "onnx":
         from conformance.audit.onnx_model import audit_onnx as read
     elif kind == "keras":
         from conformance.audit.keras_model import audit_keras as read

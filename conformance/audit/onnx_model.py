@@ -12,6 +12,7 @@ from conformance.audit.record import STORED, Activation, from_default, with_valu
 from conformance.errors import UsageError
 
 API = "ONNX LeakyRelu"
+_NAMES = {1: "float32", 10: "float16", 11: "float64", 16: "bfloat16"}  # TensorProto element types; others by enum name
 
 
 def _element_types(graph: Any) -> dict[str, str]:
@@ -22,7 +23,7 @@ def _element_types(graph: Any) -> dict[str, str]:
     for value in (*graph.input, *graph.output, *graph.value_info):
         elem = value.type.tensor_type.elem_type
         if elem:
-            found[value.name] = onnx.helper.tensor_dtype_to_np_dtype(elem).name if elem != 16 else "bfloat16"
+            found[value.name] = _NAMES.get(elem, onnx.TensorProto.DataType.Name(elem).lower())
     return found
 
 

@@ -154,13 +154,22 @@ def scan(text: str, *, filename: str) -> Iterator[Activation]:
             yield _activation(call, api=api, where=where)
 
 
-def audit_source(path: Path) -> list[Activation]:
-    """Every LeakyReLU in a ``.py`` file or a directory of them."""
+def audit_source(path: Path) -> tuple[list[Activation], tuple[str, ...]]:
+    """Every LeakyReLU in a ``.py`` file or a directory of them, and notes on skipped files.
+
+    A single file that cannot be read or parsed is an input error; in a directory it is skipped
+    and named in a note, so one broken file does not hide the rest."""
     found: list[Activation] = []
+    skipped: list[str] = []
     for file in python_files(path):
         try:
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{file}: cannot read it as UTF-8 text ({type(exc).__name__})") from None
-        found.extend(scan(text, filename=str(file)))
-    return found
+            try:
+                text = file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise UsageError(f"{file}: cannot read it as UTF-8 text ({type(exc).__name__})") from None
+            found.extend(scan(text, filename=str(file)))
+        except UsageError as exc:
+            if path.is_file():
+                raise
+            skipped.append(str(exc))
+    return found, tuple(f"skipped {line}" for line in skipped)

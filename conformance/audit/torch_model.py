@@ -27,7 +27,12 @@ def build(target: str) -> Any:
         factory = load(target)
     except BackendUnavailable as exc:
         raise UsageError(str(exc).replace("backend ", "audit ", 1)) from None
-    model = factory() if callable(factory) and not isinstance(factory, torch.nn.Module) else factory
+    try:
+        model = factory() if callable(factory) and not isinstance(factory, torch.nn.Module) else factory
+    except Exception as exc:  # noqa: BLE001  the factory is the user's code
+        first = (str(exc).strip().splitlines() or [""])[0][:120]
+        raise UsageError(f"{target}: the factory failed ({type(exc).__name__}: {first}); "
+                         "pass a factory that builds the model without arguments") from None
     if not isinstance(model, torch.nn.Module):
         raise UsageError(f"{target} built a {type(model).__name__}, not a torch.nn.Module; "
                          "pass a factory that returns the model")
