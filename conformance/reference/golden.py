@@ -39,6 +39,7 @@ NanGrad = Literal["alpha", "dy", "zero", "dy*0"]
 Predicate = Literal["gt", "ge"]
 GradForm = Literal["select", "sum"]
 Formulation = Literal["select", "max", "min", "maxmin", "mask", "relu", "scale"]
+Saturate = Union[bool, Literal["inf"]]  # "inf": only the infinities clamp
 SlopeDTypes = Optional[Union[DTypeLike, tuple[DTypeLike, ...]]]
 
 #: (input dtype, output dtype) pairs the reference computes.
@@ -160,10 +161,12 @@ def flush_to_zero(v: np.ndarray) -> np.ndarray:
     return np.where(is_subnormal(v), _signed_zero(v), v)
 
 
-def saturated(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
-    """Saturation mode: NaN becomes 0 and +/-inf becomes +/-max."""
-    w = v.astype(np.float64)
-    w = np.where(np.isnan(w), 0.0, np.clip(w, -out.max, out.max))
+def saturated(v: np.ndarray, out: DTypeInfo, *, which: Saturate = True) -> np.ndarray:
+    """Saturation mode: NaN becomes 0 and +/-inf becomes +/-max.  ``which="inf"`` clamps
+    only the infinities (a saturating cast or clamp, NaN kept)."""
+    w = np.clip(v.astype(np.float64), -out.max, out.max)
+    if which is True:
+        w = np.where(np.isnan(w), 0.0, w)
     return w.astype(out.dtype) if out.name != "bfloat16" else round_float64(w, out)
 
 
@@ -223,7 +226,7 @@ def _formula(v: np.ndarray, alpha: float, out: DTypeInfo, *, formulation: Formul
 
 
 def _select(v: np.ndarray, alpha: float, out: DTypeInfo, *, opmath: Optional[DTypeLike],
-            daz: bool, ftz: bool, saturate: bool, take_v: np.ndarray,
+            daz: bool, ftz: bool, saturate: Saturate, take_v: np.ndarray,
             formulation: Formulation = "select") -> np.ndarray:
     """``where(take_v, v, alpha*v)`` (or another formula) in ``out``, with the variants.
 
@@ -233,7 +236,7 @@ def _select(v: np.ndarray, alpha: float, out: DTypeInfo, *, opmath: Optional[DTy
     y = _formula(v, alpha, out, formulation=formulation, take_v=take_v, neg=neg)
     if formulation == "mask" and info(v.dtype).bits > out.bits:
         y = _nan_as_computed_wide(y, v, alpha, take_v=take_v, opmath=opmath, daz=daz, ftz=ftz)
-    return saturated(y, out) if saturate else y
+    return saturated(y, out, which=saturate) if saturate else y
 
 
 def _nan_as_computed_wide(y: np.ndarray, v: np.ndarray, alpha: float, *, take_v: np.ndarray,
@@ -271,7 +274,7 @@ def _chunked(fn, *arrays: np.ndarray, out: DTypeInfo) -> np.ndarray:
 
 def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = None,
                slope_dtype: SlopeDTypes = None, opmath: Optional[DTypeLike] = None,
-               flush_subnormals: bool = False, saturate: bool = False,
+               flush_subnormals: bool = False, saturate: Saturate = False,
                input_dtype: Optional[DTypeLike] = None, daz: bool = False, ftz: bool = False,
                predicate: Predicate = "gt", formulation: Formulation = "select") -> np.ndarray:
     """Exact forward LeakyReLU; the keywords select the semantic variants.
@@ -329,7 +332,7 @@ def _nan_gradient(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, nan_grad: NanG
 def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
                         out_dtype: Optional[DTypeLike] = None,
                         slope_dtype: SlopeDTypes = None, opmath: Optional[DTypeLike] = None,
-                        flush_subnormals: bool = False, saturate: bool = False,
+                        flush_subnormals: bool = False, saturate: Saturate = False,
                         grad_rule: GradRule = "gt", nan_grad: NanGrad = "alpha",
                         input_dtype: Optional[DTypeLike] = None, daz: bool = False,
                         ftz: bool = False, formulation: Formulation = "select",
@@ -364,6 +367,6 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
         if grad_rule == "max":
             dx = _gradient_of_max(dx, ds, xs, a, out)
         dx = _nan_gradient(dx, ds, xs, nan_grad, out)
-        return saturated(dx, out) if saturate else dx
+        return saturated(dx, out, which=saturate) if saturate else dx
 
     return _chunked(one, dy, x, out=out)

@@ -63,11 +63,12 @@ def _close_to(alpha: float, c: float) -> bool:
 
 
 def slope_dtypes(dtypes: tuple[str, str]) -> list[str]:
-    """Dtypes a framework may round the slope to: the 16-bit dtypes in play, and float32
+    """Dtypes a kernel may round the slope to: either 16-bit dtype (T's own, as TF, JAX and
+    MindSpore do, or another one, say a bfloat16 scalar in an fp16 kernel), and float32
     for float32 tensors (torch, TF and the CANN kernel all hold the slope as float32) and
     for float64 ones (TF's alpha is a float32 attribute)."""
     names = set(dtypes)
-    narrow = [d for d in ("float16", "bfloat16") if d in names]
+    narrow = ["float16", "bfloat16"]  # a kernel may hold the slope in a 16-bit type that is not T
     return narrow + (["float32"] if names & {"float32", "float64"} else [])
 
 
@@ -176,7 +177,9 @@ def _value_groups(before: np.ndarray) -> list[np.ndarray]:
 
 def _saturation_rules(dtypes: tuple[str, str]) -> list[Rule]:
     text = "NaN became 0 and/or ±inf became ±max (saturation mode)"
-    rules = [rule("saturation", text, {}, groups=_value_groups, reach="special", saturate=True)]
+    rules = [rule("saturation", text, {}, groups=_value_groups, reach="special", saturate=True),
+             rule("saturation", "±inf became ±max, NaN kept (a saturating cast or clamp)", {"which": "inf"},
+                  groups=_value_groups, reach="special", saturate="inf")]
     if dtypes[0] != "float64":  # no float32 unit reads float64 operands
         rules.append(rule("saturation", text + ", operands saturated too", {"operands": True},
                           groups=_value_groups, reach="special", saturate=True, saturate_inputs=True))
