@@ -32,3 +32,15 @@ def test_infinities_clamped_while_nan_is_kept_is_saturation_of_the_infinities() 
     row = judge(F16, actual, 0.2)
     assert counts(row) == {"saturation": differs(actual, exact)}
     assert "NaN kept" in row.findings[0].summary
+
+
+def test_gradients_read_with_subnormal_dy_flushed_on_both_sides_are_subnormal_flush() -> None:
+    """A backward kernel that flushes subnormal dy as it loads it (the pass-through side too),
+    and keeps its results."""
+    dy = np.random.default_rng(3).permutation(F16)
+    w = dy.astype(np.float64)
+    read = np.where((np.abs(w) < 2.0 ** -14) & (w != 0), np.copysign(np.float16(0), dy), dy)
+    with np.errstate(all="ignore"):
+        actual = np.where(F16 > 0, read, (read.astype(np.float32) * np.float32(0.2)).astype(np.float16))
+    row = judge(F16, actual, 0.2, direction="backward", dy=dy)
+    assert counts(row) == {"subnormal-flush": differs(actual, ref.leaky_relu_backward(dy, F16, 0.2))}

@@ -159,6 +159,8 @@ def _flush_rules(direction: str) -> list[Rule]:
              daz=True, ftz=True, flush_output=True, reach="tiny"),
         rule("subnormal-flush", "every subnormal input and result flushed to zero", {"flush_inputs": True},
              daz=True, ftz=True, flush_output=True, flush_inputs=True, reach="tiny"),
+        rule("subnormal-flush", "every subnormal input flushed to zero as it is read (selected values "
+             "included), results kept", {"flush_inputs": True, "ftz": False}, flush_inputs=True, reach="tiny"),
     ]
     if direction == "forward":
         rules += [
