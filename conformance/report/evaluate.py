@@ -369,14 +369,17 @@ def _scan(chunk: Chunk, ctx: _Context) -> _Scan:
 
 def _reduced(scans: list[_Scan], ctx: _Context, *, numel: int) -> tuple[Batch, np.ndarray, np.ndarray]:
     """Every chunk's kept elements as one batch standing for the tensor, the batch positions
-    of the mismatches, and which elements are outside tolerance.  Empties ``scans`` (memory)."""
+    of the mismatches, and which elements are outside tolerance.  Empties ``scans``, one
+    field at a time, so the pieces are freed as they are joined (memory)."""
+    parts = [dict(vars(s)) for s in scans]
+    scans.clear()
+
     def joined(name: str) -> np.ndarray:
-        return np.concatenate([getattr(s, name) for s in scans])
+        return np.concatenate([p.pop(name) for p in parts])
 
     where, mismatch, violating, weight = joined("where"), joined("mismatch"), joined("violating"), joined("weight")
     x, golden, actual = joined("x"), joined("golden"), joined("actual")
-    dy = None if scans[0].dy is None else joined("dy")
-    scans.clear()
+    dy = None if parts[0]["dy"] is None else joined("dy")
     batch = Batch(x, dy, ctx.alpha, ctx.direction, ctx.out_dtype, golden, actual,
                   where=where, numel=numel, weight=weight)
     return batch, np.flatnonzero(mismatch), violating

@@ -20,7 +20,7 @@ This module reads tile layouts and hazards as data; it never imports the emulato
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Optional
@@ -205,7 +205,9 @@ def _scope(batch: Batch, mismatches: np.ndarray) -> _Scope:
     others = np.flatnonzero(keep)
     if batch.weight is not None:  # a reduced batch: its matching elements are already a sample
         index = np.concatenate([mismatches, others])
-        return _Scope(index, mismatches.size, np.concatenate([np.ones(mismatches.size), batch.weight[others]]))
+        weight = np.ones(index.size)
+        weight[mismatches.size:] = batch.weight[others]
+        return _Scope(index, mismatches.size, weight)
     if n <= _FULL_SCOPE:
         index = np.concatenate([mismatches, others])
         return _Scope(index, mismatches.size, np.ones(index.size))
@@ -305,21 +307,29 @@ class _Selector:
         out[self.scope.index] = self.predict(stack)
         return out
 
+    @cached_property
+    def special_mismatches(self) -> np.ndarray:
+        """Which mismatches (scope positions) are special values, found a piece at a time."""
+        return _in_pieces(_special, self.batch, self.scope.index[:self.scope.n_mis])
+
     def glance(self, wrong: np.ndarray) -> Optional[np.ndarray]:
         """For many wrong mismatches, a sample of them: every special value, and 4,096
         others.  None when there are few."""
         if wrong.size <= _GLANCE:
             return None
-        special = _special(self.batch, self.scope.index[wrong])
+        special = self.special_mismatches[wrong]
         others = wrong[~special]
         pick = np.random.default_rng(1).choice(others, min(_GLANCE, others.size), replace=False)
         return np.sort(np.concatenate([wrong[special], pick]))
 
     def newly(self, trial: Sequence[Rule], wrong: np.ndarray) -> np.ndarray:
         """Which of the mismatches ``wrong`` (scope positions) ``trial`` reproduces: the
-        cheap first look, on the elements the stack below still gets wrong."""
-        kw = _merged(trial)
-        pred = self.batch.variant(self.scope.index[wrong], **kw)
+        cheap first look, on the elements the stack below still gets wrong.  When they are
+        most of the scope, the prediction on the whole scope (kept for scoring) serves."""
+        if 2 * wrong.size >= self.scope.index.size:
+            pred = self.predict(trial)[wrong]
+        else:
+            pred = self.batch.variant(self.scope.index[wrong], **_merged(trial))
         out = np.zeros(self.scope.n_mis, dtype=bool)
         out[wrong] = match_mask(pred, self.actual[wrong])
         return out
@@ -336,7 +346,7 @@ class _Selector:
         flipped zeros are few, and a formula that matches some of them by chance is no cause."""
         n = self.scope.n_mis
         g, a = self.batch.golden[self.scope.index[:n]], self.actual[:n]
-        zeros = (g.astype(np.float64) == 0) & (a.astype(np.float64) == 0)
+        zeros = (_comparable(g) == 0) & (_comparable(a) == 0)
         if (newly & ~zeros).any():
             return True
         return 2 * int(newly.sum()) > int((zeros & ~right_now).sum())
@@ -462,16 +472,21 @@ def _estimates(ratio: np.ndarray, negative: np.ndarray) -> list[float]:
 
 
 def _semantics(batch: Batch, state: _State) -> None:
-    ratio, negative = _informative_slopes(batch, state.remaining)
-    cands = catalogue(alpha=batch.alpha, direction=batch.direction, dtypes=batch.dtypes,
-                      estimates=_estimates(ratio, negative))
-    observed = np.sort(_observed_slopes(batch, state.remaining))  # no NaN: both sides finite
-    cands = [r for r in cands if _plausible(r, observed)]
+    cands = _candidates(batch, state.remaining)
     sel = _Selector(batch, _scope(batch, state.remaining))
     stack, alternatives = _beam(sel, cands)
     if stack:
         for claim in _attribute(sel, state.remaining, stack, alternatives):
             state.claim(claim)
+
+
+def _candidates(batch: Batch, mis: np.ndarray) -> list[Rule]:
+    """The catalogue for the slopes the mismatches ``mis`` show, without the slopes no
+    element shows (the ratios are dropped on return: on a large dump they are big)."""
+    cands = catalogue(alpha=batch.alpha, direction=batch.direction, dtypes=batch.dtypes,
+                      estimates=_estimates(*_informative_slopes(batch, mis)))
+    observed = np.sort(_observed_slopes(batch, mis))  # no NaN: both sides finite
+    return [r for r in cands if _plausible(r, observed)]
 
 
 def _attribute(sel: _Selector, mis: np.ndarray, stack: list[Rule], alternatives: dict) -> list[Claim]:
@@ -483,11 +498,13 @@ def _attribute(sel: _Selector, mis: np.ndarray, stack: list[Rule], alternatives:
     full = sel.on_mismatches(stack)
     explained = match_mask(full, batch.actual[mis])
     moves = [_moved(full, sel.on_mismatches([s for s in stack if s is not r])) * explained
-             for r in stack]
+             for r in stack] if len(stack) > 1 else []
     named = sorted((i for i, r in enumerate(stack) if r.category is not None),
                    key=lambda i: (-categories.order(stack[i].category), i))
-    owner = np.full(mis.size, -1)
-    if named:
+    owner = np.full(mis.size, -1, dtype=np.int16)  # stack positions
+    if len(stack) == 1:  # its explained elements are its own (as below, without the moves)
+        owner[explained & bool(named)] = 0
+    elif named:
         best = np.stack([moves[i] for i in named])
         pick = np.argmax(best, axis=0)  # first of the largest: the later category on ties
         owner = np.where(best.max(axis=0) > 0, np.asarray(named)[pick], -1)
@@ -575,9 +592,26 @@ def _merge_claims(claims: list[Claim]) -> list[Claim]:
     return list(by.values())
 
 
+_PIECE = 1 << 20  # elements per piece where a large batch's temporaries would be big
+
+
+def _in_pieces(f: Callable[..., Any], batch: Batch, index: np.ndarray) -> Any:
+    """``f(batch, index)`` on pieces of ``index``, joined (``f`` is element-wise)."""
+    if index.size <= _PIECE:
+        return f(batch, index)
+    pieces = [f(batch, index[lo:lo + _PIECE]) for lo in range(0, index.size, _PIECE)]
+    if isinstance(pieces[0], tuple):
+        return tuple(np.concatenate(p) for p in zip(*pieces))
+    return np.concatenate(pieces)
+
+
 def _informative_slopes(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """actual / input where the exact result is a normal number, and which of those
     ratios lie on the negative side (x < 0 forward; x <= 0 or NaN backward)."""
+    return _in_pieces(_informative_piece, batch, index)
+
+
+def _informative_piece(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     g, a = _comparable(batch.golden[index]), _comparable(batch.actual[index])
     xs = _comparable(batch.x[index])
     if batch.direction == "forward":
@@ -599,6 +633,10 @@ def _ratio(a: np.ndarray, v: np.ndarray, ok: np.ndarray) -> np.ndarray:
 def _observed_slopes(batch: Batch, index: np.ndarray) -> np.ndarray:
     """actual / input (x forward, dy backward) wherever both are finite and the input is
     not zero, and a zero actual counts as slope 0: every slope the output shows."""
+    return _in_pieces(_observed_piece, batch, index)
+
+
+def _observed_piece(batch: Batch, index: np.ndarray) -> np.ndarray:
     a = _comparable(batch.actual[index])
     v = _comparable((batch.x if batch.direction == "forward" else batch.dy)[index])
     ok = np.isfinite(a) & np.isfinite(v) & (v != 0)
