@@ -119,7 +119,18 @@ class _State:
     def claim(self, claim: Claim) -> None:
         self.claims.append(claim)
         if claim.in_tensor:
-            self.remaining = np.setdiff1d(self.remaining, claim.index, assume_unique=True)
+            self.remaining = _without(self.remaining, claim.index)
+
+
+def _without(remaining: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``np.setdiff1d(remaining, index, assume_unique=True)``: ascending ``remaining`` is
+    searched (binary) instead of compared with every element of ``index``."""
+    if remaining.size < 2 or index.size == 0 or not (remaining[1:] > remaining[:-1]).all():
+        return np.setdiff1d(remaining, index, assume_unique=True)
+    at = np.minimum(np.searchsorted(remaining, index), remaining.size - 1)
+    keep = np.ones(remaining.size, dtype=bool)
+    keep[at[remaining[at] == index]] = False
+    return remaining[keep]
 
 
 def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = (),
@@ -468,7 +479,8 @@ def _beam(sel: _Selector, cands: list[Rule]) -> tuple[list[Rule], dict]:
 def _estimates(ratio: np.ndarray, negative: np.ndarray) -> list[float]:
     """The median slope actual/input on each side of zero (a formula like min(x, a*x)
     shows its slope on the positive side)."""
-    return [float(np.median(ratio[side])) for side in (negative, ~negative) if side.any()]
+    return [float(np.median(ratio[side], overwrite_input=True))  # the selection is a copy
+            for side in (negative, ~negative) if side.any()]
 
 
 def _semantics(batch: Batch, state: _State) -> None:
