@@ -345,6 +345,21 @@ def _stride_sample(index: np.ndarray, *, most: int) -> tuple[np.ndarray, float]:
     return kept, index.size / kept.size
 
 
+def _merge_disjoint(parts: tuple[np.ndarray, ...], *, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint indices into ``size`` elements, merged in ascending order, and which part
+    (1, 2, ...) each came from: sorted when few, else by marking their places."""
+    if 8 * sum(p.size for p in parts) < size:
+        keep = np.concatenate(parts)
+        kind = np.concatenate([np.full(p.size, k, dtype=np.int8) for k, p in enumerate(parts, 1)])
+        order = np.argsort(keep, kind="stable")
+        return keep[order], kind[order]
+    mark = np.zeros(size, dtype=np.int8)
+    for k, p in enumerate(parts, 1):
+        mark[p] = k
+    keep = np.flatnonzero(mark)
+    return keep, mark[keep]
+
+
 def _scan(chunk: Chunk, ctx: _Context) -> _Scan:
     expected = _golden(chunk.x, ctx.alpha, direction=ctx.direction, dy=chunk.dy,
                        out_dtype=ctx.out_dtype)
@@ -357,10 +372,7 @@ def _scan(chunk: Chunk, ctx: _Context) -> _Scan:
     special = special_values(chunk.x[others], expected[others], None if chunk.dy is None else chunk.dy[others])
     spec, w_spec = _stride_sample(others[special], most=EVIDENCE_SPECIAL)
     plain, w_plain = _stride_sample(others[~special], most=EVIDENCE_PLAIN)
-    kind = np.zeros(chunk.x.size, dtype=np.int8)  # 1 mismatch, 2 special, 3 plain: disjoint
-    kind[mis], kind[spec], kind[plain] = 1, 2, 3
-    keep = np.flatnonzero(kind)  # the three, merged in ascending order
-    kind = kind[keep]
+    keep, kind = _merge_disjoint((mis, spec, plain), size=chunk.x.size)
     is_mis = kind == 1
     weight = np.ones(keep.size)
     weight[kind == 2], weight[kind == 3] = w_spec, w_plain
