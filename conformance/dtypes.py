@@ -145,9 +145,9 @@ def ordered(a: np.ndarray) -> np.ndarray:
     """Map floats onto the ordered-integer line as int64 (+0 and -0 both map to 0)."""
     a = np.asarray(a)
     rec = info(a.dtype)
-    mag = (to_bits(a) & (rec.sign_mask - 1)).astype(np.int64)
-    negative = (to_bits(a) & rec.sign_mask) != 0
-    return np.where(negative, -mag, mag)
+    bits = to_bits(a).view(np.dtype(f"i{a.dtype.itemsize}"))  # signed: the sign bit makes it negative
+    mag = bits & (rec.sign_mask - 1)
+    return np.where(bits < 0, -mag, mag).astype(np.int64, copy=False)  # -mag fits: the sign bit is clear
 
 
 @dataclass(frozen=True)

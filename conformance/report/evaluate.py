@@ -345,6 +345,21 @@ def _stride_sample(index: np.ndarray, *, most: int) -> tuple[np.ndarray, float]:
     return kept, index.size / kept.size
 
 
+def _merge_disjoint(parts: tuple[np.ndarray, ...], *, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint indices into ``size`` elements, merged in ascending order, and which part
+    (1, 2, ...) each came from: sorted when few, else by marking their places."""
+    if 8 * sum(p.size for p in parts) < size:
+        keep = np.concatenate(parts)
+        kind = np.concatenate([np.full(p.size, k, dtype=np.int8) for k, p in enumerate(parts, 1)])
+        order = np.argsort(keep, kind="stable")
+        return keep[order], kind[order]
+    mark = np.zeros(size, dtype=np.int8)
+    for k, p in enumerate(parts, 1):
+        mark[p] = k
+    keep = np.flatnonzero(mark)
+    return keep, mark[keep]
+
+
 def _scan(chunk: Chunk, ctx: _Context) -> _Scan:
     expected = _golden(chunk.x, ctx.alpha, direction=ctx.direction, dy=chunk.dy,
                        out_dtype=ctx.out_dtype)
@@ -357,26 +372,29 @@ def _scan(chunk: Chunk, ctx: _Context) -> _Scan:
     special = special_values(chunk.x[others], expected[others], None if chunk.dy is None else chunk.dy[others])
     spec, w_spec = _stride_sample(others[special], most=EVIDENCE_SPECIAL)
     plain, w_plain = _stride_sample(others[~special], most=EVIDENCE_PLAIN)
-    keep = np.concatenate([mis, spec, plain])
-    order = np.argsort(keep, kind="stable")
-    keep = keep[order]
-    weight = np.concatenate([np.ones(mis.size), np.full(spec.size, w_spec), np.full(plain.size, w_plain)])[order]
-    is_mis = np.concatenate([np.ones(mis.size, bool), np.zeros(spec.size + plain.size, bool)])[order]
-    bad = np.concatenate([comp.violating, np.zeros(spec.size + plain.size, bool)])[order]
+    keep, kind = _merge_disjoint((mis, spec, plain), size=chunk.x.size)
+    is_mis = kind == 1
+    weight = np.ones(keep.size)
+    weight[kind == 2], weight[kind == 3] = w_spec, w_plain
+    bad = np.zeros(keep.size, dtype=bool)
+    bad[is_mis] = comp.violating  # mismatches ascending, as their places in keep
     return _Scan(comp.metrics, keep.astype(np.int64) + chunk.offset, is_mis, bad, weight, chunk.x[keep],
                  None if chunk.dy is None else chunk.dy[keep], expected[keep], chunk.actual[keep])
 
 
 def _reduced(scans: list[_Scan], ctx: _Context, *, numel: int) -> tuple[Batch, np.ndarray, np.ndarray]:
     """Every chunk's kept elements as one batch standing for the tensor, the batch positions
-    of the mismatches, and which elements are outside tolerance.  Empties ``scans`` (memory)."""
+    of the mismatches, and which elements are outside tolerance.  Empties ``scans``, one
+    field at a time, so the pieces are freed as they are joined (memory)."""
+    parts = [dict(vars(s)) for s in scans]
+    scans.clear()
+
     def joined(name: str) -> np.ndarray:
-        return np.concatenate([getattr(s, name) for s in scans])
+        return np.concatenate([p.pop(name) for p in parts])
 
     where, mismatch, violating, weight = joined("where"), joined("mismatch"), joined("violating"), joined("weight")
     x, golden, actual = joined("x"), joined("golden"), joined("actual")
-    dy = None if scans[0].dy is None else joined("dy")
-    scans.clear()
+    dy = None if parts[0]["dy"] is None else joined("dy")
     batch = Batch(x, dy, ctx.alpha, ctx.direction, ctx.out_dtype, golden, actual,
                   where=where, numel=numel, weight=weight)
     return batch, np.flatnonzero(mismatch), violating

@@ -20,7 +20,7 @@ This module reads tile layouts and hazards as data; it never imports the emulato
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Optional
@@ -119,7 +119,18 @@ class _State:
     def claim(self, claim: Claim) -> None:
         self.claims.append(claim)
         if claim.in_tensor:
-            self.remaining = np.setdiff1d(self.remaining, claim.index, assume_unique=True)
+            self.remaining = _without(self.remaining, claim.index)
+
+
+def _without(remaining: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``np.setdiff1d(remaining, index, assume_unique=True)``: ascending ``remaining`` is
+    searched (binary) instead of compared with every element of ``index``."""
+    if remaining.size < 2 or index.size == 0 or not (remaining[1:] > remaining[:-1]).all():
+        return np.setdiff1d(remaining, index, assume_unique=True)
+    at = np.minimum(np.searchsorted(remaining, index), remaining.size - 1)
+    keep = np.ones(remaining.size, dtype=bool)
+    keep[at[remaining[at] == index]] = False
+    return remaining[keep]
 
 
 def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = (),
@@ -179,11 +190,19 @@ def special_values(*arrays: Optional[np.ndarray]) -> np.ndarray:
     where rules differ."""
     present = [a for a in arrays if a is not None]
     out = np.zeros(present[0].shape, dtype=bool)
-    with np.errstate(invalid="ignore"):
-        for v in present:
-            w = v.astype(np.float64)
-            out |= (w == 0) | ~np.isfinite(w) | is_subnormal(v)
+    for v in present:
+        w = _comparable(v)
+        out |= (w == 0) | ~np.isfinite(w) | is_subnormal(v)
     return out
+
+
+def _comparable(v: np.ndarray) -> np.ndarray:
+    """``v`` in a dtype numpy compares, tests and takes ``abs`` of exactly: its own when
+    numpy's (no float64 copy), else float64 (bfloat16)."""
+    if v.dtype.kind == "f":
+        return v
+    with np.errstate(invalid="ignore"):  # NaN payloads of bfloat16 warn when widened
+        return v.astype(np.float64)
 
 
 def _special(batch: Batch, index: np.ndarray) -> np.ndarray:
@@ -197,7 +216,9 @@ def _scope(batch: Batch, mismatches: np.ndarray) -> _Scope:
     others = np.flatnonzero(keep)
     if batch.weight is not None:  # a reduced batch: its matching elements are already a sample
         index = np.concatenate([mismatches, others])
-        return _Scope(index, mismatches.size, np.concatenate([np.ones(mismatches.size), batch.weight[others]]))
+        weight = np.ones(index.size)
+        weight[mismatches.size:] = batch.weight[others]
+        return _Scope(index, mismatches.size, weight)
     if n <= _FULL_SCOPE:
         index = np.concatenate([mismatches, others])
         return _Scope(index, mismatches.size, np.ones(index.size))
@@ -210,28 +231,53 @@ def _scope(batch: Batch, mismatches: np.ndarray) -> _Scope:
     return _Scope(index, mismatches.size, weight)
 
 
-def _reach(batch: Batch, index: np.ndarray) -> dict[str, np.ndarray]:
-    """Per kind of element a rule can change, which of ``index`` are of that kind."""
-    x, g, a = batch.x[index], batch.golden[index], batch.actual[index]
-    dy = batch.dy[index] if batch.dy is not None else np.zeros(index.size, dtype=x.dtype)
-    xw, dw, gw, aw = (v.astype(np.float64) for v in (x, dy, g, a))
-    small = info(batch.out_dtype).smallest_normal
-    zero = (xw == 0) | (dw == 0) | (gw == 0) | (aw == 0) | is_subnormal(x)
-    return {"nan": np.isnan(xw),
-            "zero": zero,
-            "special": zero | ~np.isfinite(xw) | ~np.isfinite(dw) | ~np.isfinite(gw),
-            "tiny": is_subnormal(x) | is_subnormal(dy) | (np.abs(gw) < small) | (np.abs(aw) < small)}
+class _Reach(dict):
+    """Per kind of element a rule can change ("nan", "zero", "special", "tiny"), which of
+    ``index`` are of that kind; each kind is computed when a rule first asks for it."""
+
+    def __init__(self, batch: Batch, index: np.ndarray) -> None:
+        super().__init__()
+        self.batch, self.index = batch, index
+
+    def __missing__(self, kind: str) -> np.ndarray:
+        self[kind] = mask = _reach(self.batch, self.index, kind)
+        return mask
+
+
+def _reach(batch: Batch, index: np.ndarray, kind: str) -> np.ndarray:
+    """Which of ``index`` are of ``kind``.  Without dy (forward) its stand-in is zero
+    everywhere, so every element is a "zero" and a "special" one."""
+    x = batch.x[index]
+    if kind == "nan":
+        return is_nan(x)
+    if kind in ("zero", "special") and batch.dy is None:
+        return np.ones(index.size, dtype=bool)
+    g, a = _comparable(batch.golden[index]), _comparable(batch.actual[index])
+    dy = None if batch.dy is None else batch.dy[index]
+    if kind == "tiny":
+        small = info(batch.out_dtype).smallest_normal
+        tiny = is_subnormal(x) | (np.abs(g) < small) | (np.abs(a) < small)
+        return tiny if dy is None else tiny | is_subnormal(dy)
+    xw, dw = _comparable(x), _comparable(dy)
+    zero = (xw == 0) | (dw == 0) | (g == 0) | (a == 0) | is_subnormal(x)
+    if kind == "zero":
+        return zero
+    return zero | ~np.isfinite(xw) | ~np.isfinite(dw) | ~np.isfinite(g)
 
 
 def _plausible(rule: Rule, ratios: np.ndarray) -> bool:
     """A slope is worth trying only if some element shows it (actual/input within 1.6%
     of it: a slope or inputs rounded to a 16-bit dtype stay closer); with no
-    informative element every slope is."""
+    informative element every slope is.  ``ratios`` are sorted, without NaN: the
+    nearest ratio below the slope and the nearest above are the closest (a rounded
+    difference is monotone), so only they are tested."""
     kw = rule.kw
     if rule.category != "alpha-mismatch" or "alpha" not in kw or ratios.size == 0:
         return True
     slope = ref.effective_slope(kw["alpha"], slope_dtype=kw.get("slope_dtype"))
-    return bool((np.abs(ratios - slope) <= abs(slope) * 2.0 ** -6).any())  # inputs may be narrowed
+    at = int(np.searchsorted(ratios, slope))
+    near = ratios[max(at - 1, 0):at + 1]
+    return bool((np.abs(near - slope) <= abs(slope) * 2.0 ** -6).any())  # inputs may be narrowed
 
 
 def _merged(stack: Sequence[Rule]) -> dict:
@@ -248,7 +294,7 @@ class _Selector:
         self.batch, self.scope = batch, scope
         self.actual = batch.actual[scope.index]
         self._cache: dict = {}
-        self.reach = _reach(batch, scope.index[:scope.n_mis])
+        self.reach = _Reach(batch, scope.index[:scope.n_mis])
 
     def predict(self, stack: Sequence[Rule]) -> np.ndarray:
         """The stack's prediction on the whole scope."""
@@ -259,21 +305,42 @@ class _Selector:
             self._cache[key] = self.batch.variant(index, **kw) if kw else self.batch.golden[index]
         return self._cache[key]
 
+    def on_mismatches(self, stack: Sequence[Rule]) -> np.ndarray:
+        """The stack's prediction on the mismatches (the scope's first elements)."""
+        return self.predict(stack)[:self.scope.n_mis]
+
+    def whole(self, stack: Sequence[Rule]) -> np.ndarray:
+        """The stack's prediction on the whole batch: the scope's, put in place when the
+        scope is every element."""
+        if self.scope.index.size != self.batch.x.size:
+            return self.batch.variant(**_merged(stack))
+        out = np.empty_like(self.batch.golden)
+        out[self.scope.index] = self.predict(stack)
+        return out
+
+    @cached_property
+    def special_mismatches(self) -> np.ndarray:
+        """Which mismatches (scope positions) are special values, found a piece at a time."""
+        return _in_pieces(_special, self.batch, self.scope.index[:self.scope.n_mis])
+
     def glance(self, wrong: np.ndarray) -> Optional[np.ndarray]:
         """For many wrong mismatches, a sample of them: every special value, and 4,096
         others.  None when there are few."""
         if wrong.size <= _GLANCE:
             return None
-        special = _special(self.batch, self.scope.index[wrong])
+        special = self.special_mismatches[wrong]
         others = wrong[~special]
         pick = np.random.default_rng(1).choice(others, min(_GLANCE, others.size), replace=False)
         return np.sort(np.concatenate([wrong[special], pick]))
 
     def newly(self, trial: Sequence[Rule], wrong: np.ndarray) -> np.ndarray:
         """Which of the mismatches ``wrong`` (scope positions) ``trial`` reproduces: the
-        cheap first look, on the elements the stack below still gets wrong."""
-        kw = _merged(trial)
-        pred = self.batch.variant(self.scope.index[wrong], **kw)
+        cheap first look, on the elements the stack below still gets wrong.  When they are
+        most of the scope, the prediction on the whole scope (kept for scoring) serves."""
+        if 2 * wrong.size >= self.scope.index.size:
+            pred = self.predict(trial)[wrong]
+        else:
+            pred = self.batch.variant(self.scope.index[wrong], **_merged(trial))
         out = np.zeros(self.scope.n_mis, dtype=bool)
         out[wrong] = match_mask(pred, self.actual[wrong])
         return out
@@ -290,7 +357,7 @@ class _Selector:
         flipped zeros are few, and a formula that matches some of them by chance is no cause."""
         n = self.scope.n_mis
         g, a = self.batch.golden[self.scope.index[:n]], self.actual[:n]
-        zeros = (g.astype(np.float64) == 0) & (a.astype(np.float64) == 0)
+        zeros = (_comparable(g) == 0) & (_comparable(a) == 0)
         if (newly & ~zeros).any():
             return True
         return 2 * int(newly.sum()) > int((zeros & ~right_now).sum())
@@ -387,7 +454,11 @@ def select(batch: Batch, mismatches: np.ndarray, cands: list[Rule]) -> tuple[lis
     rule that shortens the description (rules + elements the stack gets wrong).  Returns
     the shortest stack and, per rule, the equally good alternatives (same length, same
     predictions)."""
-    sel = _Selector(batch, _scope(batch, mismatches))
+    return _beam(_Selector(batch, _scope(batch, mismatches)), cands)
+
+
+def _beam(sel: _Selector, cands: list[Rule]) -> tuple[list[Rule], dict]:
+    """:func:`select` on the scope of ``sel``."""
     pred = sel.predict([])
     best = _Stack(sel.length(pred, []), [], pred, {})
     beam = [best]
@@ -408,34 +479,44 @@ def select(batch: Batch, mismatches: np.ndarray, cands: list[Rule]) -> tuple[lis
 def _estimates(ratio: np.ndarray, negative: np.ndarray) -> list[float]:
     """The median slope actual/input on each side of zero (a formula like min(x, a*x)
     shows its slope on the positive side)."""
-    return [float(np.median(ratio[side])) for side in (negative, ~negative) if side.any()]
+    return [float(np.median(ratio[side], overwrite_input=True))  # the selection is a copy
+            for side in (negative, ~negative) if side.any()]
 
 
 def _semantics(batch: Batch, state: _State) -> None:
-    ratio, negative = _informative_slopes(batch, state.remaining)
-    cands = catalogue(alpha=batch.alpha, direction=batch.direction, dtypes=batch.dtypes,
-                      estimates=_estimates(ratio, negative))
-    observed = _observed_slopes(batch, state.remaining)
-    cands = [r for r in cands if _plausible(r, observed)]
-    stack, alternatives = select(batch, state.remaining, cands)
+    cands = _candidates(batch, state.remaining)
+    sel = _Selector(batch, _scope(batch, state.remaining))
+    stack, alternatives = _beam(sel, cands)
     if stack:
-        for claim in _attribute(batch, state.remaining, stack, alternatives):
+        for claim in _attribute(sel, state.remaining, stack, alternatives):
             state.claim(claim)
 
 
-def _attribute(batch: Batch, mis: np.ndarray, stack: list[Rule], alternatives: dict) -> list[Claim]:
+def _candidates(batch: Batch, mis: np.ndarray) -> list[Rule]:
+    """The catalogue for the slopes the mismatches ``mis`` show, without the slopes no
+    element shows (the ratios are dropped on return: on a large dump they are big)."""
+    cands = catalogue(alpha=batch.alpha, direction=batch.direction, dtypes=batch.dtypes,
+                      estimates=_estimates(*_informative_slopes(batch, mis)))
+    observed = np.sort(_observed_slopes(batch, mis))  # no NaN: both sides finite
+    return [r for r in cands if _plausible(r, observed)]
+
+
+def _attribute(sel: _Selector, mis: np.ndarray, stack: list[Rule], alternatives: dict) -> list[Claim]:
     """Each explained mismatch goes to the rule it needs that moves its value most (the
     dominant cause: a flush or narrowed input beats a 1-ULP slope rounding; ties go to the
     later category in registry order).  An element that only neutral context explains
-    stays for ``rounding``."""
-    full = batch.variant(mis, **_merged(stack))
+    stays for ``rounding``.  ``mis`` are the mismatches ``sel`` was scoped on."""
+    batch = sel.batch
+    full = sel.on_mismatches(stack)
     explained = match_mask(full, batch.actual[mis])
-    moves = [_moved(full, batch.variant(mis, **_merged([s for s in stack if s is not r]))) * explained
-             for r in stack]
+    moves = [_moved(full, sel.on_mismatches([s for s in stack if s is not r])) * explained
+             for r in stack] if len(stack) > 1 else []
     named = sorted((i for i, r in enumerate(stack) if r.category is not None),
                    key=lambda i: (-categories.order(stack[i].category), i))
-    owner = np.full(mis.size, -1)
-    if named:
+    owner = np.full(mis.size, -1, dtype=np.int16)  # stack positions
+    if len(stack) == 1:  # its explained elements are its own (as below, without the moves)
+        owner[explained & bool(named)] = 0
+    elif named:
         best = np.stack([moves[i] for i in named])
         pick = np.argmax(best, axis=0)  # first of the largest: the later category on ties
         owner = np.where(best.max(axis=0) > 0, np.asarray(named)[pick], -1)
@@ -444,7 +525,7 @@ def _attribute(batch: Batch, mis: np.ndarray, stack: list[Rule], alternatives: d
             if r.category is None:
                 neutral_only |= moves[i] > 0
         owner = np.where((owner < 0) & explained & ~neutral_only, named[0], owner)
-    claims = [_rule_claim(batch, mis[owner == i], stack, i, alternatives.get(stack[i], []))
+    claims = [_rule_claim(sel, mis[owner == i], stack, i, alternatives.get(stack[i], []))
               for i in named if (owner == i).any()]
     return _merge_claims([c for c in claims if c.count])
 
@@ -457,10 +538,11 @@ def _moved(full: np.ndarray, without: np.ndarray) -> np.ndarray:
     return np.where(dist.nan & differ, np.inf, moved)
 
 
-def _contradicted(batch: Batch, stack: list[Rule], i: int) -> int:
+def _contradicted(sel: _Selector, stack: list[Rule], i: int) -> int:
     """Elements where rule ``i`` changes the stack's prediction and the actual output
     does not follow (counted on the whole batch, where the stack is wrong)."""
-    full = batch.variant(**_merged(stack))
+    batch = sel.batch
+    full = sel.whole(stack)
     wrong = np.flatnonzero(~match_mask(full, batch.actual))
     without = batch.variant(wrong, **_merged(stack[:i] + stack[i + 1:]))
     changed = ~match_mask(full[wrong], without)
@@ -469,13 +551,13 @@ def _contradicted(batch: Batch, stack: list[Rule], i: int) -> int:
     return int(round(float(batch.weight[wrong][changed].sum())))  # a reduced batch: what the sample stands for
 
 
-def _rule_claim(batch: Batch, hits: np.ndarray, stack: list[Rule], i: int, alts: list[Rule]) -> Claim:
-    r = stack[i]
+def _rule_claim(sel: _Selector, hits: np.ndarray, stack: list[Rule], i: int, alts: list[Rule]) -> Claim:
+    batch, r = sel.batch, stack[i]
     if r.category == "input-precision":
         hits = hits[~_non_finite_symptom(batch, hits)]
     summary = r.summary + "".join(f"; or equally: {a.summary}" for a in alts)
-    detail = {**r.detail, **_extra_detail(batch, r, hits, stack, i),
-              "explained": int(hits.size), "contradicted": _contradicted(batch, stack, i)}
+    detail = {**r.detail, **_extra_detail(sel, r, hits, stack, i),
+              "explained": int(hits.size), "contradicted": _contradicted(sel, stack, i)}
     if alts:
         detail["alternatives"] = [a.summary for a in alts]
         detail["alternative_categories"] = list(dict.fromkeys(
@@ -483,7 +565,8 @@ def _rule_claim(batch: Batch, hits: np.ndarray, stack: list[Rule], i: int, alts:
     return Claim(r.category, hits, int(hits.size), summary, detail)
 
 
-def _extra_detail(batch: Batch, r: Rule, hits: np.ndarray, stack: list[Rule], i: int) -> dict:
+def _extra_detail(sel: _Selector, r: Rule, hits: np.ndarray, stack: list[Rule], i: int) -> dict:
+    batch = sel.batch
     if r.category == "subnormal-flush":
         tiny = is_subnormal(batch.x[hits])
         if batch.dy is not None:
@@ -492,7 +575,7 @@ def _extra_detail(batch: Batch, r: Rule, hits: np.ndarray, stack: list[Rule], i:
                 "subnormal_outputs": int(is_subnormal(batch.golden[hits]).sum())}
     if r.category == "saturation":
         g = batch.golden[hits]
-        before = batch.variant(**_merged(stack[:i] + stack[i + 1:]))
+        before = sel.whole(stack[:i] + stack[i + 1:])
         return {"nan_to_zero": int(is_nan(g).sum()), "inf_to_max": int(np.isinf(g.astype(np.float64)).sum()),
                 "confirmed_by_inf": bool(np.isinf(before.astype(np.float64)).any())}
     return {}
@@ -521,29 +604,55 @@ def _merge_claims(claims: list[Claim]) -> list[Claim]:
     return list(by.values())
 
 
+_PIECE = 1 << 20  # elements per piece where a large batch's temporaries would be big
+
+
+def _in_pieces(f: Callable[..., Any], batch: Batch, index: np.ndarray) -> Any:
+    """``f(batch, index)`` on pieces of ``index``, joined (``f`` is element-wise)."""
+    if index.size <= _PIECE:
+        return f(batch, index)
+    pieces = [f(batch, index[lo:lo + _PIECE]) for lo in range(0, index.size, _PIECE)]
+    if isinstance(pieces[0], tuple):
+        return tuple(np.concatenate(p) for p in zip(*pieces))
+    return np.concatenate(pieces)
+
+
 def _informative_slopes(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """actual / input where the exact result is a normal number, and which of those
     ratios lie on the negative side (x < 0 forward; x <= 0 or NaN backward)."""
-    g, a = batch.golden[index].astype(np.float64), batch.actual[index].astype(np.float64)
-    xs = batch.x[index].astype(np.float64)
+    return _in_pieces(_informative_piece, batch, index)
+
+
+def _informative_piece(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    g, a = _comparable(batch.golden[index]), _comparable(batch.actual[index])
+    xs = _comparable(batch.x[index])
     if batch.direction == "forward":
         v, negative, positive = xs, xs < 0, xs > 0
     else:
-        v = batch.dy[index].astype(np.float64)
+        v = _comparable(batch.dy[index])
         negative = (xs <= 0) | np.isnan(xs)
         positive = ~negative
     ok = (np.abs(g) >= info(batch.out_dtype).smallest_normal) & np.isfinite(a) & np.isfinite(v) \
         & (v != 0) & np.isfinite(g) & (negative | positive)
-    return a[ok] / v[ok], negative[ok]
+    return _ratio(a, v, ok), negative[ok]
+
+
+def _ratio(a: np.ndarray, v: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """``a / v`` in float64 where ``ok``."""
+    return a[ok].astype(np.float64) / v[ok].astype(np.float64)
 
 
 def _observed_slopes(batch: Batch, index: np.ndarray) -> np.ndarray:
     """actual / input (x forward, dy backward) wherever both are finite and the input is
     not zero, and a zero actual counts as slope 0: every slope the output shows."""
-    a = batch.actual[index].astype(np.float64)
-    v = (batch.x if batch.direction == "forward" else batch.dy)[index].astype(np.float64)
+    return _in_pieces(_observed_piece, batch, index)
+
+
+def _observed_piece(batch: Batch, index: np.ndarray) -> np.ndarray:
+    a = _comparable(batch.actual[index])
+    v = _comparable((batch.x if batch.direction == "forward" else batch.dy)[index])
     ok = np.isfinite(a) & np.isfinite(v) & (v != 0)
-    return a[ok] / v[ok]
+    return _ratio(a, v, ok)
 
 
 def _non_finite_symptom(batch: Batch, index: np.ndarray) -> np.ndarray:
