@@ -313,8 +313,8 @@ def _gradient_of_max(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, alpha: floa
     recomputed product ``alpha*x`` and every intermediate are flushed (a flushed product
     ties with x = ±0 only)."""
     fl = flush_to_zero if ftz else (lambda v: v)
-    w = cast_exact(xs, out)
-    prod = fl(scale_exact(xs, alpha, out))
+    w = xs  # compared in the input's dtype
+    prod = fl(scale_exact(xs, alpha, info(xs.dtype)))
     nan = is_nan(w) | is_nan(prod)
     tie = (prod == w) & ~nan
     half = fl(cast_exact(ds.astype(np.float64) / 2.0, out))
