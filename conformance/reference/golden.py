@@ -304,16 +304,16 @@ def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = 
 
 
 def _gradient_of_max(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, alpha: float,
-                     out: DTypeInfo, *, ftz: bool = False) -> np.ndarray:
+                     out: DTypeInfo, *, daz: bool = False, ftz: bool = False) -> np.ndarray:
     """The gradient of ``maximum(alpha*x, x)`` (``minimum`` for alpha > 1), as MindSpore
     builds it: MaximumGrad gives a tie (alpha*x == x: x = ±0, ±inf) ``dy/2`` to each
     operand and a NaN comparison ``dy`` to each, then ``dx = alpha*d1 + d2`` rounds every
     step: a tie gives ``round(round(alpha*round(dy/2)) + round(dy/2))``, a NaN product
     (x = NaN, or ±inf with alpha 0) ``round(round(alpha*dy) + dy)``.  Under ``ftz`` the
-    recomputed product ``alpha*x`` and every intermediate are flushed (a flushed product
-    ties with x = ±0 only)."""
+    recomputed product ``alpha*x`` and every intermediate are flushed; under ``daz`` the
+    comparison reads a subnormal x as zero, so it ties with its flushed product."""
     fl = flush_to_zero if ftz else (lambda v: v)
-    w = xs  # compared in the input's dtype
+    w = flush_to_zero(xs) if daz else xs  # compared in the input's dtype
     prod = fl(scale_exact(xs, alpha, info(xs.dtype)))
     nan = is_nan(w) | is_nan(prod)
     tie = (prod == w) & ~nan
@@ -386,7 +386,7 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
         if grad_form == "sum":
             dx = _branch_sum(flush_to_zero(dx) if daz else dx, take, a, out)  # the add reads dy
         if grad_rule == "max":
-            dx = _gradient_of_max(dx, ds, xs, a, out, ftz=ftz)
+            dx = _gradient_of_max(dx, ds, xs, a, out, daz=daz, ftz=ftz)
         dx = _nan_gradient(dx, ds, xs, nan_grad, out)
         return saturated(dx, out) if saturate else dx
 
