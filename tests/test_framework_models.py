@@ -5,10 +5,10 @@ Every 16-bit pattern a framework's CPU kernel runs (MindSpore float16; Paddle ha
 random too), at the suite's alphas, forward and backward.  Skipped when the framework's
 environment is not set up (``make conformance-all``).
 
-MindSpore float32 is compared outside the subnormal range only: its CPU thread pool
-flushes subnormal inputs and products on some calls and not on others (it changed with
-alpha and with tensor size in our measurements), which no deterministic model
-reproduces; triage names those elements ``subnormal-flush``.
+MindSpore float32 is compared outside the subnormal range only: its CPU runtime
+flushes subnormals (the backend pins it to that steady state), but not uniformly across
+its operations, and no golden variant reproduces that yet; triage names most of those
+elements ``subnormal-flush`` (README, "Opt-in framework backends").
 """
 from __future__ import annotations
 
