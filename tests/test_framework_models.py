@@ -12,7 +12,7 @@ elements ``subnormal-flush`` (README, "Opt-in framework backends").
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pytest
