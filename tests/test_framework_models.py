@@ -81,7 +81,8 @@ def _comparable(name: str, dtype: str, x: np.ndarray, dy: np.ndarray, alpha: flo
         return np.ones(x.shape, dtype=bool)
     out = info(dtype)
     tiny = 2.0 * out.smallest_normal  # inputs whose products or halves may be subnormal
-    near = [np.abs(v.astype(np.float64)) < tiny / min(alpha or 1.0, 0.5) for v in (x, dy)]
+    with np.errstate(invalid="ignore"):  # NaN compares False: NaN elements stay compared
+        near = [np.abs(v.astype(np.float64)) < tiny / min(alpha or 1.0, 0.5) for v in (x, dy)]
     return ~(near[0] | near[1] | is_subnormal(x) | is_subnormal(dy))
 
 
