@@ -17,6 +17,12 @@ MINDSPORE_SPEC ?= mindspore==2.10.0 numpy==1.26.*
 WORKER_DEPS ?= numpy ml_dtypes hypothesis rich
 FRAMEWORK_STAMPS := $(PADDLE_VENV)/.installed $(MINDSPORE_VENV)/.installed
 ALL_BACKENDS ?= golden,torch,tensorflow,cann,jax,onnxruntime,keras,paddle,mindspore
+# conformance-all reports a FAIL verdict (exit 1) without failing the target unless GATE_ALL=1;
+# set-up and usage errors (exit 2) always fail it.  README "Frameworks" says why.
+GATE_ALL ?=
+ALL_VERDICT = rc=$$?; if [ $$rc -eq 1 ] && [ -z "$(GATE_ALL)" ]; then \
+	echo "conformance-all: verdict FAIL reported in reports/conformance-all.json, not gated (GATE_ALL=1 gates)"; \
+	rc=0; fi; test $$rc -eq 0
 
 export TF_CPP_MIN_LOG_LEVEL := 3
 
@@ -67,7 +73,7 @@ conformance-all:
 	@$(call timed,set-up (paddle),$(MAKE) --no-print-directory $(PADDLE_VENV)/.installed)
 	@$(call timed,set-up (mindspore),$(MAKE) --no-print-directory $(MINDSPORE_VENV)/.installed)
 	@$(call timed,run (all frameworks),$(VENV)/bin/conformance run --backend $(ALL_BACKENDS) \
-		--json reports/conformance-all.json --junit reports/junit-all.xml)
+		--json reports/conformance-all.json --junit reports/junit-all.xml; $(ALL_VERDICT))
 
 selftest: $(STAMP)
 	$(VENV)/bin/conformance selftest

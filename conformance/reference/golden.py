@@ -38,7 +38,8 @@ GradRule = Literal["gt", "ge", "max"]
 NanGrad = Literal["alpha", "dy", "zero", "dy*0"]
 Predicate = Literal["gt", "ge"]
 GradForm = Literal["select", "sum"]
-Formulation = Literal["select", "max", "min", "maxmin", "mask", "relu", "scale"]
+Formulation = Literal["select", "max", "min", "maxmin", "mask", "relu", "scale", "max_or_min"]
+NanOperand = Literal["propagate", "x"]
 Saturate = Union[bool, Literal["inf"]]  # "inf": only the infinities clamp
 SlopeDTypes = Optional[Union[DTypeLike, tuple[DTypeLike, ...]]]
 
@@ -208,6 +209,8 @@ def _formula(v: np.ndarray, alpha: float, out: DTypeInfo, *, formulation: Formul
              take_v: np.ndarray, neg: np.ndarray) -> np.ndarray:
     """The forward formula in ``out``; ``neg`` is ``alpha*v`` rounded, ``take_v`` the predicate."""
     vo = cast_exact(v, out)
+    if formulation == "max_or_min":  # max(x, a*x) for a <= 1, min(x, a*x) above (Paddle, MindSpore)
+        formulation = "max" if alpha <= 1 else "min"
     if formulation == "max":
         return np.maximum(vo, neg)
     if formulation == "min":
@@ -227,13 +230,15 @@ def _formula(v: np.ndarray, alpha: float, out: DTypeInfo, *, formulation: Formul
 
 def _select(v: np.ndarray, alpha: float, out: DTypeInfo, *, opmath: Optional[DTypeLike],
             daz: bool, ftz: bool, saturate: Saturate, take_v: np.ndarray,
-            formulation: Formulation = "select") -> np.ndarray:
+            formulation: Formulation = "select", nan_operand: NanOperand = "propagate") -> np.ndarray:
     """``where(take_v, v, alpha*v)`` (or another formula) in ``out``, with the variants.
 
     DAZ/FTZ touch only arithmetic; the pass-through branch is a select and keeps ``v``'s bits.
     """
     neg = _product(v, alpha, out, opmath=opmath, daz=daz, ftz=ftz)
     y = _formula(v, alpha, out, formulation=formulation, take_v=take_v, neg=neg)
+    if nan_operand == "x" and formulation in ("max", "min", "max_or_min"):
+        y = np.where(is_nan(neg), cast_exact(v, out), y)  # a compare-select ignores a NaN product
     if formulation == "mask" and info(v.dtype).bits > out.bits:
         y = _nan_as_computed_wide(y, v, alpha, take_v=take_v, opmath=opmath, daz=daz, ftz=ftz)
     return saturated(y, out, which=saturate) if saturate else y
@@ -276,12 +281,16 @@ def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = 
                slope_dtype: SlopeDTypes = None, opmath: Optional[DTypeLike] = None,
                flush_subnormals: bool = False, saturate: Saturate = False,
                input_dtype: Optional[DTypeLike] = None, daz: bool = False, ftz: bool = False,
-               predicate: Predicate = "gt", formulation: Formulation = "select") -> np.ndarray:
+               predicate: Predicate = "gt", formulation: Formulation = "select",
+               nan_operand: NanOperand = "propagate") -> np.ndarray:
     """Exact forward LeakyReLU; the keywords select the semantic variants.
 
     ``flush_subnormals`` is ``daz`` and ``ftz`` together.  ``daz`` reads subnormal inputs as
     zero in the comparison and the product (a selected value keeps its bits), ``ftz``
     flushes subnormal products.  ``predicate`` is the select's ``x > 0`` or ``x >= 0``.
+    ``nan_operand="x"``: a max/min formulation returns ``x`` where the product is NaN
+    (``x = ±inf`` with alpha 0), as a compare-select ``a > b ? a : b`` does (Eigen's
+    ``cwiseMax`` in Paddle, MindSpore's CPU Maximum); ``propagate`` is ``np.maximum``.
     """
     x = _narrowed(np.asarray(x), input_dtype)
     _, out = resolve_pair(x.dtype, out_dtype)
@@ -291,22 +300,37 @@ def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = 
     def one(xs: np.ndarray) -> np.ndarray:
         compared = flush_to_zero(xs) if daz else xs
         return _select(xs, a, out, opmath=opmath, daz=daz, ftz=ftz, saturate=saturate,
-                       take_v=_take(compared, predicate), formulation=formulation)
+                       take_v=_take(compared, predicate), formulation=formulation,
+                       nan_operand=nan_operand)
 
     return _chunked(one, x, out=out)
 
 
 def _gradient_of_max(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, alpha: float,
-                     out: DTypeInfo) -> np.ndarray:
+                     out: DTypeInfo, *, daz: bool = False, ftz: bool = False) -> np.ndarray:
     """The gradient of ``maximum(alpha*x, x)`` (``minimum`` for alpha > 1), as MindSpore
-    builds it: a tie (alpha*x == x: x = ±0, ±inf) gives ((1+alpha)/2)*dy, a NaN product
-    (x = NaN, or ±inf with alpha 0) gives (1+alpha)*dy, each rounded once."""
-    w = xs.astype(np.float64)
-    prod = alpha * w
-    nan = np.isnan(w) | np.isnan(prod)
+    builds it: MaximumGrad gives a tie (alpha*x == x: x = ±0, ±inf) ``dy/2`` to each
+    operand and a NaN comparison ``dy`` to each, then ``dx = alpha*d1 + d2`` rounds every
+    step: a tie gives ``round(round(alpha*round(dy/2)) + round(dy/2))``, a NaN product
+    (x = NaN, or ±inf with alpha 0) ``round(round(alpha*dy) + dy)``.  Under ``ftz`` the
+    recomputed product ``alpha*x`` and every intermediate are flushed; under ``daz`` the
+    comparison reads a subnormal x as zero, so it ties with its flushed product."""
+    fl = flush_to_zero if ftz else (lambda v: v)
+    w = flush_to_zero(xs) if daz else xs  # compared in the input's dtype
+    prod = fl(scale_exact(xs, alpha, info(xs.dtype)))
+    nan = is_nan(w) | is_nan(prod)
     tie = (prod == w) & ~nan
-    dx = np.where(tie, scale_exact(ds, (1.0 + alpha) / 2.0, out), dx)
-    return np.where(nan, scale_exact(ds, 1.0 + alpha, out), dx)
+    half = fl(cast_exact(ds.astype(np.float64) / 2.0, out))
+    dx = np.where(tie, fl(_add(fl(scale_exact(half, alpha, out)), half, out)), dx)
+    return np.where(nan, fl(_add(fl(scale_exact(ds, alpha, out)), cast_exact(ds, out), out)), dx)
+
+
+def _add(a: np.ndarray, b: np.ndarray, out: DTypeInfo) -> np.ndarray:
+    """``a + b`` rounded once to ``out`` (exact in float64 for 16-bit operands; for
+    float32 and float64 the operands' own add is that single rounding)."""
+    if out.bits == 16:
+        return round_float64(a.astype(np.float64) + b.astype(np.float64), out)
+    return (a + b).astype(out.dtype)
 
 
 def _branch_sum(dx: np.ndarray, take: np.ndarray, alpha: float, out: DTypeInfo) -> np.ndarray:
@@ -365,7 +389,7 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
         if grad_form == "sum":
             dx = _branch_sum(flush_to_zero(dx) if daz else dx, take, a, out)  # the add reads dy
         if grad_rule == "max":
-            dx = _gradient_of_max(dx, ds, xs, a, out)
+            dx = _gradient_of_max(dx, ds, xs, a, out, daz=daz, ftz=ftz)
         dx = _nan_gradient(dx, ds, xs, nan_grad, out)
         return saturated(dx, out, which=saturate) if saturate else dx
 

@@ -142,10 +142,18 @@ def _formulation_rules(direction: str) -> list[Rule]:
         return [rule("formulation", "the gradient of maximum(a*x, x) (MindSpore): a tie (x = ±0, ±inf) "
                      "gives ((1+a)/2)*dy, a NaN product (1+a)*dy", {"formula": "d maximum(a*x, x)"},
                      reach="special", grad_rule="max"),
+                rule("formulation", "the gradient of maximum(a*x, x) through MaximumGrad (MindSpore): "
+                     "dx = a*d1 + d2 rounded step by step, a tie (x = ±0, ±inf) gives a*(dy/2) + dy/2, a "
+                     "NaN product a*dy + dy", {"formula": "d maximum(a*x, x)", "form": "a*d1 + d2"},
+                     reach="special", grad_rule="max", grad_form="sum"),
                 rule("formulation", "computed as a*dy on both sides (no select)", {"formula": "a*dy"},
                      formulation="scale")]
     return [rule("formulation", f"computed as {text}", {"formula": text}, formulation=name)
-            for name, text in _FORMULAS.items()]
+            for name, text in _FORMULAS.items()] + [
+        rule("formulation", "computed as max(x, a*x) (min for a > 1) by a compare-select that returns x "
+             "where a*x is NaN, so x = ±inf with a = 0 gives ±inf (Paddle, MindSpore)",
+             {"formula": "max(x, a*x), min for a > 1", "nan_product": "x"}, reach="special",
+             formulation="max_or_min", nan_operand="x")]
 
 
 def _flush_rules(direction: str) -> list[Rule]:
