@@ -58,7 +58,7 @@ CASES = [
     ("jax", None, _jax, ("float16", "bfloat16", "float32", "float64"), ("forward", "backward")),
     ("onnxruntime", None, _onnxruntime, ("float16", "float32"), ("forward",)),
     ("keras", "jax", _jax, ("float16", "bfloat16", "float32"), ("forward",)),
-    ("keras", "numpy", _numpy_max, ("float16", "bfloat16", "float32", "float64"), ("forward",)),
+    ("keras", "numpy", _numpy_max, ("float16", "bfloat16", "float32"), ("forward",)),
     ("keras", "tensorflow", _tensorflow, ("float16", "bfloat16", "float32", "float64"), ("forward",)),
 ]
 _MODULES = {"jax": "jax", "onnxruntime": "onnxruntime", "keras": "keras", "numpy": "keras",
