@@ -167,13 +167,16 @@ def _flush_rules(direction: str) -> list[Rule]:
             rule("subnormal-flush", "subnormal inputs read as zero (DAZ) with select x >= 0",
                  {"daz": True, "predicate": "x >= 0"}, daz=True, predicate="ge", reach="tiny"),
         ]
-    else:  # DAZ under autodiff's where(c, x, a*x): the branch sum's add reads a subnormal dy as
-        # zero.  With grad-at-zero's x >= 0 stacked on it, a subnormal x (read as zero) takes dy.
+    else:  # DAZ under autodiff's where(x >= 0, x, a*x): a subnormal x (read as zero) takes dy and
+        # the branch sum's add reads a subnormal dy as zero.  Two rules' worth (a flush and
+        # grad-at-zero) and a little more, so that where the pair explains a batch, the pair
+        # names it (and x == 0 stays grad-at-zero); alone it covers batches without zeros.
         for form, text in (("sum", "branch sum"), ("fma", "branch sum fused into one multiply-add")):
-            rules.append(rule("subnormal-flush", both + f" under autodiff through where(c, x, a*x) ({text}, "
-                              "XLA:CPU): a subnormal dy passes the add as zero",
-                              {"daz": True, "ftz": True, "form": text}, complexity=1.5,
-                              daz=True, ftz=True, grad_form=form, reach="tiny"))
+            rules.append(rule("subnormal-flush", both + " under autodiff through where(x >= 0, x, a*x) "
+                              f"({text}, XLA:CPU): a subnormal x takes dy, a subnormal dy passes the add "
+                              "as zero", {"daz": True, "ftz": True, "rule": "x >= 0", "form": text},
+                              complexity=2.1, daz=True, ftz=True, grad_rule="ge", grad_form=form,
+                              reach="tiny"))
     return rules
 
 
