@@ -1,7 +1,8 @@
 """``keras``: Keras 3's ``keras.ops.leaky_relu`` (variant ``ops``) or ``keras.layers.LeakyReLU``
 (variant ``layer``), forward, on one Keras backend (the profile: tensorflow, jax, torch or numpy).
 
-Opt-in (``--backend keras [--profile jax] [--variant layer]``).  Keras picks its
+In the default suite on its tensorflow profile, ops variant (``--backend keras
+[--profile jax] [--variant layer]`` picks another).  Keras picks its
 backend once per process (``KERAS_BACKEND``), so each profile runs in a worker of
 its own.  The layer under Keras's default float32 policy returns float32 for a
 16-bit input: its rows are the pairs fp16->fp32 and bf16->fp32.  Keras has no
@@ -47,6 +48,7 @@ class KerasBackend(BackendBase):
     """One Keras API on one Keras backend."""
 
     name = "keras"
+    default_suite = True
     profiles = PROFILES
     variants = VARIANTS
     packages = ("keras", "tensorflow", "tensorflow-cpu", "jax", "torch")
