@@ -43,7 +43,8 @@ def test_pyproject_registers_every_builtin_backend() -> None:
 def test_metadata_without_the_group_falls_back_to_the_builtin_table(installed) -> None:
     installed()
     assert backends.names() == tuple(backends.BUILTIN)
-    assert backends.default_backends() == ("golden", "torch", "tensorflow", "cann")
+    assert backends.default_backends() == ("golden", "torch", "tensorflow", "cann", "jax", "onnxruntime",
+                                           "keras")
     assert type(backends.get_backend("golden")).__name__ == "GoldenBackend"
 
 

@@ -28,9 +28,9 @@ def fresh_workers():
     suite.backend_for.cache_clear()
 
 
-def test_framework_backends_are_registered_but_opt_in() -> None:
-    assert {"jax", "onnxruntime", "keras"} <= set(backends.names())
-    assert not {"jax", "onnxruntime", "keras", "torch_npu"} & set(backends.default_backends())
+def test_light_framework_backends_are_in_the_default_suite() -> None:
+    assert {"jax", "onnxruntime", "keras"} <= set(backends.default_backends())
+    assert "torch_npu" not in backends.default_backends()
 
 
 @pytest.mark.parametrize("name, module", [("jax", "jax"), ("onnxruntime", "onnx")])

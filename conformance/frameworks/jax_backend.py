@@ -1,6 +1,6 @@
 """``jax``: ``jax.nn.leaky_relu`` on CPU, forward, and backward by ``jax.vjp``.
 
-Opt-in (``--backend jax``): not in the default suite.  float64 needs
+In the default suite.  float64 needs
 ``jax_enable_x64``, which this backend switches on when it starts; the switch is
 process-wide, as JAX's configuration is.
 """
@@ -19,6 +19,7 @@ class JaxBackend(SameDtypeBackend):
     """``jax.nn.leaky_relu(x, negative_slope=alpha)``; ``jax.vjp`` gives dx for dy."""
 
     name = "jax"
+    default_suite = True
     packages = ("jax", "jaxlib")
 
     def __init__(self) -> None:

@@ -1,7 +1,8 @@
 """``keras``: Keras 3's ``keras.ops.leaky_relu`` (variant ``ops``) or ``keras.layers.LeakyReLU``
 (variant ``layer``), forward, on one Keras backend (the profile: tensorflow, jax, torch or numpy).
 
-Opt-in (``--backend keras [--profile jax] [--variant layer]``).  Keras picks its
+In the default suite on its tensorflow profile, ops variant (``--backend keras
+[--profile jax] [--variant layer]`` picks another).  Keras picks its
 backend once per process (``KERAS_BACKEND``), so each profile runs in a worker of
 its own.  The layer under Keras's default float32 policy returns float32 for a
 16-bit input: its rows are the pairs fp16->fp32 and bf16->fp32.  Keras has no
@@ -25,7 +26,7 @@ VARIANTS = ("ops", "layer")
 _DTYPES = {"tensorflow": ("float16", "bfloat16", "float32", "float64"),
            "jax": ("float16", "bfloat16", "float32"),  # float64 needs jax_enable_x64
            "torch": ("float16", "bfloat16", "float32", "float64"),
-           "numpy": ("float16", "bfloat16", "float32", "float64")}
+           "numpy": ("float16", "bfloat16", "float32")}  # float64 comes back float32 (below)
 _LAYER_PAIRS: tuple[Pair, ...] = (("float16", "float32"), ("bfloat16", "float32"), ("float32", "float32"))
 
 
@@ -47,6 +48,7 @@ class KerasBackend(BackendBase):
     """One Keras API on one Keras backend."""
 
     name = "keras"
+    default_suite = True
     profiles = PROFILES
     variants = VARIANTS
     packages = ("keras", "tensorflow", "tensorflow-cpu", "jax", "torch")
@@ -70,6 +72,8 @@ class KerasBackend(BackendBase):
             return "Keras has no backend-neutral gradient; run the profile's own framework backend for backward"
         if self.variant == "layer":
             return "the layer under the default float32 policy returns float32 (fp16/bf16/fp32 -> fp32 only)"
+        if self.profile == "numpy" and dtype == "float64":
+            return "keras's numpy backend converts a float64 input to float32 (convert_to_tensor's result_type)"
         return f"keras on {self.profile} runs (T, T) for T in {', '.join(_DTYPES[self.profile])}"
 
     def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:

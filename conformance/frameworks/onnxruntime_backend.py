@@ -1,6 +1,6 @@
 """``onnxruntime``: a one-node ``LeakyRelu`` graph built with ``onnx.helper``, CPU, forward only.
 
-Opt-in (``--backend onnxruntime``).  ONNX Runtime's CPU provider has no bfloat16
+In the default suite.  ONNX Runtime's CPU provider has no bfloat16
 or float64 LeakyRelu (onnxruntime 1.32: NOT_IMPLEMENTED), and ONNX has no gradient to run,
 so those rows are skipped with the reason.
 One session is built per (dtype, alpha) and kept.
@@ -24,6 +24,7 @@ class OnnxRuntimeBackend(BackendBase):
     """``LeakyRelu(alpha)`` (alpha stored as a float32 attribute, as ONNX defines it)."""
 
     name = "onnxruntime"
+    default_suite = True
     packages = ("onnx", "onnxruntime")
 
     def __init__(self) -> None:

@@ -37,7 +37,7 @@ from conformance.dtypes import DTypeInfo, DTypeLike, info, is_nan, is_subnormal
 GradRule = Literal["gt", "ge", "max"]
 NanGrad = Literal["alpha", "dy", "zero", "dy*0"]
 Predicate = Literal["gt", "ge"]
-GradForm = Literal["select", "sum"]
+GradForm = Literal["select", "sum", "fma"]
 Formulation = Literal["select", "max", "min", "maxmin", "mask", "relu", "scale", "max_or_min"]
 NanOperand = Literal["propagate", "x"]
 Saturate = Union[bool, Literal["inf"]]  # "inf": only the infinities clamp
@@ -342,6 +342,18 @@ def _branch_sum(dx: np.ndarray, take: np.ndarray, alpha: float, out: DTypeInfo) 
     return (dx + np.where(take, other, zero)).astype(out.dtype)
 
 
+def _branch_fma(dx: np.ndarray, ds: np.ndarray, take: np.ndarray, alpha: float, *,
+                daz: bool, out: DTypeInfo) -> np.ndarray:
+    """``fma(a, where(c, 0, dy), where(c, dy, 0))``, the branch sum contracted to one fused
+    multiply-add (XLA:CPU): as the sum, except that a nonzero product flushed to zero keeps
+    its sign (the add sees the exact product, not the flushed zero); an exact zero product
+    (dy or a zero, or dy read as zero under DAZ) still gives ``+0``."""
+    summed = _branch_sum(flush_to_zero(dx) if daz else dx, take, alpha, out)
+    read = flush_to_zero(ds) if daz else ds
+    nonzero = (read.astype(np.float64) != 0) & (alpha != 0)
+    return np.where(~take & nonzero, dx, summed)
+
+
 def _nan_gradient(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, nan_grad: NanGrad,
                   out: DTypeInfo) -> np.ndarray:
     """dx at x = NaN: ``zero`` writes +0; ``dy*0`` is a zero with dy's sign (NaN for a
@@ -368,7 +380,8 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
     ``daz`` reads x as zero in the comparison and dy as zero in the product.
     ``formulation="relu"`` is a plain ReLU's gradient (+0 where x <= 0).  ``grad_form="sum"``
     is autodiff through ``where(c, x, a*x)``: ``where(c, dy, 0) + a*where(c, 0, dy)`` (JAX),
-    which differs from a select only in the sign of zeros."""
+    which differs from a select only in the sign of zeros; ``grad_form="fma"`` is that sum
+    contracted to one fused multiply-add (XLA:CPU's fused kernel)."""
     dy, x = _narrowed(np.asarray(dy), input_dtype), _narrowed(np.asarray(x), input_dtype)
     if dy.shape != x.shape or dy.dtype != x.dtype:
         raise ValueError(f"dy and x must match: got {dy.dtype}{dy.shape} and {x.dtype}{x.shape}")
@@ -388,6 +401,8 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
         dx = _select(ds, a, out, opmath=opmath, daz=daz, ftz=ftz, saturate=False, take_v=take)
         if grad_form == "sum":
             dx = _branch_sum(flush_to_zero(dx) if daz else dx, take, a, out)  # the add reads dy
+        elif grad_form == "fma":
+            dx = _branch_fma(dx, ds, take, a, daz=daz, out=out)
         if grad_rule == "max":
             dx = _gradient_of_max(dx, ds, xs, a, out, daz=daz, ftz=ftz)
         dx = _nan_gradient(dx, ds, xs, nan_grad, out)

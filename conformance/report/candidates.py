@@ -178,6 +178,16 @@ def _flush_rules(direction: str) -> list[Rule]:
             rule("subnormal-flush", "subnormal inputs read as zero (DAZ) with select x >= 0",
                  {"daz": True, "predicate": "x >= 0"}, daz=True, predicate="ge", reach="tiny"),
         ]
+    else:  # DAZ under autodiff's where(x >= 0, x, a*x): a subnormal x (read as zero) takes dy and
+        # the branch sum's add reads a subnormal dy as zero.  Two rules' worth (a flush and
+        # grad-at-zero) and a little more, so that where the pair explains a batch, the pair
+        # names it (and x == 0 stays grad-at-zero); alone it covers batches without zeros.
+        for form, text in (("sum", "branch sum"), ("fma", "branch sum fused into one multiply-add")):
+            rules.append(rule("subnormal-flush", both + " under autodiff through where(x >= 0, x, a*x) "
+                              f"({text}, XLA:CPU): a subnormal x takes dy, a subnormal dy passes the add "
+                              "as zero", {"daz": True, "ftz": True, "rule": "x >= 0", "form": text},
+                              complexity=2.1, daz=True, ftz=True, grad_rule="ge", grad_form=form,
+                              reach="tiny"))
     return rules
 
 
@@ -203,6 +213,10 @@ def _gradient_rules() -> list[Rule]:
         rule("grad-at-zero", "backward at x == 0 used slope 1 (dx = dy) instead of alpha "
              "(autodiff through where(x >= 0, x, a*x))", {"rule": "x >= 0", "form": "branch sum"},
              reach="zero", grad_rule="ge", grad_form="sum"),
+        rule("grad-at-zero", "backward at x == 0 used slope 1 (dx = dy) instead of alpha "
+             "(autodiff through where(x >= 0, x, a*x), the branch sum fused into one multiply-add: "
+             "JAX on XLA:CPU)", {"rule": "x >= 0", "form": "fused branch sum"},
+             reach="zero", grad_rule="ge", grad_form="fma"),
         rule("nan-gradient", "backward at x = NaN gave dy instead of alpha*dy", {"nan_grad": "dy"},
              reach="nan", nan_grad="dy"),
         rule("nan-gradient", "backward at x = NaN gave +0 instead of alpha*dy", {"nan_grad": "zero"},

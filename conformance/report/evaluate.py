@@ -168,9 +168,9 @@ def _examples(claim: Claim, values: Values, *, layout: Optional[TileLayout], par
 
 
 def _finding(claim: Claim, *, violations: int, backend: str, config: GateConfig,
-             examples: tuple[Offender, ...]) -> Finding:
+             examples: tuple[Offender, ...], profile: Optional[str] = None) -> Finding:
     allowed = finding_allowed(claim.category, violations=violations, backend=backend,
-                              config=config)
+                              config=config, profile=profile)
     return Finding(claim.category, claim.count, allowed, claim.summary, dict(claim.detail),
                    examples, None, violations)
 
@@ -196,8 +196,8 @@ def _batch_values(batch: Batch) -> Values:
 
 def _judged(claims: Sequence[Claim], values: Values, *, violations: Sequence[int], backend: str,
             config: GateConfig, layout: Optional[TileLayout], part: str,
-            hazard_cores: dict[int, int]) -> tuple[Finding, ...]:
-    return tuple(_finding(c, violations=v, backend=backend, config=config,
+            hazard_cores: dict[int, int], profile: Optional[str] = None) -> tuple[Finding, ...]:
+    return tuple(_finding(c, violations=v, backend=backend, config=config, profile=profile,
                           examples=_examples(c, values, layout=layout, part=part,
                                              hazard_cores=hazard_cores))
                  for c, v in zip(claims, violations, strict=True))
@@ -222,10 +222,10 @@ def _actual(result: BackendResult, *, numel: int, out_dtype: str) -> np.ndarray:
     return value.reshape(-1)
 
 
-def _rejected(x: np.ndarray, result: BackendResult, *, backend: str,
-              config: GateConfig) -> tuple[met.Metrics, tuple[Finding, ...]]:
+def _rejected(x: np.ndarray, result: BackendResult, *, backend: str, config: GateConfig,
+              profile: Optional[str] = None) -> tuple[met.Metrics, tuple[Finding, ...]]:
     n = int(x.size)
-    allowed = config.allows(backend, "rejected-input")
+    allowed = config.allows(backend, "rejected-input", profile=profile)
     finding = Finding("rejected-input", n, allowed, f"backend refused the input: {result.rejected}",
                       {"reason": result.rejected}, (), None, n)
     return met.empty(elements=n), (finding,)
@@ -253,6 +253,7 @@ class _Context:
     config: GateConfig
     label: str
     layout: Callable[[], Optional[TileLayout]]  # the whole tensor's plan, computed when needed
+    profile: Optional[str] = None  # the policy entry backend[profile], when it has one
 
 
 def _lazy_layout(fixed: Optional[TileLayout], layout_fn: Optional[LayoutFn], *,
@@ -287,7 +288,7 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
     head = _head(x.dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
                  profile=profile, variant=variant, label=label, shape=x.shape if shape is None else shape)
     if result.rejected is not None:
-        metrics, findings = _rejected(x, result, backend=backend, config=config)
+        metrics, findings = _rejected(x, result, backend=backend, config=config, profile=profile)
         return Row(**head, metrics=metrics, findings=findings, verdict=verdict([f.allowed for f in findings]))
     dy_flat = None if dy is None else np.asarray(dy).reshape(-1)
     actual = _actual(result, numel=x.size, out_dtype=head["out_dtype"])
@@ -305,7 +306,7 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
         bad[comp.mismatch_index[comp.violating]] = True
         findings = _judged(claims, _batch_values(batch),
                            violations=[_violations(c, lambda index: bad[index]) for c in claims],
-                           backend=backend, config=config, layout=layout, part=label,
+                           backend=backend, config=config, layout=layout, part=label, profile=profile,
                            hazard_cores={h.index: h.cores[0] for h in result.hazards if h.cores})
     return Row(**head, metrics=comp.metrics, findings=findings,
                verdict=verdict([f.allowed for f in findings]))
@@ -411,7 +412,7 @@ def _mismatch_findings(scans: list[_Scan], ctx: _Context, *, numel: int) -> tupl
     values = _batch_values(batch)
     claims = [replace(c, index=where[c.index]) for c in claims]
     return _judged(claims, lambda i: values(int(np.searchsorted(where, i))),
-                   violations=counts, backend=ctx.backend, config=ctx.config,
+                   violations=counts, backend=ctx.backend, config=ctx.config, profile=ctx.profile,
                    layout=ctx.layout(), part=ctx.label, hazard_cores={})
 
 
@@ -430,7 +431,7 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
     head = _head(dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
                  profile=profile, variant=None, label=label, shape=(numel,) if shape is None else shape)
     ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
-                   backend, config, label, _lazy_layout(None, layout_fn, numel=numel))
+                   backend, config, label, _lazy_layout(None, layout_fn, numel=numel), profile)
     scans = []
     for chunk in read():
         scans.append(_scan(chunk, ctx))
@@ -476,7 +477,8 @@ def _relabel_unconfirmed(finding: Finding) -> Finding:
     return replace(finding, category="lost-nan", summary="a NaN result became a number")
 
 
-def merge_findings(rows: Sequence[Row], *, backend: str, config: GateConfig) -> tuple[Finding, ...]:
+def merge_findings(rows: Sequence[Row], *, backend: str, config: GateConfig,
+                   profile: Optional[str] = None) -> tuple[Finding, ...]:
     """Findings of several batches merged by category, in the triage order."""
     refuted = _saturation_refuted(rows)
     by_cat: dict[str, Finding] = {}
@@ -487,7 +489,7 @@ def merge_findings(rows: Sequence[Row], *, backend: str, config: GateConfig) -> 
         by_cat[finding.category] = finding if prev is None else _merge_two(prev, finding)
     merged = [by_cat[c] for c in categories.ordered(by_cat)]  # an unknown name raises
     return tuple(replace(f, allowed=finding_allowed(f.category, violations=f.violations,
-                                                    backend=backend, config=config))
+                                                    backend=backend, config=config, profile=profile))
                  for f in merged)
 
 
@@ -499,7 +501,7 @@ def merge_rows(rows: Sequence[Row], *, config: GateConfig) -> Row:
     if len(keys) != 1:
         raise ValueError(f"merge_rows needs rows of one key, got {sorted(map(str, keys))}")
     first = rows[0]
-    findings = merge_findings(rows, backend=first.backend, config=config)
+    findings = merge_findings(rows, backend=first.backend, config=config, profile=first.profile)
     return replace(first, metrics=reduce(met.merge, (r.metrics for r in rows)),
                    findings=findings, verdict=verdict([f.allowed for f in findings]),
                    parts=tuple(p for r in rows for p in r.parts),

@@ -55,13 +55,33 @@ class GateConfig:
         rtol, atol = self.tolerances[dtype]
         return Tolerance(rtol, atol, self.max_ulp, self.strict_zeros)
 
-    def allows(self, backend: str, category: str) -> bool:
-        return category in self.policy.get(backend, frozenset())
+    def allows(self, backend: str, category: str, *, profile: Optional[str] = None) -> bool:
+        """Whether ``backend`` (run on ``profile``) may show ``category``: the entry
+        ``backend[profile]`` when the policy has one, else the backend's own entry."""
+        entry = self.policy.get(policy_key(backend, profile))
+        if entry is None:
+            entry = self.policy.get(backend, frozenset())
+        return category in entry
 
 
-def finding_allowed(category: str, *, violations: int, backend: str, config: GateConfig) -> bool:
+def policy_key(backend: str, profile: Optional[str]) -> str:
+    """The policy entry of one profile of a backend: ``keras[numpy]``; the backend's name
+    without a profile."""
+    return f"{backend}[{profile}]" if profile else backend
+
+
+def _split_key(key: str) -> tuple[str, Optional[str]]:
+    """``keras[numpy]`` -> ("keras", "numpy"); ``torch`` -> ("torch", None)."""
+    if key.endswith("]") and "[" in key:
+        name, _, profile = key[:-1].partition("[")
+        return name, profile
+    return key, None
+
+
+def finding_allowed(category: str, *, violations: int, backend: str, config: GateConfig,
+                    profile: Optional[str] = None) -> bool:
     """A finding does not fail its row when its elements are within tolerance or policy allows it."""
-    return violations == 0 or config.allows(backend, category)
+    return violations == 0 or config.allows(backend, category, profile=profile)
 
 
 def verdict(allowed: Iterable[bool]) -> str:
@@ -114,15 +134,32 @@ def _categories(cats: Any, *, backend: str) -> frozenset[str]:
     return frozenset(cats)
 
 
+def _check_profile(backend: str, profile: str, *, key: str) -> None:
+    """A ``backend[profile]`` key names a profile the backend declares."""
+    from conformance.backends import profiles_of
+
+    try:
+        choices = profiles_of(backend)[0]
+    except UsageError:  # a backend that cannot load here declares nothing we can check
+        return
+    if profile not in choices:
+        raise UsageError(f"policy.{key}: {backend} has no profile {profile!r}; "
+                         f"choose from {', '.join(choices) or 'none (it takes no profile)'}")
+
+
 def _policy(table: Any, base: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
     if not isinstance(table, dict):
         raise UsageError('policy must be a table like tensorflow = ["alpha-precision"]')
     out = dict(base)
     known = policy_backends()
-    for backend, cats in table.items():
+    for key, cats in table.items():
+        backend, profile = _split_key(key)
         if backend not in known and ":" not in backend:  # "module:factory": a user's own backend
-            raise UsageError(f"policy.{backend}: unknown backend; choose from {', '.join(known)}")
-        out[backend] = _categories(cats, backend=backend)
+            raise UsageError(f"policy.{key}: unknown backend; choose from {', '.join(known)} "
+                             "(a profile as backend[profile], e.g. keras[numpy])")
+        if profile is not None:
+            _check_profile(backend, profile, key=key)
+        out[key] = _categories(cats, backend=key)
     return out
 
 
