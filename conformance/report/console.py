@@ -63,11 +63,11 @@ def _alphas(rows: Iterable[Row]) -> str:
 
 # ----------------------------------------------------------------------------- per-alpha table
 
-def _findings_cell(findings: Iterable[tuple[str, int, bool]]) -> Text:
-    """``category ×count`` per line, yellow when allowed, red when not."""
+def _findings_cell(findings: Iterable[tuple[str, int, bool]], *, sep: str = "\n") -> Text:
+    """``category ×count`` per line (or joined by ``sep``), yellow when allowed, red when not."""
     text = Text()
     for i, (category, count, allowed) in enumerate(findings):
-        text.append(("\n" if i else "") + f"{category} ×{short_int(count)}",
+        text.append((sep if i else "") + f"{category} ×{short_int(count)}",
                     style="yellow" if allowed else "red")
     return text
 
@@ -145,7 +145,7 @@ def fold(rows: Sequence[Row]) -> list[Folded]:
 def _folded_cells(group: Folded) -> list:
     first = group.rows[0]
     return [_backend(first), _pair(first), _DIRECTION[first.direction], short_int(group.max_ulp),
-            _findings_cell(group.categories()), group.not_passing(),
+            _findings_cell(group.categories(), sep=", "), group.not_passing(),
             Text(group.verdict, style=_STYLE[group.verdict])]
 
 
