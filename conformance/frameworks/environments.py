@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from conformance.backends import BackendBase, BackendUnavailable
+from conformance.backends import BackendUnavailable, SameDtypeBackend
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository of an editable install
 SETUP = "make conformance-all"
@@ -54,8 +54,8 @@ class Environment:
         return self.python()
 
 
-class OwnEnvironmentBackend(BackendBase):
-    """A backend whose default worker runs in its framework's own environment."""
+class OwnEnvironmentBackend(SameDtypeBackend):
+    """A same-dtype backend whose default worker runs in its framework's own environment."""
 
     environment: Environment
 

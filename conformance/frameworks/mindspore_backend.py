@@ -32,9 +32,6 @@ class MindSporeBackend(OwnEnvironmentBackend):
     def __init__(self) -> None:
         self.ms = _mindspore_on_cpu()
 
-    def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
-        return dtype == out_dtype and dtype in self.dtypes
-
     def skip_reason(self, dtype: str, out_dtype: str, direction: Direction) -> str:
         if dtype != out_dtype:
             return "mindspore's leaky_relu returns the input's dtype"

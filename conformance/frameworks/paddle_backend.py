@@ -28,9 +28,6 @@ class PaddleBackend(OwnEnvironmentBackend):
     def __init__(self) -> None:
         self.paddle = _paddle_on_cpu()
 
-    def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
-        return dtype == out_dtype and dtype in self.dtypes
-
     def skip_reason(self, dtype: str, out_dtype: str, direction: Direction) -> str:
         if dtype != out_dtype:
             return "paddle's leaky_relu returns the input's dtype"
