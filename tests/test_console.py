@@ -81,10 +81,10 @@ def test_a_passing_multi_row_run_prints_one_line_per_group(tmp_path: Path, capsy
     result = run_cli(["run", *SELECTION], capsys, cwd=tmp_path)
     assert result.code == 0, result.text
     lines = result.out.splitlines()
-    groups = len(BACKENDS) * len(DTYPES) * len(DIRECTIONS)
-    rows = groups * len(ALPHAS)
-    folded = [line for line in lines if line.split(" ", 1)[0] in BACKENDS]
-    assert len(folded) == groups, result.out
+    groups = len(DTYPES) * len(DIRECTIONS)  # per backend
+    rows = len(BACKENDS) * groups * len(ALPHAS)
+    folded = [line.split(" ", 1)[0] for line in lines if line.split(" ", 1)[0] in BACKENDS]
+    assert folded == ["golden"] + ["torch"] * groups, result.out  # golden passes everywhere: one line
     assert len(lines) <= groups + OVERHEAD, result.out
     assert lines[-1].startswith(f"{rows} rows: ") and lines[-1].endswith("PASS")
     assert not any(line.startswith(("╭", "│")) for line in lines), "no panels on a passing run"
@@ -179,3 +179,17 @@ def test_index_of_a_2d_dump_keeps_its_shape() -> None:
         assert validate(doc, SCHEMA) == []
         (example,) = doc["rows"][0]["findings"][0]["examples"]
         assert (example["index"], example["position"]) == (11256, [11, 256])
+
+
+def test_a_backend_whose_every_line_passes_is_one_line() -> None:
+    x32 = X16.astype(np.float32)
+    rows = [_row(ref.leaky_relu(x, 0.2), x=x, backend="golden") for x in (X16, x32)]
+    bad = ref.leaky_relu(X16, 0.2)
+    bad[0] = np.nan
+    rows += [_row(ref.leaky_relu(X16, 0.2), backend="torch"), _row(bad, x=X16, backend="torch"),
+             _row(ref.leaky_relu(x32, 0.2), x=x32, backend="torch")]
+    console = Console(record=True, width=120)
+    show.render_folded(rows, console=console)
+    lines = [line for line in console.export_text().splitlines() if line.startswith(("golden", "torch"))]
+    assert [line.split()[0] for line in lines] == ["golden", "torch", "torch"]  # torch has a failing line
+    assert "2 lines folded: 2 pairs, every one passes" in lines[0] and lines[0].rstrip().endswith("pass")

@@ -69,7 +69,7 @@ class KerasBackend(BackendBase):
 
     def skip_reason(self, dtype: str, out_dtype: str, direction: Direction) -> str:
         if direction == "backward":
-            return "Keras has no backend-neutral gradient; run the profile's own framework backend for backward"
+            return "Keras has no gradient API; use the framework's backend"
         if self.variant == "layer":
             return "the layer under the default float32 policy returns float32 (fp16/bf16/fp32 -> fp32 only)"
         if self.profile == "numpy" and dtype == "float64":

@@ -162,15 +162,38 @@ _FOLDED = (("backend", "left"), ("dtype→out", "left"), ("dir", "left"), ("max 
 _WRAPS = frozenset({"findings (summed)", "α not passing"})  # the others never break a word
 
 
+def passing_backends(groups: Sequence[Folded]) -> dict[str, list[Folded]]:
+    """Groups by backend label, for backends of more than one group where every group passes."""
+    by_backend: dict[str, list[Folded]] = {}
+    for group in groups:
+        by_backend.setdefault(str(_backend(group.rows[0])), []).append(group)
+    return {label: gs for label, gs in by_backend.items()
+            if len(gs) > 1 and all(g.verdict == "pass" for g in gs)}
+
+
+def _passing_cells(label: str, groups: Sequence[Folded]) -> list:
+    pairs = len({_pair(g.rows[0]) for g in groups})
+    return [Text(label), "all", "all", short_int(max(g.max_ulp for g in groups)),
+            f"{plural(len(groups), 'line')} folded: {plural(pairs, 'pair')}, every one passes", "",
+            Text("pass", style=_STYLE["pass"])]
+
+
 def render_folded(rows: Sequence[Row], *, console: Console) -> None:
-    """One line per (backend, dtype→out, direction): the alphas folded in."""
+    """One line per (backend, dtype→out, direction), the alphas folded in; a backend whose
+    every line passes is one line."""
     groups = fold(rows)
     table = Table(title=f"LeakyReLU conformance, {_alphas_title(groups)}", header_style="bold",
-                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True,
+                  padding=(0, 0))
     for name, justify in _FOLDED:
         table.add_column(name, justify=justify, no_wrap=name not in _WRAPS)  # type: ignore[arg-type]
+    folded = passing_backends(groups)
     for group in groups:
-        table.add_row(*_folded_cells(group))
+        label = str(_backend(group.rows[0]))
+        if label not in folded:
+            table.add_row(*_folded_cells(group))
+        elif folded[label][0] is group:
+            table.add_row(*_passing_cells(label, folded[label]))
     console.print(table)
 
 
