@@ -236,7 +236,9 @@ def _select(v: np.ndarray, alpha: float, out: DTypeInfo, *, opmath: Optional[DTy
     DAZ/FTZ touch only arithmetic; the pass-through branch is a select and keeps ``v``'s bits.
     """
     neg = _product(v, alpha, out, opmath=opmath, daz=daz, ftz=ftz)
-    y = _formula(v, alpha, out, formulation=formulation, take_v=take_v, neg=neg)
+    # max/min are arithmetic (x86 MAXPS/MINPS): under DAZ they read x as a zero, as the product does
+    operand = flush_to_zero(v) if daz and formulation in ("max", "min", "max_or_min") else v
+    y = _formula(operand, alpha, out, formulation=formulation, take_v=take_v, neg=neg)
     if nan_operand == "x" and formulation in ("max", "min", "max_or_min"):
         y = np.where(is_nan(neg), cast_exact(v, out), y)  # a compare-select ignores a NaN product
     if formulation == "mask" and info(v.dtype).bits > out.bits:
@@ -317,12 +319,14 @@ def _gradient_of_max(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, alpha: floa
     comparison reads a subnormal x as zero, so it ties with its flushed product."""
     fl = flush_to_zero if ftz else (lambda v: v)
     w = flush_to_zero(xs) if daz else xs  # compared in the input's dtype
-    prod = fl(scale_exact(xs, alpha, info(xs.dtype)))
+    prod = fl(scale_exact(w, alpha, info(xs.dtype)))  # the forward Mul read x under DAZ too
+    prod = flush_to_zero(prod) if daz else prod
     nan = is_nan(w) | is_nan(prod)
     tie = (prod == w) & ~nan
-    half = fl(cast_exact(ds.astype(np.float64) / 2.0, out))
+    read = flush_to_zero(ds) if daz else ds  # Div, Mul and Add read dy under DAZ
+    half = fl(cast_exact(read.astype(np.float64) / 2.0, out))
     dx = np.where(tie, fl(_add(fl(scale_exact(half, alpha, out)), half, out)), dx)
-    return np.where(nan, fl(_add(fl(scale_exact(ds, alpha, out)), cast_exact(ds, out), out)), dx)
+    return np.where(nan, fl(_add(fl(scale_exact(read, alpha, out)), cast_exact(read, out), out)), dx)
 
 
 def _add(a: np.ndarray, b: np.ndarray, out: DTypeInfo) -> np.ndarray:
