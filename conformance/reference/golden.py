@@ -293,6 +293,8 @@ def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = 
     ``nan_operand="x"``: a max/min formulation returns ``x`` where the product is NaN
     (``x = ±inf`` with alpha 0), as a compare-select ``a > b ? a : b`` does (Eigen's
     ``cwiseMax`` in Paddle, MindSpore's CPU Maximum); ``propagate`` is ``np.maximum``.
+    Under ``daz`` a max/min formulation reads x as zero too (x86 MAXPS/MINPS, measured on
+    MindSpore's fp32 CPU kernels), so a subnormal x gives a zero of its sign.
     """
     x = _narrowed(np.asarray(x), input_dtype)
     _, out = resolve_pair(x.dtype, out_dtype)
@@ -315,8 +317,10 @@ def _gradient_of_max(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, alpha: floa
     operand and a NaN comparison ``dy`` to each, then ``dx = alpha*d1 + d2`` rounds every
     step: a tie gives ``round(round(alpha*round(dy/2)) + round(dy/2))``, a NaN product
     (x = NaN, or ±inf with alpha 0) ``round(round(alpha*dy) + dy)``.  Under ``ftz`` the
-    recomputed product ``alpha*x`` and every intermediate are flushed; under ``daz`` the
-    comparison reads a subnormal x as zero, so it ties with its flushed product."""
+    recomputed product ``alpha*x`` and every intermediate are flushed; under ``daz`` every
+    op reads its subnormal operands as zero (MindSpore's CPU threads run with FZ and DAZ):
+    the forward Mul and the comparisons read x, so a subnormal x ties with its product,
+    and Div, Mul and Add read dy (``Select`` moves bits and flushes nothing)."""
     fl = flush_to_zero if ftz else (lambda v: v)
     w = flush_to_zero(xs) if daz else xs  # compared in the input's dtype
     prod = fl(scale_exact(w, alpha, info(xs.dtype)))  # the forward Mul read x under DAZ too
