@@ -45,6 +45,8 @@ POINTS = [
     Point("x < 0: a*dy with dy read as -0, plus +0, is +0", 0.2, 0x8B89E43C, 0x00000000, 0x8047DCFF),
     Point("NaN x: a*dy + dy with a subnormal dy read as zero", 1.5, 0x7FE09A2F, 0x80000000, 0x802796D2),
     Point("NaN x: a*dy + dy rounded twice", 1.5, 0x7F8CFC76, 0xB1F64624, 0xB14504E9),
+    Point("Div(dy, 2) is tiny before it rounds to the smallest normal: flushed", 1.0, 0x32010000, 0x80000000,
+          0x80FFFFFF),
 ]
 
 
@@ -86,8 +88,9 @@ def test_flushing_sets_fz_daz_for_the_block_only() -> None:
 
 def _specials() -> np.ndarray:
     tiny, sub = info("float32").smallest_normal, float(np.finfo(np.float32).smallest_subnormal)
-    values = [0.0, np.inf, np.nan, sub, tiny / 2, tiny * 0.75, tiny, tiny * 1.25, tiny * 3, 1e-3, 1.0, 3.0,
-              float(np.finfo(np.float32).max)]
+    below_two_tiny = float(from_bits(np.array([0x00FFFFFF]), "float32")[0])  # halves to a tiny result
+    values = [0.0, np.inf, np.nan, sub, tiny / 2, tiny * 0.75, tiny, tiny * 1.25, below_two_tiny, tiny * 3, 1e-3,
+              1.0, 3.0, float(np.finfo(np.float32).max)]
     return np.array(values + [-v for v in values], dtype=np.float32)
 
 

@@ -182,10 +182,25 @@ def _negative_side(v: np.ndarray, alpha: float, out: DTypeInfo, *,
 
 def _flush_product(neg: np.ndarray, v: np.ndarray, alpha: float, out: DTypeInfo) -> np.ndarray:
     """FTZ as x86 applies it: bfloat16 is computed in float32, so a product that is
-    subnormal in float32 is flushed even when it would round up to a bfloat16 normal."""
-    if out.name == "bfloat16":
-        neg = np.where(is_subnormal(scale_exact(v, alpha, info("float32"))), _signed_zero(neg), neg)
+    tiny in float32 is flushed even when it would round up to a bfloat16 normal."""
+    if out.name in ("bfloat16", "float32"):
+        return ftz_float32(neg, v.astype(np.float64) * alpha)
     return flush_to_zero(neg)
+
+
+_SCALE = 2.0 ** 64  # moves a float32 result near its smallest normal far from it
+
+
+def ftz_float32(v: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """x86 FTZ of a float32 operation whose exact result is ``exact`` (float64) and whose
+    rounded result is ``v``: the result becomes a zero of its sign when it is tiny, i.e.
+    below the smallest normal after rounding to 24 bits with an unbounded exponent.  So
+    an exact value in [2**-126 - 2**-150, 2**-126 - 2**-151) is flushed although rounding
+    it to float32 gives the smallest normal (measured: MindSpore's ``Div(dy, 2)`` of
+    dy = -0x80ffffff gives -0)."""
+    scaled = (exact.astype(np.float64) * _SCALE).astype(np.float32)  # 24-bit rounding, no subnormal step
+    tiny = np.abs(scaled) < np.float32(info("float32").smallest_normal * _SCALE)
+    return np.where(tiny, _signed_zero(v), v)
 
 
 def _signed_zero(v: np.ndarray) -> np.ndarray:
@@ -321,16 +336,27 @@ def _gradient_of_max(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, alpha: floa
     op reads its subnormal operands as zero (MindSpore's CPU threads run with FZ and DAZ):
     the forward Mul and the comparisons read x, so a subnormal x ties with its product,
     and Div, Mul and Add read dy (``Select`` moves bits and flushes nothing)."""
-    fl = flush_to_zero if ftz else (lambda v: v)
+    def fl(v: np.ndarray, exact: np.ndarray) -> np.ndarray:  # one op's rounded result, flushed
+        if not ftz:
+            return v
+        return ftz_float32(v, exact) if info(v.dtype).name == "float32" else flush_to_zero(v)
+
+    def times_alpha(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
+        return fl(scale_exact(v, alpha, out), v.astype(np.float64) * alpha)
+
+    def plus(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return fl(_add(a, b, out), a.astype(np.float64) + b.astype(np.float64))
+
     w = flush_to_zero(xs) if daz else xs  # compared in the input's dtype
-    prod = fl(scale_exact(w, alpha, info(xs.dtype)))  # the forward Mul read x under DAZ too
+    prod = times_alpha(w, info(xs.dtype))  # the forward Mul read x under DAZ too
     prod = flush_to_zero(prod) if daz else prod
     nan = is_nan(w) | is_nan(prod)
     tie = (prod == w) & ~nan
     read = flush_to_zero(ds) if daz else ds  # Div, Mul and Add read dy under DAZ
-    half = fl(cast_exact(read.astype(np.float64) / 2.0, out))
-    dx = np.where(tie, fl(_add(fl(scale_exact(half, alpha, out)), half, out)), dx)
-    return np.where(nan, fl(_add(fl(scale_exact(read, alpha, out)), cast_exact(read, out), out)), dx)
+    halved = read.astype(np.float64) / 2.0
+    half = fl(cast_exact(halved, out), halved)
+    dx = np.where(tie, plus(times_alpha(half, out), half), dx)
+    return np.where(nan, plus(times_alpha(read, out), cast_exact(read, out)), dx)
 
 
 def _add(a: np.ndarray, b: np.ndarray, out: DTypeInfo) -> np.ndarray:
