@@ -67,6 +67,8 @@ class MindSporeBackend(OwnEnvironmentBackend):
 
 def _mindspore_on_cpu() -> Any:
     ms = require("mindspore", backend="mindspore")
+    # one runtime thread, synchronous: light on a shared machine; under ``flushing`` the
+    # default pool and asynchronous execution give the same bits (measured)
     ms.set_context(mode=ms.PYNATIVE_MODE, runtime_num_threads=1, pynative_synchronize=True)
     ms.set_device("CPU")
     _check_flushing(ms)
