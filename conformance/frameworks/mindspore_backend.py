@@ -89,10 +89,11 @@ def flushing() -> Iterator[None]:
     (``Worker::Run`` in ``mindspore/core/mindrt/src/thread/threadpool.cc``: "Some CPU
     kernels need set the flush zero mode"); measured with gdb on mindspore 2.10,
     ``ActorThread_0`` and ``KernelThread_0`` run with MXCSR 0x9ff2 (FZ, DAZ), the Python
-    thread with 0x1fa2.  A PyNative op runs on the Python thread on its first calls and
-    on an actor thread later, so unpinned the same call flushes or not depending on how
-    often it ran.  The caller's MXCSR is restored afterwards (numpy in this process keeps
-    IEEE subnormals).  Nothing to pin outside Linux on x86-64.
+    thread with 0x1fa2.  A PyNative op evidently runs on the Python thread on its first
+    calls and on an actor thread later (inferred from the bits), so unpinned the same
+    call flushes or not depending on how often it ran.  The caller's MXCSR is restored
+    afterwards (numpy in this process keeps IEEE subnormals).  Nothing to pin outside
+    Linux on x86-64.
     """
     if not _X86:
         yield
