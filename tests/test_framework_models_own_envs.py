@@ -5,10 +5,9 @@ Every 16-bit pattern a framework's CPU kernel runs (MindSpore float16; Paddle ha
 random too), at the suite's alphas, forward and backward.  Skipped when the framework's
 environment is not set up (``make conformance-all``).
 
-MindSpore float32 is compared outside the subnormal range only: its CPU runtime
-flushes subnormals (the backend pins it to that steady state), but not uniformly across
-its operations, and no golden variant reproduces that yet; triage names most of those
-elements ``subnormal-flush`` (README, "Opt-in framework backends").
+MindSpore float32 is compared everywhere, subnormals included: the backend runs every
+call with FZ/DAZ set, as MindSpore's own threads do, and the model computes each op of
+its graph under DAZ/FTZ (tests/test_mindspore_model.py has the measured points).
 """
 from __future__ import annotations
 
@@ -19,11 +18,12 @@ import pytest
 
 from conformance.backends import default_worker, load
 from conformance.cases.exhaustive import random_bits, sweep16
-from conformance.dtypes import info, is_nan, is_subnormal
+from conformance.dtypes import info, is_nan
 from conformance.reference.golden import leaky_relu, leaky_relu_backward
+from conformance.suite import SUITE_ALPHAS
 from tests.helpers import assert_same_bits
 
-ALPHAS = (0.0, 0.01, 0.2, 0.3, 1.5)
+ALPHAS = SUITE_ALPHAS  # 0, 0.01, 0.1, 0.2, 0.3, 1/3, 1, 1.5
 RANDOM = 1 << 20
 
 
@@ -37,14 +37,22 @@ def paddle_backward(dy: np.ndarray, x: np.ndarray, alpha: float) -> np.ndarray:
     return leaky_relu_backward(dy, x, alpha, slope_dtype=x.dtype.name, grad_rule="ge", nan_grad="dy*0")
 
 
+def _mindspore_flush(dtype: np.dtype) -> dict:
+    """float32 ops run under FZ/DAZ; float16 kernels compute in float32, where fp16 subnormals are normal."""
+    flush = dtype == np.float32
+    return dict(daz=flush, ftz=flush)
+
+
 def mindspore_forward(x: np.ndarray, alpha: float) -> np.ndarray:
     """``maximum(T(alpha)*x, x)`` (minimum for alpha > 1) on the CPU Maximum kernel."""
-    return leaky_relu(x, alpha, slope_dtype=x.dtype.name, formulation="max_or_min", nan_operand="x")
+    return leaky_relu(x, alpha, slope_dtype=x.dtype.name, formulation="max_or_min", nan_operand="x",
+                      **_mindspore_flush(x.dtype))
 
 
 def mindspore_backward(dy: np.ndarray, x: np.ndarray, alpha: float) -> np.ndarray:
     """MaximumGrad (ties split dy/2, NaN gives dy to both), then ``alpha*d1 + d2``."""
-    return leaky_relu_backward(dy, x, alpha, slope_dtype=x.dtype.name, grad_rule="max", grad_form="sum")
+    return leaky_relu_backward(dy, x, alpha, slope_dtype=x.dtype.name, grad_rule="max", grad_form="sum",
+                               **_mindspore_flush(x.dtype))
 
 
 Model = tuple[Callable, Callable]
@@ -75,20 +83,8 @@ def _inputs(dtype: str) -> tuple[np.ndarray, np.ndarray]:
     return x, random_bits(dtype, x.size, seed=2)
 
 
-def _comparable(name: str, dtype: str, x: np.ndarray, dy: np.ndarray, alpha: float) -> np.ndarray:
-    """Elements the model must match: all, except MindSpore float32's subnormal range."""
-    if (name, dtype) != ("mindspore", "float32"):
-        return np.ones(x.shape, dtype=bool)
-    out = info(dtype)
-    tiny = 2.0 * out.smallest_normal  # inputs whose products or halves may be subnormal
-    with np.errstate(invalid="ignore"):  # NaN compares False: NaN elements stay compared
-        near = [np.abs(v.astype(np.float64)) < tiny / min(alpha or 1.0, 0.5) for v in (x, dy)]
-    return ~(near[0] | near[1] | is_subnormal(x) | is_subnormal(dy))
-
-
-def _same(actual: np.ndarray, model: np.ndarray, keep: np.ndarray, *, what: str) -> None:
-    both_nan = is_nan(actual) & is_nan(model)  # NaN payloads are not part of the contract
-    keep = keep & ~both_nan
+def _same(actual: np.ndarray, model: np.ndarray, *, what: str) -> None:
+    keep = ~(is_nan(actual) & is_nan(model))  # NaN payloads are not part of the contract
     assert keep.sum() > actual.size // 2, what  # the comparison covers most of the tensor
     assert_same_bits(actual[keep], model[keep], what=what)
 
@@ -99,13 +95,12 @@ def test_framework_equals_its_golden_model_bit_for_bit(name: str, dtype: str, wo
     forward_model, backward_model = MODELS[name]
     x, dy = _inputs(dtype)
     for alpha in ALPHAS:
-        keep = _comparable(name, dtype, x, dy, alpha)
         forward = backend.forward(x, alpha)
         assert forward.rejected is None, forward.rejected
-        _same(forward.value, forward_model(x, alpha), keep, what=f"{name} {dtype} forward a={alpha}")
+        _same(forward.value, forward_model(x, alpha), what=f"{name} {dtype} forward a={alpha}")
         backward = backend.backward(dy, x, alpha)
         assert backward.rejected is None, backward.rejected
-        _same(backward.value, backward_model(dy, x, alpha), keep, what=f"{name} {dtype} backward a={alpha}")
+        _same(backward.value, backward_model(dy, x, alpha), what=f"{name} {dtype} backward a={alpha}")
 
 
 def test_the_models_differ_from_golden_where_the_frameworks_do() -> None:

@@ -7,13 +7,23 @@ refused); the other pairs are skipped with that reason.  Backward is
 ``mindspore.vjp`` with the cotangent dy; it gives the same bits as
 ``mindspore.grad`` of ``sum(leaky_relu(x) * dy)`` (checked on all 65,536 fp16
 patterns and 200,000 random fp32 ones, alpha 0.2).
+
+The worker's thread runs with FZ/DAZ set, as MindSpore's own threads do
+(:func:`flushing`), so every float32 op flushes subnormals on every call;
+unpinned, the same call flushes or not depending on which thread runs it.
 """
 from __future__ import annotations
 
+import ctypes
+import platform
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Optional
 
 import numpy as np
 
+from conformance.backends import BackendUnavailable
 from conformance.frameworks.environments import Environment, OwnEnvironmentBackend
 from conformance.frameworks.loading import require
 from conformance.records import BackendResult, Direction
@@ -41,37 +51,72 @@ class MindSporeBackend(OwnEnvironmentBackend):
         return lambda t: self.ms.ops.leaky_relu(t, alpha)
 
     def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
-        return BackendResult(np.asarray(self._fn(alpha)(self.ms.Tensor(x)).asnumpy()))
+        with flushing():
+            y = np.asarray(self._fn(alpha)(self.ms.Tensor(x)).asnumpy())
+        return BackendResult(y)
 
     def backward(self, dy: np.ndarray, x: np.ndarray, alpha: float, *,
                  out_dtype: Optional[str] = None) -> BackendResult:
         ms = self.ms
-        _, pullback = ms.vjp(self._fn(alpha), ms.Tensor(x))
-        dx = pullback(ms.Tensor(dy))
-        dx = dx[0] if isinstance(dx, tuple) else dx
-        return BackendResult(np.asarray(dx.asnumpy()))
-
-
-_WARM_UP_CALLS = 64  # at most; measured: the first 5 calls of a process do not flush
+        with flushing():
+            _, pullback = ms.vjp(self._fn(alpha), ms.Tensor(x))
+            dx = pullback(ms.Tensor(dy))
+            dx = np.asarray((dx[0] if isinstance(dx, tuple) else dx).asnumpy())
+        return BackendResult(dx)
 
 
 def _mindspore_on_cpu() -> Any:
     ms = require("mindspore", backend="mindspore")
+    # one runtime thread, synchronous: light on a shared machine; under ``flushing`` the
+    # default pool and asynchronous execution give the same bits (measured)
     ms.set_context(mode=ms.PYNATIVE_MODE, runtime_num_threads=1, pynative_synchronize=True)
     ms.set_device("CPU")
-    _warm_up(ms)
+    _check_flushing(ms)
     return ms
 
 
-def _warm_up(ms: Any) -> None:
-    """Run until the CPU runtime reaches its steady state, which flushes subnormals.
+#: MXCSR bits: flush-to-zero (FZ, bit 15) and denormals-are-zero (DAZ, bit 6).
+_FZ_DAZ = 0x8040
+_MXCSR = slice(28, 32)  # glibc x86-64 ``fenv_t``: 28 bytes of x87 state, then ``__mxcsr``
+_X86 = sys.platform == "linux" and platform.machine() in ("x86_64", "AMD64")
 
-    Measured with mindspore 2.10: a process's first calls compute float32 subnormals
-    exactly, later ones flush them (FTZ/DAZ), and with the default thread pool and
-    asynchronous execution a call flips between the two.  One runtime thread,
-    synchronous execution and this warm-up make every measured call the steady state.
+
+@contextmanager
+def flushing() -> Iterator[None]:
+    """Run the block with FZ and DAZ set on this thread, as MindSpore sets them on its own.
+
+    MindSpore's thread pool turns both on in every worker thread it starts
+    (``Worker::Run`` in ``mindspore/core/mindrt/src/thread/threadpool.cc``: "Some CPU
+    kernels need set the flush zero mode"); measured with gdb on mindspore 2.10,
+    ``ActorThread_0`` and ``KernelThread_0`` run with MXCSR 0x9ff2 (FZ, DAZ), the Python
+    thread with 0x1fa2.  A PyNative op evidently runs on the Python thread on its first
+    calls and on an actor thread later (inferred from the bits), so unpinned the same
+    call flushes or not depending on how often it ran.  The caller's MXCSR is restored
+    afterwards (numpy in this process keeps IEEE subnormals).  Nothing to pin outside
+    Linux on x86-64.
     """
+    if not _X86:
+        yield
+        return
+    libm = ctypes.CDLL("libm.so.6")
+    saved = (ctypes.c_ubyte * 32)()
+    if libm.fegetenv(saved) != 0:
+        raise BackendUnavailable("backend mindspore: fegetenv failed; cannot set FZ/DAZ")
+    pinned = (ctypes.c_ubyte * 32).from_buffer_copy(saved)
+    mxcsr = int.from_bytes(bytes(saved[_MXCSR]), "little") | _FZ_DAZ
+    pinned[_MXCSR] = list(mxcsr.to_bytes(4, "little"))
+    libm.fesetenv(pinned)
+    try:
+        yield
+    finally:
+        libm.fesetenv(saved)
+
+
+def _check_flushing(ms: Any) -> None:
+    """The first call must already be in the flushing state the golden model describes."""
     probe = ms.Tensor(np.full(8, -1e-40, dtype=np.float32))
-    for _ in range(_WARM_UP_CALLS):
-        if ms.ops.leaky_relu(probe, 0.5).asnumpy()[0] == 0:
-            return
+    with flushing():
+        kept = ms.ops.leaky_relu(probe, 0.5).asnumpy()[0] != 0
+    if kept and _X86:
+        raise BackendUnavailable("backend mindspore: float32 subnormals are not flushed with FZ/DAZ "
+                                 "set; the mindspore golden model would not apply")

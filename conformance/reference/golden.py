@@ -182,10 +182,25 @@ def _negative_side(v: np.ndarray, alpha: float, out: DTypeInfo, *,
 
 def _flush_product(neg: np.ndarray, v: np.ndarray, alpha: float, out: DTypeInfo) -> np.ndarray:
     """FTZ as x86 applies it: bfloat16 is computed in float32, so a product that is
-    subnormal in float32 is flushed even when it would round up to a bfloat16 normal."""
-    if out.name == "bfloat16":
-        neg = np.where(is_subnormal(scale_exact(v, alpha, info("float32"))), _signed_zero(neg), neg)
+    tiny in float32 is flushed even when it would round up to a bfloat16 normal."""
+    if out.name in ("bfloat16", "float32"):
+        return ftz_float32(neg, v.astype(np.float64) * alpha)
     return flush_to_zero(neg)
+
+
+_SCALE = 2.0 ** 64  # moves a float32 result near its smallest normal far from it
+
+
+def ftz_float32(v: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """x86 FTZ of a float32 operation whose exact result is ``exact`` (float64) and whose
+    rounded result is ``v``: the result becomes a zero of its sign when it is tiny, i.e.
+    below the smallest normal after rounding to 24 bits with an unbounded exponent.  So
+    an exact value in [2**-126 - 2**-150, 2**-126 - 2**-151) is flushed although rounding
+    it to float32 gives the smallest normal (measured: MindSpore's ``Div(dy, 2)`` of
+    dy = -0x80ffffff gives -0)."""
+    scaled = (exact.astype(np.float64) * _SCALE).astype(np.float32)  # 24-bit rounding, no subnormal step
+    tiny = np.abs(scaled) < np.float32(info("float32").smallest_normal * _SCALE)
+    return np.where(tiny, _signed_zero(v), v)
 
 
 def _signed_zero(v: np.ndarray) -> np.ndarray:
@@ -236,7 +251,9 @@ def _select(v: np.ndarray, alpha: float, out: DTypeInfo, *, opmath: Optional[DTy
     DAZ/FTZ touch only arithmetic; the pass-through branch is a select and keeps ``v``'s bits.
     """
     neg = _product(v, alpha, out, opmath=opmath, daz=daz, ftz=ftz)
-    y = _formula(v, alpha, out, formulation=formulation, take_v=take_v, neg=neg)
+    # max/min are arithmetic (x86 MAXPS/MINPS): under DAZ they read x as a zero, as the product does
+    operand = flush_to_zero(v) if daz and formulation in ("max", "min", "max_or_min") else v
+    y = _formula(operand, alpha, out, formulation=formulation, take_v=take_v, neg=neg)
     if nan_operand == "x" and formulation in ("max", "min", "max_or_min"):
         y = np.where(is_nan(neg), cast_exact(v, out), y)  # a compare-select ignores a NaN product
     if formulation == "mask" and info(v.dtype).bits > out.bits:
@@ -291,6 +308,8 @@ def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = 
     ``nan_operand="x"``: a max/min formulation returns ``x`` where the product is NaN
     (``x = ±inf`` with alpha 0), as a compare-select ``a > b ? a : b`` does (Eigen's
     ``cwiseMax`` in Paddle, MindSpore's CPU Maximum); ``propagate`` is ``np.maximum``.
+    Under ``daz`` a max/min formulation reads x as zero too (x86 MAXPS/MINPS, measured on
+    MindSpore's fp32 CPU kernels), so a subnormal x gives a zero of its sign.
     """
     x = _narrowed(np.asarray(x), input_dtype)
     _, out = resolve_pair(x.dtype, out_dtype)
@@ -313,16 +332,31 @@ def _gradient_of_max(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, alpha: floa
     operand and a NaN comparison ``dy`` to each, then ``dx = alpha*d1 + d2`` rounds every
     step: a tie gives ``round(round(alpha*round(dy/2)) + round(dy/2))``, a NaN product
     (x = NaN, or ±inf with alpha 0) ``round(round(alpha*dy) + dy)``.  Under ``ftz`` the
-    recomputed product ``alpha*x`` and every intermediate are flushed; under ``daz`` the
-    comparison reads a subnormal x as zero, so it ties with its flushed product."""
-    fl = flush_to_zero if ftz else (lambda v: v)
+    recomputed product ``alpha*x`` and every intermediate are flushed; under ``daz`` every
+    op reads its subnormal operands as zero (MindSpore's CPU threads run with FZ and DAZ):
+    the forward Mul and the comparisons read x, so a subnormal x ties with its product,
+    and Div, Mul and Add read dy (``Select`` moves bits and flushes nothing)."""
+    def fl(v: np.ndarray, exact: np.ndarray) -> np.ndarray:  # one op's rounded result, flushed
+        if not ftz:
+            return v
+        return ftz_float32(v, exact) if info(v.dtype).name == "float32" else flush_to_zero(v)
+
+    def times_alpha(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
+        return fl(scale_exact(v, alpha, out), v.astype(np.float64) * alpha)
+
+    def plus(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return fl(_add(a, b, out), a.astype(np.float64) + b.astype(np.float64))
+
     w = flush_to_zero(xs) if daz else xs  # compared in the input's dtype
-    prod = fl(scale_exact(xs, alpha, info(xs.dtype)))
+    prod = times_alpha(w, info(xs.dtype))  # the forward Mul read x under DAZ too
+    prod = flush_to_zero(prod) if daz else prod
     nan = is_nan(w) | is_nan(prod)
     tie = (prod == w) & ~nan
-    half = fl(cast_exact(ds.astype(np.float64) / 2.0, out))
-    dx = np.where(tie, fl(_add(fl(scale_exact(half, alpha, out)), half, out)), dx)
-    return np.where(nan, fl(_add(fl(scale_exact(ds, alpha, out)), cast_exact(ds, out), out)), dx)
+    read = flush_to_zero(ds) if daz else ds  # Div, Mul and Add read dy under DAZ
+    halved = read.astype(np.float64) / 2.0
+    half = fl(cast_exact(halved, out), halved)
+    dx = np.where(tie, plus(times_alpha(half, out), half), dx)
+    return np.where(nan, plus(times_alpha(read, out), cast_exact(read, out)), dx)
 
 
 def _add(a: np.ndarray, b: np.ndarray, out: DTypeInfo) -> np.ndarray:

@@ -139,13 +139,15 @@ _FORMULAS = {"max": "max(x, a*x)", "min": "min(x, a*x)", "maxmin": "max(x, 0) + 
 
 def _formulation_rules(direction: str) -> list[Rule]:
     if direction == "backward":
-        return [rule("formulation", "the gradient of maximum(a*x, x) (MindSpore): a tie (x = ±0, ±inf) "
-                     "gives ((1+a)/2)*dy, a NaN product (1+a)*dy", {"formula": "d maximum(a*x, x)"},
-                     reach="special", grad_rule="max"),
-                rule("formulation", "the gradient of maximum(a*x, x) through MaximumGrad (MindSpore): "
+        # MindSpore's own graph first: where both predict the same, the stack keeps it, and a
+        # flush rule stacked on it then reads dy in a*d1 + d2 as MindSpore's Add does
+        return [rule("formulation", "the gradient of maximum(a*x, x) through MaximumGrad (MindSpore): "
                      "dx = a*d1 + d2 rounded step by step, a tie (x = ±0, ±inf) gives a*(dy/2) + dy/2, a "
                      "NaN product a*dy + dy", {"formula": "d maximum(a*x, x)", "form": "a*d1 + d2"},
                      reach="special", grad_rule="max", grad_form="sum"),
+                rule("formulation", "the gradient of maximum(a*x, x): a tie (x = ±0, ±inf) "
+                     "gives ((1+a)/2)*dy, a NaN product (1+a)*dy", {"formula": "d maximum(a*x, x)"},
+                     reach="special", grad_rule="max"),
                 rule("formulation", "computed as a*dy on both sides (no select)", {"formula": "a*dy"},
                      formulation="scale")]
     return [rule("formulation", f"computed as {text}", {"formula": text}, formulation=name)
