@@ -110,15 +110,15 @@ def match_mask(actual: np.ndarray, golden: np.ndarray) -> np.ndarray:
     return same if same.all() else same | (is_nan(actual) & is_nan(golden))
 
 
-def _abs_rel(a: np.ndarray, g: np.ndarray, match: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Absolute and relative error in float64 under the module's conventions."""
+def _abs_rel(a: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Absolute and relative error in float64 of mismatching pairs, under the module's
+    conventions (equal infinities and zeros of either sign have no error)."""
     with np.errstate(all="ignore"):
         abs_err = np.abs(a - g)
-        abs_err[match | (a == g)] = 0.0
+        abs_err[a == g] = 0.0
         abs_err[np.isnan(abs_err)] = np.inf
-        mag = np.abs(g)
-        rel = np.divide(abs_err, mag, out=mag)
-        rel[np.isnan(rel) | (np.abs(g) == 0)] = np.inf
+        rel = np.divide(abs_err, np.abs(g))
+        rel[np.isnan(rel) | (g == 0)] = np.inf
         rel[abs_err == 0] = 0.0
     return abs_err, rel
 
@@ -134,7 +134,8 @@ def _argmax(values: np.ndarray, *, part: str) -> tuple[float, Where]:
 
 def _cosine_sums(a: np.ndarray, g: np.ndarray) -> tuple[float, float, float, int]:
     """Scaled dot/norm sums over pairs where both sides are finite (``a is g`` for a pair
-    that matches everywhere: one sum then serves all three)."""
+    that matches everywhere: one sum then serves all three).  ``a`` and ``g`` are in their
+    own dtype; the sums are taken in float64 (see :func:`_dots`)."""
     same = a is g
     fin = np.isfinite(a) if same else np.isfinite(a) & np.isfinite(g)
     af, gf = (a, g) if fin.all() else (a[fin], g[fin])
@@ -144,11 +145,33 @@ def _cosine_sums(a: np.ndarray, g: np.ndarray) -> tuple[float, float, float, int
     exp = math.frexp(top)[1] if top > 0 else 0
     if -200 <= exp <= 480:  # no overflow or underflow: sum first, then scale by 2**(-2*exp)
         scale = 2.0 ** (-2 * exp)
-        aa = float(af @ af) * scale
-        return (aa, aa, aa, exp) if same else (float(af @ gf) * scale, aa, float(gf @ gf) * scale, exp)
-    af = _scaled(af, -exp)
-    gf = af if same else _scaled(gf, -exp)
-    return float(af @ gf), float(af @ af), float(gf @ gf), exp
+        dot, aa, gg = _dots(af, None if same else gf)
+        return dot * scale, aa * scale, gg * scale, exp
+    return (*_dots(af, None if same else gf, exp=-exp), exp)
+
+
+_DOT_PIECE = 1 << 16  # elements widened to float64 at a time (in cache)
+
+
+def _dots(a: np.ndarray, g: Optional[np.ndarray], *, exp: int = 0) -> tuple[float, float, float]:
+    """``a.g``, ``a.a`` and ``g.g`` (``g`` None: all three ``a.a``) of the values widened to
+    float64 and scaled by ``2**exp``: pairwise sums (numpy's, the same on every machine,
+    unlike a threaded BLAS dot) of pieces, added up in order."""
+    dot = aa = gg = 0.0
+    for lo in range(0, a.size, _DOT_PIECE):
+        pa = _widened(a[lo:lo + _DOT_PIECE], exp)
+        aa += float(np.add.reduce(pa * pa))
+        if g is not None:
+            pg = _widened(g[lo:lo + _DOT_PIECE], exp)
+            dot += float(np.add.reduce(pa * pg))
+            gg += float(np.add.reduce(pg * pg))
+    return (aa, aa, aa) if g is None else (dot, aa, gg)
+
+
+def _widened(v: np.ndarray, exp: int) -> np.ndarray:
+    with np.errstate(invalid="ignore"):  # NaN payloads of bfloat16 warn when widened
+        w = v.astype(np.float64)
+    return _scaled(w, exp) if exp else w
 
 
 def _abs_max(v: np.ndarray) -> float:
@@ -173,6 +196,25 @@ def _position_classes(a: np.ndarray, g: np.ndarray, *, nan_a: np.ndarray,
     return nan_pos, inf_pos, zero_sign
 
 
+def _mismatching(actual: np.ndarray, golden: np.ndarray) -> np.ndarray:
+    """Flat indices (ascending) of the pairs that do not match: the bits differ and not
+    both are NaN."""
+    index = np.flatnonzero(to_bits(actual) != to_bits(golden))
+    if index.size:
+        both = is_nan(actual[index]) & is_nan(golden[index])
+        if both.any():
+            index = index[~both]
+    return index
+
+
+def _ulps(act: np.ndarray, gold: np.ndarray, *, nan: np.ndarray) -> np.ndarray:
+    """ULP distances as :func:`conformance.dtypes.ulp_distance` gives them (0 where ``nan``)."""
+    dist = ordered(act) - ordered(gold)
+    np.abs(dist, out=dist)
+    dist[nan] = 0
+    return dist
+
+
 def compare(actual: np.ndarray, golden: np.ndarray, *, tolerance: Tolerance,
             part: str = "", offset: int = 0) -> Comparison:
     """Compare two equally shaped arrays of one dtype, element by element.  ``offset`` is
@@ -182,24 +224,24 @@ def compare(actual: np.ndarray, golden: np.ndarray, *, tolerance: Tolerance,
     Matching pairs have no error, no ULP distance and no position class, so the errors are
     computed on the mismatching pairs only; the cosine sums take every finite pair."""
     actual, golden = np.ravel(actual), np.ravel(golden)
-    index = np.flatnonzero(~match_mask(actual, golden))
+    index = _mismatching(actual, golden)
     if index.size == 0:
         return _identical(golden)
+    act, gold = actual[index], golden[index]
     with np.errstate(invalid="ignore"):  # NaN payloads of bfloat16 warn when widened
-        a_all, g_all = actual.astype(np.float64), golden.astype(np.float64)
-    act, gold, a, g = actual[index], golden[index], a_all[index], g_all[index]
-    abs_err, rel = _abs_rel(a, g, np.zeros(index.size, dtype=bool))
+        a, g = act.astype(np.float64), gold.astype(np.float64)
+    abs_err, rel = _abs_rel(a, g)
     nan_a, nan_g = is_nan(act), is_nan(gold)
-    ulps = np.where(nan_a | nan_g, 0, np.abs(ordered(act) - ordered(gold)))  # as ulp_distance
+    ulps = _ulps(act, gold, nan=nan_a | nan_g)
     nan_pos, inf_pos, zero_sign = _position_classes(a, g, nan_a=nan_a, nan_g=nan_g)
     with np.errstate(invalid="ignore"):
         bad = (abs_err > tolerance.atol + tolerance.rtol * np.abs(g)) | (ulps > tolerance.max_ulp)
     bad |= nan_pos | inf_pos | (zero_sign if tolerance.strict_zeros else False)
     errors = _Errors(a, g, abs_err, rel, ulps, index, offset + index)
-    metrics = _metrics(errors, a_all, g_all, part=part,
+    metrics = _metrics(errors, actual, golden, part=part,
                        counts=(int(bad.sum()), int(nan_pos.sum()), int(inf_pos.sum()),
                                int(zero_sign.sum())))
-    return Comparison(metrics, index.astype(np.int64), bad)
+    return Comparison(metrics, index.astype(np.int64, copy=False), bad)
 
 
 @dataclass(frozen=True)
@@ -217,10 +259,8 @@ class _Errors:
 
 def _identical(golden: np.ndarray) -> Comparison:
     """The fast path: every element matches, so only the cosine sums need work."""
-    with np.errstate(invalid="ignore"):
-        g = golden.astype(np.float64)
-    _, _, gg, exp = _cosine_sums(g, g)
-    n = int(g.size)
+    _, _, gg, exp = _cosine_sums(golden, golden)
+    n = int(golden.size)
     metrics = replace(empty(elements=n), within_1e3=n, within_5e3=n, cos_dot=gg, cos_aa=gg,
                       cos_gg=gg, cos_exp=exp)
     return Comparison(metrics, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool))
@@ -234,7 +274,8 @@ def _top(values: np.ndarray, where: np.ndarray, *, part: str) -> tuple[float, Wh
 
 def _metrics(e: _Errors, a_all: np.ndarray, g_all: np.ndarray, *, part: str,
              counts: tuple[int, int, int, int]) -> Metrics:
-    """Assemble the record: errors of the mismatching pairs, cosine sums of all of them."""
+    """Assemble the record: errors of the mismatching pairs, cosine sums of all pairs
+    (``a_all``, ``g_all`` in their own dtype)."""
     violations, nan_pos, inf_pos, zero_signs = counts
     n, k = int(a_all.size), int(e.index.size)
     max_abs, abs_at = _top(e.abs_err, e.where, part=part)
