@@ -616,9 +616,12 @@ def _beam(sel: _Selector, cands: list[Rule]) -> tuple[list[Rule], dict]:
 
 def _estimates(ratio: np.ndarray, negative: np.ndarray) -> list[float]:
     """The median slope actual/input on each side of zero (a formula like min(x, a*x)
-    shows its slope on the positive side)."""
+    shows its slope on the positive side).  Reorders ``ratio`` when one side is empty."""
+    sides = [side for side in (negative, ~negative) if side.any()]
+    if len(sides) == 1:  # one side only: its ratios are all of them, so no selection to copy
+        return [float(np.median(ratio, overwrite_input=True))]
     return [float(np.median(ratio[side], overwrite_input=True))  # the selection is a copy
-            for side in (negative, ~negative) if side.any()]
+            for side in sides]
 
 
 def _semantics(batch: Batch, state: _State) -> None:
@@ -634,10 +637,11 @@ def _semantics(batch: Batch, state: _State) -> None:
 def _candidates(batch: Batch, mis: np.ndarray) -> list[Rule]:
     """The catalogue for the slopes the mismatches ``mis`` show, without the slopes no
     element shows (the ratios are dropped on return: on a large dump they are big)."""
+    observed, informative, negative = _slopes(batch, mis)
     cands = catalogue(alpha=batch.alpha, direction=batch.direction, dtypes=batch.dtypes,
-                      estimates=_estimates(*_informative_slopes(batch, mis)))
-    observed = _observed_slopes(batch, mis)  # no NaN: both sides finite
-    observed.sort()
+                      estimates=_estimates(informative, negative))
+    del informative, negative
+    observed.sort()  # no NaN: both sides finite
     return [r for r in cands if _plausible(r, observed)]
 
 
@@ -756,42 +760,29 @@ def _in_pieces(f: Callable[..., Any], batch: Batch, index: np.ndarray) -> Any:
     return np.concatenate(pieces)
 
 
-def _informative_slopes(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """actual / input where the exact result is a normal number, and which of those
-    ratios lie on the negative side (x < 0 forward; x <= 0 or NaN backward)."""
-    return _in_pieces(_informative_piece, batch, index)
+def _slopes(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The slopes the elements ``index`` show, actual / input (x forward, dy backward):
+
+    - observed: wherever both are finite and the input is not zero (a zero actual counts
+      as slope 0), every slope the output shows;
+    - informative: those of them where the exact result is a normal number;
+    - which informative ones lie on the negative side (x < 0 forward; x <= 0 or NaN backward).
+    """
+    return _in_pieces(_slopes_piece, batch, index)
 
 
-def _informative_piece(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    g, a = _comparable(batch.golden[index]), _comparable(batch.actual[index])
-    xs = _comparable(batch.x[index])
-    if batch.direction == "forward":
-        v, negative, positive = xs, xs < 0, xs > 0
-    else:
-        v = _comparable(batch.dy[index])
-        negative = (xs <= 0) | np.isnan(xs)
-        positive = ~negative
-    ok = (np.abs(g) >= info(batch.out_dtype).smallest_normal) & np.isfinite(a) & np.isfinite(v) \
-        & (v != 0) & np.isfinite(g) & (negative | positive)
-    return _ratio(a, v, ok), negative[ok]
-
-
-def _ratio(a: np.ndarray, v: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    """``a / v`` in float64 where ``ok``."""
-    return a[ok].astype(np.float64) / v[ok].astype(np.float64)
-
-
-def _observed_slopes(batch: Batch, index: np.ndarray) -> np.ndarray:
-    """actual / input (x forward, dy backward) wherever both are finite and the input is
-    not zero, and a zero actual counts as slope 0: every slope the output shows."""
-    return _in_pieces(_observed_piece, batch, index)
-
-
-def _observed_piece(batch: Batch, index: np.ndarray) -> np.ndarray:
-    a = _comparable(batch.actual[index])
-    v = _comparable((batch.x if batch.direction == "forward" else batch.dy)[index])
+def _slopes_piece(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    a, xs = _comparable(batch.actual[index]), _comparable(batch.x[index])
+    v = xs if batch.direction == "forward" else _comparable(batch.dy[index])
     ok = np.isfinite(a) & np.isfinite(v) & (v != 0)
-    return _ratio(a, v, ok)
+    observed = a[ok].astype(np.float64) / v[ok].astype(np.float64)
+    g = _comparable(batch.golden[index][ok])
+    if batch.direction == "forward":  # v = x is finite and not zero: on one side or the other
+        negative = xs[ok] < 0
+    else:
+        negative = (xs[ok] <= 0) | np.isnan(xs[ok])
+    normal = (np.abs(g) >= info(batch.out_dtype).smallest_normal) & np.isfinite(g)
+    return observed, observed[normal], negative[normal]
 
 
 def _non_finite_symptom(batch: Batch, index: np.ndarray) -> np.ndarray:
