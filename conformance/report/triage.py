@@ -616,12 +616,9 @@ def _beam(sel: _Selector, cands: list[Rule]) -> tuple[list[Rule], dict]:
 
 def _estimates(ratio: np.ndarray, negative: np.ndarray) -> list[float]:
     """The median slope actual/input on each side of zero (a formula like min(x, a*x)
-    shows its slope on the positive side).  Reorders ``ratio`` when one side is empty."""
-    sides = [side for side in (negative, ~negative) if side.any()]
-    if len(sides) == 1:  # one side only: its ratios are all of them, so no selection to copy
-        return [float(np.median(ratio, overwrite_input=True))]
+    shows its slope on the positive side)."""
     return [float(np.median(ratio[side], overwrite_input=True))  # the selection is a copy
-            for side in sides]
+            for side in (negative, ~negative) if side.any()]
 
 
 def _semantics(batch: Batch, state: _State) -> None:
@@ -637,12 +634,23 @@ def _semantics(batch: Batch, state: _State) -> None:
 def _candidates(batch: Batch, mis: np.ndarray) -> list[Rule]:
     """The catalogue for the slopes the mismatches ``mis`` show, without the slopes no
     element shows (the ratios are dropped on return: on a large dump they are big)."""
-    observed, informative, negative = _slopes(batch, mis)
+    observed, normal, negative = _slopes(batch, mis)
+    if observed.size and normal.all() and (negative.all() or not negative.any()):  # the median of all
+        observed.sort()  # no NaN: both sides finite
+        estimates = [_sorted_median(observed)]
+    else:
+        estimates = _estimates(observed[normal], negative[normal])
+        observed.sort()
+    del normal, negative
     cands = catalogue(alpha=batch.alpha, direction=batch.direction, dtypes=batch.dtypes,
-                      estimates=_estimates(informative, negative))
-    del informative, negative
-    observed.sort()  # no NaN: both sides finite
+                      estimates=estimates)
     return [r for r in cands if _plausible(r, observed)]
+
+
+def _sorted_median(ratio: np.ndarray) -> float:
+    """``np.median`` of sorted values, taken as it takes it: the mean of the middle one or two."""
+    half = ratio.size // 2
+    return float(np.mean(ratio[half - 1:half + 1] if ratio.size % 2 == 0 else ratio[half:half + 1]))
 
 
 def _attribute(sel: _Selector, mis: np.ndarray, stack: list[Rule], alternatives: dict) -> list[Claim]:
@@ -761,13 +769,10 @@ def _in_pieces(f: Callable[..., Any], batch: Batch, index: np.ndarray) -> Any:
 
 
 def _slopes(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The slopes the elements ``index`` show, actual / input (x forward, dy backward):
-
-    - observed: wherever both are finite and the input is not zero (a zero actual counts
-      as slope 0), every slope the output shows;
-    - informative: those of them where the exact result is a normal number;
-    - which informative ones lie on the negative side (x < 0 forward; x <= 0 or NaN backward).
-    """
+    """The slopes the elements ``index`` show, actual / input (x forward, dy backward),
+    wherever both are finite and the input is not zero (a zero actual counts as slope 0):
+    every slope the output shows.  With them, which are informative (the exact result is a
+    normal number) and which lie on the negative side (x < 0 forward; x <= 0 or NaN backward)."""
     return _in_pieces(_slopes_piece, batch, index)
 
 
@@ -775,14 +780,12 @@ def _slopes_piece(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarr
     a, xs = _comparable(batch.actual[index]), _comparable(batch.x[index])
     v = xs if batch.direction == "forward" else _comparable(batch.dy[index])
     ok = np.isfinite(a) & np.isfinite(v) & (v != 0)
-    observed = a[ok].astype(np.float64) / v[ok].astype(np.float64)
-    g = _comparable(batch.golden[index][ok])
-    if batch.direction == "forward":  # v = x is finite and not zero: on one side or the other
-        negative = xs[ok] < 0
-    else:
-        negative = (xs[ok] <= 0) | np.isnan(xs[ok])
+    slopes = a[ok].astype(np.float64) / v[ok].astype(np.float64)
+    g, xs = _comparable(batch.golden[index][ok]), xs[ok]
     normal = (np.abs(g) >= info(batch.out_dtype).smallest_normal) & np.isfinite(g)
-    return observed, observed[normal], negative[normal]
+    # forward, x = v is finite and not zero: on one side or the other
+    negative = xs < 0 if batch.direction == "forward" else (xs <= 0) | np.isnan(xs)
+    return slopes, normal, negative
 
 
 def _non_finite_symptom(batch: Batch, index: np.ndarray) -> np.ndarray:
