@@ -419,7 +419,7 @@ def _mismatch_findings(scans: list[_Scan], ctx: _Context, *, numel: int) -> tupl
     where = batch.where[:violating.size]  # the mismatches' flat indices, ascending
     values = _batch_values(batch)
     claims = [replace(c, index=where[c.index]) for c in claims]
-    return _judged(claims, lambda i: values(int(np.searchsorted(where, i))),
+    return _judged(claims, lambda i: values(int(np.searchsorted(where, where.dtype.type(i)))),  # no int64 copy
                    violations=counts, backend=ctx.backend, config=ctx.config, profile=ctx.profile,
                    layout=ctx.layout(), part=ctx.label, hazard_cores={})
 

@@ -891,7 +891,7 @@ def _dense_end(rest: np.ndarray, n: int) -> bool:
 
 def _run_start(remaining: np.ndarray, lo: int) -> int:
     """Start of the run of consecutive wrong elements (ascending flat indices) that ends at ``lo``."""
-    p = int(np.searchsorted(remaining, lo))
+    p = int(np.searchsorted(remaining, remaining.dtype.type(lo)))  # in its dtype: no copy of remaining
     if p == 0 or remaining[p - 1] != lo - 1:
         return lo
     gaps = np.flatnonzero(np.diff(remaining[:p]) != 1)
