@@ -418,7 +418,7 @@ def _mismatch_findings(scans: list[_Scan], ctx: _Context, *, numel: int) -> tupl
     counts = [_violations(c, lambda index: violating[index]) for c in claims]
     where = batch.where[:violating.size]  # the mismatches' flat indices, ascending
     values = _batch_values(batch)
-    claims = [replace(c, index=where[c.index]) for c in claims]
+    claims = [replace(c, index=where[c.index[:MAX_EXAMPLES]]) for c in claims]  # only examples are read on
     return _judged(claims, lambda i: values(int(np.searchsorted(where, where.dtype.type(i)))),  # no int64 copy
                    violations=counts, backend=ctx.backend, config=ctx.config, profile=ctx.profile,
                    layout=ctx.layout(), part=ctx.label, hazard_cores={})

@@ -20,7 +20,7 @@ This module reads tile layouts and hazards as data; it never imports the emulato
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Optional
@@ -144,6 +144,8 @@ def _without(remaining: np.ndarray, index: np.ndarray) -> np.ndarray:
     """``np.setdiff1d(remaining, index, assume_unique=True)``: ascending ``remaining`` is
     searched (binary) instead of compared with every element of ``index``; a dense
     ``index`` marks its places in a mask instead (one pass, no search per element)."""
+    if index is remaining:
+        return remaining[:0]
     if remaining.size < 2 or index.size == 0 or not (remaining[1:] > remaining[:-1]).all():
         return np.setdiff1d(remaining, index, assume_unique=True)
     top = max(int(remaining[-1]), int(index.max())) + 1
@@ -401,13 +403,16 @@ class _Selector:
         others.  None when there are few."""
         if wrong.size <= _GLANCE:
             return None
+        rng = np.random.default_rng(1)
         if wrong.size == self.scope.n_mis:  # every mismatch: ``wrong`` is 0, 1, ..., n_mis - 1
             special = self.special_mismatches
+            if not special.any():  # the others are every position: pick positions alone
+                return np.sort(rng.choice(wrong.size, _GLANCE, replace=False))
             specials, others = np.flatnonzero(special), np.flatnonzero(~special)
         else:
             special = self.special_mismatches[wrong]
             specials, others = wrong[special], wrong[~special]
-        pick = np.random.default_rng(1).choice(others, min(_GLANCE, others.size), replace=False)
+        pick = rng.choice(others, min(_GLANCE, others.size), replace=False)
         return np.sort(np.concatenate([specials, pick]))
 
     def reproduced(self, trial: Sequence[Rule], some: np.ndarray) -> np.ndarray:
@@ -484,7 +489,7 @@ def _round(sel: _Selector, stack: list[Rule], cands: list[Rule], current: np.nda
     used = frozenset().union(*(r.keys for r in stack)) if stack else frozenset()
     n = sel.scope.n_mis
     right_now = sel.right_of(current)[:n]
-    wrong = np.flatnonzero(~right_now)
+    wrong = np.flatnonzero(~right_now) if right_now.any() else np.arange(n)
     glance = sel.glance(wrong)
     reached: dict[str, bool] = {}  # per kind: is some wrong element of it
     out = []
@@ -664,10 +669,12 @@ def _attribute(sel: _Selector, mis: np.ndarray, stack: list[Rule], alternatives:
              for r in stack] if len(stack) > 1 else []
     named = sorted((i for i, r in enumerate(stack) if r.category is not None),
                    key=lambda i: (-categories.order(stack[i].category), i))
-    owner = np.full(mis.size, -1, dtype=np.int16)  # stack positions
     if len(stack) == 1:  # its explained elements are its own (as below, without the moves)
-        owner[explained & bool(named)] = 0
-    elif named:
+        hits = mis if explained.all() else mis[explained]  # all of them: no copy
+        claims = [_rule_claim(sel, hits, stack, 0, alternatives.get(stack[0], []))] if named and hits.size else []
+        return _merge_claims([c for c in claims if c.count])
+    owner = np.full(mis.size, -1, dtype=np.int16)  # stack positions
+    if named:
         best = np.stack([moves[i] for i in named])
         pick = np.argmax(best, axis=0)  # first of the largest: the later category on ties
         owner = np.where(best.max(axis=0) > 0, np.asarray(named)[pick], -1)
@@ -758,22 +765,21 @@ def _merge_claims(claims: list[Claim]) -> list[Claim]:
 _PIECE = 1 << 20  # elements per piece where a large batch's temporaries would be big
 
 
-def _in_pieces(f: Callable[..., Any], batch: Batch, index: np.ndarray) -> Any:
-    """``f(batch, index)`` on pieces of ``index``, joined (``f`` is element-wise)."""
-    if index.size <= _PIECE:
-        return f(batch, index)
-    pieces = [f(batch, index[lo:lo + _PIECE]) for lo in range(0, index.size, _PIECE)]
-    if isinstance(pieces[0], tuple):
-        return tuple(np.concatenate(p) for p in zip(*pieces))
-    return np.concatenate(pieces)
-
-
 def _slopes(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The slopes the elements ``index`` show, actual / input (x forward, dy backward),
     wherever both are finite and the input is not zero (a zero actual counts as slope 0):
     every slope the output shows.  With them, which are informative (the exact result is a
-    normal number) and which lie on the negative side (x < 0 forward; x <= 0 or NaN backward)."""
-    return _in_pieces(_slopes_piece, batch, index)
+    normal number) and which lie on the negative side (x < 0 forward; x <= 0 or NaN backward).
+    Computed a piece at a time into arrays as long as ``index`` (a view of their start is
+    returned: the pages past it are never touched)."""
+    slopes, normal, negative = np.empty(index.size), np.empty(index.size, bool), np.empty(index.size, bool)
+    done = 0
+    for lo in range(0, index.size, _PIECE):
+        piece = _slopes_piece(batch, index[lo:lo + _PIECE])
+        end = done + piece[0].size
+        slopes[done:end], normal[done:end], negative[done:end] = piece
+        done = end
+    return slopes[:done], normal[:done], negative[:done]
 
 
 def _slopes_piece(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
