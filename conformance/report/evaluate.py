@@ -354,9 +354,14 @@ def _stride_sample(index: np.ndarray, *, most: int) -> tuple[np.ndarray, float]:
     return kept, index.size / kept.size
 
 
-def _kept(chunk: Chunk, expected: np.ndarray, index: np.ndarray, *, where: np.dtype) -> _Kept:
+def _kept(chunk: Chunk, expected: np.ndarray, index: np.ndarray, *, where: np.dtype,
+          values: tuple[Optional[np.ndarray], Optional[np.ndarray]] = (None, None)) -> _Kept:
+    """The elements ``index`` of a chunk; ``values``: golden and actual there, when at hand."""
+    golden, actual = values
     return _Kept((index + chunk.offset).astype(where, copy=False), chunk.x[index],
-                 None if chunk.dy is None else chunk.dy[index], expected[index], chunk.actual[index])
+                 None if chunk.dy is None else chunk.dy[index],
+                 expected[index] if golden is None else golden,
+                 chunk.actual[index] if actual is None else actual)
 
 
 def _evidence(chunk: Chunk, expected: np.ndarray, mismatches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -382,8 +387,8 @@ def _scan(chunk: Chunk, ctx: _Context, *, where: np.dtype) -> _Scan:
     comp = met.compare(chunk.actual, expected, tolerance=ctx.tolerance, part=ctx.label,
                        offset=chunk.offset)
     evidence, weight = _evidence(chunk, expected, comp.mismatch_index)
-    return _Scan(comp.metrics, _kept(chunk, expected, comp.mismatch_index, where=where), comp.violating,
-                 _kept(chunk, expected, evidence, where=where), weight)
+    mismatches = _kept(chunk, expected, comp.mismatch_index, where=where, values=(comp.golden, comp.actual))
+    return _Scan(comp.metrics, mismatches, comp.violating, _kept(chunk, expected, evidence, where=where), weight)
 
 
 def _joined(parts: list[dict], name: str) -> Optional[np.ndarray]:

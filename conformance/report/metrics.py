@@ -102,6 +102,8 @@ class Comparison:
     metrics: Metrics
     mismatch_index: np.ndarray  # int64 flat indices, ascending
     violating: np.ndarray  # bool, aligned with mismatch_index
+    actual: Optional[np.ndarray] = None  # the values at mismatch_index (None: not kept)
+    golden: Optional[np.ndarray] = None
 
 
 def match_mask(actual: np.ndarray, golden: np.ndarray) -> np.ndarray:
@@ -252,7 +254,7 @@ def compare(actual: np.ndarray, golden: np.ndarray, *, tolerance: Tolerance,
     errors = _Errors(a, g, abs_err, rel, ulps, index, offset, np.isfinite(na) & np.isfinite(ng))
     metrics = _metrics(errors, actual, golden, part=part,
                        counts=(_count(bad), _count(nan_pos), _count(inf_pos), _count(zero_sign)))
-    return Comparison(metrics, index.astype(np.int64, copy=False), bad)
+    return Comparison(metrics, index.astype(np.int64, copy=False), bad, act, gold)
 
 
 def _count(mask: np.ndarray) -> int:

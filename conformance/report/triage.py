@@ -782,12 +782,20 @@ def _slopes(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     return slopes[:done], normal[:done], negative[:done]
 
 
+def _span(index: np.ndarray) -> Any:
+    """``index`` as a slice when it is consecutive and ascending (taking is then a view)."""
+    if index.size and int(index[-1]) - int(index[0]) == index.size - 1 and bool((index[1:] > index[:-1]).all()):
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
+
+
 def _slopes_piece(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    a, xs = _comparable(batch.actual[index]), _comparable(batch.x[index])
-    v = xs if batch.direction == "forward" else _comparable(batch.dy[index])
+    at = _span(index)
+    a, xs = _comparable(batch.actual[at]), _comparable(batch.x[at])
+    v = xs if batch.direction == "forward" else _comparable(batch.dy[at])
     ok = np.isfinite(a) & np.isfinite(v) & (v != 0)
     slopes = a[ok].astype(np.float64) / v[ok].astype(np.float64)
-    g, xs = _comparable(batch.golden[index][ok]), xs[ok]
+    g, xs = _comparable(batch.golden[at][ok]), xs[ok]
     normal = (np.abs(g) >= info(batch.out_dtype).smallest_normal) & np.isfinite(g)
     # forward, x = v is finite and not zero: on one side or the other
     negative = xs < 0 if batch.direction == "forward" else (xs <= 0) | np.isnan(xs)
