@@ -82,7 +82,10 @@ class Dump:
         lo = -(-(first + start * item) // page) * page  # whole pages inside the range only
         hi = (first + stop * item) // page * page
         if hi > lo:
-            mapping.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+            try:
+                mapping.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+            except OSError:  # a hint the OS may refuse: the pages then stay resident
+                pass
 
     @cached_property
     def _mapping(self) -> Optional[tuple[mmap.mmap, int]]:
