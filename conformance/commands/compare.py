@@ -122,11 +122,14 @@ def _rows(args: argparse.Namespace, *, alpha: float, config: GateConfig) -> list
 
 
 def chunks(x: Dump, out: Dump, *, dy: Optional[Dump], size: Optional[int] = None) -> Iterator[Chunk]:
-    """Consecutive flat chunks of x, dy and the output, native byte order."""
+    """Consecutive flat chunks of x, dy and the output, native byte order; the mapped
+    pages of each are released once it is judged (resident memory holds about a chunk)."""
     step = max(1, size or CHUNK_ELEMENTS)
     for lo in range(0, x.size, step):
         hi = min(lo + step, x.size)
         yield Chunk(lo, x.chunk(lo, hi), None if dy is None else dy.chunk(lo, hi), out.chunk(lo, hi))
+        for dump in (x, out) if dy is None else (x, dy, out):
+            dump.release(lo, hi)
 
 
 def _evaluate(args: argparse.Namespace, x: Dump, out: Dump, *, dy: Optional[Dump],

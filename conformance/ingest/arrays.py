@@ -12,16 +12,21 @@
   chunk at a time, so a big-endian dump is never copied whole.
 - bfloat16 arrives as ml_dtypes' ``.npy`` (numpy writes it as ``'<V2'``) or as raw
   uint16 bits read with ``bits_dtype="bfloat16"``.
+- :meth:`Dump.release` lets the OS drop the mapped pages of elements already judged from
+  the process's resident memory (they are read from the file again if touched), so
+  reading a dump chunk by chunk keeps about one chunk of it resident.
 """
 from __future__ import annotations
 
 import lzma
 import math
+import mmap
 import struct
 import tokenize
 import zipfile
 import zlib
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import BinaryIO, Optional
 
@@ -66,6 +71,35 @@ class Dump:
     def whole(self) -> np.ndarray:
         """Every element, native, in the stored shape (a copy only when byte order needs one)."""
         return self.chunk(0, self.size).reshape(self.shape)
+
+    def release(self, start: int, stop: int) -> None:
+        """Drop the mapped pages that only hold elements ``start:stop`` from resident memory
+        (``madvise``; a hint, a no-op where the dump is not mapped or the OS lacks it)."""
+        if self._mapping is None:
+            return
+        mapping, first = self._mapping
+        item, page = self.raw.itemsize, mmap.PAGESIZE
+        lo = -(-(first + start * item) // page) * page  # whole pages inside the range only
+        hi = (first + stop * item) // page * page
+        if hi > lo:
+            try:
+                mapping.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+            except OSError:  # a hint the OS may refuse: the pages then stay resident
+                pass
+
+    @cached_property
+    def _mapping(self) -> Optional[tuple[mmap.mmap, int]]:
+        """The read-only mapping ``raw`` lies in and where its first element is in it."""
+        if not hasattr(mmap, "MADV_DONTNEED") or not self.raw.flags.c_contiguous:
+            return None
+        owner = self.raw
+        while owner is not None and not isinstance(getattr(owner, "_mmap", None), mmap.mmap):
+            owner = getattr(owner, "base", None)
+        if owner is None:
+            return None
+        mapping = owner._mmap
+        start = np.frombuffer(mapping, dtype=np.uint8)[:1].ctypes.data
+        return mapping, self.raw.ctypes.data - start
 
 
 # ----------------------------------------------------------------------------- headers

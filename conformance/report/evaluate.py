@@ -322,19 +322,27 @@ EVIDENCE_PLAIN = 1 << 11
 
 
 @dataclass(frozen=True)
-class _Scan:
-    """One chunk after golden and metrics: its mismatches and a sample of its matching
-    elements (the evidence), with their values and what each sampled element stands for."""
+class _Kept:
+    """Elements of one chunk kept for triage: where they are in the tensor (ascending) and
+    their values."""
 
-    metrics: met.Metrics
-    where: np.ndarray  # flat indices in the tensor of the kept elements, ascending
-    mismatch: np.ndarray  # bool, aligned with where
-    violating: np.ndarray  # bool, aligned with where (False for evidence)
-    weight: np.ndarray  # elements each kept one stands for (1 for mismatches)
+    where: np.ndarray
     x: np.ndarray
     dy: Optional[np.ndarray]
     golden: np.ndarray
     actual: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """One chunk after golden and metrics: its mismatches and a sample of its matching
+    elements (the evidence), with what each sampled element stands for."""
+
+    metrics: met.Metrics
+    mismatches: _Kept
+    violating: np.ndarray  # bool, aligned with the mismatches
+    evidence: _Kept
+    weight: np.ndarray  # float64, aligned with the evidence
 
 
 def _stride_sample(index: np.ndarray, *, most: int) -> tuple[np.ndarray, float]:
@@ -346,59 +354,63 @@ def _stride_sample(index: np.ndarray, *, most: int) -> tuple[np.ndarray, float]:
     return kept, index.size / kept.size
 
 
-def _merge_disjoint(parts: tuple[np.ndarray, ...], *, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint indices into ``size`` elements, merged in ascending order, and which part
-    (1, 2, ...) each came from: sorted when few, else by marking their places."""
-    if 8 * sum(p.size for p in parts) < size:
-        keep = np.concatenate(parts)
-        kind = np.concatenate([np.full(p.size, k, dtype=np.int8) for k, p in enumerate(parts, 1)])
-        order = np.argsort(keep, kind="stable")
-        return keep[order], kind[order]
-    mark = np.zeros(size, dtype=np.int8)
-    for k, p in enumerate(parts, 1):
-        mark[p] = k
-    keep = np.flatnonzero(mark)
-    return keep, mark[keep]
+def _kept(chunk: Chunk, expected: np.ndarray, index: np.ndarray, *, where: np.dtype,
+          values: tuple[Optional[np.ndarray], Optional[np.ndarray]] = (None, None)) -> _Kept:
+    """The elements ``index`` of a chunk; ``values``: golden and actual there, when at hand."""
+    golden, actual = values
+    return _Kept((index + chunk.offset).astype(where, copy=False), chunk.x[index],
+                 None if chunk.dy is None else chunk.dy[index],
+                 expected[index] if golden is None else golden,
+                 chunk.actual[index] if actual is None else actual)
 
 
-def _scan(chunk: Chunk, ctx: _Context) -> _Scan:
-    expected = _golden(chunk.x, ctx.alpha, direction=ctx.direction, dy=chunk.dy,
-                       out_dtype=ctx.out_dtype)
-    comp = met.compare(chunk.actual, expected, tolerance=ctx.tolerance, part=ctx.label,
-                       offset=chunk.offset)
-    mis = comp.mismatch_index
+def _evidence(chunk: Chunk, expected: np.ndarray, mismatches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A stride sample of the chunk's matching elements, special values and plain ones
+    apart (local indices, ascending), and what each stands for."""
     matching = np.ones(chunk.x.size, dtype=bool)
-    matching[mis] = False
+    matching[mismatches] = False
     others = np.flatnonzero(matching)
     special = special_values(chunk.x[others], expected[others], None if chunk.dy is None else chunk.dy[others])
     spec, w_spec = _stride_sample(others[special], most=EVIDENCE_SPECIAL)
     plain, w_plain = _stride_sample(others[~special], most=EVIDENCE_PLAIN)
-    keep, kind = _merge_disjoint((mis, spec, plain), size=chunk.x.size)
-    is_mis = kind == 1
-    weight = np.ones(keep.size)
-    weight[kind == 2], weight[kind == 3] = w_spec, w_plain
-    bad = np.zeros(keep.size, dtype=bool)
-    bad[is_mis] = comp.violating  # mismatches ascending, as their places in keep
-    return _Scan(comp.metrics, keep.astype(np.int64) + chunk.offset, is_mis, bad, weight, chunk.x[keep],
-                 None if chunk.dy is None else chunk.dy[keep], expected[keep], chunk.actual[keep])
+    keep = np.concatenate([spec, plain])
+    weight = np.concatenate([np.full(spec.size, w_spec), np.full(plain.size, w_plain)])
+    order = np.argsort(keep, kind="stable")
+    return keep[order], weight[order]
+
+
+def _scan(chunk: Chunk, ctx: _Context, *, where: np.dtype) -> _Scan:
+    """Golden and metrics of one chunk, and the elements triage keeps (``where``: the
+    dtype of their flat indices)."""
+    expected = _golden(chunk.x, ctx.alpha, direction=ctx.direction, dy=chunk.dy,
+                       out_dtype=ctx.out_dtype)
+    comp = met.compare(chunk.actual, expected, tolerance=ctx.tolerance, part=ctx.label,
+                       offset=chunk.offset)
+    evidence, weight = _evidence(chunk, expected, comp.mismatch_index)
+    mismatches = _kept(chunk, expected, comp.mismatch_index, where=where, values=(comp.golden, comp.actual))
+    return _Scan(comp.metrics, mismatches, comp.violating, _kept(chunk, expected, evidence, where=where), weight)
+
+
+def _joined(parts: list[dict], name: str) -> Optional[np.ndarray]:
+    """One field of every part, joined; each part's field is dropped as it is read (memory)."""
+    pieces = [p.pop(name) for p in parts]
+    return None if pieces[0] is None else np.concatenate(pieces)
 
 
 def _reduced(scans: list[_Scan], ctx: _Context, *, numel: int) -> tuple[Batch, np.ndarray, np.ndarray]:
-    """Every chunk's kept elements as one batch standing for the tensor, the batch positions
-    of the mismatches, and which elements are outside tolerance.  Empties ``scans``, one
-    field at a time, so the pieces are freed as they are joined (memory)."""
-    parts = [dict(vars(s)) for s in scans]
+    """Every chunk's kept elements as one batch standing for the tensor, its mismatches
+    first (so they are the batch's first positions and need no weights), then the
+    evidence; the batch positions of the mismatches, and which are outside tolerance.
+    Empties ``scans``, one field at a time, so the pieces are freed as they are joined."""
+    parts = [dict(vars(s.mismatches)) for s in scans] + [dict(vars(s.evidence)) for s in scans]
+    violating = np.concatenate([s.violating for s in scans])
+    weight = np.concatenate([s.weight for s in scans])
     scans.clear()
-
-    def joined(name: str) -> np.ndarray:
-        return np.concatenate([p.pop(name) for p in parts])
-
-    where, mismatch, violating, weight = joined("where"), joined("mismatch"), joined("violating"), joined("weight")
-    x, golden, actual = joined("x"), joined("golden"), joined("actual")
-    dy = None if parts[0]["dy"] is None else joined("dy")
+    where, x, dy = _joined(parts, "where"), _joined(parts, "x"), _joined(parts, "dy")
+    golden, actual = _joined(parts, "golden"), _joined(parts, "actual")
     batch = Batch(x, dy, ctx.alpha, ctx.direction, ctx.out_dtype, golden, actual,
                   where=where, numel=numel, weight=weight)
-    return batch, np.flatnonzero(mismatch), violating
+    return batch, np.arange(violating.size), violating
 
 
 def _mismatch_findings(scans: list[_Scan], ctx: _Context, *, numel: int) -> tuple[Finding, ...]:
@@ -407,11 +419,12 @@ def _mismatch_findings(scans: list[_Scan], ctx: _Context, *, numel: int) -> tupl
     ``tail-block`` is judged on the whole tensor's plan and size."""
     batch, mismatches, violating = _reduced(scans, ctx, numel=numel)
     claims = triage(batch, mismatches=mismatches, layout=ctx.layout())
+    del mismatches
     counts = [_violations(c, lambda index: violating[index]) for c in claims]
-    where = batch.where
+    where = batch.where[:violating.size]  # the mismatches' flat indices, ascending
     values = _batch_values(batch)
-    claims = [replace(c, index=where[c.index]) for c in claims]
-    return _judged(claims, lambda i: values(int(np.searchsorted(where, i))),
+    claims = [replace(c, index=where[c.index[:MAX_EXAMPLES]]) for c in claims]  # only examples are read on
+    return _judged(claims, lambda i: values(int(np.searchsorted(where, where.dtype.type(i)))),  # no int64 copy
                    violations=counts, backend=ctx.backend, config=ctx.config, profile=ctx.profile,
                    layout=ctx.layout(), part=ctx.label, hazard_cores={})
 
@@ -432,9 +445,10 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
                  profile=profile, variant=None, label=label, shape=(numel,) if shape is None else shape)
     ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
                    backend, config, label, _lazy_layout(None, layout_fn, numel=numel), profile)
+    where = np.dtype(np.int32 if numel <= np.iinfo(np.int32).max else np.int64)
     scans = []
     for chunk in read():
-        scans.append(_scan(chunk, ctx))
+        scans.append(_scan(chunk, ctx, where=where))
         advance(int(chunk.x.size))
     metrics = reduce(met.merge, (s.metrics for s in scans)) if scans else met.empty()
     findings = _mismatch_findings(scans, ctx, numel=numel) if metrics.mismatches else ()

@@ -102,6 +102,8 @@ class Comparison:
     metrics: Metrics
     mismatch_index: np.ndarray  # int64 flat indices, ascending
     violating: np.ndarray  # bool, aligned with mismatch_index
+    actual: Optional[np.ndarray] = None  # the values at mismatch_index (None: not kept)
+    golden: Optional[np.ndarray] = None
 
 
 def match_mask(actual: np.ndarray, golden: np.ndarray) -> np.ndarray:
@@ -110,15 +112,15 @@ def match_mask(actual: np.ndarray, golden: np.ndarray) -> np.ndarray:
     return same if same.all() else same | (is_nan(actual) & is_nan(golden))
 
 
-def _abs_rel(a: np.ndarray, g: np.ndarray, match: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Absolute and relative error in float64 under the module's conventions."""
+def _abs_rel(a: np.ndarray, g: np.ndarray, mag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Absolute and relative error in float64 of mismatching pairs, under the module's
+    conventions (equal infinities and zeros of either sign have no error); ``mag`` is |g|."""
     with np.errstate(all="ignore"):
         abs_err = np.abs(a - g)
-        abs_err[match | (a == g)] = 0.0
+        abs_err[a == g] = 0.0
         abs_err[np.isnan(abs_err)] = np.inf
-        mag = np.abs(g)
-        rel = np.divide(abs_err, mag, out=mag)
-        rel[np.isnan(rel) | (np.abs(g) == 0)] = np.inf
+        rel = np.divide(abs_err, mag)
+        rel[np.isnan(rel) | (g == 0)] = np.inf
         rel[abs_err == 0] = 0.0
     return abs_err, rel
 
@@ -134,21 +136,45 @@ def _argmax(values: np.ndarray, *, part: str) -> tuple[float, Where]:
 
 def _cosine_sums(a: np.ndarray, g: np.ndarray) -> tuple[float, float, float, int]:
     """Scaled dot/norm sums over pairs where both sides are finite (``a is g`` for a pair
-    that matches everywhere: one sum then serves all three)."""
+    that matches everywhere: one sum then serves all three).  ``a`` and ``g`` are in their
+    own dtype; the sums are taken in float64 (see :func:`_dots`)."""
     same = a is g
-    fin = np.isfinite(a) if same else np.isfinite(a) & np.isfinite(g)
-    af, gf = (a, g) if fin.all() else (a[fin], g[fin])
-    if af.size == 0:
-        return 0.0, 0.0, 0.0, 0
-    top = max(_abs_max(af), 0.0 if same else _abs_max(gf))
+    with np.errstate(invalid="ignore"):  # NaN payloads of bfloat16 warn when tested
+        fin = np.isfinite(a) if same else np.isfinite(a) & np.isfinite(g)
+        af, gf = (a, g) if fin.all() else (a[fin], g[fin])
+        if af.size == 0:
+            return 0.0, 0.0, 0.0, 0
+        top = max(_abs_max(af), 0.0 if same else _abs_max(gf))
     exp = math.frexp(top)[1] if top > 0 else 0
     if -200 <= exp <= 480:  # no overflow or underflow: sum first, then scale by 2**(-2*exp)
         scale = 2.0 ** (-2 * exp)
-        aa = float(af @ af) * scale
-        return (aa, aa, aa, exp) if same else (float(af @ gf) * scale, aa, float(gf @ gf) * scale, exp)
-    af = _scaled(af, -exp)
-    gf = af if same else _scaled(gf, -exp)
-    return float(af @ gf), float(af @ af), float(gf @ gf), exp
+        dot, aa, gg = _dots(af, None if same else gf)
+        return dot * scale, aa * scale, gg * scale, exp
+    return (*_dots(af, None if same else gf, exp=-exp), exp)
+
+
+_DOT_PIECE = 1 << 16  # elements widened to float64 at a time (in cache)
+
+
+def _dots(a: np.ndarray, g: Optional[np.ndarray], *, exp: int = 0) -> tuple[float, float, float]:
+    """``a.g``, ``a.a`` and ``g.g`` (``g`` None: all three ``a.a``) of the values widened to
+    float64 and scaled by ``2**exp``: pairwise sums (numpy's, the same on every machine,
+    unlike a threaded BLAS dot) of pieces, added up in order."""
+    dot = aa = gg = 0.0
+    for lo in range(0, a.size, _DOT_PIECE):
+        pa = _widened(a[lo:lo + _DOT_PIECE], exp)
+        aa += float(np.add.reduce(pa * pa))
+        if g is not None:
+            pg = _widened(g[lo:lo + _DOT_PIECE], exp)
+            dot += float(np.add.reduce(pa * pg))
+            gg += float(np.add.reduce(pg * pg))
+    return (aa, aa, aa) if g is None else (dot, aa, gg)
+
+
+def _widened(v: np.ndarray, exp: int) -> np.ndarray:
+    with np.errstate(invalid="ignore"):  # NaN payloads of bfloat16 warn when widened
+        w = v.astype(np.float64)
+    return _scaled(w, exp) if exp else w
 
 
 def _abs_max(v: np.ndarray) -> float:
@@ -163,14 +189,42 @@ def _scaled(v: np.ndarray, exp: int) -> np.ndarray:
     return np.ldexp(v, exp)
 
 
+def _native(v: np.ndarray, wide: np.ndarray) -> np.ndarray:
+    """``v`` itself where numpy compares and tests it (its own float types: half the bytes
+    of ``wide``, its float64 copy), else ``wide`` (bfloat16)."""
+    return v if v.dtype.kind == "f" else wide
+
+
 def _position_classes(a: np.ndarray, g: np.ndarray, *, nan_a: np.ndarray,
                       nan_g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Masks: NaN on one side; inf vs finite; both zero with different sign (``a``, ``g``
-    widened to float64; ``nan_a``, ``nan_g`` from the bit patterns)."""
-    nan_pos = nan_a != nan_g
-    inf_pos = (np.isinf(a) | np.isinf(g)) & ~(nan_a | nan_g) & (a != g)
-    zero_sign = (a == 0) & (g == 0) & (np.signbit(a) != np.signbit(g))
+    """Masks of mismatching pairs: NaN on one side; inf vs finite or the other infinity;
+    both zero (so of different sign: the bits differ).  ``nan_a``, ``nan_g`` from the bit
+    patterns; no pair is NaN on both sides (that pair matches)."""
+    nan_pos = nan_a | nan_g
+    inf_pos = (np.isinf(a) | np.isinf(g)) & ~nan_pos
+    zero_sign = (a == 0) & (g == 0)
     return nan_pos, inf_pos, zero_sign
+
+
+def _mismatching(actual: np.ndarray, golden: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The pairs that do not match (the bits differ and not both are NaN): their flat
+    indices (ascending), actual and golden values, and which of those are NaN."""
+    index = np.flatnonzero(to_bits(actual) != to_bits(golden))
+    act, gold = actual[index], golden[index]
+    nan_a, nan_g = is_nan(act), is_nan(gold)
+    both = nan_a & nan_g
+    if both.any():
+        keep = ~both
+        index, act, gold, nan_a, nan_g = index[keep], act[keep], gold[keep], nan_a[keep], nan_g[keep]
+    return index, act, gold, nan_a, nan_g
+
+
+def _ulps(act: np.ndarray, gold: np.ndarray, *, nan: np.ndarray) -> np.ndarray:
+    """ULP distances as :func:`conformance.dtypes.ulp_distance` gives them (0 where ``nan``)."""
+    dist = ordered(act) - ordered(gold)
+    np.abs(dist, out=dist)
+    dist[nan] = 0
+    return dist
 
 
 def compare(actual: np.ndarray, golden: np.ndarray, *, tolerance: Tolerance,
@@ -182,24 +236,29 @@ def compare(actual: np.ndarray, golden: np.ndarray, *, tolerance: Tolerance,
     Matching pairs have no error, no ULP distance and no position class, so the errors are
     computed on the mismatching pairs only; the cosine sums take every finite pair."""
     actual, golden = np.ravel(actual), np.ravel(golden)
-    index = np.flatnonzero(~match_mask(actual, golden))
+    index, act, gold, nan_a, nan_g = _mismatching(actual, golden)
     if index.size == 0:
         return _identical(golden)
     with np.errstate(invalid="ignore"):  # NaN payloads of bfloat16 warn when widened
-        a_all, g_all = actual.astype(np.float64), golden.astype(np.float64)
-    act, gold, a, g = actual[index], golden[index], a_all[index], g_all[index]
-    abs_err, rel = _abs_rel(a, g, np.zeros(index.size, dtype=bool))
-    nan_a, nan_g = is_nan(act), is_nan(gold)
-    ulps = np.where(nan_a | nan_g, 0, np.abs(ordered(act) - ordered(gold)))  # as ulp_distance
-    nan_pos, inf_pos, zero_sign = _position_classes(a, g, nan_a=nan_a, nan_g=nan_g)
+        a, g = act.astype(np.float64), gold.astype(np.float64)
+    mag = np.abs(g)
+    abs_err, rel = _abs_rel(a, g, mag)
+    ulps = _ulps(act, gold, nan=nan_a | nan_g)
+    na, ng = _native(act, a), _native(gold, g)
+    nan_pos, inf_pos, zero_sign = _position_classes(na, ng, nan_a=nan_a, nan_g=nan_g)
     with np.errstate(invalid="ignore"):
-        bad = (abs_err > tolerance.atol + tolerance.rtol * np.abs(g)) | (ulps > tolerance.max_ulp)
+        mag *= tolerance.rtol
+        mag += tolerance.atol
+        bad = (abs_err > mag) | (ulps > tolerance.max_ulp)
     bad |= nan_pos | inf_pos | (zero_sign if tolerance.strict_zeros else False)
-    errors = _Errors(a, g, abs_err, rel, ulps, index, offset + index)
-    metrics = _metrics(errors, a_all, g_all, part=part,
-                       counts=(int(bad.sum()), int(nan_pos.sum()), int(inf_pos.sum()),
-                               int(zero_sign.sum())))
-    return Comparison(metrics, index.astype(np.int64), bad)
+    errors = _Errors(a, g, abs_err, rel, ulps, index, offset, np.isfinite(na) & np.isfinite(ng))
+    metrics = _metrics(errors, actual, golden, part=part,
+                       counts=(_count(bad), _count(nan_pos), _count(inf_pos), _count(zero_sign)))
+    return Comparison(metrics, index.astype(np.int64, copy=False), bad, act, gold)
+
+
+def _count(mask: np.ndarray) -> int:
+    return int(np.count_nonzero(mask))
 
 
 @dataclass(frozen=True)
@@ -212,43 +271,42 @@ class _Errors:
     rel: np.ndarray
     ulps: np.ndarray
     index: np.ndarray  # in the compared arrays
-    where: np.ndarray  # in the whole tensor
+    offset: int  # of the compared arrays in the whole tensor
+    finite: np.ndarray  # both sides finite
 
 
 def _identical(golden: np.ndarray) -> Comparison:
     """The fast path: every element matches, so only the cosine sums need work."""
-    with np.errstate(invalid="ignore"):
-        g = golden.astype(np.float64)
-    _, _, gg, exp = _cosine_sums(g, g)
-    n = int(g.size)
+    _, _, gg, exp = _cosine_sums(golden, golden)
+    n = int(golden.size)
     metrics = replace(empty(elements=n), within_1e3=n, within_5e3=n, cos_dot=gg, cos_aa=gg,
                       cos_gg=gg, cos_exp=exp)
     return Comparison(metrics, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool))
 
 
-def _top(values: np.ndarray, where: np.ndarray, *, part: str) -> tuple[float, Where]:
+def _top(values: np.ndarray, e: _Errors, *, part: str) -> tuple[float, Where]:
     """Largest value and its index in the whole tensor (None when everything is 0)."""
     top, at = _argmax(values, part=part)
-    return top, (None if at is None else (part, int(where[at[1]])))
+    return top, (None if at is None else (part, e.offset + int(e.index[at[1]])))
 
 
 def _metrics(e: _Errors, a_all: np.ndarray, g_all: np.ndarray, *, part: str,
              counts: tuple[int, int, int, int]) -> Metrics:
-    """Assemble the record: errors of the mismatching pairs, cosine sums of all of them."""
+    """Assemble the record: errors of the mismatching pairs, cosine sums of all pairs
+    (``a_all``, ``g_all`` in their own dtype)."""
     violations, nan_pos, inf_pos, zero_signs = counts
     n, k = int(a_all.size), int(e.index.size)
-    max_abs, abs_at = _top(e.abs_err, e.where, part=part)
-    max_rel, rel_at = _top(e.rel, e.where, part=part)
-    max_ulp, ulp_at = _top(e.ulps, e.where, part=part)
-    fin = np.isfinite(e.a) & np.isfinite(e.g)
+    max_abs, abs_at = _top(e.abs_err, e, part=part)
+    max_rel, rel_at = _top(e.rel, e, part=part)
+    max_ulp, ulp_at = _top(e.ulps, e, part=part)
     dot, aa, gg, exp = _cosine_sums(a_all, g_all)
     return Metrics(
         elements=n, mismatches=k, violations=violations,
         max_abs=max_abs, max_abs_at=abs_at, max_rel=max_rel, max_rel_at=rel_at,
         max_ulp=int(max_ulp), max_ulp_at=ulp_at, nan_positions=nan_pos,
         inf_positions=inf_pos, zero_signs=zero_signs,
-        within_1e3=n - k + int((e.rel < 1e-3).sum()), within_5e3=n - k + int((e.rel < 5e-3).sum()),
-        above=int((fin & (e.a > e.g)).sum()), below=int((fin & (e.a < e.g)).sum()),
+        within_1e3=n - k + _count(e.rel < 1e-3), within_5e3=n - k + _count(e.rel < 5e-3),
+        above=_count(e.finite & (e.a > e.g)), below=_count(e.finite & (e.a < e.g)),
         cos_dot=dot, cos_aa=aa, cos_gg=gg, cos_exp=exp)
 
 

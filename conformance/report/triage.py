@@ -20,7 +20,7 @@ This module reads tile layouts and hazards as data; it never imports the emulato
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Optional
@@ -43,9 +43,11 @@ class Batch:
 
     A batch may stand for a bigger tensor it was reduced from (``conformance compare`` on
     a large dump keeps every mismatch and a sample of the matching elements): ``where``
-    holds each element's flat index in that tensor (ascending), ``numel`` its size, and
-    ``weight`` how many of its elements each batch element stands for.  None means the
-    batch is the whole tensor."""
+    holds each element's flat index in that tensor, ``numel`` its size, and ``weight`` how
+    many of its elements each of the batch's last ``weight.size`` elements stands for; the
+    elements before those stand for one each.  A reduced batch holds its mismatches first,
+    then the sample, each in tensor order, so the mismatches need no weights and are the
+    batch's leading positions.  None means the batch is the whole tensor."""
 
     x: np.ndarray
     dy: Optional[np.ndarray]
@@ -65,6 +67,19 @@ class Batch:
     def flat(self, index: np.ndarray) -> np.ndarray:
         """Flat indices in the whole tensor of the batch elements ``index``."""
         return index if self.where is None else self.where[index]
+
+    def before(self, lo: int) -> np.ndarray:
+        """x of the batch elements that lie before flat index ``lo`` of the tensor."""
+        return self.x[:lo] if self.where is None else self.x[self.where < lo]
+
+    def weight_of(self, index: np.ndarray) -> np.ndarray:
+        """How many tensor elements each of the batch elements ``index`` stands for."""
+        out = np.ones(index.size)
+        if self.weight is not None:
+            lead = self.x.size - self.weight.size
+            tail = index >= lead
+            out[tail] = self.weight[index[tail] - lead]
+        return out
 
     def variant(self, index: Optional[np.ndarray] = None, **rule: Any) -> np.ndarray:
         """Golden recomputed under ``rule`` (golden keywords, plus ``alpha``)."""
@@ -122,11 +137,22 @@ class _State:
             self.remaining = _without(self.remaining, claim.index)
 
 
+_MARKED = 8  # an index holding at least 1/8 of the places below its top is removed by marking
+
+
 def _without(remaining: np.ndarray, index: np.ndarray) -> np.ndarray:
     """``np.setdiff1d(remaining, index, assume_unique=True)``: ascending ``remaining`` is
-    searched (binary) instead of compared with every element of ``index``."""
+    searched (binary) instead of compared with every element of ``index``; a dense
+    ``index`` marks its places in a mask instead (one pass, no search per element)."""
+    if index is remaining:
+        return remaining[:0]
     if remaining.size < 2 or index.size == 0 or not (remaining[1:] > remaining[:-1]).all():
         return np.setdiff1d(remaining, index, assume_unique=True)
+    top = max(int(remaining[-1]), int(index.max())) + 1
+    if _MARKED * index.size >= top and int(index.min()) >= 0:
+        gone = np.zeros(top, dtype=bool)
+        gone[index] = True
+        return remaining[~gone[remaining]]
     at = np.minimum(np.searchsorted(remaining, index), remaining.size - 1)
     keep = np.ones(remaining.size, dtype=bool)
     keep[at[remaining[at] == index]] = False
@@ -178,11 +204,25 @@ _GLANCE = 1 << 12  # a rule's first look: every special mismatch and this many o
 
 @dataclass(frozen=True)
 class _Scope:
-    """The elements a selection is scored on, and what each stands for (sampling weight)."""
+    """The elements a selection is scored on, and what each stands for (sampling weight).
+    Every mismatch stands for one element; ``weight`` is for the elements after them."""
 
-    index: np.ndarray  # mismatches first
+    index: Optional[np.ndarray]  # batch positions, mismatches first (None: the batch in order)
     n_mis: int
-    weight: np.ndarray
+    weight: np.ndarray  # aligned with the positions after the mismatches
+
+    @property
+    def size(self) -> int:
+        return self.n_mis + int(self.weight.size)
+
+    def take(self, values: np.ndarray, at: Any = slice(None)) -> np.ndarray:
+        """``values`` (aligned with the batch) at the scope positions ``at``; a view when
+        the scope is the batch in order and ``at`` a slice."""
+        return values[at] if self.index is None else values[self.index[at]]
+
+    def positions(self, at: np.ndarray) -> np.ndarray:
+        """Batch positions of the scope positions ``at``."""
+        return at if self.index is None else self.index[at]
 
 
 def special_values(*arrays: Optional[np.ndarray]) -> np.ndarray:
@@ -190,9 +230,10 @@ def special_values(*arrays: Optional[np.ndarray]) -> np.ndarray:
     where rules differ."""
     present = [a for a in arrays if a is not None]
     out = np.zeros(present[0].shape, dtype=bool)
-    for v in present:
-        w = _comparable(v)
-        out |= (w == 0) | ~np.isfinite(w) | is_subnormal(v)
+    for v in present:  # the exponent field all zeros (zero, subnormal) or all ones (inf, NaN)
+        top = info(v.dtype).exp_mask
+        field = to_bits(v) & top
+        out |= (field == 0) | (field == top)
     return out
 
 
@@ -211,58 +252,70 @@ def _special(batch: Batch, index: np.ndarray) -> np.ndarray:
 
 def _scope(batch: Batch, mismatches: np.ndarray) -> _Scope:
     n = batch.x.size
+    if batch.weight is not None:  # a reduced batch: its matching elements are already a sample
+        if _leading(mismatches):  # the batch's own order: mismatches first
+            return _Scope(None, mismatches.size, batch.weight_of(np.arange(mismatches.size, n)))
+        keep = np.ones(n, dtype=bool)
+        keep[mismatches] = False
+        others = np.flatnonzero(keep)
+        return _Scope(np.concatenate([mismatches, others]), mismatches.size, batch.weight_of(others))
     keep = np.ones(n, dtype=bool)
     keep[mismatches] = False
     others = np.flatnonzero(keep)
-    if batch.weight is not None:  # a reduced batch: its matching elements are already a sample
-        index = np.concatenate([mismatches, others])
-        weight = np.ones(index.size)
-        weight[mismatches.size:] = batch.weight[others]
-        return _Scope(index, mismatches.size, weight)
     if n <= _FULL_SCOPE:
-        index = np.concatenate([mismatches, others])
-        return _Scope(index, mismatches.size, np.ones(index.size))
+        return _Scope(np.concatenate([mismatches, others]), mismatches.size, np.ones(others.size))
     special = others[_special(batch, others)]
     plain = np.setdiff1d(others, special, assume_unique=True)
     pick = np.sort(np.random.default_rng(0).choice(plain, min(_SAMPLE, plain.size), replace=False))
-    index = np.concatenate([mismatches, special, pick])
-    weight = np.ones(index.size)
-    weight[mismatches.size + special.size:] = plain.size / max(pick.size, 1)
-    return _Scope(index, mismatches.size, weight)
+    weight = np.ones(special.size + pick.size)
+    weight[special.size:] = plain.size / max(pick.size, 1)
+    return _Scope(np.concatenate([mismatches, special, pick]), mismatches.size, weight)
+
+
+def _leading(index: np.ndarray) -> bool:
+    """``index`` is 0, 1, ..., k-1 (the batch's first k positions, in order)."""
+    return index.size == 0 or (int(index[0]) == 0 and int(index[-1]) == index.size - 1
+                               and bool((index[1:] > index[:-1]).all()))
 
 
 class _Reach(dict):
     """Per kind of element a rule can change ("nan", "zero", "special", "tiny"), which of
-    ``index`` are of that kind; each kind is computed when a rule first asks for it."""
+    the scope's mismatches are of that kind; each kind is computed when a rule first asks."""
 
-    def __init__(self, batch: Batch, index: np.ndarray) -> None:
+    def __init__(self, batch: Batch, scope: _Scope) -> None:
         super().__init__()
-        self.batch, self.index = batch, index
+        self.batch, self.scope = batch, scope
 
     def __missing__(self, kind: str) -> np.ndarray:
-        self[kind] = mask = _reach(self.batch, self.index, kind)
+        self[kind] = mask = _reach(self.batch, self.scope, kind)
         return mask
 
 
-def _reach(batch: Batch, index: np.ndarray, kind: str) -> np.ndarray:
-    """Which of ``index`` are of ``kind``.  Without dy (forward) its stand-in is zero
-    everywhere, so every element is a "zero" and a "special" one."""
-    x = batch.x[index]
+def _reach(batch: Batch, scope: _Scope, kind: str) -> np.ndarray:
+    """Which of the scope's mismatches are of ``kind``.  Without dy (forward) its stand-in
+    is zero everywhere, so every element is a "zero" and a "special" one."""
+    mis = slice(0, scope.n_mis)
+    x = scope.take(batch.x, mis)
     if kind == "nan":
         return is_nan(x)
     if kind in ("zero", "special") and batch.dy is None:
-        return np.ones(index.size, dtype=bool)
-    g, a = _comparable(batch.golden[index]), _comparable(batch.actual[index])
-    dy = None if batch.dy is None else batch.dy[index]
-    if kind == "tiny":
-        small = info(batch.out_dtype).smallest_normal
-        tiny = is_subnormal(x) | (np.abs(g) < small) | (np.abs(a) < small)
+        return np.ones(scope.n_mis, dtype=bool)
+    g, a = scope.take(batch.golden, mis), scope.take(batch.actual, mis)
+    dy = None if batch.dy is None else scope.take(batch.dy, mis)
+    if kind == "tiny":  # |g| or |a| below the smallest normal: a zero exponent field
+        tiny = is_subnormal(x) | _below_normal(g) | _below_normal(a)
         return tiny if dy is None else tiny | is_subnormal(dy)
+    g, a = _comparable(g), _comparable(a)
     xw, dw = _comparable(x), _comparable(dy)
     zero = (xw == 0) | (dw == 0) | (g == 0) | (a == 0) | is_subnormal(x)
     if kind == "zero":
         return zero
     return zero | ~np.isfinite(xw) | ~np.isfinite(dw) | ~np.isfinite(g)
+
+
+def _below_normal(v: np.ndarray) -> np.ndarray:
+    """``|v|`` is below the smallest normal number of its dtype (zeros and subnormals)."""
+    return (to_bits(v) & info(v.dtype).exp_mask) == 0
 
 
 def _plausible(rule: Rule, ratios: np.ndarray) -> bool:
@@ -287,23 +340,36 @@ def _merged(stack: Sequence[Rule]) -> dict:
     return out
 
 
+def _key(stack: Sequence[Rule]) -> tuple:
+    return tuple(sorted(_merged(stack).items(), key=lambda i: i[0]))
+
+
 class _Selector:
     """Scores stacks of rules on a scope: description length = rules + wrong elements."""
 
     def __init__(self, batch: Batch, scope: _Scope) -> None:
         self.batch, self.scope = batch, scope
-        self.actual = batch.actual[scope.index]
+        self.actual = scope.take(batch.actual)
         self._cache: dict = {}
-        self.reach = _Reach(batch, scope.index[:scope.n_mis])
+        self._right: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id(prediction) -> it, where right
+        self.reach = _Reach(batch, scope)
 
     def predict(self, stack: Sequence[Rule]) -> np.ndarray:
         """The stack's prediction on the whole scope."""
-        kw = _merged(stack)
-        key = tuple(sorted(kw.items(), key=lambda i: i[0]))
+        key = _key(stack)
         if key not in self._cache:
-            index = self.scope.index
-            self._cache[key] = self.batch.variant(index, **kw) if kw else self.batch.golden[index]
+            kw, index = dict(key), self.scope.index
+            if index is None:  # the scope is the batch in order
+                self._cache[key] = self.batch.variant(**kw)
+            else:
+                self._cache[key] = self.batch.variant(index, **kw) if kw else self.batch.golden[index]
         return self._cache[key]
+
+    def keep(self, stacks: Sequence[Sequence[Rule]]) -> None:
+        """Forget every prediction but those of ``stacks`` (a large batch's are big)."""
+        keys = {_key(s) for s in stacks}
+        self._cache = {k: v for k, v in self._cache.items() if k in keys}
+        self._right.clear()
 
     def on_mismatches(self, stack: Sequence[Rule]) -> np.ndarray:
         """The stack's prediction on the mismatches (the scope's first elements)."""
@@ -312,8 +378,10 @@ class _Selector:
     def whole(self, stack: Sequence[Rule]) -> np.ndarray:
         """The stack's prediction on the whole batch: the scope's, put in place when the
         scope is every element."""
-        if self.scope.index.size != self.batch.x.size:
+        if self.scope.size != self.batch.x.size:
             return self.batch.variant(**_merged(stack))
+        if self.scope.index is None:
+            return self.predict(stack)
         out = np.empty_like(self.batch.golden)
         out[self.scope.index] = self.predict(stack)
         return out
@@ -321,54 +389,93 @@ class _Selector:
     @cached_property
     def special_mismatches(self) -> np.ndarray:
         """Which mismatches (scope positions) are special values, found a piece at a time."""
-        return _in_pieces(_special, self.batch, self.scope.index[:self.scope.n_mis])
+        n, take, batch = self.scope.n_mis, self.scope.take, self.batch
+        out = np.empty(n, dtype=bool)
+        for lo in range(0, n, _PIECE):
+            part = slice(lo, min(lo + _PIECE, n))
+            out[part] = special_values(take(batch.x, part), take(batch.golden, part),
+                                       None if batch.dy is None else take(batch.dy, part))
+        return out
+
+    @cached_property
+    def zero_pairs(self) -> np.ndarray:
+        """Which mismatches (scope positions) have a zero on both sides."""
+        n = self.scope.n_mis
+        g = self.scope.take(self.batch.golden, slice(0, n))
+        return (_comparable(g) == 0) & (_comparable(self.actual[:n]) == 0)
 
     def glance(self, wrong: np.ndarray) -> Optional[np.ndarray]:
         """For many wrong mismatches, a sample of them: every special value, and 4,096
         others.  None when there are few."""
         if wrong.size <= _GLANCE:
             return None
-        special = self.special_mismatches[wrong]
-        others = wrong[~special]
-        pick = np.random.default_rng(1).choice(others, min(_GLANCE, others.size), replace=False)
-        return np.sort(np.concatenate([wrong[special], pick]))
+        rng = np.random.default_rng(1)
+        if wrong.size == self.scope.n_mis:  # every mismatch: ``wrong`` is 0, 1, ..., n_mis - 1
+            special = self.special_mismatches
+            if not special.any():  # the others are every position: pick positions alone
+                return np.sort(rng.choice(wrong.size, _GLANCE, replace=False))
+            specials, others = np.flatnonzero(special), np.flatnonzero(~special)
+        else:
+            special = self.special_mismatches[wrong]
+            specials, others = wrong[special], wrong[~special]
+        pick = rng.choice(others, min(_GLANCE, others.size), replace=False)
+        return np.sort(np.concatenate([specials, pick]))
+
+    def reproduced(self, trial: Sequence[Rule], some: np.ndarray) -> np.ndarray:
+        """Which of the mismatches ``some`` (scope positions) ``trial`` reproduces, computed
+        on them alone."""
+        pred = self.batch.variant(self.scope.positions(some), **_merged(trial))
+        return match_mask(pred, self.actual[some])
 
     def newly(self, trial: Sequence[Rule], wrong: np.ndarray) -> np.ndarray:
         """Which of the mismatches ``wrong`` (scope positions) ``trial`` reproduces: the
         cheap first look, on the elements the stack below still gets wrong.  When they are
         most of the scope, the prediction on the whole scope (kept for scoring) serves."""
-        if 2 * wrong.size >= self.scope.index.size:
-            pred = self.predict(trial)[wrong]
-        else:
-            pred = self.batch.variant(self.scope.index[wrong], **_merged(trial))
-        out = np.zeros(self.scope.n_mis, dtype=bool)
-        out[wrong] = match_mask(pred, self.actual[wrong])
+        n = self.scope.n_mis
+        if 2 * wrong.size >= self.scope.size:
+            right = self.right_of(self.predict(trial))[:n]
+            if wrong.size == n:  # every mismatch
+                return right
+            out = np.zeros(n, dtype=bool)
+            out[wrong] = right[wrong]
+            return out
+        out = np.zeros(n, dtype=bool)
+        out[wrong] = self.reproduced(trial, wrong)
         return out
 
     def right(self, pred: np.ndarray) -> np.ndarray:
         return match_mask(pred, self.actual[:pred.size])
 
-    def length(self, pred: np.ndarray, stack: Sequence[Rule]) -> float:
-        wrong = ~self.right(pred)
-        return float((self.scope.weight * wrong).sum()) + RULE_COST * sum(r.complexity for r in stack)
+    def right_of(self, pred: np.ndarray) -> np.ndarray:
+        """Where a prediction on the whole scope (from :meth:`predict`) is right, computed
+        once per prediction."""
+        hit = self._right.get(id(pred))
+        if hit is None or hit[0] is not pred:
+            hit = self._right[id(pred)] = (pred, self.right(pred))
+        return hit[1]
+
+    def length(self, right: np.ndarray, stack: Sequence[Rule]) -> float:
+        """Description length of ``stack`` whose prediction is right where ``right``: the
+        mismatches it gets wrong, the (weighted) other elements it contradicts, its rules."""
+        n = self.scope.n_mis
+        contradicted = float((self.scope.weight * ~right[n:]).sum())
+        return (n - int(np.count_nonzero(right[:n]))) + contradicted + RULE_COST * sum(r.complexity for r in stack)
 
     def beyond_zero_signs(self, newly: np.ndarray, right_now: np.ndarray) -> bool:
         """A rule that explains only zero signs must explain most of the wrong zero signs:
         flipped zeros are few, and a formula that matches some of them by chance is no cause."""
-        n = self.scope.n_mis
-        g, a = self.batch.golden[self.scope.index[:n]], self.actual[:n]
-        zeros = (_comparable(g) == 0) & (_comparable(a) == 0)
+        zeros = self.zero_pairs
         if (newly & ~zeros).any():
             return True
-        return 2 * int(newly.sum()) > int((zeros & ~right_now).sum())
+        return 2 * int(np.count_nonzero(newly)) > int(np.count_nonzero(zeros & ~right_now))
 
     def groups_gain(self, rule: Rule, pred: np.ndarray, before: np.ndarray) -> bool:
         """Every value group the rule changes gains from it (saturation: NaN and ±inf apart)."""
         if rule.groups is None:
             return True
         changed = ~match_mask(pred, before)
-        gain = self.right(pred).astype(np.int64) - self.right(before)
-        for g in rule.groups(self.batch.golden[self.scope.index]):
+        gain = self.right_of(pred).astype(np.int64) - self.right_of(before)
+        for g in rule.groups(self.scope.take(self.batch.golden)):
             if (changed & g).any() and int(gain[g].sum()) <= 0:
                 return False
         return True
@@ -386,26 +493,36 @@ class _Choice:
 def _round(sel: _Selector, stack: list[Rule], cands: list[Rule], current: np.ndarray) -> list[_Choice]:
     """Every candidate that, stacked on ``stack``, could shorten the description."""
     used = frozenset().union(*(r.keys for r in stack)) if stack else frozenset()
-    right_now = sel.right(current[:sel.scope.n_mis])
-    wrong = np.flatnonzero(~right_now)
+    n = sel.scope.n_mis
+    right_now = sel.right_of(current)[:n]
+    wrong = np.flatnonzero(~right_now) if right_now.any() else np.arange(n)
     glance = sel.glance(wrong)
+    reached: dict[str, bool] = {}  # per kind: is some wrong element of it
     out = []
     for order, r in enumerate(cands):
         if r in stack or r.keys & used or wrong.size == 0:
             continue
-        if r.reach is not None and not sel.reach[r.reach][wrong].any():
+        if r.reach is not None and not _reaches(sel, r.reach, wrong, reached):
             continue  # none of the wrong elements is of the kind the rule changes
         trial = stack + [r]
-        if glance is not None and not sel.newly(trial, glance).any():
+        if glance is not None and not sel.reproduced(trial, glance).any():
             continue  # reproduces none of the sample (every special value is in it)
         newly = sel.newly(trial, wrong)
-        if int(newly.sum()) <= RULE_COST * r.complexity or not sel.beyond_zero_signs(newly, right_now):
+        if np.count_nonzero(newly) <= RULE_COST * r.complexity or not sel.beyond_zero_signs(newly, right_now):
             continue  # cannot pay for itself even with no contradiction
         pred = sel.predict(trial)
         if sel.groups_gain(r, pred, current):
-            right = int(sel.right(pred[:sel.scope.n_mis]).sum())
-            out.append(_Choice(sel.length(pred, trial), order, r, pred, right))
+            right = sel.right_of(pred)
+            out.append(_Choice(sel.length(right, trial), order, r, pred, int(np.count_nonzero(right[:n]))))
     return out
+
+
+def _reaches(sel: _Selector, kind: str, wrong: np.ndarray, reached: dict[str, bool]) -> bool:
+    """Some of the mismatches ``wrong`` is of ``kind`` (remembered in ``reached``)."""
+    if kind not in reached:
+        mask = sel.reach[kind]
+        reached[kind] = bool(mask.any() if wrong.size == mask.size else mask[wrong].any())
+    return reached[kind]
 
 
 BEAM = 3  # stacks kept per depth: a pair of rules that only together explain is found
@@ -426,15 +543,46 @@ def _grow(sel: _Selector, node: _Stack, cands: list[Rule]) -> list[_Stack]:
     choices = sorted((c for c in _round(sel, node.rules, cands, node.pred)
                       if c.length < node.length or c.right > node.right),
                      key=lambda c: (c.length, c.order))
-    out: dict[bytes, _Stack] = {}  # one child per distinct prediction; equal ones are its ties
+    out = _ByPrediction()  # one child per distinct prediction; equal ones are its ties
     for c in choices:
-        key = c.pred.tobytes()
-        if key in out:
-            if c.length == out[key].length:
-                out[key].alternatives[out[key].rules[-1]].append(c.rule)
+        same = out.get(c.pred)
+        if same is not None:
+            if c.length == same.length:
+                same.alternatives[same.rules[-1]].append(c.rule)
             continue
-        out[key] = _Stack(c.length, node.rules + [c.rule], c.pred, {**node.alternatives, c.rule: []}, c.right)
-    return list(out.values())
+        out.add(c.pred, _Stack(c.length, node.rules + [c.rule], c.pred, {**node.alternatives, c.rule: []},
+                               c.right))
+    return out.items()
+
+
+class _ByPrediction:
+    """Stacks keyed by their prediction's bits, in the order they were added.  A strided
+    sample of the bits finds the candidates; the whole prediction decides (a large
+    batch's predictions are too big to copy into a key)."""
+
+    def __init__(self) -> None:
+        self._by: dict[tuple, list[_Stack]] = {}
+        self._order: list[_Stack] = []
+
+    @staticmethod
+    def _fingerprint(pred: np.ndarray) -> tuple:
+        bits = to_bits(pred)
+        step = max(1, bits.size >> 13)
+        return pred.dtype.str, bits.size, bits[::step].tobytes()
+
+    def get(self, pred: np.ndarray) -> Optional[_Stack]:
+        bits = to_bits(pred)
+        for stack in self._by.get(self._fingerprint(pred), ()):
+            if stack.pred is pred or np.array_equal(to_bits(stack.pred), bits):
+                return stack
+        return None
+
+    def add(self, pred: np.ndarray, stack: _Stack) -> None:
+        self._by.setdefault(self._fingerprint(pred), []).append(stack)
+        self._order.append(stack)
+
+    def items(self) -> list[_Stack]:
+        return list(self._order)
 
 
 def _bound(stack: _Stack) -> float:
@@ -460,14 +608,15 @@ def select(batch: Batch, mismatches: np.ndarray, cands: list[Rule]) -> tuple[lis
 def _beam(sel: _Selector, cands: list[Rule]) -> tuple[list[Rule], dict]:
     """:func:`select` on the scope of ``sel``."""
     pred = sel.predict([])
-    best = _Stack(sel.length(pred, []), [], pred, {})
+    best = _Stack(sel.length(sel.right_of(pred), []), [], pred, {})
     beam = [best]
     while beam:
-        grown: dict = {}
+        grown = _ByPrediction()
         for node in beam:
             for child in _grow(sel, node, cands):
-                grown.setdefault(child.pred.tobytes(), child)
-        beam = _keep(list(grown.values()))
+                if grown.get(child.pred) is None:
+                    grown.add(child.pred, child)
+        beam = _keep(grown.items())
         shortest = min(beam, key=lambda s: s.length, default=None)
         if shortest is not None and shortest.length < best.length:
             best = shortest
@@ -488,6 +637,7 @@ def _semantics(batch: Batch, state: _State) -> None:
     sel = _Selector(batch, _scope(batch, state.remaining))
     stack, alternatives = _beam(sel, cands)
     if stack:
+        sel.keep([stack] + [stack[:i] + stack[i + 1:] for i in range(len(stack))])
         for claim in _attribute(sel, state.remaining, stack, alternatives):
             state.claim(claim)
 
@@ -495,10 +645,23 @@ def _semantics(batch: Batch, state: _State) -> None:
 def _candidates(batch: Batch, mis: np.ndarray) -> list[Rule]:
     """The catalogue for the slopes the mismatches ``mis`` show, without the slopes no
     element shows (the ratios are dropped on return: on a large dump they are big)."""
+    observed, normal, negative = _slopes(batch, mis)
+    if observed.size and normal.all() and (negative.all() or not negative.any()):  # the median of all
+        observed.sort()  # no NaN: both sides finite
+        estimates = [_sorted_median(observed)]
+    else:
+        estimates = _estimates(observed[normal], negative[normal])
+        observed.sort()
+    del normal, negative
     cands = catalogue(alpha=batch.alpha, direction=batch.direction, dtypes=batch.dtypes,
-                      estimates=_estimates(*_informative_slopes(batch, mis)))
-    observed = np.sort(_observed_slopes(batch, mis))  # no NaN: both sides finite
+                      estimates=estimates)
     return [r for r in cands if _plausible(r, observed)]
+
+
+def _sorted_median(ratio: np.ndarray) -> float:
+    """``np.median`` of sorted values, taken as it takes it: the mean of the middle one or two."""
+    half = ratio.size // 2
+    return float(np.mean(ratio[half - 1:half + 1] if ratio.size % 2 == 0 else ratio[half:half + 1]))
 
 
 def _attribute(sel: _Selector, mis: np.ndarray, stack: list[Rule], alternatives: dict) -> list[Claim]:
@@ -506,17 +669,18 @@ def _attribute(sel: _Selector, mis: np.ndarray, stack: list[Rule], alternatives:
     dominant cause: a flush or narrowed input beats a 1-ULP slope rounding; ties go to the
     later category in registry order).  An element that only neutral context explains
     stays for ``rounding``.  ``mis`` are the mismatches ``sel`` was scoped on."""
-    batch = sel.batch
     full = sel.on_mismatches(stack)
-    explained = match_mask(full, batch.actual[mis])
+    explained = match_mask(full, sel.actual[:mis.size])
     moves = [_moved(full, sel.on_mismatches([s for s in stack if s is not r])) * explained
              for r in stack] if len(stack) > 1 else []
     named = sorted((i for i, r in enumerate(stack) if r.category is not None),
                    key=lambda i: (-categories.order(stack[i].category), i))
-    owner = np.full(mis.size, -1, dtype=np.int16)  # stack positions
     if len(stack) == 1:  # its explained elements are its own (as below, without the moves)
-        owner[explained & bool(named)] = 0
-    elif named:
+        hits = mis if explained.all() else mis[explained]  # all of them: no copy
+        claims = [_rule_claim(sel, hits, stack, 0, alternatives.get(stack[0], []))] if named and hits.size else []
+        return _merge_claims([c for c in claims if c.count])
+    owner = np.full(mis.size, -1, dtype=np.int16)  # stack positions
+    if named:
         best = np.stack([moves[i] for i in named])
         pick = np.argmax(best, axis=0)  # first of the largest: the later category on ties
         owner = np.where(best.max(axis=0) > 0, np.asarray(named)[pick], -1)
@@ -548,7 +712,7 @@ def _contradicted(sel: _Selector, stack: list[Rule], i: int) -> int:
     changed = ~match_mask(full[wrong], without)
     if batch.weight is None:
         return int(changed.sum())
-    return int(round(float(batch.weight[wrong][changed].sum())))  # a reduced batch: what the sample stands for
+    return int(round(float(batch.weight_of(wrong[changed]).sum())))  # a reduced batch: what the sample stands for
 
 
 def _rule_claim(sel: _Selector, hits: np.ndarray, stack: list[Rule], i: int, alts: list[Rule]) -> Claim:
@@ -607,52 +771,41 @@ def _merge_claims(claims: list[Claim]) -> list[Claim]:
 _PIECE = 1 << 20  # elements per piece where a large batch's temporaries would be big
 
 
-def _in_pieces(f: Callable[..., Any], batch: Batch, index: np.ndarray) -> Any:
-    """``f(batch, index)`` on pieces of ``index``, joined (``f`` is element-wise)."""
-    if index.size <= _PIECE:
-        return f(batch, index)
-    pieces = [f(batch, index[lo:lo + _PIECE]) for lo in range(0, index.size, _PIECE)]
-    if isinstance(pieces[0], tuple):
-        return tuple(np.concatenate(p) for p in zip(*pieces))
-    return np.concatenate(pieces)
+def _slopes(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The slopes the elements ``index`` show, actual / input (x forward, dy backward),
+    wherever both are finite and the input is not zero (a zero actual counts as slope 0):
+    every slope the output shows.  With them, which are informative (the exact result is a
+    normal number) and which lie on the negative side (x < 0 forward; x <= 0 or NaN backward).
+    Computed a piece at a time into arrays as long as ``index`` (a view of their start is
+    returned: the pages past it are never touched)."""
+    slopes, normal, negative = np.empty(index.size), np.empty(index.size, bool), np.empty(index.size, bool)
+    done = 0
+    for lo in range(0, index.size, _PIECE):
+        piece = _slopes_piece(batch, index[lo:lo + _PIECE])
+        end = done + piece[0].size
+        slopes[done:end], normal[done:end], negative[done:end] = piece
+        done = end
+    return slopes[:done], normal[:done], negative[:done]
 
 
-def _informative_slopes(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """actual / input where the exact result is a normal number, and which of those
-    ratios lie on the negative side (x < 0 forward; x <= 0 or NaN backward)."""
-    return _in_pieces(_informative_piece, batch, index)
+def _span(index: np.ndarray) -> Any:
+    """``index`` as a slice when it is consecutive and ascending (taking is then a view)."""
+    if index.size and int(index[-1]) - int(index[0]) == index.size - 1 and bool((index[1:] > index[:-1]).all()):
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
 
 
-def _informative_piece(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    g, a = _comparable(batch.golden[index]), _comparable(batch.actual[index])
-    xs = _comparable(batch.x[index])
-    if batch.direction == "forward":
-        v, negative, positive = xs, xs < 0, xs > 0
-    else:
-        v = _comparable(batch.dy[index])
-        negative = (xs <= 0) | np.isnan(xs)
-        positive = ~negative
-    ok = (np.abs(g) >= info(batch.out_dtype).smallest_normal) & np.isfinite(a) & np.isfinite(v) \
-        & (v != 0) & np.isfinite(g) & (negative | positive)
-    return _ratio(a, v, ok), negative[ok]
-
-
-def _ratio(a: np.ndarray, v: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    """``a / v`` in float64 where ``ok``."""
-    return a[ok].astype(np.float64) / v[ok].astype(np.float64)
-
-
-def _observed_slopes(batch: Batch, index: np.ndarray) -> np.ndarray:
-    """actual / input (x forward, dy backward) wherever both are finite and the input is
-    not zero, and a zero actual counts as slope 0: every slope the output shows."""
-    return _in_pieces(_observed_piece, batch, index)
-
-
-def _observed_piece(batch: Batch, index: np.ndarray) -> np.ndarray:
-    a = _comparable(batch.actual[index])
-    v = _comparable((batch.x if batch.direction == "forward" else batch.dy)[index])
+def _slopes_piece(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    at = _span(index)
+    a, xs = _comparable(batch.actual[at]), _comparable(batch.x[at])
+    v = xs if batch.direction == "forward" else _comparable(batch.dy[at])
     ok = np.isfinite(a) & np.isfinite(v) & (v != 0)
-    return _ratio(a, v, ok)
+    slopes = a[ok].astype(np.float64) / v[ok].astype(np.float64)
+    g, xs = _comparable(batch.golden[at][ok]), xs[ok]
+    normal = (np.abs(g) >= info(batch.out_dtype).smallest_normal) & np.isfinite(g)
+    # forward, x = v is finite and not zero: on one side or the other
+    negative = xs < 0 if batch.direction == "forward" else (xs <= 0) | np.isnan(xs)
+    return slopes, normal, negative
 
 
 def _non_finite_symptom(batch: Batch, index: np.ndarray) -> np.ndarray:
@@ -737,7 +890,8 @@ def _last_elements(batch: Batch, state: _State, rest: np.ndarray) -> None:
     wrong elements that ends the tensor and holds every error no value class names."""
     n = batch.tensor_size
     if rest.size and _dense_end(batch.flat(rest), n) and _position_proved(batch, rest):
-        _claim_end(batch, state, state.remaining[state.remaining >= int(rest.min())], n, proved=True)
+        lo = int(batch.flat(rest).min())
+        _claim_end(batch, state, state.remaining[batch.flat(state.remaining) >= lo], n, proved=True)
         return
     odd = rest[~_value_class(batch, rest)]
     if odd.size == 0:
@@ -757,7 +911,7 @@ def _dense_end(rest: np.ndarray, n: int) -> bool:
 
 def _run_start(remaining: np.ndarray, lo: int) -> int:
     """Start of the run of consecutive wrong elements (ascending flat indices) that ends at ``lo``."""
-    p = int(np.searchsorted(remaining, lo))
+    p = int(np.searchsorted(remaining, remaining.dtype.type(lo)))  # in its dtype: no copy of remaining
     if p == 0 or remaining[p - 1] != lo - 1:
         return lo
     gaps = np.flatnonzero(np.diff(remaining[:p]) != 1)
@@ -783,8 +937,7 @@ def _kinds(v: np.ndarray) -> np.ndarray:
 def _position_proved(batch: Batch, rest: np.ndarray) -> bool:
     """For at least half of the errors the same kind of input occurs earlier, so the
     position, not the value, is what differs."""
-    kinds = _kinds(batch.x)
-    seen = np.isin(kinds[rest], kinds[:int(rest.min())])
+    seen = np.isin(_kinds(batch.x[rest]), _kinds(batch.before(int(batch.flat(rest).min()))))
     return 2 * int(seen.sum()) >= rest.size
 
 
