@@ -143,6 +143,8 @@ def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = 
             _semantics(batch, state)
         _tail(batch, state, layout)
         _value_classes(batch, state)
+    if len({c.category for c in state.claims}) < len(state.claims):  # a rule's rounding and the residue's
+        return _merge_claims(state.claims)
     return state.claims
 
 
@@ -428,13 +430,20 @@ def _grow(sel: _Selector, node: _Stack, cands: list[Rule]) -> list[_Stack]:
                      key=lambda c: (c.length, c.order))
     out: dict[bytes, _Stack] = {}  # one child per distinct prediction; equal ones are its ties
     for c in choices:
-        key = c.pred.tobytes()
+        key = _tie_key(c.pred)
         if key in out:
             if c.length == out[key].length:
                 out[key].alternatives[out[key].rules[-1]].append(c.rule)
             continue
         out[key] = _Stack(c.length, node.rules + [c.rule], c.pred, {**node.alternatives, c.rule: []}, c.right)
     return list(out.values())
+
+
+def _tie_key(pred: np.ndarray) -> bytes:
+    """A prediction's bits with every NaN alike: two rules that differ only in NaN payloads
+    (a select's NaN against max's) predict the same values, so they tie."""
+    nan = is_nan(pred)
+    return (np.where(nan, np.full((), np.nan, pred.dtype), pred) if nan.any() else pred).tobytes()
 
 
 def _bound(stack: _Stack) -> float:
@@ -466,7 +475,7 @@ def _beam(sel: _Selector, cands: list[Rule]) -> tuple[list[Rule], dict]:
         grown: dict = {}
         for node in beam:
             for child in _grow(sel, node, cands):
-                grown.setdefault(child.pred.tobytes(), child)
+                grown.setdefault(_tie_key(child.pred), child)
         beam = _keep(list(grown.values()))
         shortest = min(beam, key=lambda s: s.length, default=None)
         if shortest is not None and shortest.length < best.length:
@@ -573,6 +582,8 @@ def _extra_detail(sel: _Selector, r: Rule, hits: np.ndarray, stack: list[Rule], 
             tiny = tiny | is_subnormal(batch.dy[hits])
         return {"subnormal_inputs": int(tiny.sum()),
                 "subnormal_outputs": int(is_subnormal(batch.golden[hits]).sum())}
+    if r.category == "rounding":
+        return {"max_ulp": _max_ulp(batch, hits) if hits.size else 0}
     if r.category == "saturation":
         g = batch.golden[hits]
         before = sel.whole(stack[:i] + stack[i + 1:])
@@ -751,8 +762,11 @@ def _last_elements(batch: Batch, state: _State, rest: np.ndarray) -> None:
 
 
 def _dense_end(rest: np.ndarray, n: int) -> bool:
+    """The errors fill at least half of the end they span, and that end is no longer than
+    the clean part before it (a tail leaves most of the tensor right; errors spread over
+    nearly all of it are a value defect, not a position)."""
     lo = int(rest.min())
-    return lo > 0 and 2 * rest.size >= n - lo
+    return lo > 0 and 2 * rest.size >= n - lo and n - lo <= lo
 
 
 def _run_start(remaining: np.ndarray, lo: int) -> int:
