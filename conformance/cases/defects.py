@@ -32,6 +32,10 @@ class Defect:
     name: str
     rule: dict = field(default_factory=dict)  # golden keywords (alpha included)
     tail: int = 0  # garble the last ``tail`` elements
+    # categories it is never stacked with ("*": any): a formula that changes what actual/input
+    # means (operands swapped, applied twice, a narrowed result) hides a second slope from
+    # the slope estimate, and that pair only together reproduces any element
+    excludes: frozenset = frozenset()
 
     def __str__(self) -> str:
         return self.name
@@ -125,6 +129,34 @@ def catalogue(*, alpha: float, src: str, out: str, direction: str) -> list[Defec
                   Defect("nan-gradient", "dx = dy at NaN", {"nan_grad": "dy"}),
                   Defect("nan-gradient", "dx = dy*0 at NaN", {"nan_grad": "dy*0"}),
                   Defect("formulation", "gradient of maximum", {"grad_rule": "max"})]
+    return found + _unlisted(alpha=alpha, src=src, out=out, direction=direction)
+
+
+def _unlisted(*, alpha: float, src: str, out: str, direction: str) -> list[Defect]:
+    """Defects of hand-written kernels no issue lists: another rounding mode of the final
+    conversion, formulas gone wrong, a result kept at a narrower precision."""
+    found = []
+    slopes = frozenset({"alpha-mismatch", "alpha-precision"})
+    if "float64" not in (src, out):
+        found += [Defect("rounding", "results truncated", {"rounding": "rtz"}),
+                  Defect("rounding", "ties away from zero", {"rounding": "rna"})]
+    if src == "float64":
+        found.append(Defect("input-precision", "computed in fp32",
+                            {"input_dtype": "float32", "opmath": "float32"}))
+    if info(src).bits == 16 and out == "float32":
+        found.append(Defect("input-precision", f"result rounded to {src}, widened", {"result_dtype": src},
+                            excludes=slopes))
+    if direction == "forward":
+        found.append(Defect("formulation", "applied twice", {"formulation": "twice"}, excludes=slopes))
+        if alpha == 0:
+            found.append(Defect("formulation", "max(x, 0) at alpha 0", {"formulation": "relu"}))
+        return found
+    found += [Defect("formulation", "branches swapped", {"formulation": "swap_branches"}),
+              Defect("formulation", "dy and x swapped", {"formulation": "swap_operands"},
+                     excludes=frozenset({"*"})),
+              Defect("nan-gradient", "NaN at NaN", {"nan_grad": "nan"})]
+    if alpha < 0:
+        found.append(Defect("formulation", "gradient from y > 0", {"grad_rule": "result"}))
     return found
 
 
@@ -157,13 +189,19 @@ def _garble(y: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- cases
 
+def _stackable(a: Defect, b: Defect) -> bool:
+    if set(a.rule) & set(b.rule) or a.category == b.category or "*" in a.excludes | b.excludes:
+        return False
+    return a.category not in b.excludes and b.category not in a.excludes
+
+
 def _pick(rng: np.random.Generator, defects: list[Defect], count: int) -> list[Defect]:
     chosen: list[Defect] = []
     if count <= 0:
         return chosen
     for i in rng.permutation(len(defects)):
         d = defects[i]
-        if all(not (set(d.rule) & set(c.rule)) and d.category != c.category for c in chosen):
+        if all(_stackable(d, c) for c in chosen):
             chosen.append(d)
         if len(chosen) == count:
             break

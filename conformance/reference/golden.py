@@ -478,8 +478,8 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
 
     def one(ds: np.ndarray, xs: np.ndarray) -> np.ndarray:
         compared = flush_to_zero(xs) if daz else xs  # DAZ applies to the comparison
-        if grad_rule == "result":
-            compared = leaky_relu(compared, a)
+        if grad_rule == "result":  # y in x's dtype (a may be a rounded slope that overflowed)
+            compared = np.where(compared > 0, compared, scale_exact(compared, a, info(compared.dtype)))
         take = _take(compared, "ge" if grad_rule == "ge" else "gt")
         if formulation == "scale":
             take = np.zeros(take.shape, dtype=bool)

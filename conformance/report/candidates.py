@@ -267,7 +267,10 @@ def _widened_rules(dtypes: tuple[str, str]) -> list[Rule]:
     return [rule("input-precision", f"result rounded to {src} (the input dtype), then widened to {out}",
                  {"result_dtype": src}, result_dtype=src),
             rule("input-precision", f"computed in float32, rounded to {src} (the input dtype), then widened "
-                 f"to {out}", {"result_dtype": src, "opmath": "float32"}, result_dtype=src, opmath="float32")]
+                 f"to {out}", {"result_dtype": src, "opmath": "float32"}, result_dtype=src, opmath="float32"),
+            rule("input-precision", f"computed in {src} (the input dtype: slope, product and result), then "
+                 f"widened to {out}", {"result_dtype": src, "slope_dtype": src}, result_dtype=src,
+                 slope_dtype=src)]
 
 
 def _input_rules(dtypes: tuple[str, str]) -> list[Rule]:
