@@ -142,6 +142,7 @@ def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = 
         if state.remaining.size:
             _semantics(batch, state)
         _tail(batch, state, layout)
+        _blocks(batch, state)
         _value_classes(batch, state)
     if len({c.category for c in state.claims}) < len(state.claims):  # a rule's rounding and the residue's
         return _merge_claims(state.claims)
@@ -806,6 +807,49 @@ def _value_class(batch: Batch, index: np.ndarray) -> np.ndarray:
     """Elements a value class (overflow, NaN, signed zero) names."""
     masks = _classes(batch.actual[index], batch.golden[index])[:4]
     return np.logical_or.reduce([m for _, m, _ in masks])
+
+
+def _blocks(batch: Batch, state: _State) -> None:
+    """Errors beyond 1-ULP residue that fill one contiguous block, or every k-th element of
+    a range, away from the tail, where the same kinds of input elsewhere are right, are
+    ``stale-block``: the position, not the value, is what differs (a tile never written or
+    written from the wrong buffer, a row, a stride of one lane)."""
+    rest = _beyond_rounding(batch, state.remaining)
+    if rest.size < 2:
+        return
+    flat = batch.flat(rest)
+    lo, hi, n = int(flat.min()), int(flat.max()) + 1, batch.tensor_size
+    step = int(np.gcd.reduce(np.diff(flat))) if rest.size >= 3 else 1
+    step = step if step > 1 else 1
+    slots = (hi - 1 - lo) // step + 1
+    if 2 * rest.size < slots or 2 * slots > n or (step > 1 and rest.size < 3):
+        return
+    pos = batch.flat(np.arange(batch.x.size))
+    inside = (pos >= lo) & (pos < hi) & ((pos - lo) % step == 0)
+    kinds = _kinds(batch.x)
+    if 2 * int(np.isin(kinds[rest], kinds[~inside]).sum()) < rest.size:
+        return  # the inputs there are of kinds seen nowhere else: a value defect may explain it
+    index = state.remaining[inside[state.remaining]]
+    where = f"[{lo}, {hi})" if step == 1 else f"every {step}th element of [{lo}, {hi})"
+    state.claim(Claim(
+        "stale-block", index, index.size,
+        f"the remaining errors fill {where} ({_stale_values(batch, index)}); the same kinds of "
+        "input elsewhere are right",
+        {"start": lo, "stop": hi, "step": step, "explained": int(index.size), "contradicted": 0}))
+
+
+def _stale_values(batch: Batch, index: np.ndarray) -> str:
+    """What the wrong elements hold: zeros, or another block's exact results."""
+    a = batch.actual[index]
+    if (_comparable(a) == 0).all():
+        return "zeros"
+    if batch.where is None:
+        span = int(index.max() - index.min()) + 1
+        for shift in (span, -span):
+            src = index - shift
+            if src.min() >= 0 and src.max() < batch.golden.size and match_mask(a, batch.golden[src]).all():
+                return f"the results of the elements {abs(shift)} {'before' if shift > 0 else 'after'}"
+    return "other values"
 
 
 # ----------------------------------------------------------------------------- value classes
