@@ -232,3 +232,57 @@ def test_compare_names_a_truncating_store_from_dumps(tmp_path: Path, capsys: pyt
     assert result.code == 1, result.text
     text = (tmp_path / "r.json").read_text()
     assert '"rounding"' in text and "toward zero" in text and '"unexplained"' not in text
+
+
+# ----------------------------------------------------------------------------- stale blocks
+
+def _exact32(alpha: float = 0.2) -> np.ndarray:
+    return ref.leaky_relu(X32, alpha)
+
+
+def test_every_kth_element_zero_is_stale_block() -> None:
+    """One lane of a vector never written back: every 7th result is 0."""
+    exact = _exact32()
+    actual = exact.copy()
+    actual[3::7] = 0
+    row = judge(X32, actual, 0.2)
+    assert counts(row) == {"stale-block": differs(actual, exact)}
+    _named(row, "stale-block", "every 7th element")
+
+
+def test_a_middle_tile_holding_the_previous_tiles_results_is_stale_block() -> None:
+    """A ping-pong buffer reused too early: tile 2 holds tile 1's results."""
+    exact = _exact32()
+    actual = exact.copy()
+    actual[4096:6144] = exact[2048:4096]
+    row = judge(X32, actual, 0.2)
+    assert counts(row) == {"stale-block": differs(actual, exact)}
+    _named(row, "stale-block", "the results of the elements 2048 before")
+
+
+def test_a_zeroed_row_of_a_matrix_is_stale_block() -> None:
+    x = X32[:20000].reshape(100, 200)
+    exact = ref.leaky_relu(x, 0.01)
+    actual = exact.copy()
+    actual[37] = 0
+    row = judge(x, actual, 0.01)
+    assert counts(row) == {"stale-block": differs(actual, exact)}
+    _named(row, "stale-block", "zeros")
+
+
+def test_a_value_defect_on_a_contiguous_range_of_patterns_is_not_stale_block() -> None:
+    """All fp16 patterns are sorted by bits, so x > 6 is one contiguous range; a clamp at 6
+    changes inputs of kinds found nowhere else, so no position is proved."""
+    actual = np.minimum(ref.leaky_relu(F16, 0.2), np.float16(6))
+    row = judge(F16, actual, 0.2)
+    assert "stale-block" not in counts(row)
+
+
+def test_a_defect_on_every_16th_bit_pattern_is_not_stale_block() -> None:
+    """Over an enumeration of bit patterns a stride is a mantissa bit, not a position: inputs
+    sorted along the stride prove nothing about the position."""
+    exact = ref.leaky_relu(F16, 0.2)
+    actual = exact.copy()
+    actual[5::16] = np.float16(1.0)
+    row = judge(F16, actual, 0.2)
+    assert "stale-block" not in counts(row)

@@ -32,6 +32,8 @@ class Defect:
     name: str
     rule: dict = field(default_factory=dict)  # golden keywords (alpha included)
     tail: int = 0  # garble the last ``tail`` elements
+    block: tuple[int, int, int] = ()  # (start, stop, step): elements a stale block overwrites
+    fill: str = ""  # what a stale block holds: "zeros", "previous" (the block before) or "garbage"
     # categories it is never stacked with ("*": any): a formula that changes what actual/input
     # means (operands swapped, applied twice, a narrowed result) hides a second slope from
     # the slope estimate, and that pair only together reproduces any element
@@ -187,6 +189,39 @@ def _garble(y: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
+def _stale(rng: np.random.Generator, n: int) -> Defect:
+    """A block away from the tail (a tile, a row) or every k-th element, holding zeros, the
+    block before's results, or garbage."""
+    if rng.random() < 0.5:
+        k = int(rng.integers(2, max(3, n // 8)))
+        start = int(rng.integers(0, n - 2 * k + 1))
+        fill = str(rng.choice(["zeros", "garbage"] + (["previous"] if start >= k else [])))
+        return Defect("stale-block", f"stale block [{start}, {start + k}) ({fill})", block=(start, start + k, 1),
+                      fill=fill)
+    step = int(rng.choice([3, 4, 7, 8, 16]))  # every 2nd is half the tensor: no position is proved
+    offset = int(rng.integers(0, step))
+    fill = str(rng.choice(["zeros", "garbage"]))
+    return Defect("stale-block", f"every {step}th element from {offset} ({fill})", block=(offset, n, step),
+                  fill=fill)
+
+
+def _relocated(actual: np.ndarray, golden: np.ndarray, defect: Defect,
+               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``actual`` with a location defect applied, and the elements it overwrote."""
+    if not defect.block:
+        return _garble(actual, defect.tail, rng), np.arange(actual.size - defect.tail, actual.size)
+    start, stop, step = defect.block
+    where = np.arange(start, stop, step)
+    out = actual.copy()
+    if defect.fill == "zeros":
+        out[where] = np.zeros((), actual.dtype)
+    elif defect.fill == "previous":
+        out[where] = golden[where - (stop - start)]
+    else:
+        out[where] = _garble(actual[where], where.size, rng)
+    return out, where
+
+
 # ----------------------------------------------------------------------------- cases
 
 def _stackable(a: Defect, b: Defect) -> bool:
@@ -225,6 +260,8 @@ def generate(seed: int, *, defects: Optional[int] = None, min_size: int = 0) -> 
     wanted = int(rng.choice([0, 1, 1, 1, 2, 2])) if defects is None else defects
     pool = catalogue(alpha=alpha, src=src, out=out, direction=direction)
     tail = _tail(rng, n) if rng.random() < 0.2 and wanted else None
+    if tail is None and wanted and n >= 1024 and rng.random() < 0.2:
+        tail = _stale(rng, n)
     planted = _pick(rng, pool, wanted - (tail is not None)) if wanted else []
     actual, accept = _plant(x, dy, alpha, out, golden, planted, tail, rng)
     chosen = tuple(planted) + ((tail,) if tail is not None else ())
@@ -248,13 +285,12 @@ def _plant(x, dy, alpha, out, golden, defects, tail, rng) -> tuple[np.ndarray, d
             cats += ("overflow", "spurious-nan")
         accept[int(i)] = cats
     if tail is not None:
-        garbled = _garble(actual, tail.tail, rng)
-        start = actual.size - tail.tail
-        for i in range(start, actual.size):
+        garbled, where = _relocated(actual, golden, tail, rng)
+        for i in where:
             if not _same(garbled[i:i + 1], golden[i:i + 1])[0]:
-                accept[i] = ("tail-block",)
+                accept[int(i)] = (tail.category,)
             else:
-                accept.pop(i, None)
+                accept.pop(int(i), None)
         actual = garbled
     return actual, accept
 

@@ -28,7 +28,7 @@ from typing import Any, Optional
 import numpy as np
 
 from conformance import categories
-from conformance.dtypes import info, is_nan, is_subnormal, to_bits, ulp_distance
+from conformance.dtypes import info, is_nan, is_subnormal, ordered, to_bits, ulp_distance
 from conformance.records import Hazard, TileLayout
 from conformance.reference import golden as ref
 from conformance.report.candidates import Rule, catalogue
@@ -453,8 +453,13 @@ def _bound(stack: _Stack) -> float:
 
 
 def _keep(grown: list[_Stack]) -> list[_Stack]:
-    """The beam: the shortest descriptions, and the stacks reproducing most mismatches."""
-    short = sorted(grown, key=lambda s: s.length)[:BEAM]
+    """The beam: the shortest descriptions, one per set of categories (ten slopes of one
+    category must not crowd out a second cause that only with a third is right), and the
+    stacks reproducing most mismatches."""
+    by_kind: dict = {}
+    for s in sorted(grown, key=lambda s: s.length):
+        by_kind.setdefault(tuple(sorted(str(r.category) for r in s.rules)), s)
+    short = list(by_kind.values())[:BEAM]
     wide = [s for s in sorted(grown, key=lambda s: (-s.right, s.length)) if s not in short][:BEAM - 1]
     return short + wide
 
@@ -817,18 +822,18 @@ def _blocks(batch: Batch, state: _State) -> None:
     rest = _beyond_rounding(batch, state.remaining)
     if rest.size < 2:
         return
-    flat = batch.flat(rest)
-    lo, hi, n = int(flat.min()), int(flat.max()) + 1, batch.tensor_size
+    flat, wrong = batch.flat(rest), batch.flat(state.remaining)
     step = int(np.gcd.reduce(np.diff(flat))) if rest.size >= 3 else 1
     step = step if step > 1 else 1
-    slots = (hi - 1 - lo) // step + 1
-    if 2 * rest.size < slots or 2 * slots > n or (step > 1 and rest.size < 3):
-        return
+    lo, hi = _grown(wrong, int(flat.min()), int(flat.max()), step)  # its edges may be zero signs
     pos = batch.flat(np.arange(batch.x.size))
     inside = (pos >= lo) & (pos < hi) & ((pos - lo) % step == 0)
+    slots, n = (hi - 1 - lo) // step + 1, batch.tensor_size
+    if 2 * int(inside[state.remaining].sum()) < slots or 2 * slots > n or (step > 1 and rest.size < 3):
+        return
     kinds = _kinds(batch.x)
-    if 2 * int(np.isin(kinds[rest], kinds[~inside]).sum()) < rest.size:
-        return  # the inputs there are of kinds seen nowhere else: a value defect may explain it
+    if 2 * int(np.isin(kinds[rest], kinds[~inside]).sum()) < rest.size or _sorted_inputs(batch.x[rest]):
+        return  # inputs of kinds seen nowhere else, or sorted: a value defect may explain it
     index = state.remaining[inside[state.remaining]]
     where = f"[{lo}, {hi})" if step == 1 else f"every {step}th element of [{lo}, {hi})"
     state.claim(Claim(
@@ -836,6 +841,30 @@ def _blocks(batch: Batch, state: _State) -> None:
         f"the remaining errors fill {where} ({_stale_values(batch, index)}); the same kinds of "
         "input elsewhere are right",
         {"start": lo, "stop": hi, "step": step, "explained": int(index.size), "contradicted": 0}))
+
+
+def _sorted_inputs(x: np.ndarray) -> bool:
+    """Inputs that rise or fall with the position (an enumeration of bit patterns, a
+    linspace): there the position and the value cannot be told apart."""
+    for key in (to_bits(x).astype(np.int64), ordered(x)):
+        step = np.diff(key)
+        if (step >= 0).all() or (step <= 0).all():
+            return True
+    return False
+
+
+def _grown(wrong: np.ndarray, first: int, last: int, step: int) -> tuple[int, int]:
+    """[lo, hi) from ``first`` to ``last``, grown by ``step`` while the next slot on either
+    side is wrong too (``wrong``: ascending flat indices)."""
+    def has(i: int) -> bool:
+        at = int(np.searchsorted(wrong, i))
+        return at < wrong.size and int(wrong[at]) == i
+
+    while first - step >= 0 and has(first - step):
+        first -= step
+    while has(last + step):
+        last += step
+    return first, last + 1
 
 
 def _stale_values(batch: Batch, index: np.ndarray) -> str:
