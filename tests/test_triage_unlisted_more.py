@@ -286,3 +286,13 @@ def test_a_defect_on_every_16th_bit_pattern_is_not_stale_block() -> None:
     actual[5::16] = np.float16(1.0)
     row = judge(F16, actual, 0.2)
     assert "stale-block" not in counts(row)
+
+
+def test_the_generator_plants_the_unlisted_classes() -> None:
+    """selftest --generated covers these classes too (the aggregate test scores them)."""
+    from conformance.cases.defects import generate
+
+    names = {str(d) for s in range(400) for d in generate(s).defects}
+    for wanted in ("results truncated", "ties away from zero", "applied twice", "branches swapped",
+                   "dy and x swapped", "NaN at NaN", "computed in fp32", "stale block", "th element from"):
+        assert any(wanted in n for n in names), wanted

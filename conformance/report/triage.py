@@ -853,18 +853,24 @@ def _sorted_inputs(x: np.ndarray) -> bool:
     return False
 
 
+_GAP = 3  # slots a block's edge may skip (elements a stale value happens to get right)
+
+
 def _grown(wrong: np.ndarray, first: int, last: int, step: int) -> tuple[int, int]:
-    """[lo, hi) from ``first`` to ``last``, grown by ``step`` while the next slot on either
-    side is wrong too (``wrong``: ascending flat indices)."""
+    """[lo, hi) from ``first`` to ``last``, grown by ``step`` while one of the next few slots
+    on either side is wrong too (``wrong``: ascending flat indices)."""
     def has(i: int) -> bool:
         at = int(np.searchsorted(wrong, i))
-        return at < wrong.size and int(wrong[at]) == i
+        return i >= 0 and at < wrong.size and int(wrong[at]) == i
 
-    while first - step >= 0 and has(first - step):
-        first -= step
-    while has(last + step):
-        last += step
-    return first, last + 1
+    def edge(i: int, sign: int) -> int:
+        while True:
+            nxt = next((i + sign * k * step for k in range(1, _GAP + 1) if has(i + sign * k * step)), None)
+            if nxt is None:
+                return i
+            i = nxt
+
+    return edge(first, -1), edge(last, 1) + 1
 
 
 def _stale_values(batch: Batch, index: np.ndarray) -> str:
