@@ -296,3 +296,16 @@ def test_the_generator_plants_the_unlisted_classes() -> None:
     for wanted in ("results truncated", "ties away from zero", "applied twice", "branches swapped",
                    "dy and x swapped", "NaN at NaN", "computed in fp32", "stale block", "th element from"):
         assert any(wanted in n for n in names), wanted
+
+
+def test_fp64_with_the_product_in_fp32_is_input_precision() -> None:
+    """C's ``x > 0 ? x : (float)x * alpha_f``: the positive side stays float64, the negative
+    side is a float32 product of the narrowed x."""
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal(4000) * np.exp(rng.uniform(-95, 80, 4000))
+    x = np.concatenate([x, [0.0, -0.0, np.inf, -np.inf, np.nan, -1e-310]])
+    with np.errstate(all="ignore"):
+        actual = np.where(x > 0, x, (x.astype(np.float32) * np.float32(0.01)).astype(np.float64))
+    row = judge(x, actual, 0.01)
+    assert counts(row) == {"input-precision": differs(actual, ref.leaky_relu(x, 0.01))}
+    _named(row, "input-precision", "product computed in float32")

@@ -178,8 +178,8 @@ def _negative_side(v: np.ndarray, alpha: float, out: DTypeInfo, *,
     """``alpha * v`` rounded to ``out``, directly or through an opmath dtype."""
     if opmath is None:
         return scale_exact(v, alpha, out)
-    mid = info(opmath)
-    return cast_exact(scale_exact(v, effective_slope(alpha, slope_dtype=mid), mid), out)
+    mid = info(opmath)  # the operand is converted to opmath too (a no-op unless v is wider)
+    return cast_exact(scale_exact(cast_exact(v, mid), effective_slope(alpha, slope_dtype=mid), mid), out)
 
 
 def _flush_product(neg: np.ndarray, v: np.ndarray, alpha: float, out: DTypeInfo) -> np.ndarray:
@@ -289,7 +289,7 @@ def _unrounded(v: np.ndarray, alpha: float, *, take: np.ndarray,
     w = v.astype(np.float64)
     if opmath is not None:
         mid = info(opmath)
-        prod = scale_exact(v, effective_slope(alpha, slope_dtype=mid), mid).astype(np.float64)
+        prod = scale_exact(cast_exact(v, mid), effective_slope(alpha, slope_dtype=mid), mid).astype(np.float64)
     else:
         prod = w * alpha
         finite = np.isfinite(prod)

@@ -279,9 +279,12 @@ def _input_rules(dtypes: tuple[str, str]) -> list[Rule]:
     narrow = ("float16", "bfloat16") + (("float32",) if dtypes[0] == "float64" else ())
     narrowed = [rule("input-precision", f"inputs rounded to {n} before computing (precision lost)",
                      {"input_dtype": n}, input_dtype=n) for n in narrow]
-    return narrowed + [rule("input-precision", f"computed in {n}: inputs, slope and product rounded to {n}",
-                            {"input_dtype": n, "compute_dtype": n}, input_dtype=n, opmath=n)
-                       for n in narrow]
+    product = [rule("input-precision", "the product computed in float32 (slope and product rounded to "
+                    "float32, as C's float * float), the positive side kept", {"compute_dtype": "float32"},
+                    opmath="float32")] if dtypes[0] == "float64" else []
+    return narrowed + product + [rule("input-precision", f"computed in {n}: inputs, slope and product rounded "
+                                      f"to {n}", {"input_dtype": n, "compute_dtype": n}, input_dtype=n, opmath=n)
+                                 for n in narrow]
 
 
 def _neutral_rules(dtypes: tuple[str, str]) -> list[Rule]:
