@@ -55,7 +55,8 @@ _TABLE: tuple[tuple[str, Group, Kind, str], ...] = (
       "last k elements) and the rest is clean")),
     ("stale-block", "location", "proved by confinement",
      ("the remaining errors fill one block or every k-th element away from the tail (a tile, a row, "
-      "a stride), the same kinds of input elsewhere are right: stale, unwritten or misplaced data")),
+      "a stride), the same kinds of input elsewhere are right, or the output is shifted by k "
+      "elements: stale, unwritten or misplaced data")),
     ("overflow", "value class", "value class", "golden finite, actual ±inf"),
     ("spurious-nan", "value class", "value class", "actual NaN, golden not"),
     ("lost-nan", "value class", "value class", "golden NaN, actual not (and not saturation)"),

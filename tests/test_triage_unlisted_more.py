@@ -292,9 +292,10 @@ def test_the_generator_plants_the_unlisted_classes() -> None:
     """selftest --generated covers these classes too (the aggregate test scores them)."""
     from conformance.cases.defects import generate
 
-    names = {str(d) for s in range(400) for d in generate(s).defects}
+    names = {str(d) for s in range(600) for d in generate(s).defects}
     for wanted in ("results truncated", "ties away from zero", "applied twice", "branches swapped",
-                   "dy and x swapped", "NaN at NaN", "computed in fp32", "stale block", "th element from"):
+                   "dy and x swapped", "NaN at NaN", "computed in fp32", "stale block", "th element from",
+                   "output shifted"):
         assert any(wanted in n for n in names), wanted
 
 
@@ -309,3 +310,40 @@ def test_fp64_with_the_product_in_fp32_is_input_precision() -> None:
     row = judge(x, actual, 0.01)
     assert counts(row) == {"input-precision": differs(actual, ref.leaky_relu(x, 0.01))}
     _named(row, "input-precision", "product computed in float32")
+
+
+def test_an_output_written_one_element_late_is_stale_block_shifted() -> None:
+    exact = _exact32()
+    actual = np.concatenate([np.zeros(1, np.float32), exact[:-1]])
+    row = judge(X32, actual, 0.2)
+    assert counts(row) == {"stale-block": differs(actual, exact)}
+    _named(row, "stale-block", "holds the result of element i-1")
+
+
+def test_an_fp16_output_written_8_elements_early_is_shifted_edge_included() -> None:
+    x = np.random.default_rng(9).standard_normal(5000).astype(np.float16)
+    exact = ref.leaky_relu(x, 0.01)
+    actual = np.concatenate([exact[8:], np.zeros(8, np.float16)])
+    row = judge(x, actual, 0.01)
+    assert counts(row) == {"stale-block": differs(actual, exact)}
+    _named(row, "stale-block", "written 8 elements early")
+
+
+def test_a_row_with_its_own_slope_is_stale_block_that_names_the_slope() -> None:
+    """A per-channel parameter read from the wrong place: one row's negative side has slope 0.3."""
+    x = np.random.default_rng(10).standard_normal((64, 128)).astype(np.float32)
+    exact = ref.leaky_relu(x, 0.2)
+    actual = exact.copy()
+    actual[5] = np.where(x[5] > 0, x[5], x[5] * np.float32(0.3))
+    row = judge(x, actual, 0.2)
+    assert counts(row) == {"stale-block": differs(actual, exact)}
+    _named(row, "stale-block", "computed with slope 0.3")
+
+
+def test_values_two_ulp_low_over_sorted_patterns_are_not_a_shift() -> None:
+    """Over an enumeration of patterns a neighbour's result is the value 1 ULP away."""
+    exact = ref.leaky_relu(F16, 0.2)
+    actual = exact.copy()
+    pos = np.flatnonzero((F16 > 1) & (F16 < 1000))
+    actual[pos] = exact[pos - 2]
+    assert "stale-block" not in counts(judge(F16, actual, 0.2))

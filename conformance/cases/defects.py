@@ -34,6 +34,7 @@ class Defect:
     tail: int = 0  # garble the last ``tail`` elements
     block: tuple[int, int, int] = ()  # (start, stop, step): elements a stale block overwrites
     fill: str = ""  # what a stale block holds: "zeros", "previous" (the block before) or "garbage"
+    shift: int = 0  # the whole output written ``shift`` elements late (negative: early), edges 0
     # categories it is never stacked with ("*": any): a formula that changes what actual/input
     # means (operands swapped, applied twice, a narrowed result) hides a second slope from
     # the slope estimate, and that pair only together reproduces any element
@@ -189,9 +190,13 @@ def _garble(y: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
-def _stale(rng: np.random.Generator, n: int) -> Defect:
+def _stale(rng: np.random.Generator, n: int, *, alone: bool) -> Defect:
     """A block away from the tail (a tile, a row) or every k-th element, holding zeros, the
-    block before's results, or garbage."""
+    block before's results, or garbage; ``alone``, also a whole output shifted by a few
+    elements."""
+    if alone and rng.random() < 0.3:
+        k = int(rng.choice([-16, -8, -1, 1, 2, 8, 32]))
+        return Defect("stale-block", f"output shifted by {k}", shift=k)
     if rng.random() < 0.5:
         k = int(rng.integers(2, max(3, n // 8)))
         start = int(rng.integers(0, n - 2 * k + 1))
@@ -208,6 +213,14 @@ def _stale(rng: np.random.Generator, n: int) -> Defect:
 def _relocated(actual: np.ndarray, golden: np.ndarray, defect: Defect,
                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """``actual`` with a location defect applied, and the elements it overwrote."""
+    if defect.shift:
+        k = defect.shift
+        out = np.zeros_like(actual)
+        if k > 0:
+            out[k:] = actual[:-k]
+        else:
+            out[:k] = actual[-k:]
+        return out, np.arange(actual.size)
     if not defect.block:
         return _garble(actual, defect.tail, rng), np.arange(actual.size - defect.tail, actual.size)
     start, stop, step = defect.block
@@ -261,7 +274,7 @@ def generate(seed: int, *, defects: Optional[int] = None, min_size: int = 0) -> 
     pool = catalogue(alpha=alpha, src=src, out=out, direction=direction)
     tail = _tail(rng, n) if rng.random() < 0.2 and wanted else None
     if tail is None and wanted and n >= 1024 and rng.random() < 0.2:
-        tail = _stale(rng, n)
+        tail = _stale(rng, n, alone=wanted == 1)
     planted = _pick(rng, pool, wanted - (tail is not None)) if wanted else []
     actual, accept = _plant(x, dy, alpha, out, golden, planted, tail, rng)
     chosen = tuple(planted) + ((tail,) if tail is not None else ())

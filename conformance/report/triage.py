@@ -31,7 +31,7 @@ from conformance import categories
 from conformance.dtypes import info, is_nan, is_subnormal, ordered, to_bits, ulp_distance
 from conformance.records import Hazard, TileLayout
 from conformance.reference import golden as ref
-from conformance.report.candidates import Rule, catalogue
+from conformance.report.candidates import Rule, catalogue, slope_dtypes
 from conformance.report.metrics import match_mask
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -139,6 +139,8 @@ def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = 
     state = _State(np.asarray(mismatches, dtype=np.int64))
     _hazards(batch, state, hazards)
     with np.errstate(all="ignore"):
+        if state.remaining.size:  # a shift is proved element by element, before chance matches
+            _shifted(batch, state, _beyond_rounding(batch, state.remaining))
         if state.remaining.size:
             _semantics(batch, state)
         _tail(batch, state, layout)
@@ -843,6 +845,41 @@ def _blocks(batch: Batch, state: _State) -> None:
         {"start": lo, "stop": hi, "step": step, "explained": int(index.size), "contradicted": 0}))
 
 
+_SHIFTS = np.array([k for k in range(-64, 65) if k])  # an output offset by up to 64 elements
+
+
+def _shifted(batch: Batch, state: _State, rest: np.ndarray) -> bool:
+    """An output written k elements off: element i holds the exact result of element i - k
+    (proved by the values themselves).  Claims those elements, and the k at the edge that
+    have no source, as ``stale-block``."""
+    n = batch.golden.size
+    if batch.where is not None or rest.size < 4 or _sorted_inputs(batch.x[rest]):
+        return False  # over sorted inputs a neighbour's result is a value a few ULP away
+    pick = rest[np.linspace(0, rest.size - 1, min(rest.size, 256)).astype(np.int64)]
+    src = pick[None, :] - _SHIFTS[:, None]
+    ok = (src >= 0) & (src < n)
+    hits = np.array([match_mask(batch.actual[pick[o]], batch.golden[s[o]]).sum()
+                     for s, o in zip(src, ok)])
+    best = int(np.argmax(hits))
+    k = int(_SHIFTS[best])
+    if 10 * hits[best] < 9 * pick.size:
+        return False
+    rem = state.remaining
+    src = rem - k
+    inside = (src >= 0) & (src < n)
+    moved = np.zeros(rem.size, dtype=bool)
+    moved[inside] = match_mask(batch.actual[rem[inside]], batch.golden[src[inside]])
+    index = rem[moved | ~inside]
+    if 10 * int(np.isin(rest, index).sum()) < 9 * rest.size:
+        return False
+    state.claim(Claim(
+        "stale-block", index, index.size,
+        f"the output is shifted: element i holds the result of element i{-k:+d} (written {abs(k)} "
+        f"element{'s' if abs(k) > 1 else ''} {'late' if k > 0 else 'early'})",
+        {"shift": k, "explained": int(index.size), "contradicted": 0}))
+    return True
+
+
 def _sorted_inputs(x: np.ndarray) -> bool:
     """Inputs that rise or fall with the position (an enumeration of bit patterns, a
     linspace): there the position and the value cannot be told apart."""
@@ -884,6 +921,15 @@ def _stale_values(batch: Batch, index: np.ndarray) -> str:
             src = index - shift
             if src.min() >= 0 and src.max() < batch.golden.size and match_mask(a, batch.golden[src]).all():
                 return f"the results of the elements {abs(shift)} {'before' if shift > 0 else 'after'}"
+    ratio, negative = _informative_slopes(batch, index)
+    if negative.any():  # a per-block parameter: this block's negative side has its own slope
+        c = float(np.median(ratio[negative]))
+        for digits in range(1, 8):
+            slope = float(f"{c:.{digits}g}")
+            for held in (None, *slope_dtypes(batch.dtypes)):  # exact, or held in a narrower dtype
+                y = batch.variant(index, alpha=slope, slope_dtype=held)
+                if 10 * int(match_mask(y, a).sum()) >= 9 * index.size:
+                    return f"computed with slope {slope!r}" + (f" held as {held}" if held else "")
     return "other values"
 
 
