@@ -347,3 +347,17 @@ def test_values_two_ulp_low_over_sorted_patterns_are_not_a_shift() -> None:
     pos = np.flatnonzero((F16 > 1) & (F16 < 1000))
     actual[pos] = exact[pos - 2]
     assert "stale-block" not in counts(judge(F16, actual, 0.2))
+
+
+def test_an_fp16_kernel_computing_in_bf16_is_input_precision() -> None:
+    """Hardware without fp16 arithmetic: x converted to bf16 (8 bits kept, the range kept too:
+    -65472 becomes -65536), the float32 product rounded to fp16."""
+    with np.errstate(all="ignore"):
+        xb = F16.astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+        actual = np.where(xb > 0, xb, xb * np.float32(0.2)).astype(np.float16)
+    exact = ref.leaky_relu(F16, 0.2)
+    row = judge(F16, actual, 0.2)
+    found = counts(row)
+    assert found.pop("input-precision") + found.pop("overflow", 0) == differs(actual, exact)
+    assert found == {}, found  # overflow: 65504 rounded up to bf16 65536, an fp16 inf
+    _named(row, "input-precision", "bfloat16")

@@ -146,6 +146,9 @@ def _unlisted(*, alpha: float, src: str, out: str, direction: str) -> list[Defec
     if src == "float64":
         found.append(Defect("input-precision", "computed in fp32",
                             {"input_dtype": "float32", "opmath": "float32"}))
+    if info(src).bits == 16:  # hardware without arithmetic in T computes in the other 16-bit type
+        other = "bfloat16" if src == "float16" else "float16"
+        found.append(Defect("input-precision", f"inputs cast to {other}", {"input_dtype": other}))
     if info(src).bits == 16 and out == "float32":
         found.append(Defect("input-precision", f"result rounded to {src}, widened", {"result_dtype": src},
                             excludes=slopes))
@@ -154,7 +157,7 @@ def _unlisted(*, alpha: float, src: str, out: str, direction: str) -> list[Defec
         if alpha == 0:
             found.append(Defect("formulation", "max(x, 0) at alpha 0", {"formulation": "relu"}))
         return found
-    found += [Defect("formulation", "branches swapped", {"formulation": "swap_branches"}),
+    found += [Defect("formulation", "branches swapped", {"formulation": "swap_branches"}, excludes=slopes),
               Defect("formulation", "dy and x swapped", {"formulation": "swap_operands"},
                      excludes=frozenset({"*"})),
               Defect("nan-gradient", "NaN at NaN", {"nan_grad": "nan"})]

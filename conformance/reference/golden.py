@@ -260,11 +260,13 @@ def _nan_as_computed_wide(y: np.ndarray, v: np.ndarray, alpha: float, *, take_v:
 
 def _narrowed(v: np.ndarray, input_dtype: Optional[DTypeLike]) -> np.ndarray:
     """``v`` rounded to ``input_dtype`` (overflow to inf) and widened back: a kernel that
-    narrows its operands before computing.  None leaves ``v`` as it is."""
+    narrows its operands before computing.  None leaves ``v`` as it is.  A 16-bit ``v``
+    (rounded to the other 16-bit dtype, whose range or precision differs) comes back as
+    float32, which holds both exactly."""
     if input_dtype is None:
         return v
     narrow = round_float64(v.astype(np.float64), info(input_dtype))
-    return cast_exact(narrow, info(v.dtype))
+    return cast_exact(narrow, info("float32" if info(v.dtype).bits == 16 else v.dtype))
 
 
 def _chunked(fn, *arrays: np.ndarray, out: DTypeInfo) -> np.ndarray:
@@ -352,8 +354,8 @@ def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = 
                             daz=daz, ftz=ftz, predicate=predicate, formulation=formulation,
                             nan_operand=nan_operand, rounding=rounding)
         return cast_exact(narrow, resolve_pair(np.asarray(x).dtype, out_dtype)[1])
+    _, out = resolve_pair(np.asarray(x).dtype, out_dtype)
     x = _narrowed(np.asarray(x), input_dtype)
-    _, out = resolve_pair(x.dtype, out_dtype)
     a = effective_slope(check_alpha(alpha), slope_dtype=slope_dtype)
     daz, ftz = daz or flush_subnormals, ftz or flush_subnormals
 
@@ -469,10 +471,10 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
         return cast_exact(narrow, resolve_pair(np.asarray(x).dtype, out_dtype)[1])
     if formulation == "swap_operands":
         dy, x, formulation = x, dy, "select"
+    _, out = resolve_pair(np.asarray(x).dtype, out_dtype)
     dy, x = _narrowed(np.asarray(dy), input_dtype), _narrowed(np.asarray(x), input_dtype)
     if dy.shape != x.shape or dy.dtype != x.dtype:
         raise ValueError(f"dy and x must match: got {dy.dtype}{dy.shape} and {x.dtype}{x.shape}")
-    _, out = resolve_pair(x.dtype, out_dtype)
     a = effective_slope(check_alpha(alpha), slope_dtype=slope_dtype)
     daz, ftz = daz or flush_subnormals, ftz or flush_subnormals
 

@@ -274,17 +274,24 @@ def _widened_rules(dtypes: tuple[str, str]) -> list[Rule]:
 
 
 def _input_rules(dtypes: tuple[str, str]) -> list[Rule]:
-    if dtypes[0] not in ("float32", "float64"):
-        return _widened_rules(dtypes)
+    if dtypes[0] not in ("float32", "float64"):  # a 16-bit kernel may compute in the other 16-bit type
+        narrow: tuple[str, ...] = tuple(n for n in ("float16", "bfloat16") if n != dtypes[0])
+        return _widened_rules(dtypes) + _narrowed_rules(narrow)
     narrow = ("float16", "bfloat16") + (("float32",) if dtypes[0] == "float64" else ())
+    rules = _narrowed_rules(narrow)
+    if dtypes[0] == "float64":
+        rules.insert(len(narrow), rule("input-precision", "the product computed in float32 (slope and product "
+                                       "rounded to float32, as C's float * float), the positive side kept",
+                                       {"compute_dtype": "float32"}, opmath="float32"))
+    return rules
+
+
+def _narrowed_rules(narrow: tuple[str, ...]) -> list[Rule]:
+    """Inputs rounded to each of ``narrow``, then the whole computation in it."""
     narrowed = [rule("input-precision", f"inputs rounded to {n} before computing (precision lost)",
                      {"input_dtype": n}, input_dtype=n) for n in narrow]
-    product = [rule("input-precision", "the product computed in float32 (slope and product rounded to "
-                    "float32, as C's float * float), the positive side kept", {"compute_dtype": "float32"},
-                    opmath="float32")] if dtypes[0] == "float64" else []
-    return narrowed + product + [rule("input-precision", f"computed in {n}: inputs, slope and product rounded "
-                                      f"to {n}", {"input_dtype": n, "compute_dtype": n}, input_dtype=n, opmath=n)
-                                 for n in narrow]
+    return narrowed + [rule("input-precision", f"computed in {n}: inputs, slope and product rounded to {n}",
+                            {"input_dtype": n, "compute_dtype": n}, input_dtype=n, opmath=n) for n in narrow]
 
 
 def _neutral_rules(dtypes: tuple[str, str]) -> list[Rule]:
