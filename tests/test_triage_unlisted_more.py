@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from conformance.dtypes import all_patterns, from_bits, info, is_nan, to_bits
-from conformance.reference import golden as ref
 from conformance.records import BackendResult
+from conformance.reference import golden as ref
 from conformance.report.evaluate import Row, evaluate
 from conformance.report.gate import GateConfig
 from tests.helpers import run_cli
