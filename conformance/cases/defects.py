@@ -229,8 +229,9 @@ def _relocated(actual: np.ndarray, golden: np.ndarray, defect: Defect,
     start, stop, step = defect.block
     where = np.arange(start, stop, step)
     out = actual.copy()
-    if defect.fill == "zeros":
-        out[where] = np.zeros((), actual.dtype)
+    if defect.fill == "zeros":  # a zero result keeps its sign: one flipped zero sign has many causes
+        kept = golden[where].astype(np.float64) == 0
+        out[where] = np.where(kept, golden[where], np.zeros((), actual.dtype))
     elif defect.fill == "previous":
         out[where] = golden[where - (stop - start)]
     else:
