@@ -201,7 +201,7 @@ def _stale(rng: np.random.Generator, n: int, *, alone: bool) -> Defect:
         k = int(rng.choice([-16, -8, -1, 1, 2, 8, 32]))
         return Defect("stale-block", f"output shifted by {k}", shift=k)
     if rng.random() < 0.5:
-        k = int(rng.integers(2, max(3, n // 8)))
+        k = int(rng.integers(16, n // 8))  # a tile or a row: one wrong element proves no position
         start = int(rng.integers(0, n - 2 * k + 1))
         fill = str(rng.choice(["zeros", "garbage"] + (["previous"] if start >= k else [])))
         return Defect("stale-block", f"stale block [{start}, {start + k}) ({fill})", block=(start, start + k, 1),
