@@ -361,3 +361,12 @@ def test_an_fp16_kernel_computing_in_bf16_is_input_precision() -> None:
     assert found.pop("input-precision") + found.pop("overflow", 0) == differs(actual, exact)
     assert found == {}, found  # overflow: 65504 rounded up to bf16 65536, an fp16 inf
     _named(row, "input-precision", "bfloat16")
+
+
+def test_plain_relu_on_a_tensor_full_of_zeros_is_not_a_shift() -> None:
+    """Zeros match some neighbour's result by chance; a shift is proved by other values."""
+    rng = np.random.default_rng(13)
+    x = np.where(rng.random(3000) < 0.6, np.float32(0), rng.standard_normal(3000).astype(np.float32))
+    actual = np.maximum(x, np.float32(0))
+    row = judge(x, actual, 0.2)
+    assert counts(row) == {"alpha-mismatch": differs(actual, ref.leaky_relu(x, 0.2))}

@@ -832,8 +832,10 @@ def _blocks(batch: Batch, state: _State) -> None:
     inside = (pos >= lo) & (pos < hi) & ((pos - lo) % step == 0)
     slots, n = (hi - 1 - lo) // step + 1, batch.tensor_size
     hidden = int((inside & (_comparable(batch.golden) == 0) & (_comparable(batch.actual) == 0)).sum())
-    if 2 * int(inside[state.remaining].sum()) < slots - hidden or 2 * slots > n or (step > 1 and rest.size < 3):
+    if 2 * int(inside[state.remaining].sum()) < slots - hidden or 2 * slots > n:
         return  # (a zero result is invisible under a block of zeros)
+    if rest.size < (_STRIDE_EVIDENCE if step > 1 else _BLOCK_EVIDENCE):
+        return  # a few leftovers line up by chance
     kinds = _kinds(batch.x)
     if 2 * int(np.isin(kinds[rest], kinds[~inside]).sum()) < rest.size or _sorted_inputs(batch.x[rest]):
         return  # inputs of kinds seen nowhere else, or sorted: a value defect may explain it
@@ -856,7 +858,11 @@ def _shifted(batch: Batch, state: _State, rest: np.ndarray) -> bool:
     n = batch.golden.size
     if batch.where is not None or rest.size < 4 or _sorted_inputs(batch.x[rest]):
         return False  # over sorted inputs a neighbour's result is a value a few ULP away
-    pick = rest[np.linspace(0, rest.size - 1, min(rest.size, 256)).astype(np.int64)]
+    a = _comparable(batch.actual[rest])
+    telling = rest[np.isfinite(a) & (a != 0)]  # a zero or NaN matches some neighbour by chance
+    if telling.size < 4:
+        return False
+    pick = telling[np.linspace(0, telling.size - 1, min(telling.size, 256)).astype(np.int64)]
     src = pick[None, :] - _SHIFTS[:, None]
     ok = (src >= 0) & (src < n)
     hits = np.array([match_mask(batch.actual[pick[o]], batch.golden[s[o]]).sum()
@@ -891,6 +897,7 @@ def _sorted_inputs(x: np.ndarray) -> bool:
     return False
 
 
+_BLOCK_EVIDENCE, _STRIDE_EVIDENCE = 4, 8  # errors a block / a stride needs before it is one
 _GAP = 3  # slots a block's edge may skip (elements a stale value happens to get right)
 
 
