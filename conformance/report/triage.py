@@ -756,7 +756,9 @@ def _last_elements(batch: Batch, state: _State, rest: np.ndarray) -> None:
     wrong elements that ends the tensor and holds every error no value class names."""
     n = batch.tensor_size
     if rest.size and _dense_end(batch.flat(rest), n) and _position_proved(batch, rest):
-        _claim_end(batch, state, state.remaining[state.remaining >= int(rest.min())], n, proved=True)
+        wrong = batch.flat(state.remaining)  # the run of wrong elements it starts, zero signs included
+        lo = _run_start(wrong, int(batch.flat(rest).min()))
+        _claim_end(batch, state, state.remaining[wrong >= lo], n, proved=True)
         return
     odd = rest[~_value_class(batch, rest)]
     if odd.size == 0:
