@@ -370,3 +370,11 @@ def test_plain_relu_on_a_tensor_full_of_zeros_is_not_a_shift() -> None:
     actual = np.maximum(x, np.float32(0))
     row = judge(x, actual, 0.2)
     assert counts(row) == {"alpha-mismatch": differs(actual, ref.leaky_relu(x, 0.2))}
+
+
+def test_a_tail_holding_the_block_before_is_tail_block_not_a_shift() -> None:
+    exact = ref.leaky_relu(X32[:1000], 0.2)
+    actual = exact.copy()
+    actual[-8:] = exact[-16:-8]
+    row = judge(X32[:1000], actual, 0.2)
+    assert counts(row) == {"tail-block": differs(actual, exact)}

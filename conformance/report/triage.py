@@ -858,7 +858,9 @@ def _shifted(batch: Batch, state: _State, rest: np.ndarray) -> bool:
     (proved by the values themselves).  Claims those elements, and the k at the edge that
     have no source, as ``stale-block``."""
     n = batch.golden.size
-    if batch.where is not None or rest.size < 4 or _sorted_inputs(batch.x[rest]):
+    if batch.where is not None or rest.size < 4 or 2 * int(rest[-1] - rest[0] + 1) < n:
+        return False  # a shift moves the whole output; a copied block is a block or a tail
+    if _sorted_inputs(batch.x[rest]):
         return False  # over sorted inputs a neighbour's result is a value a few ULP away
     a = _comparable(batch.actual[rest])
     telling = rest[np.isfinite(a) & (a != 0)]  # a zero or NaN matches some neighbour by chance
