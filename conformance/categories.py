@@ -33,14 +33,15 @@ _TABLE: tuple[tuple[str, Group, Kind, str], ...] = (
      "the kernel wrote outside the output tensor (emulator red zones)"),
     ("write-race", "hazards", "hazard", "two cores wrote the same element"),
     ("input-precision", "semantics", "proved by recomputation",
-     "operands narrowed (e.g. fp32 cast to fp16) before computing"),
+     "operands narrowed (e.g. fp32 cast to fp16) before computing, or a 16-bit result widened"),
     ("alpha-mismatch", "semantics", "proved by recomputation",
      "negative side computed with another slope (effective_alpha; whose default it is)"),
     ("alpha-precision", "semantics", "proved by recomputation",
      "slope rounded to the compute dtype before multiplying"),
     ("formulation", "semantics", "proved by recomputation",
      ("another formula: max(x, a*x), min(x, a*x), max(x,0)+a*min(x,0), mask-multiply, "
-      "or the gradient of maximum(a*x, x)")),
+      "the gradient of maximum(a*x, x), applied twice, x >= 0, swapped branches or operands, "
+      "a gradient selected on y")),
     ("subnormal-flush", "semantics", "proved by recomputation",
      "subnormal inputs read as zero (DAZ) and/or subnormal results flushed (FTZ)"),
     ("saturation", "semantics", "proved by recomputation",
@@ -48,15 +49,20 @@ _TABLE: tuple[tuple[str, Group, Kind, str], ...] = (
     ("grad-at-zero", "semantics", "proved by recomputation",
      "backward at x == 0 used slope 1 instead of alpha (or the reverse)"),
     ("nan-gradient", "semantics", "proved by recomputation",
-     "backward at x = NaN gave 0, dy*0 or dy instead of alpha*dy"),
+     "backward at x = NaN gave 0, dy*0, dy or NaN instead of alpha*dy"),
     ("tail-block", "location", "proved by confinement",
      ("the remaining errors all lie in the tail (tail tiles, the last partial block, or the "
       "last k elements) and the rest is clean")),
+    ("stale-block", "location", "proved by confinement",
+     ("the remaining errors fill one block or every k-th element away from the tail (a tile, a row, "
+      "a stride), the same kinds of input elsewhere are right, or the output is shifted by k "
+      "elements: stale, unwritten or misplaced data")),
     ("overflow", "value class", "value class", "golden finite, actual ±inf"),
     ("spurious-nan", "value class", "value class", "actual NaN, golden not"),
     ("lost-nan", "value class", "value class", "golden NaN, actual not (and not saturation)"),
     ("signed-zero", "value class", "value class", "both zero, sign differs"),
-    ("rounding", "residue", "residue", "within 1 ULP of the exact result"),
+    ("rounding", "residue", "residue",
+     "within 1 ULP of the exact result (proved when another rounding mode reproduces it)"),
     ("unexplained", "residue", "residue", "none of the above"),
 )
 

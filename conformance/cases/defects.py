@@ -32,6 +32,13 @@ class Defect:
     name: str
     rule: dict = field(default_factory=dict)  # golden keywords (alpha included)
     tail: int = 0  # garble the last ``tail`` elements
+    block: tuple[int, int, int] = ()  # (start, stop, step): elements a stale block overwrites
+    fill: str = ""  # what a stale block holds: "zeros", "previous" (the block before) or "garbage"
+    shift: int = 0  # the whole output written ``shift`` elements late (negative: early), edges 0
+    # categories it is never stacked with ("*": any): a formula that changes what actual/input
+    # means (operands swapped, applied twice, a narrowed result) hides a second slope from
+    # the slope estimate, and that pair only together reproduces any element
+    excludes: frozenset = frozenset()
 
     def __str__(self) -> str:
         return self.name
@@ -125,6 +132,37 @@ def catalogue(*, alpha: float, src: str, out: str, direction: str) -> list[Defec
                   Defect("nan-gradient", "dx = dy at NaN", {"nan_grad": "dy"}),
                   Defect("nan-gradient", "dx = dy*0 at NaN", {"nan_grad": "dy*0"}),
                   Defect("formulation", "gradient of maximum", {"grad_rule": "max"})]
+    return found + _unlisted(alpha=alpha, src=src, out=out, direction=direction)
+
+
+def _unlisted(*, alpha: float, src: str, out: str, direction: str) -> list[Defect]:
+    """Defects of hand-written kernels no issue lists: another rounding mode of the final
+    conversion, formulas gone wrong, a result kept at a narrower precision."""
+    found = []
+    slopes = frozenset({"alpha-mismatch", "alpha-precision"})
+    if "float64" not in (src, out):
+        found += [Defect("rounding", "results truncated", {"rounding": "rtz"}),
+                  Defect("rounding", "ties away from zero", {"rounding": "rna"})]
+    if src == "float64":
+        found.append(Defect("input-precision", "computed in fp32",
+                            {"input_dtype": "float32", "opmath": "float32"}))
+    if info(src).bits == 16:  # hardware without arithmetic in T computes in the other 16-bit type
+        other = "bfloat16" if src == "float16" else "float16"
+        found.append(Defect("input-precision", f"inputs cast to {other}", {"input_dtype": other}))
+    if info(src).bits == 16 and out == "float32":
+        found.append(Defect("input-precision", f"result rounded to {src}, widened", {"result_dtype": src},
+                            excludes=slopes))
+    if direction == "forward":
+        found.append(Defect("formulation", "applied twice", {"formulation": "twice"}, excludes=slopes))
+        if alpha == 0:
+            found.append(Defect("formulation", "max(x, 0) at alpha 0", {"formulation": "relu"}))
+        return found
+    found += [Defect("formulation", "branches swapped", {"formulation": "swap_branches"}, excludes=slopes),
+              Defect("formulation", "dy and x swapped", {"formulation": "swap_operands"},
+                     excludes=frozenset({"*"})),
+              Defect("nan-gradient", "NaN at NaN", {"nan_grad": "nan"})]
+    if alpha < 0:
+        found.append(Defect("formulation", "gradient from y > 0", {"grad_rule": "result"}))
     return found
 
 
@@ -155,7 +193,59 @@ def _garble(y: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
+def _stale(rng: np.random.Generator, n: int, *, alone: bool) -> Defect:
+    """A block away from the tail (a tile, a row) or every k-th element, holding zeros, the
+    block before's results, or garbage; ``alone``, also a whole output shifted by a few
+    elements."""
+    if alone and rng.random() < 0.3:
+        k = int(rng.choice([-16, -8, -1, 1, 2, 8, 32]))
+        return Defect("stale-block", f"output shifted by {k}", shift=k)
+    if rng.random() < 0.5:
+        k = int(rng.integers(16, n // 8))  # a tile or a row: one wrong element proves no position
+        start = int(rng.integers(0, n - 2 * k + 1))
+        fill = str(rng.choice(["zeros", "garbage"] + (["previous"] if start >= k else [])))
+        return Defect("stale-block", f"stale block [{start}, {start + k}) ({fill})", block=(start, start + k, 1),
+                      fill=fill)
+    step = int(rng.choice([3, 4, 7, 8, 16]))  # every 2nd is half the tensor: no position is proved
+    offset = int(rng.integers(0, step))
+    fill = str(rng.choice(["zeros", "garbage"]))
+    return Defect("stale-block", f"every {step}th element from {offset} ({fill})", block=(offset, n, step),
+                  fill=fill)
+
+
+def _relocated(actual: np.ndarray, golden: np.ndarray, defect: Defect,
+               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``actual`` with a location defect applied, and the elements it overwrote."""
+    if defect.shift:
+        k = defect.shift
+        out = np.zeros_like(actual)
+        if k > 0:
+            out[k:] = actual[:-k]
+        else:
+            out[:k] = actual[-k:]
+        return out, np.arange(actual.size)
+    if not defect.block:
+        return _garble(actual, defect.tail, rng), np.arange(actual.size - defect.tail, actual.size)
+    start, stop, step = defect.block
+    where = np.arange(start, stop, step)
+    out = actual.copy()
+    if defect.fill == "zeros":  # a zero result keeps its sign: one flipped zero sign has many causes
+        kept = golden[where].astype(np.float64) == 0
+        out[where] = np.where(kept, golden[where], np.zeros((), actual.dtype))
+    elif defect.fill == "previous":
+        out[where] = golden[where - (stop - start)]
+    else:
+        out[where] = _garble(actual[where], where.size, rng)
+    return out, where
+
+
 # ----------------------------------------------------------------------------- cases
+
+def _stackable(a: Defect, b: Defect) -> bool:
+    if set(a.rule) & set(b.rule) or a.category == b.category or "*" in a.excludes | b.excludes:
+        return False
+    return a.category not in b.excludes and b.category not in a.excludes
+
 
 def _pick(rng: np.random.Generator, defects: list[Defect], count: int) -> list[Defect]:
     chosen: list[Defect] = []
@@ -163,7 +253,7 @@ def _pick(rng: np.random.Generator, defects: list[Defect], count: int) -> list[D
         return chosen
     for i in rng.permutation(len(defects)):
         d = defects[i]
-        if all(not (set(d.rule) & set(c.rule)) and d.category != c.category for c in chosen):
+        if all(_stackable(d, c) for c in chosen):
             chosen.append(d)
         if len(chosen) == count:
             break
@@ -187,6 +277,8 @@ def generate(seed: int, *, defects: Optional[int] = None, min_size: int = 0) -> 
     wanted = int(rng.choice([0, 1, 1, 1, 2, 2])) if defects is None else defects
     pool = catalogue(alpha=alpha, src=src, out=out, direction=direction)
     tail = _tail(rng, n) if rng.random() < 0.2 and wanted else None
+    if tail is None and wanted and n >= 1024 and rng.random() < 0.2:
+        tail = _stale(rng, n, alone=wanted == 1)
     planted = _pick(rng, pool, wanted - (tail is not None)) if wanted else []
     actual, accept = _plant(x, dy, alpha, out, golden, planted, tail, rng)
     chosen = tuple(planted) + ((tail,) if tail is not None else ())
@@ -210,13 +302,12 @@ def _plant(x, dy, alpha, out, golden, defects, tail, rng) -> tuple[np.ndarray, d
             cats += ("overflow", "spurious-nan")
         accept[int(i)] = cats
     if tail is not None:
-        garbled = _garble(actual, tail.tail, rng)
-        start = actual.size - tail.tail
-        for i in range(start, actual.size):
+        garbled, where = _relocated(actual, golden, tail, rng)
+        for i in where:
             if not _same(garbled[i:i + 1], golden[i:i + 1])[0]:
-                accept[i] = ("tail-block",)
+                accept[int(i)] = (tail.category,)
             else:
-                accept.pop(i, None)
+                accept.pop(int(i), None)
         actual = garbled
     return actual, accept
 

@@ -32,15 +32,17 @@ from typing import Literal, Optional, Union
 
 import numpy as np
 
-from conformance.dtypes import DTypeInfo, DTypeLike, info, is_nan, is_subnormal
+from conformance.dtypes import DTypeInfo, DTypeLike, from_bits, info, is_nan, is_subnormal, to_bits
 
-GradRule = Literal["gt", "ge", "max"]
-NanGrad = Literal["alpha", "dy", "zero", "dy*0"]
+GradRule = Literal["gt", "ge", "max", "result"]
+NanGrad = Literal["alpha", "dy", "zero", "dy*0", "nan"]
 Predicate = Literal["gt", "ge"]
 GradForm = Literal["select", "sum", "fma"]
-Formulation = Literal["select", "max", "min", "maxmin", "mask", "relu", "scale", "max_or_min"]
+Formulation = Literal["select", "max", "min", "maxmin", "mask", "relu", "scale", "max_or_min",
+                      "twice", "swap_branches", "swap_operands"]
 NanOperand = Literal["propagate", "x"]
 Saturate = Union[bool, Literal["inf"]]  # "inf": only the infinities clamp
+Rounding = Literal["rne", "rtz", "rna"]  # the final conversion: to nearest even, toward zero, half away
 SlopeDTypes = Optional[Union[DTypeLike, tuple[DTypeLike, ...]]]
 
 #: (input dtype, output dtype) pairs the reference computes.
@@ -176,8 +178,8 @@ def _negative_side(v: np.ndarray, alpha: float, out: DTypeInfo, *,
     """``alpha * v`` rounded to ``out``, directly or through an opmath dtype."""
     if opmath is None:
         return scale_exact(v, alpha, out)
-    mid = info(opmath)
-    return cast_exact(scale_exact(v, effective_slope(alpha, slope_dtype=mid), mid), out)
+    mid = info(opmath)  # the operand is converted to opmath too (a no-op unless v is wider)
+    return cast_exact(scale_exact(cast_exact(v, mid), effective_slope(alpha, slope_dtype=mid), mid), out)
 
 
 def _flush_product(neg: np.ndarray, v: np.ndarray, alpha: float, out: DTypeInfo) -> np.ndarray:
@@ -275,11 +277,13 @@ def _nan_as_computed_wide(y: np.ndarray, v: np.ndarray, alpha: float, *, take_v:
 
 def _narrowed(v: np.ndarray, input_dtype: Optional[DTypeLike]) -> np.ndarray:
     """``v`` rounded to ``input_dtype`` (overflow to inf) and widened back: a kernel that
-    narrows its operands before computing.  None leaves ``v`` as it is."""
+    narrows its operands before computing.  None leaves ``v`` as it is.  A 16-bit ``v``
+    (rounded to the other 16-bit dtype, whose range or precision differs) comes back as
+    float32, which holds both exactly."""
     if input_dtype is None:
         return v
     narrow = round_float64(v.astype(np.float64), info(input_dtype))
-    return cast_exact(narrow, info(v.dtype))
+    return cast_exact(narrow, info("float32" if info(v.dtype).bits == 16 else v.dtype))
 
 
 def _chunked(fn, *arrays: np.ndarray, out: DTypeInfo) -> np.ndarray:
@@ -294,12 +298,59 @@ def _chunked(fn, *arrays: np.ndarray, out: DTypeInfo) -> np.ndarray:
     return result.reshape(shape)
 
 
+def _unrounded(v: np.ndarray, alpha: float, *, take: np.ndarray,
+               opmath: Optional[DTypeLike]) -> np.ndarray:
+    """The value a select's final conversion rounds, in float64: ``v`` where ``take``, else
+    ``alpha*v`` rounded to odd in float64 (which any rounding to 24 bits or fewer rounds as
+    it would the exact product), or the opmath product (exact in float64)."""
+    if info(v.dtype).bits > 32:
+        raise ValueError("a directed rounding of the result is modelled for inputs of at most 32 bits")
+    w = v.astype(np.float64)
+    if opmath is not None:
+        mid = info(opmath)
+        prod = scale_exact(cast_exact(v, mid), effective_slope(alpha, slope_dtype=mid), mid).astype(np.float64)
+    else:
+        prod = w * alpha
+        finite = np.isfinite(prod)
+        prod[finite] = _round_to_odd_product(w[finite], alpha)
+    return np.where(take, w, prod)
+
+
+def round_directed(v: np.ndarray, out: DTypeInfo, rounding: Rounding) -> np.ndarray:
+    """float64 ``v`` (exact, or rounded to odd with at least 2 more bits than ``out``)
+    rounded to ``out`` toward zero (``rtz``) or to nearest, ties away from zero (``rna``)."""
+    r = round_float64(v, out)
+    if rounding == "rne":
+        return r
+    bits = to_bits(r).astype(np.int64)
+    mag, w = np.abs(r.astype(np.float64)), np.abs(v)
+    if rounding == "rtz":
+        step = np.where(np.isfinite(v) & ~np.isnan(v) & (mag > w), -1, 0)
+    else:
+        away = np.abs(from_bits((bits + 1).astype(out.uint), out.dtype).astype(np.float64))
+        step = np.where(np.isfinite(mag) & (w == (mag + away) / 2), 1, 0)
+    return from_bits((bits + step).astype(out.uint), out.dtype)
+
+
+def _rerounded(y: np.ndarray, v: np.ndarray, alpha: float, out: DTypeInfo, *, take: np.ndarray,
+               opmath: Optional[DTypeLike], rounding: Rounding) -> np.ndarray:
+    """``y`` with the select's final conversion done in ``rounding`` mode, where ``y`` is
+    that conversion's round-to-nearest result (a flush or clamp applied after it stays)."""
+    if rounding == "rne":
+        return y
+    pre = _unrounded(v, alpha, take=take, opmath=opmath)
+    nearest = round_float64(pre, out)
+    same = (to_bits(nearest) == to_bits(y)) & ~is_nan(y)
+    return np.where(same, round_directed(pre, out, rounding), y)
+
+
 def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = None,
                slope_dtype: SlopeDTypes = None, opmath: Optional[DTypeLike] = None,
                flush_subnormals: bool = False, saturate: Saturate = False,
                input_dtype: Optional[DTypeLike] = None, daz: bool = False, ftz: bool = False,
                predicate: Predicate = "gt", formulation: Formulation = "select",
-               nan_operand: NanOperand = "propagate") -> np.ndarray:
+               nan_operand: NanOperand = "propagate", rounding: Rounding = "rne",
+               result_dtype: Optional[DTypeLike] = None) -> np.ndarray:
     """Exact forward LeakyReLU; the keywords select the semantic variants.
 
     ``flush_subnormals`` is ``daz`` and ``ftz`` together.  ``daz`` reads subnormal inputs as
@@ -308,19 +359,40 @@ def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = 
     ``nan_operand="x"``: a max/min formulation returns ``x`` where the product is NaN
     (``x = ±inf`` with alpha 0), as a compare-select ``a > b ? a : b`` does (Eigen's
     ``cwiseMax`` in Paddle, MindSpore's CPU Maximum); ``propagate`` is ``np.maximum``.
+    ``formulation="twice"``: LeakyReLU applied to its own result (slope a*a, rounded twice).
+    ``rounding``: the final conversion to the output dtype rounds to nearest even (``rne``),
+    toward zero (``rtz``: truncation, so overflow gives ±max) or half away from zero
+    (``rna``).  ``result_dtype``: the result is rounded to that dtype, then converted to
+    the output dtype (an fp16 kernel's result widened to float32).
     Under ``daz`` a max/min formulation reads x as zero too (x86 MAXPS/MINPS, measured on
     MindSpore's fp32 CPU kernels), so a subnormal x gives a zero of its sign.
     """
+    if result_dtype is not None:
+        narrow = leaky_relu(x, alpha, out_dtype=result_dtype, slope_dtype=slope_dtype, opmath=opmath,
+                            flush_subnormals=flush_subnormals, saturate=saturate, input_dtype=input_dtype,
+                            daz=daz, ftz=ftz, predicate=predicate, formulation=formulation,
+                            nan_operand=nan_operand, rounding=rounding)
+        return cast_exact(narrow, resolve_pair(np.asarray(x).dtype, out_dtype)[1])
+    _, out = resolve_pair(np.asarray(x).dtype, out_dtype)
     x = _narrowed(np.asarray(x), input_dtype)
-    _, out = resolve_pair(x.dtype, out_dtype)
     a = effective_slope(check_alpha(alpha), slope_dtype=slope_dtype)
     daz, ftz = daz or flush_subnormals, ftz or flush_subnormals
 
     def one(xs: np.ndarray) -> np.ndarray:
         compared = flush_to_zero(xs) if daz else xs
-        return _select(xs, a, out, opmath=opmath, daz=daz, ftz=ftz, saturate=saturate,
-                       take_v=_take(compared, predicate), formulation=formulation,
-                       nan_operand=nan_operand)
+        take = _take(compared, predicate)
+        if formulation == "twice":  # the first pass's result, in the output dtype, goes in again
+            first = _rerounded(_select(xs, a, out, opmath=opmath, daz=daz, ftz=ftz, saturate=False,
+                                       take_v=take), xs, a, out, take=take, opmath=opmath, rounding=rounding)
+            return one_pass(first, flush_to_zero(first) if daz else first)
+        return one_pass(xs, compared)
+
+    def one_pass(xs: np.ndarray, compared: np.ndarray) -> np.ndarray:
+        take = _take(compared, predicate)
+        y = _select(xs, a, out, opmath=opmath, daz=daz, ftz=ftz, saturate=saturate, take_v=take,
+                    formulation="select" if formulation == "twice" else formulation,
+                    nan_operand=nan_operand)
+        return _rerounded(y, xs, a, out, take=take, opmath=opmath, rounding=rounding)
 
     return _chunked(one, x, out=out)
 
@@ -396,6 +468,8 @@ def _nan_gradient(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, nan_grad: NanG
         return np.where(is_nan(xs), np.zeros((), out.dtype), dx)
     if nan_grad == "dy*0":
         return np.where(is_nan(xs), cast_exact(ds * np.zeros((), ds.dtype), out), dx)
+    if nan_grad == "nan":
+        return np.where(is_nan(xs), np.full((), np.nan, out.dtype), dx)
     return dx
 
 
@@ -406,7 +480,8 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
                         grad_rule: GradRule = "gt", nan_grad: NanGrad = "alpha",
                         input_dtype: Optional[DTypeLike] = None, daz: bool = False,
                         ftz: bool = False, formulation: Formulation = "select",
-                        grad_form: GradForm = "select") -> np.ndarray:
+                        grad_form: GradForm = "select", rounding: Rounding = "rne",
+                        result_dtype: Optional[DTypeLike] = None) -> np.ndarray:
     """Exact ``dx = dy if x > 0 else alpha*dy``; x = +/-0 and NaN take ``alpha*dy``.
 
     ``grad_rule``: ``gt`` (golden), ``ge`` (dx = dy at x == 0) or ``max`` (the gradient of
@@ -415,24 +490,43 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
     ``formulation="relu"`` is a plain ReLU's gradient (+0 where x <= 0).  ``grad_form="sum"``
     is autodiff through ``where(c, x, a*x)``: ``where(c, dy, 0) + a*where(c, 0, dy)`` (JAX),
     which differs from a select only in the sign of zeros; ``grad_form="fma"`` is that sum
-    contracted to one fused multiply-add (XLA:CPU's fused kernel)."""
+    contracted to one fused multiply-add (XLA:CPU's fused kernel).  ``grad_rule="result"``
+    selects on the forward result ``y > 0`` (y in x's dtype), as a kernel that keeps only
+    y does: wrong for alpha < 0.  ``formulation``: ``swap_branches`` gives ``a*dy`` where
+    x > 0 and ``dy`` elsewhere, ``swap_operands`` passes x and dy the other way round.
+    ``nan_grad="nan"`` gives NaN at x = NaN.  ``rounding`` and ``result_dtype`` as in
+    :func:`leaky_relu`."""
+    if result_dtype is not None:
+        narrow = leaky_relu_backward(dy, x, alpha, out_dtype=result_dtype, slope_dtype=slope_dtype,
+                                     opmath=opmath, flush_subnormals=flush_subnormals, saturate=saturate,
+                                     grad_rule=grad_rule, nan_grad=nan_grad, input_dtype=input_dtype,
+                                     daz=daz, ftz=ftz, formulation=formulation, grad_form=grad_form,
+                                     rounding=rounding)
+        return cast_exact(narrow, resolve_pair(np.asarray(x).dtype, out_dtype)[1])
+    if formulation == "swap_operands":
+        dy, x, formulation = x, dy, "select"
+    _, out = resolve_pair(np.asarray(x).dtype, out_dtype)
     dy, x = _narrowed(np.asarray(dy), input_dtype), _narrowed(np.asarray(x), input_dtype)
     if dy.shape != x.shape or dy.dtype != x.dtype:
         raise ValueError(f"dy and x must match: got {dy.dtype}{dy.shape} and {x.dtype}{x.shape}")
-    _, out = resolve_pair(x.dtype, out_dtype)
     a = effective_slope(check_alpha(alpha), slope_dtype=slope_dtype)
     daz, ftz = daz or flush_subnormals, ftz or flush_subnormals
 
     def one(ds: np.ndarray, xs: np.ndarray) -> np.ndarray:
         compared = flush_to_zero(xs) if daz else xs  # DAZ applies to the comparison
+        if grad_rule == "result":  # y in x's dtype (a may be a rounded slope that overflowed)
+            compared = np.where(compared > 0, compared, scale_exact(compared, a, info(compared.dtype)))
         take = _take(compared, "ge" if grad_rule == "ge" else "gt")
         if formulation == "scale":
             take = np.zeros(take.shape, dtype=bool)
+        if formulation == "swap_branches":
+            take = ~take
         if nan_grad == "dy":
             take = take | is_nan(xs)
         if formulation == "relu":
             return np.where(take, cast_exact(ds, out), np.zeros((), out.dtype))
         dx = _select(ds, a, out, opmath=opmath, daz=daz, ftz=ftz, saturate=False, take_v=take)
+        dx = _rerounded(dx, ds, a, out, take=take, opmath=opmath, rounding=rounding)
         if grad_form == "sum":
             dx = _branch_sum(flush_to_zero(dx) if daz else dx, take, a, out)  # the add reads dy
         elif grad_form == "fma":

@@ -137,6 +137,37 @@ _FORMULAS = {"max": "max(x, a*x)", "min": "min(x, a*x)", "maxmin": "max(x, 0) + 
              "mask": "x*m + a*x*(1-m) with m = (x > 0)", "scale": "a*x on both sides (no select)"}
 
 
+def _more_formulations(alpha: float, direction: str) -> list[Rule]:
+    """Formulas a hand-written kernel gets wrong in ways that show only for some alphas or values."""
+    if direction == "backward":
+        return [rule("formulation", "branches swapped: dx = a*dy where x > 0 and dy elsewhere (the "
+                     "gradient of min(x, a*x))", {"formula": "x > 0 ? a*dy : dy"}, formulation="swap_branches"),
+                rule("formulation", "dy and x passed the other way round: dx = x where dy > 0, else a*x",
+                     {"formula": "dy > 0 ? x : a*x"}, formulation="swap_operands"),
+                rule("formulation", "the gradient selected on the forward result y > 0 instead of x > 0 "
+                     "(a kernel that keeps only y; wrong for a < 0)", {"formula": "y > 0 ? dy : a*dy"},
+                     grad_rule="result")]
+    out = [rule("formulation", "LeakyReLU applied twice: the negative side is a*(a*x), rounded twice",
+                {"formula": "f(f(x))", "effective_alpha": alpha * alpha}, formulation="twice"),
+           rule("formulation", "selected with x >= 0 instead of x > 0 (x = -0 passes through)",
+                {"formula": "x >= 0 ? x : a*x"}, reach="zero", predicate="ge")]
+    if alpha == 0:  # a zero slope asked for: max(x, 0) is another formula, not another slope
+        out.append(rule("formulation", "computed as max(x, 0) (plain ReLU: +0 for every negative x, "
+                        "and -inf gives 0 instead of NaN)", {"formula": "max(x, 0)"}, formulation="relu"))
+    return out
+
+
+def _rounding_rules(dtypes: tuple[str, str]) -> list[Rule]:
+    """The result's final conversion rounded in another mode (modelled for inputs of at most
+    32 bits and outputs narrower than float64)."""
+    if "float64" in dtypes:
+        return []
+    return [rule("rounding", "results rounded toward zero (truncated) instead of to nearest even, so "
+                 "an overflow gives ±max", {"rounding": "toward zero"}, rounding="rtz"),
+            rule("rounding", "results rounded to nearest with ties away from zero instead of ties to even",
+                 {"rounding": "half away from zero"}, rounding="rna")]
+
+
 def _formulation_rules(direction: str) -> list[Rule]:
     if direction == "backward":
         # MindSpore's own graph first: where both predict the same, the stack keeps it, and a
@@ -225,17 +256,44 @@ def _gradient_rules() -> list[Rule]:
              reach="nan", nan_grad="zero"),
         rule("nan-gradient", "backward at x = NaN gave dy*0 (a zero with dy's sign, Paddle) instead "
              "of alpha*dy", {"nan_grad": "dy*0"}, reach="nan", nan_grad="dy*0"),
+        rule("nan-gradient", "backward at x = NaN gave NaN (x's NaN propagated) instead of alpha*dy",
+             {"nan_grad": "nan"}, reach="nan", nan_grad="nan"),
     ]
 
 
-def _input_rules(dtypes: tuple[str, str]) -> list[Rule]:
-    if dtypes[0] not in ("float32", "float64"):
+def _widened_rules(dtypes: tuple[str, str]) -> list[Rule]:
+    """A 16-bit kernel whose result is widened: computed in the input dtype, then converted."""
+    src, out = dtypes
+    if info(src).bits != 16 or out != "float32":
         return []
+    return [rule("input-precision", f"result rounded to {src} (the input dtype), then widened to {out}",
+                 {"result_dtype": src}, result_dtype=src),
+            rule("input-precision", f"computed in float32, rounded to {src} (the input dtype), then widened "
+                 f"to {out}", {"result_dtype": src, "opmath": "float32"}, result_dtype=src, opmath="float32"),
+            rule("input-precision", f"computed in {src} (the input dtype: slope, product and result), then "
+                 f"widened to {out}", {"result_dtype": src, "slope_dtype": src}, result_dtype=src,
+                 slope_dtype=src)]
+
+
+def _input_rules(dtypes: tuple[str, str]) -> list[Rule]:
+    if dtypes[0] not in ("float32", "float64"):  # a 16-bit kernel may compute in the other 16-bit type
+        narrow: tuple[str, ...] = tuple(n for n in ("float16", "bfloat16") if n != dtypes[0])
+        return _widened_rules(dtypes) + _narrowed_rules(narrow)
+    narrow = ("float16", "bfloat16") + (("float32",) if dtypes[0] == "float64" else ())
+    rules = _narrowed_rules(narrow)
+    if dtypes[0] == "float64":
+        rules.insert(len(narrow), rule("input-precision", "the product computed in float32 (slope and product "
+                                       "rounded to float32, as C's float * float), the positive side kept",
+                                       {"compute_dtype": "float32"}, opmath="float32"))
+    return rules
+
+
+def _narrowed_rules(narrow: tuple[str, ...]) -> list[Rule]:
+    """Inputs rounded to each of ``narrow``, then the whole computation in it."""
     narrowed = [rule("input-precision", f"inputs rounded to {n} before computing (precision lost)",
-                     {"input_dtype": n}, input_dtype=n) for n in ("float16", "bfloat16")]
+                     {"input_dtype": n}, input_dtype=n) for n in narrow]
     return narrowed + [rule("input-precision", f"computed in {n}: inputs, slope and product rounded to {n}",
-                            {"input_dtype": n, "compute_dtype": n}, input_dtype=n, opmath=n)
-                       for n in ("float16", "bfloat16")]
+                            {"input_dtype": n, "compute_dtype": n}, input_dtype=n, opmath=n) for n in narrow]
 
 
 def _neutral_rules(dtypes: tuple[str, str]) -> list[Rule]:
@@ -247,11 +305,13 @@ def _neutral_rules(dtypes: tuple[str, str]) -> list[Rule]:
 def catalogue(*, alpha: float, direction: str, dtypes: tuple[str, str],
               estimates: list[float]) -> list[Rule]:
     """Every rule worth trying on a batch: neutral context first (a tie with it is no
-    evidence for a category), then in the registry's order of categories."""
+    evidence for a category), then in the registry's order of categories, then the formulas
+    and rounding modes of hand-written kernels (on a tie, with a few elements, the rule
+    named first is the narrower one; the others are reported as equally good)."""
     rules = (_neutral_rules(dtypes) + _input_rules(dtypes) + _alpha_rules(alpha, dtypes, estimates)
              + _relu_rule(alpha, direction)
              + _precision_rules(alpha, dtypes) + _formulation_rules(direction) + _flush_rules(direction)
              + _saturation_rules(dtypes))
     if direction == "backward":
         rules += _gradient_rules()
-    return rules
+    return rules + _more_formulations(alpha, direction) + _rounding_rules(dtypes)

@@ -28,10 +28,10 @@ from typing import Any, Optional
 import numpy as np
 
 from conformance import categories
-from conformance.dtypes import info, is_nan, is_subnormal, to_bits, ulp_distance
+from conformance.dtypes import info, is_nan, is_subnormal, ordered, to_bits, ulp_distance
 from conformance.records import Hazard, TileLayout
 from conformance.reference import golden as ref
-from conformance.report.candidates import Rule, catalogue
+from conformance.report.candidates import Rule, catalogue, slope_dtypes
 from conformance.report.metrics import match_mask
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -165,10 +165,15 @@ def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = 
     state = _State(np.asarray(mismatches, dtype=np.int64))
     _hazards(batch, state, hazards)
     with np.errstate(all="ignore"):
+        if state.remaining.size:  # a shift is proved element by element, before chance matches
+            _shifted(batch, state, _beyond_rounding(batch, state.remaining))
         if state.remaining.size:
             _semantics(batch, state)
         _tail(batch, state, layout)
+        _blocks(batch, state)
         _value_classes(batch, state)
+    if len({c.category for c in state.claims}) < len(state.claims):  # a rule's rounding and the residue's
+        return _merge_claims(state.claims)
     return state.claims
 
 
@@ -555,6 +560,13 @@ def _grow(sel: _Selector, node: _Stack, cands: list[Rule]) -> list[_Stack]:
     return out.items()
 
 
+def _tie_bits(pred: np.ndarray) -> np.ndarray:
+    """A prediction's bits with every NaN alike: two rules that differ only in NaN payloads
+    (a select's NaN against max's) predict the same values, so they tie."""
+    nan = is_nan(pred)
+    return to_bits(np.where(nan, np.full((), np.nan, pred.dtype), pred) if nan.any() else pred)
+
+
 class _ByPrediction:
     """Stacks keyed by their prediction's bits, in the order they were added.  A strided
     sample of the bits finds the candidates; the whole prediction decides (a large
@@ -566,14 +578,14 @@ class _ByPrediction:
 
     @staticmethod
     def _fingerprint(pred: np.ndarray) -> tuple:
-        bits = to_bits(pred)
+        bits = _tie_bits(pred)
         step = max(1, bits.size >> 13)
         return pred.dtype.str, bits.size, bits[::step].tobytes()
 
     def get(self, pred: np.ndarray) -> Optional[_Stack]:
-        bits = to_bits(pred)
+        bits = _tie_bits(pred)
         for stack in self._by.get(self._fingerprint(pred), ()):
-            if stack.pred is pred or np.array_equal(to_bits(stack.pred), bits):
+            if stack.pred is pred or np.array_equal(_tie_bits(stack.pred), bits):
                 return stack
         return None
 
@@ -591,8 +603,13 @@ def _bound(stack: _Stack) -> float:
 
 
 def _keep(grown: list[_Stack]) -> list[_Stack]:
-    """The beam: the shortest descriptions, and the stacks reproducing most mismatches."""
-    short = sorted(grown, key=lambda s: s.length)[:BEAM]
+    """The beam: the shortest descriptions, one per set of categories (ten slopes of one
+    category must not crowd out a second cause that only with a third is right), and the
+    stacks reproducing most mismatches."""
+    by_kind: dict = {}
+    for s in sorted(grown, key=lambda s: s.length):
+        by_kind.setdefault(tuple(sorted(str(r.category) for r in s.rules)), s)
+    short = list(by_kind.values())[:BEAM]
     wide = [s for s in sorted(grown, key=lambda s: (-s.right, s.length)) if s not in short][:BEAM - 1]
     return short + wide
 
@@ -737,6 +754,8 @@ def _extra_detail(sel: _Selector, r: Rule, hits: np.ndarray, stack: list[Rule], 
             tiny = tiny | is_subnormal(batch.dy[hits])
         return {"subnormal_inputs": int(tiny.sum()),
                 "subnormal_outputs": int(is_subnormal(batch.golden[hits]).sum())}
+    if r.category == "rounding":
+        return {"max_ulp": _max_ulp(batch, hits) if hits.size else 0}
     if r.category == "saturation":
         g = batch.golden[hits]
         before = sel.whole(stack[:i] + stack[i + 1:])
@@ -890,8 +909,9 @@ def _last_elements(batch: Batch, state: _State, rest: np.ndarray) -> None:
     wrong elements that ends the tensor and holds every error no value class names."""
     n = batch.tensor_size
     if rest.size and _dense_end(batch.flat(rest), n) and _position_proved(batch, rest):
-        lo = int(batch.flat(rest).min())
-        _claim_end(batch, state, state.remaining[batch.flat(state.remaining) >= lo], n, proved=True)
+        wrong = batch.flat(state.remaining)  # the run of wrong elements it starts, zero signs included
+        lo = _run_start(wrong, int(batch.flat(rest).min()))
+        _claim_end(batch, state, state.remaining[wrong >= lo], n, proved=True)
         return
     odd = rest[~_value_class(batch, rest)]
     if odd.size == 0:
@@ -905,8 +925,11 @@ def _last_elements(batch: Batch, state: _State, rest: np.ndarray) -> None:
 
 
 def _dense_end(rest: np.ndarray, n: int) -> bool:
+    """The errors fill at least half of the end they span, and that end is no longer than
+    the clean part before it (a tail leaves most of the tensor right; errors spread over
+    nearly all of it are a value defect, not a position)."""
     lo = int(rest.min())
-    return lo > 0 and 2 * rest.size >= n - lo
+    return lo > 0 and 2 * rest.size >= n - lo and n - lo <= lo
 
 
 def _run_start(remaining: np.ndarray, lo: int) -> int:
@@ -945,6 +968,134 @@ def _value_class(batch: Batch, index: np.ndarray) -> np.ndarray:
     """Elements a value class (overflow, NaN, signed zero) names."""
     masks = _classes(batch.actual[index], batch.golden[index])[:4]
     return np.logical_or.reduce([m for _, m, _ in masks])
+
+
+def _blocks(batch: Batch, state: _State) -> None:
+    """Errors beyond 1-ULP residue that fill one contiguous block, or every k-th element of
+    a range, away from the tail, where the same kinds of input elsewhere are right, are
+    ``stale-block``: the position, not the value, is what differs (a tile never written or
+    written from the wrong buffer, a row, a stride of one lane)."""
+    rest = _beyond_rounding(batch, state.remaining)
+    if rest.size < 2:
+        return
+    flat, wrong = batch.flat(rest), batch.flat(state.remaining)
+    step = int(np.gcd.reduce(np.diff(flat))) if rest.size >= 3 else 1
+    step = step if step > 1 else 1
+    lo, hi = _grown(wrong, int(flat.min()), int(flat.max()), step)  # its edges may be zero signs
+    pos = batch.flat(np.arange(batch.x.size))
+    inside = (pos >= lo) & (pos < hi) & ((pos - lo) % step == 0)
+    slots, n = (hi - 1 - lo) // step + 1, batch.tensor_size
+    hidden = int((inside & (_comparable(batch.golden) == 0) & (_comparable(batch.actual) == 0)).sum())
+    if 2 * int(inside[state.remaining].sum()) < slots - hidden or 2 * slots > n:
+        return  # (a zero result is invisible under a block of zeros)
+    if rest.size < (_STRIDE_EVIDENCE if step > 1 else _BLOCK_EVIDENCE):
+        return  # a few leftovers line up by chance
+    kinds = _kinds(batch.x)
+    if 2 * int(np.isin(kinds[rest], kinds[~inside]).sum()) < rest.size or _sorted_inputs(batch.x[rest]):
+        return  # inputs of kinds seen nowhere else, or sorted: a value defect may explain it
+    index = state.remaining[inside[state.remaining]]
+    where = f"[{lo}, {hi})" if step == 1 else f"every {step}th element of [{lo}, {hi})"
+    state.claim(Claim(
+        "stale-block", index, index.size,
+        f"the remaining errors fill {where} ({_stale_values(batch, index)}); the same kinds of "
+        "input elsewhere are right",
+        {"start": lo, "stop": hi, "step": step, "explained": int(index.size), "contradicted": 0}))
+
+
+_SHIFTS = np.array([k for k in range(-64, 65) if k])  # an output offset by up to 64 elements
+
+
+def _shifted(batch: Batch, state: _State, rest: np.ndarray) -> bool:
+    """An output written k elements off: element i holds the exact result of element i - k
+    (proved by the values themselves).  Claims those elements, and the k at the edge that
+    have no source, as ``stale-block``."""
+    n = batch.golden.size
+    if batch.where is not None or rest.size < 4 or 2 * int(rest[-1] - rest[0] + 1) < n:
+        return False  # a shift moves the whole output; a copied block is a block or a tail
+    if _sorted_inputs(batch.x[rest]):
+        return False  # over sorted inputs a neighbour's result is a value a few ULP away
+    a = _comparable(batch.actual[rest])
+    telling = rest[np.isfinite(a) & (a != 0)]  # a zero or NaN matches some neighbour by chance
+    if telling.size < 4:
+        return False
+    pick = telling[np.linspace(0, telling.size - 1, min(telling.size, 256)).astype(np.int64)]
+    src = pick[None, :] - _SHIFTS[:, None]
+    ok = (src >= 0) & (src < n)
+    hits = np.array([match_mask(batch.actual[pick[o]], batch.golden[s[o]]).sum()
+                     for s, o in zip(src, ok)])
+    best = int(np.argmax(hits))
+    k = int(_SHIFTS[best])
+    if 10 * hits[best] < 9 * pick.size:
+        return False
+    rem = state.remaining
+    src = rem - k
+    inside = (src >= 0) & (src < n)
+    moved = np.zeros(rem.size, dtype=bool)
+    moved[inside] = match_mask(batch.actual[rem[inside]], batch.golden[src[inside]])
+    index = rem[moved | ~inside]
+    if 10 * int(np.isin(rest, index).sum()) < 9 * rest.size:
+        return False
+    state.claim(Claim(
+        "stale-block", index, index.size,
+        f"the output is shifted: element i holds the result of element i{-k:+d} (written {abs(k)} "
+        f"element{'s' if abs(k) > 1 else ''} {'late' if k > 0 else 'early'})",
+        {"shift": k, "explained": int(index.size), "contradicted": 0}))
+    return True
+
+
+def _sorted_inputs(x: np.ndarray) -> bool:
+    """Inputs that rise or fall with the position (an enumeration of bit patterns, a
+    linspace): there the position and the value cannot be told apart."""
+    for key in (to_bits(x).astype(np.int64), ordered(x)):
+        step = np.diff(key)
+        if (step >= 0).all() or (step <= 0).all():
+            return True
+    return False
+
+
+_BLOCK_EVIDENCE, _STRIDE_EVIDENCE = 4, 8  # errors a block / a stride needs before it is one
+_GAP = 3  # slots a block's edge may skip (elements a stale value happens to get right)
+
+
+def _grown(wrong: np.ndarray, first: int, last: int, step: int) -> tuple[int, int]:
+    """[lo, hi) from ``first`` to ``last``, grown by ``step`` while one of the next few slots
+    on either side is wrong too (``wrong``: ascending flat indices)."""
+    def has(i: int) -> bool:
+        at = int(np.searchsorted(wrong, i))
+        return i >= 0 and at < wrong.size and int(wrong[at]) == i
+
+    def edge(i: int, sign: int) -> int:
+        while True:
+            nxt = next((i + sign * k * step for k in range(1, _GAP + 1) if has(i + sign * k * step)), None)
+            if nxt is None:
+                return i
+            i = nxt
+
+    return edge(first, -1), edge(last, 1) + 1
+
+
+def _stale_values(batch: Batch, index: np.ndarray) -> str:
+    """What the wrong elements hold: zeros, or another block's exact results."""
+    a = batch.actual[index]
+    if (_comparable(a) == 0).all():
+        return "zeros"
+    if batch.where is None:
+        span = int(index.max() - index.min()) + 1
+        for shift in (span, -span):
+            src = index - shift
+            if src.min() >= 0 and src.max() < batch.golden.size and match_mask(a, batch.golden[src]).all():
+                return f"the results of the elements {abs(shift)} {'before' if shift > 0 else 'after'}"
+    slopes, normal, negative = _slopes(batch, index)
+    ratio, negative = slopes[normal], negative[normal]
+    if negative.any():  # a per-block parameter: this block's negative side has its own slope
+        c = float(np.median(ratio[negative]))
+        for digits in range(1, 8):
+            slope = float(f"{c:.{digits}g}")
+            for held in (None, *slope_dtypes(batch.dtypes)):  # exact, or held in a narrower dtype
+                y = batch.variant(index, alpha=slope, slope_dtype=held)
+                if 10 * int(match_mask(y, a).sum()) >= 9 * index.size:
+                    return f"computed with slope {slope!r}" + (f" held as {held}" if held else "")
+    return "other values"
 
 
 # ----------------------------------------------------------------------------- value classes

@@ -1,0 +1,380 @@
+"""Triage on more defects no issue lists: other rounding modes, formulas a hand-written
+kernel gets wrong, results kept at the input's precision.
+
+Each defect is made with plain numpy/ml_dtypes (not with the golden variant that names
+it); the expected count is the number of elements the defect changed, counted
+independently.  Each class also has a clean counterpart that must give no finding.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from conformance.dtypes import all_patterns, from_bits, info, is_nan, to_bits
+from conformance.records import BackendResult
+from conformance.reference import golden as ref
+from conformance.report.evaluate import Row, evaluate
+from conformance.report.gate import GateConfig
+from tests.helpers import run_cli
+from tests.test_triage import counts, differs
+
+F16 = all_patterns("float16")
+BF16 = all_patterns("bfloat16")
+DY16 = np.random.default_rng(3).permutation(F16)
+
+
+def _f32_specials() -> np.ndarray:
+    bits = np.random.default_rng(7).integers(0, 1 << 32, 20000, dtype=np.uint64).astype(np.uint32)
+    extra = np.float32([0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 7e4, -7e4, 1e5, 65519, -65520])
+    return np.concatenate([bits.view(np.float32), extra])
+
+
+X32 = _f32_specials()
+
+
+def _f32(v: np.ndarray, alpha: float) -> np.ndarray:
+    """torch's way: the product in float32 with a float32 slope."""
+    with np.errstate(all="ignore"):
+        return v.astype(np.float32) * np.float32(alpha)
+
+
+def _forward32(x: np.ndarray, alpha: float) -> np.ndarray:
+    return np.where(x.astype(np.float32) > 0, x.astype(np.float32), _f32(x, alpha))
+
+
+def _toward_zero(exact: np.ndarray, dtype: str) -> np.ndarray:
+    """float64 values truncated to ``dtype``: nearest, then one step toward zero where that
+    went up in magnitude (inf included: a truncating cast saturates)."""
+    near = ref.round_float64(exact, info(dtype))
+    bits = to_bits(near).astype(np.int64)
+    up = (np.abs(near.astype(np.float64)) > np.abs(exact)) & ~np.isnan(exact)
+    return from_bits((bits - up).astype(info(dtype).uint), dtype)
+
+
+def judge(x: np.ndarray, actual: np.ndarray, alpha: float, *, direction: str = "forward",
+          dy: np.ndarray | None = None, out_dtype: str | None = None) -> Row:
+    return evaluate(x, alpha, BackendResult(actual), direction=direction, dy=dy, out_dtype=out_dtype,
+                    backend="dump", config=GateConfig())
+
+
+def _named(row, category: str, text: str) -> None:
+    __tracebackhide__ = True
+    (finding,) = [f for f in row.findings if f.category == category]
+    assert text in finding.summary, finding.summary
+
+
+# ----------------------------------------------------------------------------- rounding modes
+
+def test_fp32_results_truncated_to_fp16_are_rounding_toward_zero() -> None:
+    """A conversion that truncates: every inexact result one step toward zero, and an overflow
+    gives ±65504 (not saturation: an input ±inf stays ±inf)."""
+    with np.errstate(all="ignore"):
+        exact = np.where(X32 > 0, X32.astype(np.float64), X32.astype(np.float64) * 0.2)
+    actual = _toward_zero(exact, "float16")
+    row = judge(X32, actual, 0.2, out_dtype="float16")
+    assert counts(row) == {"rounding": differs(actual, ref.leaky_relu(X32, 0.2, out_dtype="float16"))}
+    _named(row, "rounding", "toward zero")
+    assert row.verdict == "fail"  # an overflow that gives 65504 is outside every tolerance
+
+
+def test_fp32_results_stored_as_bf16_by_dropping_low_bits_are_rounding_toward_zero() -> None:
+    """A bf16 store that keeps the high 16 bits of the float32 result (no rounding)."""
+    y32 = _forward32(X32, 0.2)
+    actual = (y32.view(np.uint32) >> 16).astype(np.uint16).view(ml_dtypes.bfloat16)
+    row = judge(X32, actual, 0.2, out_dtype="bfloat16")
+    assert counts(row) == {"rounding": differs(actual, ref.leaky_relu(X32, 0.2, out_dtype="bfloat16"))}
+    _named(row, "rounding", "toward zero")
+
+
+def test_backward_gradients_truncated_to_bf16_are_rounding_toward_zero() -> None:
+    dy = np.random.default_rng(5).permutation(X32)
+    with np.errstate(all="ignore"):
+        d32 = np.where(X32 > 0, dy, dy * np.float32(0.01))
+    actual = (d32.view(np.uint32) >> 16).astype(np.uint16).view(ml_dtypes.bfloat16)
+    exact = ref.leaky_relu_backward(dy, X32, 0.01, out_dtype="bfloat16")
+    row = judge(X32, actual, 0.01, direction="backward", dy=dy, out_dtype="bfloat16")
+    assert counts(row) == {"rounding": differs(actual, exact)}  # not a slope of 0.00996
+    _named(row, "rounding", "toward zero")
+
+
+def test_ties_rounded_away_from_zero_are_named_as_such() -> None:
+    """alpha 1.5 makes many fp16 products exact ties; a round-half-away conversion moves
+    each one step away from zero."""
+    with np.errstate(all="ignore"):
+        exact = np.where(F16 > 0, F16.astype(np.float64), F16.astype(np.float64) * 1.5)
+    near = ref.round_float64(exact, info("float16"))
+    away = from_bits((to_bits(near).astype(np.int64) + 1).astype(np.uint16), "float16").astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        tie = np.isfinite(away) & (np.abs(exact) == (np.abs(near.astype(np.float64)) + np.abs(away)) / 2)
+    actual = np.where(tie, from_bits(to_bits(near) + 1, "float16"), near)
+    row = judge(F16, actual, 1.5)
+    assert counts(row) == {"rounding": differs(actual, ref.leaky_relu(F16, 1.5))}
+    _named(row, "rounding", "ties away from zero")
+
+
+# ----------------------------------------------------------------------------- formulas
+
+def test_leaky_relu_applied_twice_is_formulation_not_a_slope() -> None:
+    """f(f(x)): slope a*a on the negative side, rounded twice (a slope of 0.04 explains only
+    most of it)."""
+    once = np.where(F16 > 0, F16, _f32(F16, 0.2).astype(np.float16))
+    actual = np.where(once > 0, once, _f32(once, 0.2).astype(np.float16))
+    row = judge(F16, actual, 0.2)
+    assert counts(row) == {"formulation": differs(actual, ref.leaky_relu(F16, 0.2))}
+    _named(row, "formulation", "applied twice")
+
+
+def test_plain_relu_asked_for_with_alpha_zero_is_formulation() -> None:
+    """np.maximum(x, 0) for alpha 0: +0 where a*x is -0, and -inf gives 0 where -inf*0 is NaN."""
+    actual = np.maximum(F16, np.float16(0))
+    row = judge(F16, actual, 0.0)
+    assert counts(row) == {"formulation": differs(actual, ref.leaky_relu(F16, 0.0))}
+    _named(row, "formulation", "max(x, 0)")
+
+
+def test_select_on_x_ge_0_with_a_negative_slope_is_formulation_with_its_ties() -> None:
+    """x >= 0 differs from x > 0 only at ±0 (a*(±0) has the other sign for a < 0); max(x, a*x)
+    gives the same bits there, so both are reported."""
+    actual = np.where(F16 >= 0, F16, _f32(F16, -0.5).astype(np.float16))
+    row = judge(F16, actual, -0.5)
+    assert counts(row) == {"formulation": differs(actual, ref.leaky_relu(F16, -0.5))}
+    _named(row, "formulation", "x >= 0")
+
+
+def test_backward_with_swapped_branches_is_formulation() -> None:
+    actual = np.where(F16 > 0, _f32(DY16, 0.2).astype(np.float16), DY16)
+    row = judge(F16, actual, 0.2, direction="backward", dy=DY16)
+    assert counts(row) == {"formulation": differs(actual, ref.leaky_relu_backward(DY16, F16, 0.2))}
+    _named(row, "formulation", "branches swapped")
+
+
+def test_backward_with_dy_and_x_swapped_is_formulation_not_a_tail() -> None:
+    """Errors on nearly every element are a value defect, never "the last k elements"."""
+    actual = np.where(DY16 > 0, F16, _f32(F16, 0.2).astype(np.float16))
+    row = judge(F16, actual, 0.2, direction="backward", dy=DY16)
+    assert counts(row) == {"formulation": differs(actual, ref.leaky_relu_backward(DY16, F16, 0.2))}
+    _named(row, "formulation", "dy and x")
+
+
+@pytest.mark.parametrize("alpha", [-0.5, 0.2])
+def test_gradient_selected_on_the_result_is_formulation_for_negative_alpha_only(alpha: float) -> None:
+    """dx = dy where y > 0: the same as x > 0 unless alpha < 0 (then y > 0 for x < 0, and a
+    tiny x whose product rounds to 0 keeps a*dy)."""
+    y = np.where(F16 > 0, F16, _f32(F16, alpha).astype(np.float16))
+    actual = np.where(y > 0, DY16, _f32(DY16, alpha).astype(np.float16))
+    exact = ref.leaky_relu_backward(DY16, F16, alpha)
+    row = judge(F16, actual, alpha, direction="backward", dy=DY16)
+    if alpha > 0:
+        assert differs(actual, exact) == 0 and row.findings == ()
+        return
+    assert counts(row) == {"formulation": differs(actual, exact)}
+    _named(row, "formulation", "forward result y > 0")
+
+
+def test_backward_nan_x_giving_nan_is_nan_gradient() -> None:
+    """dx = dy * (y / x) style kernels propagate x's NaN into the gradient."""
+    actual = np.where(is_nan(F16), np.float16(np.nan), ref.leaky_relu_backward(DY16, F16, 0.2))
+    row = judge(F16, actual, 0.2, direction="backward", dy=DY16)
+    assert counts(row) == {"nan-gradient": differs(actual, ref.leaky_relu_backward(DY16, F16, 0.2))}
+    _named(row, "nan-gradient", "gave NaN")
+
+
+# ----------------------------------------------------------------------------- precision
+
+@pytest.mark.parametrize("src", ["float16", "bfloat16"])
+def test_a_16_bit_result_widened_to_fp32_is_input_precision(src: str) -> None:
+    """A 16-bit kernel (float32 math, rounded to T) whose result is then widened to float32."""
+    x = all_patterns(src)
+    actual = np.where(x.astype(np.float32) > 0, x.astype(np.float32),
+                      _f32(x, 0.3).astype(x.dtype).astype(np.float32))
+    row = judge(x, actual, 0.3, out_dtype="float32")
+    assert counts(row) == {"input-precision": differs(actual, ref.leaky_relu(x, 0.3, out_dtype="float32"))}
+    _named(row, "input-precision", f"rounded to {src}")
+
+
+def test_fp64_computed_in_fp32_is_input_precision() -> None:
+    """A float64 op served by a float32 kernel: x, slope and product rounded to float32."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(4000) * np.exp(rng.uniform(-80, 80, 4000))
+    x = np.concatenate([x, [0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -1e-310]])
+    actual = _forward32(x, 0.01).astype(np.float64)
+    row = judge(x, actual, 0.01)
+    assert counts(row) == {"input-precision": differs(actual, ref.leaky_relu(x, 0.01))}
+    _named(row, "input-precision", "float32")
+
+
+# ----------------------------------------------------------------------------- clean and CLI
+
+@pytest.mark.parametrize("src,out,alpha,direction", [
+    ("float32", "float16", 0.2, "forward"), ("float32", "bfloat16", 0.01, "backward"),
+    ("float16", "float16", 1.5, "forward"), ("float16", "float32", 0.3, "forward"),
+    ("float64", "float64", 0.0, "forward"), ("float16", "float16", -0.5, "backward")])
+def test_exact_outputs_give_no_finding(src: str, out: str, alpha: float, direction: str) -> None:
+    x = X32.astype(src) if src != "float16" else F16
+    dy = np.random.default_rng(5).permutation(x) if direction == "backward" else None
+    exact = (ref.leaky_relu(x, alpha, out_dtype=out) if dy is None
+             else ref.leaky_relu_backward(dy, x, alpha, out_dtype=out))
+    row = judge(x, exact, alpha, direction=direction, dy=dy, out_dtype=out)
+    assert row.findings == () and row.verdict == "pass"
+
+
+def test_compare_names_a_truncating_store_from_dumps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same through `conformance compare` on .npy dumps."""
+    with np.errstate(all="ignore"):
+        exact = np.where(X32 > 0, X32.astype(np.float64), X32.astype(np.float64) * 0.2)
+    np.save(tmp_path / "x.npy", X32)
+    np.save(tmp_path / "y.npy", _toward_zero(exact, "float16"))
+    result = run_cli(["compare", "--x", "x.npy", "--y", "y.npy", "--alpha", "0.2",
+                      "--json", "r.json", "-q"], capsys, cwd=tmp_path)
+    assert result.code == 1, result.text
+    text = (tmp_path / "r.json").read_text()
+    assert '"rounding"' in text and "toward zero" in text and '"unexplained"' not in text
+
+
+# ----------------------------------------------------------------------------- stale blocks
+
+def _exact32(alpha: float = 0.2) -> np.ndarray:
+    return ref.leaky_relu(X32, alpha)
+
+
+def test_every_kth_element_zero_is_stale_block() -> None:
+    """One lane of a vector never written back: every 7th result is 0."""
+    exact = _exact32()
+    actual = exact.copy()
+    actual[3::7] = 0
+    row = judge(X32, actual, 0.2)
+    assert counts(row) == {"stale-block": differs(actual, exact)}
+    _named(row, "stale-block", "every 7th element")
+
+
+def test_a_middle_tile_holding_the_previous_tiles_results_is_stale_block() -> None:
+    """A ping-pong buffer reused too early: tile 2 holds tile 1's results."""
+    exact = _exact32()
+    actual = exact.copy()
+    actual[4096:6144] = exact[2048:4096]
+    row = judge(X32, actual, 0.2)
+    assert counts(row) == {"stale-block": differs(actual, exact)}
+    _named(row, "stale-block", "the results of the elements 2048 before")
+
+
+def test_a_zeroed_row_of_a_matrix_is_stale_block() -> None:
+    x = X32[:20000].reshape(100, 200)
+    exact = ref.leaky_relu(x, 0.01)
+    actual = exact.copy()
+    actual[37] = 0
+    row = judge(x, actual, 0.01)
+    assert counts(row) == {"stale-block": differs(actual, exact)}
+    _named(row, "stale-block", "zeros")
+
+
+def test_a_value_defect_on_a_contiguous_range_of_patterns_is_not_stale_block() -> None:
+    """All fp16 patterns are sorted by bits, so x > 6 is one contiguous range; a clamp at 6
+    changes inputs of kinds found nowhere else, so no position is proved."""
+    actual = np.minimum(ref.leaky_relu(F16, 0.2), np.float16(6))
+    row = judge(F16, actual, 0.2)
+    assert "stale-block" not in counts(row)
+
+
+def test_a_defect_on_every_16th_bit_pattern_is_not_stale_block() -> None:
+    """Over an enumeration of bit patterns a stride is a mantissa bit, not a position: inputs
+    sorted along the stride prove nothing about the position."""
+    exact = ref.leaky_relu(F16, 0.2)
+    actual = exact.copy()
+    actual[5::16] = np.float16(1.0)
+    row = judge(F16, actual, 0.2)
+    assert "stale-block" not in counts(row)
+
+
+def test_the_generator_plants_the_unlisted_classes() -> None:
+    """selftest --generated covers these classes too (the aggregate test scores them)."""
+    from conformance.cases.defects import generate
+
+    names = {str(d) for s in range(600) for d in generate(s).defects}
+    for wanted in ("results truncated", "ties away from zero", "applied twice", "branches swapped",
+                   "dy and x swapped", "NaN at NaN", "computed in fp32", "stale block", "th element from",
+                   "output shifted"):
+        assert any(wanted in n for n in names), wanted
+
+
+def test_fp64_with_the_product_in_fp32_is_input_precision() -> None:
+    """C's ``x > 0 ? x : (float)x * alpha_f``: the positive side stays float64, the negative
+    side is a float32 product of the narrowed x."""
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal(4000) * np.exp(rng.uniform(-95, 80, 4000))
+    x = np.concatenate([x, [0.0, -0.0, np.inf, -np.inf, np.nan, -1e-310]])
+    with np.errstate(all="ignore"):
+        actual = np.where(x > 0, x, (x.astype(np.float32) * np.float32(0.01)).astype(np.float64))
+    row = judge(x, actual, 0.01)
+    assert counts(row) == {"input-precision": differs(actual, ref.leaky_relu(x, 0.01))}
+    _named(row, "input-precision", "product computed in float32")
+
+
+def test_an_output_written_one_element_late_is_stale_block_shifted() -> None:
+    exact = _exact32()
+    actual = np.concatenate([np.zeros(1, np.float32), exact[:-1]])
+    row = judge(X32, actual, 0.2)
+    assert counts(row) == {"stale-block": differs(actual, exact)}
+    _named(row, "stale-block", "holds the result of element i-1")
+
+
+def test_an_fp16_output_written_8_elements_early_is_shifted_edge_included() -> None:
+    x = np.random.default_rng(9).standard_normal(5000).astype(np.float16)
+    exact = ref.leaky_relu(x, 0.01)
+    actual = np.concatenate([exact[8:], np.zeros(8, np.float16)])
+    row = judge(x, actual, 0.01)
+    assert counts(row) == {"stale-block": differs(actual, exact)}
+    _named(row, "stale-block", "written 8 elements early")
+
+
+def test_a_row_with_its_own_slope_is_stale_block_that_names_the_slope() -> None:
+    """A per-channel parameter read from the wrong place: one row's negative side has slope 0.3."""
+    x = np.random.default_rng(10).standard_normal((64, 128)).astype(np.float32)
+    exact = ref.leaky_relu(x, 0.2)
+    actual = exact.copy()
+    actual[5] = np.where(x[5] > 0, x[5], x[5] * np.float32(0.3))
+    row = judge(x, actual, 0.2)
+    assert counts(row) == {"stale-block": differs(actual, exact)}
+    _named(row, "stale-block", "computed with slope 0.3")
+
+
+def test_values_two_ulp_low_over_sorted_patterns_are_not_a_shift() -> None:
+    """Over an enumeration of patterns a neighbour's result is the value 1 ULP away."""
+    exact = ref.leaky_relu(F16, 0.2)
+    actual = exact.copy()
+    pos = np.flatnonzero((F16 > 1) & (F16 < 1000))
+    actual[pos] = exact[pos - 2]
+    assert "stale-block" not in counts(judge(F16, actual, 0.2))
+
+
+def test_an_fp16_kernel_computing_in_bf16_is_input_precision() -> None:
+    """Hardware without fp16 arithmetic: x converted to bf16 (8 bits kept, the range kept too:
+    -65472 becomes -65536), the float32 product rounded to fp16."""
+    with np.errstate(all="ignore"):
+        xb = F16.astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+        actual = np.where(xb > 0, xb, xb * np.float32(0.2)).astype(np.float16)
+    exact = ref.leaky_relu(F16, 0.2)
+    row = judge(F16, actual, 0.2)
+    found = counts(row)
+    assert found.pop("input-precision") + found.pop("overflow", 0) == differs(actual, exact)
+    assert found == {}, found  # overflow: 65504 rounded up to bf16 65536, an fp16 inf
+    _named(row, "input-precision", "bfloat16")
+
+
+def test_plain_relu_on_a_tensor_full_of_zeros_is_not_a_shift() -> None:
+    """Zeros match some neighbour's result by chance; a shift is proved by other values."""
+    rng = np.random.default_rng(13)
+    x = np.where(rng.random(3000) < 0.6, np.float32(0), rng.standard_normal(3000).astype(np.float32))
+    actual = np.maximum(x, np.float32(0))
+    row = judge(x, actual, 0.2)
+    assert counts(row) == {"alpha-mismatch": differs(actual, ref.leaky_relu(x, 0.2))}
+
+
+def test_a_tail_holding_the_block_before_is_tail_block_not_a_shift() -> None:
+    exact = ref.leaky_relu(X32[:1000], 0.2)
+    actual = exact.copy()
+    actual[-8:] = exact[-16:-8]
+    row = judge(X32[:1000], actual, 0.2)
+    assert counts(row) == {"tail-block": differs(actual, exact)}
