@@ -305,12 +305,15 @@ def _neutral_rules(dtypes: tuple[str, str]) -> list[Rule]:
 def catalogue(*, alpha: float, direction: str, dtypes: tuple[str, str],
               estimates: list[float]) -> list[Rule]:
     """Every rule worth trying on a batch: neutral context first (a tie with it is no
-    evidence for a category), then in the registry's order of categories, then the formulas
+    evidence for a category), then the subnormal flushes (they change only the values
+    below the normal range, so on a tie they are the narrower explanation: a batch of
+    subnormals alone, such as one chunk of an exhaustive sweep, names the flush, not a
+    narrower input type), then in the registry's order of categories, then the formulas
     and rounding modes of hand-written kernels (on a tie, with a few elements, the rule
     named first is the narrower one; the others are reported as equally good)."""
-    rules = (_neutral_rules(dtypes) + _input_rules(dtypes) + _alpha_rules(alpha, dtypes, estimates)
-             + _relu_rule(alpha, direction)
-             + _precision_rules(alpha, dtypes) + _formulation_rules(direction) + _flush_rules(direction)
+    rules = (_neutral_rules(dtypes) + _flush_rules(direction) + _input_rules(dtypes)
+             + _alpha_rules(alpha, dtypes, estimates) + _relu_rule(alpha, direction)
+             + _precision_rules(alpha, dtypes) + _formulation_rules(direction)
              + _saturation_rules(dtypes))
     if direction == "backward":
         rules += _gradient_rules()
