@@ -20,10 +20,12 @@ float32 opmath), ``daz``/``ftz`` (x86 denormals-are-zero on reads, flush-to-zero
 of products; ``flush_subnormals`` is both), ``predicate`` (``x > 0`` or
 ``x >= 0``), ``formulation`` (``max(x, a*x)``, ``min(x, a*x)``,
 ``max(x,0)+a*min(x,0)``, mask-multiply, plain ReLU, ``scale``: alpha*x on both
-sides), ``saturate`` (Ascend
+sides, ``merge``: a select whose merge turns a selected zero product into +0, as
+ONNX Runtime's Where does), ``saturate`` (Ascend
 saturation mode), ``grad_rule`` (``ge``: JAX/Paddle's dx = dy at x == 0; ``max``:
 MindSpore's gradient of ``maximum(a*x, x)``), ``nan_grad`` and ``input_dtype``
-(operands narrowed, e.g. fp32 cast to fp16, before computing).
+(operands narrowed, e.g. fp32 cast to fp16, before computing) and ``result_dtype``
+(the result rounded to a narrower dtype before it is handed back).
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ GradRule = Literal["gt", "ge", "max"]
 NanGrad = Literal["alpha", "dy", "zero", "dy*0"]
 Predicate = Literal["gt", "ge"]
 GradForm = Literal["select", "sum", "fma"]
-Formulation = Literal["select", "max", "min", "maxmin", "mask", "relu", "scale", "max_or_min"]
+Formulation = Literal["select", "max", "min", "maxmin", "mask", "relu", "scale", "max_or_min", "merge"]
 NanOperand = Literal["propagate", "x"]
 Saturate = Union[bool, Literal["inf"]]  # "inf": only the infinities clamp
 SlopeDTypes = Optional[Union[DTypeLike, tuple[DTypeLike, ...]]]
@@ -180,10 +182,16 @@ def _negative_side(v: np.ndarray, alpha: float, out: DTypeInfo, *,
     return cast_exact(scale_exact(v, effective_slope(alpha, slope_dtype=mid), mid), out)
 
 
-def _flush_product(neg: np.ndarray, v: np.ndarray, alpha: float, out: DTypeInfo) -> np.ndarray:
+def _flush_product(neg: np.ndarray, v: np.ndarray, alpha: float, out: DTypeInfo, *,
+                   opmath: Optional[DTypeLike] = None) -> np.ndarray:
     """FTZ as x86 applies it: bfloat16 is computed in float32, so a product that is
-    subnormal in float32 is flushed even when it would round up to a bfloat16 normal."""
-    if out.name == "bfloat16":
+    subnormal in float32 is flushed even when it would round up to a bfloat16 normal.
+    That holds for a bfloat16 ``opmath`` too (a float32 tensor computed in bfloat16, as
+    Keras's mixed_bfloat16 policy does), with the slope rounded to bfloat16."""
+    if opmath is not None and info(opmath).name == "bfloat16":
+        slope = effective_slope(alpha, slope_dtype="bfloat16")
+        neg = np.where(is_subnormal(scale_exact(v, slope, info("float32"))), _signed_zero(neg), neg)
+    elif out.name == "bfloat16":
         neg = np.where(is_subnormal(scale_exact(v, alpha, info("float32"))), _signed_zero(neg), neg)
     return flush_to_zero(neg)
 
@@ -198,7 +206,7 @@ def _product(v: np.ndarray, alpha: float, out: DTypeInfo, *, opmath: Optional[DT
     subnormal products."""
     operand = flush_to_zero(v) if daz else v
     neg = _negative_side(operand, alpha, out, opmath=opmath)
-    return _flush_product(neg, operand, alpha, out) if ftz else neg
+    return _flush_product(neg, operand, alpha, out, opmath=opmath) if ftz else neg
 
 
 def _take(compared: np.ndarray, predicate: Predicate) -> np.ndarray:
@@ -222,6 +230,8 @@ def _formula(v: np.ndarray, alpha: float, out: DTypeInfo, *, formulation: Formul
         return np.maximum(vo, zero)
     if formulation == "maxmin":  # max(x,0) + alpha*min(x,0): one term is a zero, so the sum is exact
         return (np.maximum(vo, zero) + np.where(np.minimum(vo, zero) == 0, zero * neg, neg)).astype(out.dtype)
+    if formulation == "merge":  # ONNX Runtime's Where: x_sel != 0 ? x_sel : y_sel, a zero product is +0
+        return np.where(take_v, vo, np.where(neg == 0, zero, neg))
     if formulation == "mask":  # x*m + (alpha*x)*(1-m): inf*0 is NaN
         m = take_v.astype(out.dtype)
         return (vo * m + neg * (np.ones((), out.dtype) - m)).astype(out.dtype)
@@ -262,7 +272,23 @@ def _narrowed(v: np.ndarray, input_dtype: Optional[DTypeLike]) -> np.ndarray:
     if input_dtype is None:
         return v
     narrow = round_float64(v.astype(np.float64), info(input_dtype))
-    return cast_exact(narrow, info(v.dtype))
+    # a 16-bit tensor narrowed to the other 16-bit type (fp16 <-> bf16) is held in float32:
+    # bf16(65504) = 65536 does not fit float16, nor does a bf16-rounded subnormal
+    return cast_exact(narrow, info(v.dtype if v.dtype.itemsize >= 4 else "float32"))
+
+
+def _result_pair(x: np.ndarray, out_dtype: Optional[DTypeLike],
+                 result_dtype: Optional[DTypeLike]) -> tuple[DTypeInfo, DTypeInfo]:
+    """(the dtype the kernel rounds its result to, the output dtype): a kernel whose result
+    is narrower than the tensor handed back (Keras's mixed precision casts a float16
+    gradient back to the float32 input's dtype).  Without ``result_dtype`` both are out."""
+    _, out = resolve_pair(x.dtype, out_dtype)
+    return (out if result_dtype is None else resolve_pair(x.dtype, result_dtype)[1]), out
+
+
+def _handed_back(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
+    with np.errstate(all="ignore"):  # a narrow result widened, or rounded once more
+        return cast_exact(v, out)
 
 
 def _chunked(fn, *arrays: np.ndarray, out: DTypeInfo) -> np.ndarray:
@@ -282,7 +308,8 @@ def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = 
                flush_subnormals: bool = False, saturate: Saturate = False,
                input_dtype: Optional[DTypeLike] = None, daz: bool = False, ftz: bool = False,
                predicate: Predicate = "gt", formulation: Formulation = "select",
-               nan_operand: NanOperand = "propagate") -> np.ndarray:
+               nan_operand: NanOperand = "propagate",
+               result_dtype: Optional[DTypeLike] = None) -> np.ndarray:
     """Exact forward LeakyReLU; the keywords select the semantic variants.
 
     ``flush_subnormals`` is ``daz`` and ``ftz`` together.  ``daz`` reads subnormal inputs as
@@ -291,9 +318,10 @@ def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = 
     ``nan_operand="x"``: a max/min formulation returns ``x`` where the product is NaN
     (``x = ±inf`` with alpha 0), as a compare-select ``a > b ? a : b`` does (Eigen's
     ``cwiseMax`` in Paddle, MindSpore's CPU Maximum); ``propagate`` is ``np.maximum``.
+    ``result_dtype``: the result is rounded to it before it reaches ``out_dtype``.
     """
     x = _narrowed(np.asarray(x), input_dtype)
-    _, out = resolve_pair(x.dtype, out_dtype)
+    out, handed = _result_pair(x, out_dtype, result_dtype)
     a = effective_slope(check_alpha(alpha), slope_dtype=slope_dtype)
     daz, ftz = daz or flush_subnormals, ftz or flush_subnormals
 
@@ -303,7 +331,7 @@ def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = 
                        take_v=_take(compared, predicate), formulation=formulation,
                        nan_operand=nan_operand)
 
-    return _chunked(one, x, out=out)
+    return _handed_back(_chunked(one, x, out=out), handed)
 
 
 def _gradient_of_max(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, alpha: float,
@@ -372,7 +400,8 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
                         grad_rule: GradRule = "gt", nan_grad: NanGrad = "alpha",
                         input_dtype: Optional[DTypeLike] = None, daz: bool = False,
                         ftz: bool = False, formulation: Formulation = "select",
-                        grad_form: GradForm = "select") -> np.ndarray:
+                        grad_form: GradForm = "select",
+                        result_dtype: Optional[DTypeLike] = None) -> np.ndarray:
     """Exact ``dx = dy if x > 0 else alpha*dy``; x = +/-0 and NaN take ``alpha*dy``.
 
     ``grad_rule``: ``gt`` (golden), ``ge`` (dx = dy at x == 0) or ``max`` (the gradient of
@@ -381,11 +410,12 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
     ``formulation="relu"`` is a plain ReLU's gradient (+0 where x <= 0).  ``grad_form="sum"``
     is autodiff through ``where(c, x, a*x)``: ``where(c, dy, 0) + a*where(c, 0, dy)`` (JAX),
     which differs from a select only in the sign of zeros; ``grad_form="fma"`` is that sum
-    contracted to one fused multiply-add (XLA:CPU's fused kernel)."""
+    contracted to one fused multiply-add (XLA:CPU's fused kernel).  ``result_dtype``: dx is
+    rounded to it before it reaches ``out_dtype``."""
     dy, x = _narrowed(np.asarray(dy), input_dtype), _narrowed(np.asarray(x), input_dtype)
     if dy.shape != x.shape or dy.dtype != x.dtype:
         raise ValueError(f"dy and x must match: got {dy.dtype}{dy.shape} and {x.dtype}{x.shape}")
-    _, out = resolve_pair(x.dtype, out_dtype)
+    out, handed = _result_pair(x, out_dtype, result_dtype)
     a = effective_slope(check_alpha(alpha), slope_dtype=slope_dtype)
     daz, ftz = daz or flush_subnormals, ftz or flush_subnormals
 
@@ -408,4 +438,4 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
         dx = _nan_gradient(dx, ds, xs, nan_grad, out)
         return saturated(dx, out, which=saturate) if saturate else dx
 
-    return _chunked(one, dy, x, out=out)
+    return _handed_back(_chunked(one, dy, x, out=out), handed)

@@ -146,6 +146,9 @@ def _formulation_rules(direction: str) -> list[Rule]:
                      "dx = a*d1 + d2 rounded step by step, a tie (x = ±0, ±inf) gives a*(dy/2) + dy/2, a "
                      "NaN product a*dy + dy", {"formula": "d maximum(a*x, x)", "form": "a*d1 + d2"},
                      reach="special", grad_rule="max", grad_form="sum"),
+                rule("formulation", "autodiff through where(x > 0, x, a*x) (torch.where, any autodiff of a "
+                     "select): dx = where(x > 0, dy, 0) + a*where(x > 0, 0, dy), so a zero gradient comes out +0",
+                     {"formula": "where(x > 0, dy, 0) + a*where(x > 0, 0, dy)"}, reach="zero", grad_form="sum"),
                 rule("formulation", "computed as a*dy on both sides (no select)", {"formula": "a*dy"},
                      formulation="scale")]
     return [rule("formulation", f"computed as {text}", {"formula": text}, formulation=name)
@@ -153,7 +156,11 @@ def _formulation_rules(direction: str) -> list[Rule]:
         rule("formulation", "computed as max(x, a*x) (min for a > 1) by a compare-select that returns x "
              "where a*x is NaN, so x = ±inf with a = 0 gives ±inf (Paddle, MindSpore)",
              {"formula": "max(x, a*x), min for a > 1", "nan_product": "x"}, reach="special",
-             formulation="max_or_min", nan_operand="x")]
+             formulation="max_or_min", nan_operand="x"),
+        rule("formulation", "computed as where(x < 0, a*x, x) by a select-and-merge that gives +0 where the "
+             "selected product is a zero (ONNX Runtime's Where, which runs its float16 LeakyRelu's function "
+             "body: x_sel != 0 ? x_sel : y_sel)", {"formula": "where(x < 0, a*x, x)", "merge": "x_sel != 0"},
+             formulation="merge", predicate="ge")]
 
 
 def _flush_rules(direction: str) -> list[Rule]:
@@ -226,14 +233,32 @@ def _gradient_rules() -> list[Rule]:
     ]
 
 
+_OTHER16 = {"float16": "bfloat16", "bfloat16": "float16"}
+
+
+def _computed_in(n: str, dtypes: tuple[str, str]) -> list[Rule]:
+    """A kernel computing in the 16-bit ``n``: in ``n`` itself (TensorFlow: slope rounded to
+    ``n``), or in float32 opmath with the result rounded to ``n`` (torch), which differs from
+    the output only when ``n`` is not the output dtype (Keras's mixed precision hands the
+    gradient back in the input's dtype)."""
+    rules = [rule("input-precision", f"computed in {n}: inputs, slope and product rounded to {n}",
+                  {"input_dtype": n, "compute_dtype": n}, input_dtype=n, opmath=n)]
+    if dtypes[1] != n and dtypes[0] != "float64":  # float64 operands are held in float64: no (float64, n) pair
+        rules.append(rule("input-precision", f"computed in {n} with float32 opmath: inputs rounded to {n}, "
+                          f"slope and product in float32, result rounded to {n} (torch under a mixed "
+                          "precision policy)", {"input_dtype": n, "compute_dtype": n, "opmath": "float32"},
+                          input_dtype=n, opmath="float32", result_dtype=n))
+    return rules
+
+
 def _input_rules(dtypes: tuple[str, str]) -> list[Rule]:
+    if dtypes[0] in _OTHER16:  # a 16-bit tensor fed to a layer computing in the other 16-bit
+        return _computed_in(_OTHER16[dtypes[0]], dtypes)  # type (Keras's mixed precision policies)
     if dtypes[0] not in ("float32", "float64"):
         return []
     narrowed = [rule("input-precision", f"inputs rounded to {n} before computing (precision lost)",
                      {"input_dtype": n}, input_dtype=n) for n in ("float16", "bfloat16")]
-    return narrowed + [rule("input-precision", f"computed in {n}: inputs, slope and product rounded to {n}",
-                            {"input_dtype": n, "compute_dtype": n}, input_dtype=n, opmath=n)
-                       for n in ("float16", "bfloat16")]
+    return narrowed + [r for n in ("float16", "bfloat16") for r in _computed_in(n, dtypes)]
 
 
 def _neutral_rules(dtypes: tuple[str, str]) -> list[Rule]:
