@@ -157,6 +157,9 @@ def _formulation_rules(direction: str) -> list[Rule]:
              "where a*x is NaN, so x = ±inf with a = 0 gives ±inf (Paddle, MindSpore)",
              {"formula": "max(x, a*x), min for a > 1", "nan_product": "x"}, reach="special",
              formulation="max_or_min", nan_operand="x"),
+        rule("formulation", "select x >= 0 instead of x > 0: x = ±0 passes through unchanged, which shows "
+             "only for a negative slope (ONNX's definition; ONNX Runtime's float32 kernel, JAX)",
+             {"formula": "where(x >= 0, x, a*x)"}, predicate="ge"),
         rule("formulation", "computed as where(x < 0, a*x, x) by a select-and-merge that gives +0 where the "
              "selected product is a zero (ONNX Runtime's Where, which runs its float16 LeakyRelu's function "
              "body: x_sel != 0 ? x_sel : y_sel)", {"formula": "where(x < 0, a*x, x)", "merge": "x_sel != 0"},

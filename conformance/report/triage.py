@@ -428,13 +428,24 @@ def _grow(sel: _Selector, node: _Stack, cands: list[Rule]) -> list[_Stack]:
                      key=lambda c: (c.length, c.order))
     out: dict[bytes, _Stack] = {}  # one child per distinct prediction; equal ones are its ties
     for c in choices:
-        key = c.pred.tobytes()
+        key = _prediction_key(c.pred)
         if key in out:
             if c.length == out[key].length:
                 out[key].alternatives[out[key].rules[-1]].append(c.rule)
             continue
         out[key] = _Stack(c.length, node.rules + [c.rule], c.pred, {**node.alternatives, c.rule: []}, c.right)
     return list(out.values())
+
+
+def _prediction_key(pred: np.ndarray) -> bytes:
+    """The prediction's bits with every NaN one pattern: two rules that differ only in NaN
+    payloads (``max(x, a*x)`` and a select, at x = NaN) predict the same, so they tie."""
+    nan = is_nan(pred)
+    if not nan.any():
+        return pred.tobytes()
+    bits = to_bits(pred).copy()
+    bits[nan] = np.iinfo(bits.dtype).max  # all ones: a NaN in every float format
+    return bits.tobytes()
 
 
 def _bound(stack: _Stack) -> float:
@@ -466,7 +477,7 @@ def _beam(sel: _Selector, cands: list[Rule]) -> tuple[list[Rule], dict]:
         grown: dict = {}
         for node in beam:
             for child in _grow(sel, node, cands):
-                grown.setdefault(child.pred.tobytes(), child)
+                grown.setdefault(_prediction_key(child.pred), child)
         beam = _keep(list(grown.values()))
         shortest = min(beam, key=lambda s: s.length, default=None)
         if shortest is not None and shortest.length < best.length:

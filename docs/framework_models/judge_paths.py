@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 OUT = os.environ.get("PROBE_OUT", "/tmp/probe/out")
-ALPHAS = (0.0, 0.01, 0.2, 0.3, 1.5)
+ALPHAS = tuple(float(a) for a in os.environ.get("ALPHAS", "0,0.01,0.2,0.3,1.5").split(","))
 N32 = int(os.environ.get("N32", 1 << 20))
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
