@@ -103,6 +103,20 @@ def test_onnxruntime_fp16_function_body_names_its_where_merge() -> None:
     assert next(f for f in row.findings).detail["contradicted"] == 0
 
 
+@pytest.mark.skipif(not (HAVE["onnxruntime"] and HAVE["onnx"]), reason="onnxruntime is not installed")
+def test_onnxruntime_select_x_ge_0_shows_at_a_negative_slope() -> None:
+    """ORT's float32 kernel is ``(xm >= 0).select(xm, alpha*xm)``: x = ±0 passes through, which
+    differs from golden's alpha*(±0) only when alpha < 0.  Named as that select, with the
+    formulations that predict the same bits (max(x, a*x), ORT's Where merge) as alternatives."""
+    x = np.concatenate([np.array([0.0, -0.0], np.float32),
+                        np.random.default_rng(2).standard_normal(4096).astype(np.float32)])
+    actual = _ort_leaky_relu(x, -0.5, opset=22)
+    row = judged(x, actual, -0.5)
+    zeros = zero_sign_only(actual, ref.leaky_relu(x, -0.5))
+    assert zeros == 2 and found(row) == {"formulation": zeros}
+    assert "select x >= 0" in summary(row, "formulation")
+
+
 # ----------------------------------------------------------------------------- Keras mixed precision
 
 def _keras_layer_grad(x: np.ndarray, dy: np.ndarray, alpha: float, *, policy: str) -> np.ndarray:
