@@ -146,9 +146,6 @@ def _formulation_rules(direction: str) -> list[Rule]:
                      "dx = a*d1 + d2 rounded step by step, a tie (x = ±0, ±inf) gives a*(dy/2) + dy/2, a "
                      "NaN product a*dy + dy", {"formula": "d maximum(a*x, x)", "form": "a*d1 + d2"},
                      reach="special", grad_rule="max", grad_form="sum"),
-                rule("formulation", "autodiff through where(x > 0, x, a*x) (torch.where, any autodiff of a "
-                     "select): dx = where(x > 0, dy, 0) + a*where(x > 0, 0, dy), so a zero gradient comes out +0",
-                     {"formula": "where(x > 0, dy, 0) + a*where(x > 0, 0, dy)"}, reach="zero", grad_form="sum"),
                 rule("formulation", "computed as a*dy on both sides (no select)", {"formula": "a*dy"},
                      formulation="scale")]
     return [rule("formulation", f"computed as {text}", {"formula": text}, formulation=name)
@@ -254,6 +251,15 @@ def _computed_in(n: str, dtypes: tuple[str, str]) -> list[Rule]:
     return rules
 
 
+def _select_autodiff_rules() -> list[Rule]:
+    """Autodiff of a select with x > 0 (torch.where): only zero signs change.  Tried after the
+    gradient rules, so that where x == 0 gives no evidence (alpha 1, or no zeros in the batch)
+    it ties with JAX's x >= 0 branch sum and is reported as the equal alternative."""
+    return [rule("formulation", "autodiff through where(x > 0, x, a*x) (torch.where, any autodiff of a "
+                 "select): dx = where(x > 0, dy, 0) + a*where(x > 0, 0, dy), so a zero gradient comes out +0",
+                 {"formula": "where(x > 0, dy, 0) + a*where(x > 0, 0, dy)"}, reach="zero", grad_form="sum")]
+
+
 def _input_rules(dtypes: tuple[str, str]) -> list[Rule]:
     if dtypes[0] in _OTHER16:  # a 16-bit tensor fed to a layer computing in the other 16-bit
         return _computed_in(_OTHER16[dtypes[0]], dtypes)  # type (Keras's mixed precision policies)
@@ -279,5 +285,5 @@ def catalogue(*, alpha: float, direction: str, dtypes: tuple[str, str],
              + _precision_rules(alpha, dtypes) + _formulation_rules(direction) + _flush_rules(direction)
              + _saturation_rules(dtypes))
     if direction == "backward":
-        rules += _gradient_rules()
+        rules += _gradient_rules() + _select_autodiff_rules()
     return rules
