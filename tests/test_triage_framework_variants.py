@@ -22,7 +22,8 @@ from conformance.report.evaluate import Row, evaluate
 from conformance.report.gate import GateConfig
 from tests.helpers import bits_differ, from_torch, to_torch
 
-HAVE = {m: importlib.util.find_spec(m) is not None for m in ("torch", "onnxruntime", "onnx", "tensorflow", "keras")}
+HAVE = {m: importlib.util.find_spec(m) is not None
+        for m in ("torch", "onnxruntime", "onnx", "tensorflow", "keras", "jax")}
 F16 = all_patterns("float16")
 BF16 = all_patterns("bfloat16")
 
@@ -115,6 +116,20 @@ def test_onnxruntime_select_x_ge_0_shows_at_a_negative_slope() -> None:
     zeros = zero_sign_only(actual, ref.leaky_relu(x, -0.5))
     assert zeros == 2 and found(row) == {"formulation": zeros}
     assert "select x >= 0" in summary(row, "formulation")
+
+
+@pytest.mark.skipif(not HAVE["jax"], reason="jax is not installed")
+def test_jax_fp16_negative_slope_reports_every_formula_with_its_bits() -> None:
+    """JAX's where(x >= 0, x, a*x) at alpha -0.5 on fp16 (computed in fp32: no DAZ) differs from
+    golden only at x = ±0, and max(x, a*x) predicts the same bits (NaN payloads aside): both
+    are reported, neither picked silently."""
+    import jax
+
+    actual = np.asarray(jax.nn.leaky_relu(F16, -0.5))
+    row = judged(F16, actual, -0.5)
+    assert found(row) == {"formulation": zero_sign_only(actual, ref.leaky_relu(F16, -0.5))}
+    text = summary(row, "formulation")
+    assert "max(x, a*x)" in text and "select x >= 0" in text, text
 
 
 # ----------------------------------------------------------------------------- Keras mixed precision
