@@ -435,3 +435,32 @@ def kt_mixed_bf16(x, a, dy):
 
 PATHS.update({"kerastorch.layer": kt_layer, "kerastorch.ops": kt_ops,
               "kerastorch.mixed_f16": kt_mixed_f16, "kerastorch.mixed_bf16": kt_mixed_bf16})
+
+
+# ------------------------------------------------------------------ Keras 3 on its numpy / jax backends (forward)
+def _kb(x, a, dy, *, layer: bool, policy: str = "float32"):
+    import keras
+    if dy is not None:
+        raise Skip("forward only (the numpy backend has no autodiff)")
+    if os.environ.get("KERAS_BACKEND") not in ("numpy", "jax"):
+        raise Skip("run with KERAS_BACKEND=numpy or jax")
+    xt = keras.ops.convert_to_tensor(x)
+    y = keras.layers.LeakyReLU(negative_slope=a, dtype=policy)(xt) if layer else \
+        keras.ops.leaky_relu(xt, negative_slope=a)
+    return np.asarray(y), str(y.dtype)
+
+
+def kb_ops(x, a, dy):
+    return _kb(x, a, dy, layer=False)
+
+
+def kb_layer(x, a, dy):
+    return _kb(x, a, dy, layer=True)
+
+
+def kb_mixed_f16(x, a, dy):
+    return _kb(x, a, dy, layer=True, policy="mixed_float16")
+
+
+PATHS.update({"kerasnp.ops": kb_ops, "kerasnp.layer": kb_layer, "kerasnp.mixed_f16": kb_mixed_f16,
+              "kerasjax.ops": kb_ops, "kerasjax.layer": kb_layer, "kerasjax.mixed_f16": kb_mixed_f16})
