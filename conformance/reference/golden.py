@@ -20,10 +20,12 @@ float32 opmath), ``daz``/``ftz`` (x86 denormals-are-zero on reads, flush-to-zero
 of products; ``flush_subnormals`` is both), ``predicate`` (``x > 0`` or
 ``x >= 0``), ``formulation`` (``max(x, a*x)``, ``min(x, a*x)``,
 ``max(x,0)+a*min(x,0)``, mask-multiply, plain ReLU, ``scale``: alpha*x on both
-sides), ``saturate`` (Ascend
+sides, ``merge``: a select whose merge turns a selected zero product into +0, as
+ONNX Runtime's Where does), ``saturate`` (Ascend
 saturation mode), ``grad_rule`` (``ge``: JAX/Paddle's dx = dy at x == 0; ``max``:
 MindSpore's gradient of ``maximum(a*x, x)``), ``nan_grad`` and ``input_dtype``
-(operands narrowed, e.g. fp32 cast to fp16, before computing).
+(operands narrowed, e.g. fp32 cast to fp16, before computing) and ``result_dtype``
+(the result rounded to a narrower dtype before it is handed back).
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ NanGrad = Literal["alpha", "dy", "zero", "dy*0", "nan"]
 Predicate = Literal["gt", "ge"]
 GradForm = Literal["select", "sum", "fma"]
 Formulation = Literal["select", "max", "min", "maxmin", "mask", "relu", "scale", "max_or_min",
-                      "twice", "swap_branches", "swap_operands"]
+                      "twice", "swap_branches", "swap_operands", "merge"]
 NanOperand = Literal["propagate", "x"]
 Saturate = Union[bool, Literal["inf"]]  # "inf": only the infinities clamp
 Rounding = Literal["rne", "rtz", "rna"]  # the final conversion: to nearest even, toward zero, half away
@@ -182,9 +184,15 @@ def _negative_side(v: np.ndarray, alpha: float, out: DTypeInfo, *,
     return cast_exact(scale_exact(cast_exact(v, mid), effective_slope(alpha, slope_dtype=mid), mid), out)
 
 
-def _flush_product(neg: np.ndarray, v: np.ndarray, alpha: float, out: DTypeInfo) -> np.ndarray:
+def _flush_product(neg: np.ndarray, v: np.ndarray, alpha: float, out: DTypeInfo, *,
+                   opmath: Optional[DTypeLike] = None) -> np.ndarray:
     """FTZ as x86 applies it: bfloat16 is computed in float32, so a product that is
-    tiny in float32 is flushed even when it would round up to a bfloat16 normal."""
+    tiny in float32 is flushed even when it would round up to a bfloat16 normal.
+    That holds for a bfloat16 ``opmath`` too (a float32 tensor computed in bfloat16, as
+    Keras's mixed_bfloat16 policy does), with the slope rounded to bfloat16."""
+    if opmath is not None and info(opmath).name == "bfloat16":
+        slope = effective_slope(alpha, slope_dtype="bfloat16")
+        return flush_to_zero(ftz_float32(neg, v.astype(np.float64) * slope))
     if out.name in ("bfloat16", "float32"):
         return ftz_float32(neg, v.astype(np.float64) * alpha)
     return flush_to_zero(neg)
@@ -215,7 +223,7 @@ def _product(v: np.ndarray, alpha: float, out: DTypeInfo, *, opmath: Optional[DT
     subnormal products."""
     operand = flush_to_zero(v) if daz else v
     neg = _negative_side(operand, alpha, out, opmath=opmath)
-    return _flush_product(neg, operand, alpha, out) if ftz else neg
+    return _flush_product(neg, operand, alpha, out, opmath=opmath) if ftz else neg
 
 
 def _take(compared: np.ndarray, predicate: Predicate) -> np.ndarray:
@@ -239,6 +247,8 @@ def _formula(v: np.ndarray, alpha: float, out: DTypeInfo, *, formulation: Formul
         return np.maximum(vo, zero)
     if formulation == "maxmin":  # max(x,0) + alpha*min(x,0): one term is a zero, so the sum is exact
         return (np.maximum(vo, zero) + np.where(np.minimum(vo, zero) == 0, zero * neg, neg)).astype(out.dtype)
+    if formulation == "merge":  # ONNX Runtime's Where: x_sel != 0 ? x_sel : y_sel, a zero product is +0
+        return np.where(take_v, vo, np.where(neg == 0, zero, neg))
     if formulation == "mask":  # x*m + (alpha*x)*(1-m): inf*0 is NaN
         m = take_v.astype(out.dtype)
         return (vo * m + neg * (np.ones((), out.dtype) - m)).astype(out.dtype)
@@ -284,6 +294,13 @@ def _narrowed(v: np.ndarray, input_dtype: Optional[DTypeLike]) -> np.ndarray:
         return v
     narrow = round_float64(v.astype(np.float64), info(input_dtype))
     return cast_exact(narrow, info("float32" if info(v.dtype).bits == 16 else v.dtype))
+
+
+def _holding(v: np.ndarray, result_dtype: DTypeLike) -> np.ndarray:
+    """``v`` widened to float32 (exactly) when its dtype has no pair with ``result_dtype``:
+    a 16-bit tensor whose result is rounded to the other 16-bit type."""
+    v = np.asarray(v)
+    return v if (v.dtype.name, info(result_dtype).name) in SUPPORTED_PAIRS else v.astype(np.float32)
 
 
 def _chunked(fn, *arrays: np.ndarray, out: DTypeInfo) -> np.ndarray:
@@ -368,9 +385,9 @@ def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = 
     MindSpore's fp32 CPU kernels), so a subnormal x gives a zero of its sign.
     """
     if result_dtype is not None:
-        narrow = leaky_relu(x, alpha, out_dtype=result_dtype, slope_dtype=slope_dtype, opmath=opmath,
-                            flush_subnormals=flush_subnormals, saturate=saturate, input_dtype=input_dtype,
-                            daz=daz, ftz=ftz, predicate=predicate, formulation=formulation,
+        narrow = leaky_relu(_holding(x, result_dtype), alpha, out_dtype=result_dtype, slope_dtype=slope_dtype,
+                            opmath=opmath, flush_subnormals=flush_subnormals, saturate=saturate,
+                            input_dtype=input_dtype, daz=daz, ftz=ftz, predicate=predicate, formulation=formulation,
                             nan_operand=nan_operand, rounding=rounding)
         return cast_exact(narrow, resolve_pair(np.asarray(x).dtype, out_dtype)[1])
     _, out = resolve_pair(np.asarray(x).dtype, out_dtype)
@@ -497,8 +514,9 @@ def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
     ``nan_grad="nan"`` gives NaN at x = NaN.  ``rounding`` and ``result_dtype`` as in
     :func:`leaky_relu`."""
     if result_dtype is not None:
-        narrow = leaky_relu_backward(dy, x, alpha, out_dtype=result_dtype, slope_dtype=slope_dtype,
-                                     opmath=opmath, flush_subnormals=flush_subnormals, saturate=saturate,
+        narrow = leaky_relu_backward(_holding(dy, result_dtype), _holding(x, result_dtype), alpha,
+                                     out_dtype=result_dtype, slope_dtype=slope_dtype, opmath=opmath,
+                                     flush_subnormals=flush_subnormals, saturate=saturate,
                                      grad_rule=grad_rule, nan_grad=nan_grad, input_dtype=input_dtype,
                                      daz=daz, ftz=ftz, formulation=formulation, grad_form=grad_form,
                                      rounding=rounding)

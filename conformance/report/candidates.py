@@ -186,12 +186,20 @@ def _formulation_rules(direction: str) -> list[Rule]:
         rule("formulation", "computed as max(x, a*x) (min for a > 1) by a compare-select that returns x "
              "where a*x is NaN, so x = ±inf with a = 0 gives ±inf (Paddle, MindSpore)",
              {"formula": "max(x, a*x), min for a > 1", "nan_product": "x"}, reach="special",
-             formulation="max_or_min", nan_operand="x")]
+             formulation="max_or_min", nan_operand="x"),
+        rule("formulation", "select x >= 0 instead of x > 0: x = ±0 passes through unchanged, which shows "
+             "only for a negative slope (ONNX's definition; ONNX Runtime's float32 kernel, JAX)",
+             {"formula": "where(x >= 0, x, a*x)"}, predicate="ge"),
+        rule("formulation", "computed as where(x < 0, a*x, x) by a select-and-merge that gives +0 where the "
+             "selected product is a zero (ONNX Runtime's Where, which runs its float16 LeakyRelu's function "
+             "body: x_sel != 0 ? x_sel : y_sel)", {"formula": "where(x < 0, a*x, x)", "merge": "x_sel != 0"},
+             formulation="merge", predicate="ge")]
 
 
-def _flush_rules(direction: str) -> list[Rule]:
+def _flush_rules() -> list[Rule]:
+    """Flushes alone: they change only values below the normal range (tried first)."""
     both = "subnormal inputs read as zero (DAZ) and subnormal products flushed (FTZ)"
-    rules = [
+    return [
         rule("subnormal-flush", both, {"daz": True, "ftz": True}, daz=True, ftz=True,
              reach="tiny"),
         rule("subnormal-flush", "subnormal inputs read as zero (DAZ)", {"daz": True}, daz=True, reach="tiny"),
@@ -203,6 +211,13 @@ def _flush_rules(direction: str) -> list[Rule]:
         rule("subnormal-flush", "every subnormal input flushed to zero as it is read (selected values "
              "included), results kept", {"flush_inputs": True, "ftz": False}, flush_inputs=True, reach="tiny"),
     ]
+
+
+def _flush_select_rules(direction: str) -> list[Rule]:
+    """Flushes together with a select ``x >= 0``: they change zeros too, so they are tried
+    where the formulations are, not first."""
+    both = "subnormal inputs read as zero (DAZ) and subnormal products flushed (FTZ)"
+    rules: list[Rule] = []
     if direction == "forward":
         rules += [
             rule("subnormal-flush", both + " with select x >= 0, so a negative subnormal x passes "
@@ -261,6 +276,30 @@ def _gradient_rules() -> list[Rule]:
     ]
 
 
+def _computed_in(n: str, dtypes: tuple[str, str]) -> list[Rule]:
+    """A kernel computing in the 16-bit ``n``: in ``n`` itself (TensorFlow: slope rounded to
+    ``n``), or in float32 opmath with the result rounded to ``n`` (torch), which differs from
+    the output only when ``n`` is not the output dtype (Keras's mixed precision hands the
+    gradient back in the input's dtype)."""
+    rules = [rule("input-precision", f"computed in {n}: inputs, slope and product rounded to {n}",
+                  {"input_dtype": n, "compute_dtype": n}, input_dtype=n, opmath=n)]
+    if dtypes[1] != n and dtypes[0] != "float64":  # float64 operands are held in float64: no (float64, n) pair
+        rules.append(rule("input-precision", f"computed in {n} with float32 opmath: inputs rounded to {n}, "
+                          f"slope and product in float32, result rounded to {n} (torch under a mixed "
+                          "precision policy)", {"input_dtype": n, "compute_dtype": n, "opmath": "float32"},
+                          input_dtype=n, opmath="float32", result_dtype=n))
+    return rules
+
+
+def _select_autodiff_rules() -> list[Rule]:
+    """Autodiff of a select with x > 0 (torch.where): only zero signs change.  Tried after the
+    gradient rules, so that where x == 0 gives no evidence (alpha 1, or no zeros in the batch)
+    it ties with JAX's x >= 0 branch sum and is reported as the equal alternative."""
+    return [rule("formulation", "autodiff through where(x > 0, x, a*x) (torch.where, any autodiff of a "
+                 "select): dx = where(x > 0, dy, 0) + a*where(x > 0, 0, dy), so a zero gradient comes out +0",
+                 {"formula": "where(x > 0, dy, 0) + a*where(x > 0, 0, dy)"}, reach="zero", grad_form="sum")]
+
+
 def _widened_rules(dtypes: tuple[str, str]) -> list[Rule]:
     """A 16-bit kernel whose result is widened: computed in the input dtype, then converted."""
     src, out = dtypes
@@ -278,9 +317,9 @@ def _widened_rules(dtypes: tuple[str, str]) -> list[Rule]:
 def _input_rules(dtypes: tuple[str, str]) -> list[Rule]:
     if dtypes[0] not in ("float32", "float64"):  # a 16-bit kernel may compute in the other 16-bit type
         narrow: tuple[str, ...] = tuple(n for n in ("float16", "bfloat16") if n != dtypes[0])
-        return _widened_rules(dtypes) + _narrowed_rules(narrow)
+        return _widened_rules(dtypes) + _narrowed_rules(narrow, dtypes)
     narrow = ("float16", "bfloat16") + (("float32",) if dtypes[0] == "float64" else ())
-    rules = _narrowed_rules(narrow)
+    rules = _narrowed_rules(narrow, dtypes)
     if dtypes[0] == "float64":
         rules.insert(len(narrow), rule("input-precision", "the product computed in float32 (slope and product "
                                        "rounded to float32, as C's float * float), the positive side kept",
@@ -288,12 +327,11 @@ def _input_rules(dtypes: tuple[str, str]) -> list[Rule]:
     return rules
 
 
-def _narrowed_rules(narrow: tuple[str, ...]) -> list[Rule]:
+def _narrowed_rules(narrow: tuple[str, ...], dtypes: tuple[str, str]) -> list[Rule]:
     """Inputs rounded to each of ``narrow``, then the whole computation in it."""
     narrowed = [rule("input-precision", f"inputs rounded to {n} before computing (precision lost)",
                      {"input_dtype": n}, input_dtype=n) for n in narrow]
-    return narrowed + [rule("input-precision", f"computed in {n}: inputs, slope and product rounded to {n}",
-                            {"input_dtype": n, "compute_dtype": n}, input_dtype=n, opmath=n) for n in narrow]
+    return narrowed + [r for n in narrow for r in _computed_in(n, dtypes)]
 
 
 def _neutral_rules(dtypes: tuple[str, str]) -> list[Rule]:
@@ -305,16 +343,16 @@ def _neutral_rules(dtypes: tuple[str, str]) -> list[Rule]:
 def catalogue(*, alpha: float, direction: str, dtypes: tuple[str, str],
               estimates: list[float]) -> list[Rule]:
     """Every rule worth trying on a batch: neutral context first (a tie with it is no
-    evidence for a category), then the subnormal flushes (they change only the values
+    evidence for a category), then the subnormal flushes alone (they change only the values
     below the normal range, so on a tie they are the narrower explanation: a batch of
     subnormals alone, such as one chunk of an exhaustive sweep, names the flush, not a
     narrower input type), then in the registry's order of categories, then the formulas
     and rounding modes of hand-written kernels (on a tie, with a few elements, the rule
     named first is the narrower one; the others are reported as equally good)."""
-    rules = (_neutral_rules(dtypes) + _flush_rules(direction) + _input_rules(dtypes)
+    rules = (_neutral_rules(dtypes) + _flush_rules() + _input_rules(dtypes)
              + _alpha_rules(alpha, dtypes, estimates) + _relu_rule(alpha, direction)
              + _precision_rules(alpha, dtypes) + _formulation_rules(direction)
-             + _saturation_rules(dtypes))
+             + _flush_select_rules(direction) + _saturation_rules(dtypes))
     if direction == "backward":
-        rules += _gradient_rules()
+        rules += _gradient_rules() + _select_autodiff_rules()
     return rules + _more_formulations(alpha, direction) + _rounding_rules(dtypes)
