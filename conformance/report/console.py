@@ -171,11 +171,16 @@ def passing_backends(groups: Sequence[Folded]) -> dict[str, list[Folded]]:
             if len(gs) > 1 and all(g.verdict == "pass" for g in gs)}
 
 
+def _pair_short(row: Row) -> str:
+    """``fp16`` for fp16→fp16, else the pair."""
+    return info(row.dtype).short if row.dtype == row.out_dtype else _pair(row)
+
+
 def _passing_cells(label: str, groups: Sequence[Folded]) -> list:
-    pairs = len({_pair(g.rows[0]) for g in groups})
+    pairs = " ".join(dict.fromkeys(_pair_short(g.rows[0]) for g in groups))
+    dirs = "+".join(dict.fromkeys(_DIRECTION[g.rows[0].direction] for g in groups))
     return [Text(label), "all", "all", short_int(max(g.max_ulp for g in groups)),
-            f"{plural(len(groups), 'line')} folded: {plural(pairs, 'pair')}, every one passes", "",
-            Text("pass", style=_STYLE["pass"])]
+            f"{plural(len(groups), 'line')} pass: {pairs} {dirs}", "", Text("pass", style=_STYLE["pass"])]
 
 
 def render_folded(rows: Sequence[Row], *, console: Console) -> None:
