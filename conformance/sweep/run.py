@@ -107,10 +107,18 @@ def _single_thread() -> None:
 
 
 def run_chunk(task: ChunkTask) -> ChunkDone:
-    """Judge every spec of ``task`` on its patterns; golden once per slope segment."""
-    began = time.perf_counter()
+    """Judge every spec of ``task`` on its patterns; golden once per slope segment.  BLAS runs on
+    one thread, so float sums (the cosine's dot products) do not depend on the executor."""
+    from threadpoolctl import threadpool_limits
+
     if task.single_thread:
         _single_thread()
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _run_chunk(task)
+
+
+def _run_chunk(task: ChunkTask) -> ChunkDone:
+    began = time.perf_counter()
     group = task.specs[0]
     judged: dict[SweepSpec, list[Row]] = {s: [] for s in task.specs}
     for seg in segments(group, task.lo, task.hi):
@@ -213,7 +221,7 @@ def dask_executor(*, workers: int, scheduler: Optional[str] = None) -> Iterator[
     def execute(tasks: Sequence[ChunkTask]) -> Iterator[ChunkDone]:
         futures = client.map(run_chunk, [replace(t, single_thread=True) for t in tasks], pure=False)
         try:
-            for future in as_completed(futures):
+            for future in as_completed(futures, loop=client.loop):
                 done = future.result()
                 future.release()
                 yield done
