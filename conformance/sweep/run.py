@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -100,9 +101,8 @@ def _judge(spec: SweepSpec, x: np.ndarray, dy: Optional[np.ndarray], alpha: floa
 def _single_thread() -> None:
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(name, "1")
-    import torch
-
-    if torch.get_num_threads() != 1:
+    torch = sys.modules.get("torch")  # imported later, it reads OMP_NUM_THREADS
+    if torch is not None and torch.get_num_threads() != 1:
         torch.set_num_threads(1)
 
 
@@ -149,7 +149,7 @@ def make_plan(specs: Sequence[SweepSpec], store: Store, *, start: int, stop: Opt
               config: GateConfig, fresh: bool = False, single_thread: bool = False) -> Plan:
     """Group specs by their inputs, plan their chunks, keep the chunks not yet stored
     (``fresh``: drop the stored ones of this plan first)."""
-    chunks: dict[SweepSpec, list[tuple[int, int]]] = {}
+    chunks: dict[SweepSpec, list[tuple[int, int]]] = {s: [] for s in specs}  # report in the specs' order
     tasks: list[ChunkTask] = []
     groups: dict[SweepSpec, list[SweepSpec]] = {}
     for spec in specs:
