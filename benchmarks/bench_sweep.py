@@ -89,7 +89,8 @@ def main() -> None:
         per = ", ".join(f"{k} {v / CHUNK * 1e9:.1f}" for k, v in stages.items())
         print(f"stages ns/pattern, {title}, chunk at {lo:#010x}, one process: {per}")
     with sweeping.dask_executor(workers=workers) as execute:
-        warm = [sweeping.ChunkTask(tuple(configs[2][1][:len(BACKENDS)]), k << 16, (k + 1) << 16, CONFIG) for k in range(workers * 2)]
+        first = tuple(configs[2][1][:len(BACKENDS)])
+        warm = [sweeping.ChunkTask(first, k << 16, (k + 1) << 16, CONFIG) for k in range(workers * 2)]
         timed_sweep(execute, warm)
         for title, group, target in configs:
             tasks = sampled_tasks(group)

@@ -215,7 +215,8 @@ def dask_executor(*, workers: int, scheduler: Optional[str] = None) -> Iterator[
     cluster = None
     if scheduler is None:
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=logging.ERROR)
+                               dashboard_address=":0", silence_logs=logging.ERROR,  # no fixed port: no clash
+                               scheduler_kwargs={"dashboard": False})
     client = Client(scheduler if scheduler is not None else cluster, set_as_default=False)
 
     def execute(tasks: Sequence[ChunkTask]) -> Iterator[ChunkDone]:
