@@ -170,10 +170,11 @@ def make_progress(*, console: Console, disable: bool) -> Progress:
                     console=console, transient=False, disable=disable)
 
 
-def total_line(row: Row, *, planned: int) -> str:
+def total_line(row: Row, *, planned: int, x_class: Optional[str] = None) -> str:
     """``torch fp32->fp32 forward alpha=0.2: k of 4,294,967,296 differ from exact, all alpha-precision``."""
     m = row.metrics
-    head = f"{row.title}: {m.mismatches:,} of {m.elements:,} differ from exact"
+    at = f" at x={x_class}" if x_class is not None else ""
+    head = f"{row.title}{at}: {m.mismatches:,} of {m.elements:,} differ from exact"
     if m.elements < planned:
         head += f" (partial: {m.elements:,} of {planned:,} patterns swept)"
     if len(row.findings) == 1:
@@ -189,7 +190,7 @@ def render(judged: Sequence[tuple[SweepSpec, Row]], plan: sweeping.Plan, *, cons
     if not view.quiet:
         for spec, row in judged:
             planned = sum(hi - lo for lo, hi in plan.chunks[spec])
-            console.print(total_line(row, planned=planned), markup=False)
+            console.print(total_line(row, planned=planned, x_class=spec.x_class), markup=False, soft_wrap=True)
     console.print(show.summary_line(rows, interrupted=interrupted))
 
 
