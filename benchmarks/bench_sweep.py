@@ -6,8 +6,8 @@ golden computed once per chunk and shared by both (the sweep's default):
 - backward, all 2^32 dy against x = -1 (the product path): at most 15 minutes;
 - backward, all 2^32 dy against each of the 9 x classes: at most 60 minutes.
 
-Each configuration runs 16 chunks of 2^22 patterns (2^26 in all) spread evenly over the
-pattern space (one every 2^28, so positives, negatives, subnormals, infinities and NaNs
+Each configuration runs 32 chunks of 2^21 patterns (2^26 in all) spread evenly over the
+pattern space (one every 2^27, so positives, negatives, subnormals, infinities and NaNs
 weigh as in the full sweep) on the embedded Dask cluster with one worker per core, after a
 warm-up chunk per worker (imports), and the rate is extrapolated to 2^32 patterns.
 A per-stage breakdown (golden, each backend, judging) of one negative and one positive
@@ -27,8 +27,8 @@ from conformance.sweep import run as sweeping
 from conformance.sweep.spec import X_CLASS_IDS, SweepSpec, segments
 
 ALL = 1 << 32
-CHUNK = 1 << 22
-SAMPLES = 16  # chunks, one every 2**28 patterns
+CHUNK = 1 << 21
+SAMPLES = 32  # chunks, one every 2**27 patterns
 BACKENDS = (("torch", None, None), ("cann", "ascend910b1", "reference"))  # golden: once per chunk, shared
 CONFIG = GateConfig()
 TOLERANCE = tuple(vars(CONFIG.tolerance("float32")).values())
