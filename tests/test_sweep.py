@@ -1,7 +1,14 @@
 """`conformance sweep`: chunk plan, store, resume, Dask == one process, exact totals."""
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +94,7 @@ def test_slope_segments_pair_every_x_with_every_slope():
     (["--direction", "backward", "--x-class", "two"], "--x-class"),
     (["--alpha", "0.2.1"], "--alpha"),
     (["--backend", "nope"], "--backend"),
+    (["--dtype", "fp64"], "2^64 patterns"),
 ])
 def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, argv, mentions):
     assert_usage_error(_sweep(tmp_path, capsys, *argv)[0], mentions=mentions)
@@ -221,3 +229,38 @@ def test_dask_cluster_gives_the_single_process_result(tmp_path, capsys):
     result, dask = _sweep(tmp_path, capsys, *args, "--workers", "2", store="two.sqlite", name="two.json")
     assert result.code == 0, result.text
     assert dask["rows"] == serial["rows"] and serial["rows"][1]["mismatches"] > 0
+
+
+def test_a_sweep_killed_with_sigkill_resumes_to_the_same_totals(tmp_path, capsys):
+    """A real process, kill -9 once some chunks are stored: the rerun computes only the rest."""
+    args = ("--backend", "torch", "--direction", "backward", "--x-class=-0", "--range",
+            f"{NEAR_HALF:#x}:{NEAR_HALF + (1 << 21):#x}", "--chunk", "0x40000", "--workers", "1")
+    store = tmp_path / "killed.sqlite"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    child = subprocess.Popen([sys.executable, "-m", "conformance", "sweep", "--store", str(store), "-q", *args],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        stored = _wait_for_chunks(store, child)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert 0 < stored < 8, "the child finished before it was killed"
+    _, resumed = _sweep(tmp_path, capsys, *args, store="killed.sqlite", name="resumed.json")
+    _, whole = _sweep(tmp_path, capsys, *args, store="whole.sqlite", name="whole.json")
+    assert resumed["rows"] == whole["rows"] and whole["rows"][0]["elements"] == 1 << 21
+
+
+def _wait_for_chunks(store: Path, child: subprocess.Popen, *, timeout: float = 120) -> int:
+    """Chunks stored once the child has stored at least one (0 if it exits first)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and child.poll() is None:
+        if store.exists():
+            with contextlib.closing(sqlite3.connect(store)) as db:
+                try:
+                    count = db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+                except sqlite3.OperationalError:  # the table is not there yet
+                    count = 0
+            if count:
+                return count
+        time.sleep(0.02)
+    return 0

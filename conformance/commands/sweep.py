@@ -135,6 +135,8 @@ def specs_from(args: argparse.Namespace, *, config: GateConfig, console: Console
     direction = _choice(args.direction, DIRECTIONS, flag="--direction") or "forward"
     src, _, out = parse_dtype(args.dtype).partition("->")
     out = out or src
+    if info(src).bits > 32:
+        raise UsageError(f"--dtype {args.dtype!r}: a sweep covers fp32, fp16 or bf16 inputs (fp64 has 2^64 patterns)")
     alpha, classes = _alpha(args, src), _x_classes(args, direction)
     profile, variant = _check_profile(args, backends)
     selection = Selection(backends=backends, profile=profile, variant=variant)
@@ -144,7 +146,8 @@ def specs_from(args: argparse.Namespace, *, config: GateConfig, console: Console
         backend = selection.backend(name)
         if not backend.supports(src, out, direction):  # type: ignore[arg-type]
             why = skip_reason(backend, src, out, direction)  # type: ignore[arg-type]
-            console.print(f"skipped {name} {src}->{out} {direction}: {why}", markup=False)
+            if not args.quiet:
+                console.print(f"skipped {name} {src}->{out} {direction}: {why}", markup=False)
             continue
         specs += [SweepSpec(name, src, out, direction, alpha, getattr(backend, "profile", None),
                             getattr(backend, "variant", None), x,
