@@ -1,4 +1,4 @@
-"""``conformance run|compare|diff|audit|export-cases|tiling|defaults|replay|selftest|worker``.
+"""``conformance run|compare|diff|audit|export-cases|tiling|defaults|replay|selftest|worker|sweep``.
 
 Each sub-command lives in ``conformance/commands/<name>.py``; this module only
 builds the parser and maps errors to exit codes: 0 pass, 1 gate failure,
@@ -20,7 +20,7 @@ from conformance.errors import UsageError
 from conformance.interrupts import describe, exit_code, sigterm_as_interrupt
 
 COMMANDS = ("run", "compare", "diff", "audit", "export-cases", "tiling", "defaults", "replay", "selftest",
-            "worker")
+            "worker", "sweep")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -278,11 +278,13 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
              dy: Optional[np.ndarray] = None, out_dtype: Optional[str] = None, backend: str,
              profile: Optional[str] = None, variant: Optional[str] = None,
              config: GateConfig, label: str = "", layout_fn: Optional[LayoutFn] = None,
-             shape: Optional[Shape] = None) -> Row:
+             shape: Optional[Shape] = None, golden: Optional[np.ndarray] = None) -> Row:
     """Judge one backend result against the exact reference.
 
     ``shape`` is the shape the reported indices are shown in: by default x's own;
     pass the whole array's shape when x is a flat chunk whose indices are global.
+    ``golden`` is the exact reference of these inputs when the caller already has it
+    (flat, of the output dtype; a sweep computes it once for all its backends).
     """
     x = np.asarray(x)
     head = _head(x.dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
@@ -292,8 +294,8 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
         return Row(**head, metrics=metrics, findings=findings, verdict=verdict([f.allowed for f in findings]))
     dy_flat = None if dy is None else np.asarray(dy).reshape(-1)
     actual = _actual(result, numel=x.size, out_dtype=head["out_dtype"])
-    expected = _golden(x.reshape(-1), head["alpha"], direction=direction, dy=dy_flat,
-                       out_dtype=head["out_dtype"])
+    expected = golden if golden is not None else _golden(x.reshape(-1), head["alpha"], direction=direction,
+                                                         dy=dy_flat, out_dtype=head["out_dtype"])
     comp = met.compare(actual, expected, tolerance=config.tolerance(head["out_dtype"]), part=label)
     findings: tuple[Finding, ...] = ()
     if comp.mismatch_index.size or result.hazards:

@@ -1,0 +1,105 @@
+"""``conformance sweep`` throughput, extrapolated to all 2^32 fp32 patterns.
+
+Targets (issue 12), this 2-core machine, one alpha (0.2), backends torch + cann (reference), the exact
+golden computed once per chunk and shared by both (the sweep's default):
+- forward, all 2^32 x: at most 15 minutes;
+- backward, all 2^32 dy against x = -1 (the product path): at most 15 minutes;
+- backward, all 2^32 dy against each of the 9 x classes: at most 60 minutes.
+
+Each configuration runs 32 chunks of 2^21 patterns (2^26 in all) spread evenly over the
+pattern space (one every 2^27, so positives, negatives, subnormals, infinities and NaNs
+weigh as in the full sweep) on the embedded Dask cluster with one worker per core, after a
+warm-up chunk per worker (imports), and the rate is extrapolated to 2^32 patterns.
+A per-stage breakdown (golden, each backend, judging) of one negative and one positive
+chunk in this process says where the time goes.
+Run: ``make bench`` or ``python -c "import benchmarks.bench_sweep as b; b.main()"``.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+
+from conformance.backends import call
+from conformance.report.evaluate import evaluate
+from conformance.report.gate import GateConfig
+from conformance.sweep import run as sweeping
+from conformance.sweep.spec import X_CLASS_IDS, SweepSpec, segments
+
+ALL = 1 << 32
+CHUNK = 1 << 21
+SAMPLES = 32  # chunks, one every 2**27 patterns
+BACKENDS = (("torch", None, None), ("cann", "ascend910b1", "reference"))  # golden: once per chunk, shared
+CONFIG = GateConfig()
+TOLERANCE = tuple(vars(CONFIG.tolerance("float32")).values())
+
+
+def specs(direction: str, x_classes: Sequence[str | None]) -> list[SweepSpec]:
+    return [SweepSpec(name, "float32", "float32", direction, 0.2, profile, variant, x, TOLERANCE)
+            for x in x_classes for name, profile, variant in BACKENDS]
+
+
+def sampled_tasks(group: Sequence[SweepSpec], *, chunk: int = CHUNK) -> list[sweeping.ChunkTask]:
+    """One task per x class and sampled chunk (all backends of the class share it)."""
+    by_class: dict[object, list[SweepSpec]] = {}
+    for spec in group:
+        by_class.setdefault(spec.x_class, []).append(spec)
+    return [sweeping.ChunkTask(tuple(members), lo, lo + chunk, CONFIG)
+            for members in by_class.values() for lo in range(0, ALL, ALL // SAMPLES)]
+
+
+def timed_sweep(execute: sweeping.Executor, tasks: Sequence[sweeping.ChunkTask]) -> float:
+    start = time.perf_counter()
+    for _ in execute(tasks):
+        pass
+    return time.perf_counter() - start
+
+
+def stage_times(spec_group: Sequence[SweepSpec], lo: int) -> dict[str, float]:
+    """Seconds per stage of one chunk in this process: golden, each backend's call, judging."""
+    seg = next(segments(spec_group[0], lo, lo + CHUNK))
+    out: dict[str, float] = {}
+    start = time.perf_counter()
+    golden = sweeping._golden(spec_group[0], seg.x, seg.dy, seg.alpha)
+    out["golden"] = time.perf_counter() - start
+    for spec in spec_group:
+        start = time.perf_counter()
+        result = call(sweeping._backend(spec), spec.direction, seg.x, seg.alpha, dy=seg.dy)
+        out[f"{spec.backend} call"] = time.perf_counter() - start
+        start = time.perf_counter()
+        evaluate(seg.x, seg.alpha, result, direction=spec.direction, dy=seg.dy, backend=spec.backend,
+                 profile=spec.profile, config=CONFIG, golden=golden)
+        out[f"{spec.backend} judge"] = time.perf_counter() - start
+    return out
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min"
+
+
+def main() -> None:
+    workers = os.cpu_count() or 1
+    configs = [("forward, golden+torch+cann", specs("forward", [None]), 15 * 60),
+               ("backward dy vs x=-1, same backends", specs("backward", ["-1"]), 15 * 60),
+               ("backward dy vs all 9 x classes", specs("backward", X_CLASS_IDS), 60 * 60)]
+    for title, group, lo in (("forward", configs[0][1], 0xBF000000), ("forward", configs[0][1], 0x3F000000),
+                             ("backward x=-1", configs[1][1], 0x3F000000)):
+        sweeping.run_chunk(sweeping.ChunkTask(tuple(group), lo, lo + 1024, CONFIG))  # imports, warm caches
+        stages = stage_times(group, lo)
+        per = ", ".join(f"{k} {v / CHUNK * 1e9:.1f}" for k, v in stages.items())
+        print(f"stages ns/pattern, {title}, chunk at {lo:#010x}, one process: {per}")
+    with sweeping.dask_executor(workers=workers) as execute:
+        first = tuple(configs[2][1][:len(BACKENDS)])
+        warm = [sweeping.ChunkTask(first, k << 16, (k + 1) << 16, CONFIG) for k in range(workers * 2)]
+        timed_sweep(execute, warm)
+        for title, group, target in configs:
+            tasks = sampled_tasks(group)
+            seconds = timed_sweep(execute, tasks)
+            full = seconds * ALL / (SAMPLES * CHUNK)  # each x class sweeps all 2^32 dy
+            print(f"{title}: {len(tasks)} chunks of {CHUNK:,} patterns in {seconds:.1f} s on {workers} workers "
+                  f"= {len(tasks) * CHUNK / seconds / 1e6:.2f} M patterns/s (golden + 2 backends each); "
+                  f"all 2^32 patterns: {_minutes(full)} (target {_minutes(target)})", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,259 @@
+"""Running a sweep: chunk tasks, the single-process and the Dask executors, the merged rows.
+
+A :class:`ChunkTask` is plain package data (specs, a range, the gate config) and
+:func:`run_chunk` is a package-level function, so a Dask worker needs only the
+package installed: nothing else is pickled.  Each chunk computes its inputs and the
+exact golden ONCE and judges every backend of the chunk against it with the
+report's own ``evaluate``; the chunk rows are merged with ``merge_rows`` (exact).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import numpy as np
+
+from conformance.backends import call, default_worker
+from conformance.dtypes import info
+from conformance.reference import golden as ref
+from conformance.report.evaluate import Row, evaluate, merge_rows
+from conformance.report.gate import GateConfig
+from conformance.sweep.spec import SweepSpec, chunk_plan, finite_slopes, segments
+from conformance.sweep.store import Store, row_text
+
+SWEPT_ALPHA = float("nan")  # Row.alpha of a slope sweep (one object: rows of one sweep share the key)
+
+
+@dataclass(frozen=True)
+class ChunkTask:
+    """Patterns ``[lo, hi)`` of a group of specs that share inputs (they differ in backend only)."""
+
+    specs: tuple[SweepSpec, ...]
+    lo: int
+    hi: int
+    config: GateConfig
+    single_thread: bool = False  # a worker process: torch and friends on one thread
+
+
+@dataclass(frozen=True)
+class ChunkDone:
+    """A finished chunk: (spec key, stored row text) per backend, and how long it took."""
+
+    lo: int
+    hi: int
+    rows: tuple[tuple[str, str], ...]
+    seconds: float
+
+
+# ----------------------------------------------------------------------------- one chunk
+
+def _golden(spec: SweepSpec, x: np.ndarray, dy: Optional[np.ndarray], alpha: float) -> np.ndarray:
+    if spec.direction == "forward":
+        return ref.leaky_relu(x, alpha, out_dtype=spec.out_dtype)
+    return ref.leaky_relu_backward(dy, x, alpha, out_dtype=spec.out_dtype)
+
+
+def _shift(where: Optional[tuple[str, int]], offset: int) -> Optional[tuple[str, int]]:
+    return None if where is None else (where[0], where[1] + offset)
+
+
+def shifted(row: Row, offset: int) -> Row:
+    """A row judged on a slice whose first element is pattern ``offset``, with pattern indices."""
+    m = row.metrics
+    metrics = replace(m, max_abs_at=_shift(m.max_abs_at, offset), max_rel_at=_shift(m.max_rel_at, offset),
+                      max_ulp_at=_shift(m.max_ulp_at, offset))
+    findings = tuple(replace(f, examples=tuple(replace(e, index=e.index + offset) for e in f.examples))
+                     for f in row.findings)
+    return replace(row, metrics=metrics, findings=findings)
+
+
+def _segment_label(spec: SweepSpec, alpha: float) -> str:
+    if not spec.sweep_alpha:
+        return spec.label
+    bits = int(np.asarray(alpha).astype(info(spec.dtype).dtype).view(info(spec.dtype).uint))
+    return f"alpha={alpha!r} [0x{bits:04x}]"
+
+
+def _backend(spec: SweepSpec):  # noqa: ANN202 - a Backend or a worker client
+    from conformance.suite import backend_for
+
+    worker = default_worker(spec.backend, profile=spec.profile, variant=spec.variant)
+    return backend_for(spec.backend, None if worker else spec.profile, None if worker else spec.variant, worker)
+
+
+def _judge(spec: SweepSpec, x: np.ndarray, dy: Optional[np.ndarray], alpha: float, golden: np.ndarray, *,
+           start: int, config: GateConfig) -> Row:
+    out = spec.out_dtype if spec.out_dtype != spec.dtype else None
+    result = call(_backend(spec), spec.direction, x, alpha, dy=dy, out_dtype=out)  # type: ignore[arg-type]
+    row = evaluate(x, alpha, result, direction=spec.direction, dy=dy, out_dtype=spec.out_dtype,
+                   backend=spec.backend, profile=spec.profile, variant=spec.variant, config=config,
+                   label=_segment_label(spec, alpha), golden=golden, shape=(spec.size,))
+    row = shifted(row, start)
+    return replace(row, alpha=SWEPT_ALPHA) if spec.sweep_alpha else row
+
+
+def _single_thread() -> None:
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
+    torch = sys.modules.get("torch")  # imported later, it reads OMP_NUM_THREADS
+    if torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
+def run_chunk(task: ChunkTask) -> ChunkDone:
+    """Judge every spec of ``task`` on its patterns; golden once per slope segment.  BLAS runs on
+    one thread, so float sums (the cosine's dot products) do not depend on the executor."""
+    from threadpoolctl import threadpool_limits
+
+    if task.single_thread:
+        _single_thread()
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _run_chunk(task)
+
+
+def _run_chunk(task: ChunkTask) -> ChunkDone:
+    began = time.perf_counter()
+    group = task.specs[0]
+    judged: dict[SweepSpec, list[Row]] = {s: [] for s in task.specs}
+    for seg in segments(group, task.lo, task.hi):
+        golden = _golden(group, seg.x, seg.dy, seg.alpha)
+        for spec in task.specs:
+            judged[spec].append(_judge(spec, seg.x, seg.dy, seg.alpha, golden, start=seg.start,
+                                       config=task.config))
+    rows = tuple((s.key, row_text(merge_rows(judged[s], config=task.config))) for s in task.specs)
+    return ChunkDone(task.lo, task.hi, rows, time.perf_counter() - began)
+
+
+# ----------------------------------------------------------------------------- planning
+
+@dataclass(frozen=True)
+class Plan:
+    """Every spec's chunks, and the tasks still to run (the chunks the store lacks)."""
+
+    chunks: dict[SweepSpec, list[tuple[int, int]]]
+    tasks: tuple[ChunkTask, ...]
+
+    @property
+    def patterns(self) -> int:
+        """Patterns the tasks cover (a chunk counts once, whatever its backends)."""
+        return sum(t.hi - t.lo for t in self.tasks)
+
+
+def make_plan(specs: Sequence[SweepSpec], store: Store, *, start: int, stop: Optional[int], chunk: int,
+              config: GateConfig, fresh: bool = False, single_thread: bool = False) -> Plan:
+    """Group specs by their inputs, plan their chunks, keep the chunks not yet stored
+    (``fresh``: drop the stored ones of this plan first)."""
+    chunks: dict[SweepSpec, list[tuple[int, int]]] = {s: [] for s in specs}  # report in the specs' order
+    tasks: list[ChunkTask] = []
+    groups: dict[SweepSpec, list[SweepSpec]] = {}
+    for spec in specs:
+        groups.setdefault(spec.group(), []).append(spec)
+    for members in groups.values():
+        size = members[0].size
+        plan = chunk_plan(size, start=start, stop=size if stop is None else stop, chunk=chunk)
+        if fresh:
+            for s in members:
+                store.forget(s.key, plan)
+        done = {s: store.done(s.key) for s in members}
+        for s in members:
+            chunks[s] = plan
+        for lo, hi in plan:
+            missing = tuple(s for s in members if (lo, hi) not in done[s])
+            if missing:
+                tasks.append(ChunkTask(missing, lo, hi, config, single_thread))
+    return Plan(chunks, tuple(tasks))
+
+
+def finish(rows: Sequence[Row], spec: SweepSpec, *, config: GateConfig) -> Row:
+    """The stored chunk rows of one spec merged into its report row (one part: the sweep)."""
+    row = merge_rows(rows, config=config)
+    notes = row.notes
+    if spec.sweep_alpha:
+        n = len(finite_slopes(spec.dtype))
+        notes += (f"alpha swept over every finite {info(spec.dtype).short} slope ({n:,} patterns); "
+                  "each offender's part names its slope",)
+    if spec.x_class is not None:
+        notes += (f"dy swept against x={spec.x_class}",)
+    return replace(row, parts=(spec.label,), shapes=((spec.size,),), notes=notes)
+
+
+def report_rows(plan: Plan, store: Store, *, config: GateConfig) -> list[tuple[SweepSpec, Row]]:
+    """One merged row per spec from what the store holds (a partial row when chunks are missing;
+    none when it holds no chunk of the spec)."""
+    out = []
+    for spec, chunks in plan.chunks.items():
+        rows = store.rows(spec.key, chunks)
+        if rows:
+            rows = [replace(r, alpha=SWEPT_ALPHA) for r in rows] if spec.sweep_alpha else rows
+            out.append((spec, finish(rows, spec, config=config)))
+    return out
+
+
+# ----------------------------------------------------------------------------- executors
+
+Executor = Callable[[Sequence[ChunkTask]], Iterator[ChunkDone]]
+
+
+def serial(tasks: Sequence[ChunkTask]) -> Iterator[ChunkDone]:
+    """Every task in this process, in order."""
+    for task in tasks:
+        yield run_chunk(task)
+
+
+def _quick_malloc_environ() -> dict:
+    """The workers' environment from Dask's config without ``MALLOC_TRIM_THRESHOLD_``: setting
+    it turns off glibc's adaptive mmap threshold, so every large numpy temporary is mapped and
+    zeroed afresh, which made a chunk 5x slower in a worker than in this process (measured)."""
+    import dask
+
+    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}) or {})
+    environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+    return environ
+
+
+@contextmanager
+def dask_executor(*, workers: int, scheduler: Optional[str] = None) -> Iterator[Executor]:
+    """Tasks on Dask: an existing cluster at ``scheduler``, or a quiet embedded LocalCluster
+    with ``workers`` single-threaded worker processes."""
+    import dask
+    from distributed import Client, LocalCluster, as_completed
+
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": _quick_malloc_environ()}):
+        cluster = None
+        if scheduler is None:
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=":0", silence_logs=logging.ERROR,  # no fixed port: no clash
+                                   scheduler_kwargs={"dashboard": False})
+        client = Client(scheduler if scheduler is not None else cluster, set_as_default=False)
+
+        def execute(tasks: Sequence[ChunkTask]) -> Iterator[ChunkDone]:
+            futures = client.map(run_chunk, [replace(t, single_thread=True) for t in tasks], pure=False)
+            try:
+                for future in as_completed(futures, loop=client.loop):
+                    done = future.result()
+                    future.release()
+                    yield done
+            finally:
+                client.cancel(futures)
+
+        try:
+            yield execute
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def run_plan(plan: Plan, store: Store, execute: Executor, *,
+             advance: Callable[[int], None] = lambda n: None) -> None:
+    """Run the plan's tasks and store each chunk as it finishes."""
+    for done in execute(plan.tasks):
+        store.put(((key, done.lo, done.hi, text) for key, text in done.rows), seconds=done.seconds)
+        advance(done.hi - done.lo)
+
