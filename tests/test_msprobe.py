@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -184,7 +185,14 @@ def test_the_fixture_is_a_real_msprobe_dump():
     assert np.isfinite(doc["data"]["Functional.leaky_relu.2.forward"]["output"][0]["Norm"])
 
 
-def test_the_generator_reproduces_the_fixture_when_msprobe_is_installed(tmp_path):
+def test_the_generator_reproduces_the_fixture_when_msprobe_is_installed(tmp_path, monkeypatch):
+    # importing msprobe puts a stub in sys.modules["tensorflow"]: the later tests get theirs back
+    for name in ("tensorflow", "tensorflow.python"):
+        if name in sys.modules:
+            monkeypatch.setitem(sys.modules, name, sys.modules[name])
+        else:
+            monkeypatch.delitem(sys.modules, name, raising=False)
+            monkeypatch.setitem(sys.modules, name, None)
     pytest.importorskip("msprobe.pytorch")
     import importlib.util
 
