@@ -47,8 +47,11 @@ def test_sampled_selection_claims_what_full_selection_claims(direction: str, sam
     batch, mismatches = _torch_like(direction)
     if sample is not None:
         monkeypatch.setattr(tri, "SELECT_SAMPLE", sample)
-    assert mismatches.size > 2 * tri.SELECT_SAMPLE  # the sampled path is the one taken
+    rounds: list[int] = []
+    real = tri._sampled_round
+    monkeypatch.setattr(tri, "_sampled_round", lambda b, state: rounds.append(state.remaining.size) or real(b, state))
     sampled = _claims(batch, mismatches)
+    assert rounds and rounds[0] == mismatches.size  # the sampled path is the one taken
     monkeypatch.setattr(tri, "SELECT_SAMPLE", 1 << 40)
     full = _claims(batch, mismatches)
     assert [(c, n) for c, n, _ in sampled] == [(c, n) for c, n, _ in full]
@@ -57,6 +60,33 @@ def test_sampled_selection_claims_what_full_selection_claims(direction: str, sam
     assert named.get("subnormal-flush") == FLUSHED
     assert named.get("spurious-nan") == NANS
     assert sum(named.values()) == mismatches.size
+
+
+def _reduced(batch: tri.Batch, mismatches: np.ndarray, *, every: int) -> tri.Batch:
+    """The batch as ``conformance compare`` reduces a large dump: every mismatch first, then
+    every ``every``-th matching element standing for its share of them."""
+    keep = np.ones(batch.x.size, dtype=bool)
+    keep[mismatches] = False
+    matched = np.flatnonzero(keep)
+    pick = matched[::every]
+    where = np.concatenate([mismatches, pick])
+    dy = None if batch.dy is None else batch.dy[where]
+    return tri.Batch(batch.x[where], dy, batch.alpha, batch.direction, batch.out_dtype, batch.golden[where],
+                     batch.actual[where], where=where, numel=batch.x.size,
+                     weight=np.full(pick.size, matched.size / pick.size))
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_a_reduced_batch_claims_the_same_sampled_or_not(direction: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    whole, mismatches = _torch_like(direction)
+    batch = _reduced(whole, mismatches, every=16)
+    leading = np.arange(mismatches.size)
+    monkeypatch.setattr(tri, "SELECT_SAMPLE", 1 << 12)
+    sampled = _claims(batch, leading)
+    monkeypatch.setattr(tri, "SELECT_SAMPLE", 1 << 40)
+    assert sampled == _claims(batch, leading)
+    named = {c: n for c, n, _ in sampled}
+    assert named.get("subnormal-flush") == FLUSHED and named.get("spurious-nan") == NANS
 
 
 def test_sampled_rounds_stop_when_nothing_is_claimed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -650,9 +650,12 @@ def _estimates(ratio: np.ndarray, negative: np.ndarray) -> list[float]:
 
 
 # More remaining mismatches than this: the stack is selected on a stride sample of about
-# this many of them (every candidate rule is computed on the sample alone), then attributed,
-# and so proved element by element, on all of them; the leftovers go round again.
+# _SAMPLED of them (every candidate rule is computed on the sample alone) and of at most
+# _EVIDENCE times as many other elements, then attributed, and so proved element by
+# element, on all of them; the leftovers go round again.  Up to it, nothing is sampled.
 SELECT_SAMPLE = 1 << 16
+_SAMPLED = 1 << 14
+_EVIDENCE = 4
 
 
 def _semantics(batch: Batch, state: _State) -> None:
@@ -674,7 +677,8 @@ def _sampled_round(batch: Batch, state: _State) -> bool:
     mis = state.remaining
     cands = _candidates(batch, mis)
     whole = _scope(batch, mis)
-    stack, alternatives = _beam(_Selector(batch, _sampled(whole, mis, SELECT_SAMPLE)), cands)
+    sample = _sampled(whole, mis, min(_SAMPLED, SELECT_SAMPLE))
+    stack, alternatives = _beam(_Selector(batch, sample), cands)
     if not stack:
         return False
     claims = _attribute(_Selector(batch, whole), mis, stack, alternatives)
@@ -690,9 +694,13 @@ def _sampled(scope: _Scope, mis: np.ndarray, size: int) -> _Scope:
     is the whole batch's."""
     step = -(-mis.size // size)
     kept = np.arange(0, mis.size, step)
+    evidence = scope.weight * (kept.size / mis.size)
     others = np.arange(scope.n_mis, scope.size)
+    if others.size > _EVIDENCE * size:
+        wide = -(-others.size // (_EVIDENCE * size))
+        others, evidence = others[::wide], evidence[::wide] * (evidence.sum() / evidence[::wide].sum())
     index = np.concatenate([scope.positions(kept), scope.positions(others)])
-    return _Scope(index, kept.size, scope.weight * (kept.size / mis.size))
+    return _Scope(index, kept.size, evidence)
 
 
 def _candidates(batch: Batch, mis: np.ndarray) -> list[Rule]:
