@@ -691,7 +691,8 @@ def _sampled(scope: _Scope, mis: np.ndarray, size: int) -> _Scope:
     """``scope`` (scoped on the mismatches ``mis``) with every k-th mismatch alone, about
     ``size`` of them, and the other elements' weights divided by k: each kept mismatch
     stands for k, so the balance between mismatches explained and elements contradicted
-    is the whole batch's."""
+    is the whole batch's.  More than ``_EVIDENCE * size`` other elements are thinned by a
+    stride too, their total weight kept."""
     step = -(-mis.size // size)
     kept = np.arange(0, mis.size, step)
     evidence = scope.weight * (kept.size / mis.size)
