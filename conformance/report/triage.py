@@ -269,8 +269,8 @@ def _scope(batch: Batch, mismatches: np.ndarray) -> _Scope:
     others = np.flatnonzero(keep)
     if n <= _FULL_SCOPE:
         return _Scope(np.concatenate([mismatches, others]), mismatches.size, np.ones(others.size))
-    special = others[_special(batch, others)]
-    plain = np.setdiff1d(others, special, assume_unique=True)
+    is_special = _special(batch, others)
+    special, plain = others[is_special], others[~is_special]
     pick = np.sort(np.random.default_rng(0).choice(plain, min(_SAMPLE, plain.size), replace=False))
     weight = np.ones(special.size + pick.size)
     weight[special.size:] = plain.size / max(pick.size, 1)
@@ -649,7 +649,19 @@ def _estimates(ratio: np.ndarray, negative: np.ndarray) -> list[float]:
             for side in (negative, ~negative) if side.any()]
 
 
+# More remaining mismatches than this: the stack is selected on a stride sample of about
+# _SAMPLED of them (every candidate rule is computed on the sample alone) and of at most
+# _EVIDENCE times as many other elements, then attributed, and so proved element by
+# element, on all of them; the leftovers go round again.  Up to it, nothing is sampled.
+SELECT_SAMPLE = 1 << 16
+_SAMPLED = 1 << 14
+_EVIDENCE = 4
+
+
 def _semantics(batch: Batch, state: _State) -> None:
+    while state.remaining.size > SELECT_SAMPLE:
+        if not _sampled_round(batch, state) or state.remaining.size == 0:
+            return
     cands = _candidates(batch, state.remaining)
     sel = _Selector(batch, _scope(batch, state.remaining))
     stack, alternatives = _beam(sel, cands)
@@ -657,6 +669,39 @@ def _semantics(batch: Batch, state: _State) -> None:
         sel.keep([stack] + [stack[:i] + stack[i + 1:] for i in range(len(stack))])
         for claim in _attribute(sel, state.remaining, stack, alternatives):
             state.claim(claim)
+
+
+def _sampled_round(batch: Batch, state: _State) -> bool:
+    """One round for many mismatches: select the stack on a stride sample of them, attribute
+    it on all of them.  False when it claims nothing."""
+    mis = state.remaining
+    cands = _candidates(batch, mis)
+    whole = _scope(batch, mis)
+    sample = _sampled(whole, mis, min(_SAMPLED, SELECT_SAMPLE))
+    stack, alternatives = _beam(_Selector(batch, sample), cands)
+    if not stack:
+        return False
+    claims = _attribute(_Selector(batch, whole), mis, stack, alternatives)
+    for claim in claims:
+        state.claim(claim)
+    return state.remaining.size < mis.size
+
+
+def _sampled(scope: _Scope, mis: np.ndarray, size: int) -> _Scope:
+    """``scope`` (scoped on the mismatches ``mis``) with every k-th mismatch alone, about
+    ``size`` of them, and the other elements' weights divided by k: each kept mismatch
+    stands for k, so the balance between mismatches explained and elements contradicted
+    is the whole batch's.  More than ``_EVIDENCE * size`` other elements are thinned by a
+    stride too, their total weight kept."""
+    step = -(-mis.size // size)
+    kept = np.arange(0, mis.size, step)
+    evidence = scope.weight * (kept.size / mis.size)
+    others = np.arange(scope.n_mis, scope.size)
+    if others.size > _EVIDENCE * size:
+        wide = -(-others.size // (_EVIDENCE * size))
+        others, evidence = others[::wide], evidence[::wide] * (evidence.sum() / evidence[::wide].sum())
+    index = np.concatenate([scope.positions(kept), scope.positions(others)])
+    return _Scope(index, kept.size, evidence)
 
 
 def _candidates(batch: Batch, mis: np.ndarray) -> list[Rule]:

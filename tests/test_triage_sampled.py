@@ -1,0 +1,104 @@
+"""Many mismatches: triage selects its rules on a sample of them and proves every claim on
+all of them, with the same categories and counts as triage of every mismatch at once."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conformance.reference import golden as ref
+from conformance.report import triage as tri
+from conformance.report.metrics import match_mask
+
+N = 1 << 20
+FLUSHED, NANS = 3, 5  # rare planted defects a sample of the mismatches would miss
+
+
+def _torch_like(direction: str) -> tuple[tri.Batch, np.ndarray]:
+    """Slope fp32(0.2) on every negative value, plus a few flushed subnormal results and
+    spurious NaNs planted among them."""
+    rng = np.random.default_rng(12)
+    v = (-np.exp2(rng.uniform(-60, 60, N))).astype(np.float32)  # negatives: the slope side
+    v[:: N // 16] = np.abs(v[:: N // 16])  # a few positives for contrast
+    tiny = np.arange(1, FLUSHED + 1) * (N // (FLUSHED + 1))
+    v[tiny] = -np.float32(2.0 ** -126) * np.float32(0.75)  # subnormal inputs
+    x = v if direction == "forward" else np.full(N, -1.0, dtype=np.float32)
+    dy = None if direction == "forward" else v
+    golden = ref.leaky_relu(x, 0.2) if dy is None else ref.leaky_relu_backward(dy, x, 0.2)
+    with np.errstate(all="ignore"):
+        actual = np.where(v > 0, v, v * np.float32(0.2)).astype(np.float32) if dy is None \
+            else (v * np.float32(0.2)).astype(np.float32)
+    actual[tiny] = np.float32(-0.0)  # flushed
+    spurious = rng.choice(N, NANS, replace=False)
+    actual[spurious] = np.float32(np.nan)
+    batch = tri.Batch(x, dy, 0.2, direction, "float32", golden, actual)
+    return batch, np.flatnonzero(~match_mask(actual, golden))
+
+
+def _claims(batch: tri.Batch, mismatches: np.ndarray) -> list[tuple[str, int, bytes]]:
+    claims = tri.triage(batch, mismatches=mismatches)
+    return sorted((c.category, c.count, np.sort(c.index).tobytes()) for c in claims)
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+@pytest.mark.parametrize("sample", [None, 1 << 12], ids=["default-sample", "small-sample"])
+def test_sampled_selection_claims_what_full_selection_claims(direction: str, sample: int | None,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small sample misses the rare defects: the leftovers' round finds them."""
+    batch, mismatches = _torch_like(direction)
+    if sample is not None:
+        monkeypatch.setattr(tri, "SELECT_SAMPLE", sample)
+    rounds: list[int] = []
+    real = tri._sampled_round
+    monkeypatch.setattr(tri, "_sampled_round", lambda b, state: rounds.append(state.remaining.size) or real(b, state))
+    sampled = _claims(batch, mismatches)
+    assert rounds and rounds[0] == mismatches.size  # the sampled path is the one taken
+    monkeypatch.setattr(tri, "SELECT_SAMPLE", 1 << 40)
+    full = _claims(batch, mismatches)
+    assert [(c, n) for c, n, _ in sampled] == [(c, n) for c, n, _ in full]
+    assert sampled == full  # the very same elements
+    named = {c: n for c, n, _ in sampled}
+    assert named.get("subnormal-flush") == FLUSHED
+    assert named.get("spurious-nan") == NANS
+    assert sum(named.values()) == mismatches.size
+
+
+def _reduced(batch: tri.Batch, mismatches: np.ndarray, *, every: int) -> tri.Batch:
+    """The batch as ``conformance compare`` reduces a large dump: every mismatch first, then
+    every ``every``-th matching element standing for its share of them."""
+    keep = np.ones(batch.x.size, dtype=bool)
+    keep[mismatches] = False
+    matched = np.flatnonzero(keep)
+    pick = matched[::every]
+    where = np.concatenate([mismatches, pick])
+    dy = None if batch.dy is None else batch.dy[where]
+    return tri.Batch(batch.x[where], dy, batch.alpha, batch.direction, batch.out_dtype, batch.golden[where],
+                     batch.actual[where], where=where, numel=batch.x.size,
+                     weight=np.full(pick.size, matched.size / pick.size))
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_a_reduced_batch_claims_the_same_sampled_or_not(direction: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    whole, mismatches = _torch_like(direction)
+    batch = _reduced(whole, mismatches, every=16)
+    leading = np.arange(mismatches.size)
+    monkeypatch.setattr(tri, "SELECT_SAMPLE", 1 << 12)
+    sampled = _claims(batch, leading)
+    monkeypatch.setattr(tri, "SELECT_SAMPLE", 1 << 40)
+    assert sampled == _claims(batch, leading)
+    named = {c: n for c, n, _ in sampled}
+    assert named.get("subnormal-flush") == FLUSHED and named.get("spurious-nan") == NANS
+
+
+def test_sampled_rounds_stop_when_nothing_is_claimed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mismatches no rule explains end in the value classes, sampled or not."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(1 << 18).astype(np.float32)
+    golden = ref.leaky_relu(x, 0.2)
+    actual = rng.standard_normal(x.size).astype(np.float32) * np.float32(1e6)
+    batch = tri.Batch(x, None, 0.2, "forward", "float32", golden, actual)
+    mismatches = np.flatnonzero(~match_mask(actual, golden))
+    monkeypatch.setattr(tri, "SELECT_SAMPLE", 1 << 12)
+    sampled = _claims(batch, mismatches)
+    monkeypatch.setattr(tri, "SELECT_SAMPLE", 1 << 40)
+    assert sampled == _claims(batch, mismatches)
+    assert {c for c, _, _ in sampled} == {"unexplained"}
