@@ -305,11 +305,18 @@ def _plant(x, dy, alpha, out, golden, defects, tail, rng) -> tuple[np.ndarray, d
         garbled, where = _relocated(actual, golden, tail, rng)
         for i in where:
             if not _same(garbled[i:i + 1], golden[i:i + 1])[0]:
-                accept[int(i)] = (tail.category,)
+                accept[int(i)] = (tail.category,) + _nan_symptom(garbled[i], golden[i])
             else:
                 accept.pop(int(i), None)
         actual = garbled
     return actual, accept
+
+
+def _nan_symptom(actual: np.generic, golden: np.generic) -> tuple[str, ...]:
+    """A garbled element whose NaN was lost, or that became NaN, is also named rightly by that
+    value class: with no earlier input of its kind, nothing shows it is the position."""
+    was, now = bool(np.isnan(np.float64(golden))), bool(np.isnan(np.float64(actual)))
+    return ("lost-nan",) if was and not now else ("spurious-nan",) if now and not was else ()
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
