@@ -88,6 +88,12 @@ def add_view_options(parser: argparse.ArgumentParser, *, details: bool = True) -
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the final verdict line")
 
 
+def add_kernel_options(parser: argparse.ArgumentParser) -> None:
+    """``--profile`` and ``--variant`` of the backends that have them (cann)."""
+    parser.add_argument("--profile", help="chip profile of the backends that have one (cann: default ascend910b1)")
+    parser.add_argument("--variant", help="kernel variant of the backends that have one (cann: default reference)")
+
+
 def ascii_int(text: str) -> int:
     """argparse ``type=``: an integer in ASCII digits (``int`` alone also takes "５")."""
     if not _INTEGER.fullmatch(text.strip()):

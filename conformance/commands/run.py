@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from conformance.backends import WorkerSpec, default_backends, is_import_path, load, profiles_of
 from conformance.backends import names as backend_names
-from conformance.commands.args import add_view_options, items, parse_alpha, parse_int, view_from
+from conformance.commands.args import add_kernel_options, add_view_options, items, parse_alpha, parse_int, view_from
 from conformance.dtypes import info
 from conformance.errors import UsageError
 from conformance.interrupts import exit_code
@@ -41,8 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--dtype", action="append", metavar="D", help="fp16, bf16, fp32, fp64, or a pair like fp32->fp16")
     add("--alpha", action="append", metavar="A", help="slope(s), e.g. 0.2 or 1/3 (default: the suite's 8)")
     add("--direction", action="append", metavar="DIR", help="forward or backward (default: both)")
-    add("--profile", help="chip profile of the backends that have one (cann: default ascend910b1)")
-    add("--variant", help="kernel variant of the backends that have one (cann: default reference)")
+    add_kernel_options(parser)
     add("--worker", action="append", metavar="CMD",
         help="run the backend a worker serves through it, e.g. \"ssh npu-host /opt/venv/bin/conformance "
              "worker --backend torch_npu\" (repeatable; without --backend only worker backends run)")

@@ -27,7 +27,7 @@ from rich.text import Text
 
 from conformance.backends import names as backend_names
 from conformance.backends import skip_reason
-from conformance.commands.args import add_view_options, items, parse_alpha, view_from
+from conformance.commands.args import add_kernel_options, add_view_options, items, parse_alpha, view_from
 from conformance.commands.run import _check_profile, _choice, parse_dtype
 from conformance.dtypes import info
 from conformance.errors import UsageError
@@ -56,8 +56,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--dtype", default="fp32", metavar="D", help="fp32 (default), fp16, bf16, or a pair like fp32->fp16")
     add("--alpha", metavar="A", help="the slope, e.g. 0.2 or 1/3 (default 0.2; not with --sweep-alpha)")
     add("--direction", default="forward", metavar="DIR", help="forward (default) or backward")
-    add("--profile", help="chip profile of the backends that have one (cann: default ascend910b1)")
-    add("--variant", help="kernel variant of the backends that have one (cann: default reference)")
+    add_kernel_options(parser)
     add("--x-class", action="append", metavar="X",
         help=f"backward: the fixed x the dy patterns are swept against, of {', '.join(X_CLASS_IDS)} "
              "(repeat or comma-separate; write --x-class=-1 for a leading minus; default: all)")
