@@ -57,8 +57,11 @@ $(PADDLE_VENV)/.installed: pyproject.toml Makefile
 $(MINDSPORE_VENV)/.installed: pyproject.toml Makefile
 	$(call framework_env,$(MINDSPORE_VENV),$(MINDSPORE_SPEC))
 
+# TEST_WORKERS: pytest-xdist processes (one per core by default; 0 runs in this process)
+TEST_WORKERS ?= auto
+
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
