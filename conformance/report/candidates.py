@@ -278,9 +278,10 @@ def _gradient_rules() -> list[Rule]:
 
 def _computed_in(n: str, dtypes: tuple[str, str]) -> list[Rule]:
     """A kernel computing in the narrower ``n`` (a 16-bit type; float32 for a float64 tensor):
-    in ``n`` itself (TensorFlow: slope rounded to ``n``), or, for a 16-bit ``n``, in float32 opmath with the result rounded to ``n`` (torch), which differs from
-    the output only when ``n`` is not the output dtype (Keras's mixed precision hands the
-    gradient back in the input's dtype)."""
+    in ``n`` itself (TensorFlow: slope rounded to ``n``), or, for a 16-bit ``n``, in float32
+    opmath with the result rounded to ``n`` (torch), which differs from the output only when
+    ``n`` is not the output dtype (Keras's mixed precision hands the gradient back in the
+    input's dtype)."""
     rules = [rule("input-precision", f"computed in {n}: inputs, slope and product rounded to {n}",
                   {"input_dtype": n, "compute_dtype": n}, input_dtype=n, opmath=n)]
     if dtypes[1] != n and dtypes[0] != "float64":  # float64 operands are held in float64: no (float64, n) pair
