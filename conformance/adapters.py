@@ -27,12 +27,11 @@ import numpy as np
 from conformance.backends import BackendBase
 from conformance.dtypes import DTYPES, info
 from conformance.errors import UsageError
-from conformance.records import BackendResult, Direction
+from conformance.records import BackendResult, Direction, Pair
 
 Kind = Literal["numpy", "torch"]
 Forward = Callable[[Any, float], Any]
 Backward = Callable[[Any, Any, float], Any]
-Pair = tuple[str, str]
 _PROBE = (1.0, -1.0, 0.0, -2.5)
 
 
@@ -126,17 +125,17 @@ def _numpy_call(k: KernelBackend, direction: Direction, x: np.ndarray, alpha: fl
 
 def _torch_call(k: KernelBackend, direction: Direction, x: np.ndarray, alpha: float,
                 dy: Optional[np.ndarray]) -> Any:
-    from conformance.reference.torch_backend import from_torch, to_torch
+    from conformance.frameworks.torch_backend import numpy_from_tensor, tensor_from_numpy
 
     if direction == "forward":
-        return from_torch(k.fn(to_torch(x), alpha))
+        return numpy_from_tensor(k.fn(tensor_from_numpy(x), alpha))
     if k.bwd is not None:
-        return from_torch(k.bwd(to_torch(np.asarray(dy)), to_torch(x), alpha))
-    xt = to_torch(x).requires_grad_(True)
-    k.fn(xt, alpha).backward(to_torch(np.asarray(dy)))
+        return numpy_from_tensor(k.bwd(tensor_from_numpy(np.asarray(dy)), tensor_from_numpy(x), alpha))
+    xt = tensor_from_numpy(x).requires_grad_(True)
+    k.fn(xt, alpha).backward(tensor_from_numpy(np.asarray(dy)))
     if xt.grad is None:
         raise RuntimeError("autograd gave no gradient for x")
-    return from_torch(xt.grad)
+    return numpy_from_tensor(xt.grad)
 
 
 def _checked(value: Any, *, name: str, like: np.ndarray, out_dtype: str) -> BackendResult:

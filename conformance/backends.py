@@ -38,15 +38,14 @@ from typing import Any, Optional, Protocol
 import numpy as np
 
 from conformance.dtypes import DTYPES
-from conformance.errors import UsageError
-from conformance.records import BackendResult, Direction
+from conformance.errors import BackendUnavailable, UsageError
+from conformance.records import BackendResult, Direction, Pair
 
 GROUP = "conformance.backends"
-Pair = tuple[str, str]
 BUILTIN: dict[str, str] = {
-    "golden": "conformance.reference.golden_backend:GoldenBackend",
-    "torch": "conformance.reference.torch_backend:TorchBackend",
-    "tensorflow": "conformance.reference.tensorflow_backend:TensorFlowBackend",
+    "golden": "conformance.frameworks.golden_backend:GoldenBackend",
+    "torch": "conformance.frameworks.torch_backend:TorchBackend",
+    "tensorflow": "conformance.frameworks.tensorflow_backend:TensorFlowBackend",
     "cann": "conformance.npu_impl.backend:CannBackend",
     "torch_npu": "conformance.frameworks.torch_npu:TorchNpuBackend",
     "jax": "conformance.frameworks.jax_backend:JaxBackend",
@@ -56,9 +55,6 @@ BUILTIN: dict[str, str] = {
     "mindspore": "conformance.frameworks.mindspore_backend:MindSporeBackend",
 }
 
-
-class BackendUnavailable(UsageError):
-    """A backend cannot run here (framework not installed, worker would not start): one line why."""
 
 
 class Backend(Protocol):
@@ -260,13 +256,8 @@ def default_worker(name: str, *, profile: Optional[str] = None, variant: Optiona
     return WorkerSpec(shlex.join([*argv, *extra]), timeout)
 
 
-def get_backend(name: str, *, profile: Optional[str] = None, variant: Optional[str] = None,
-                worker: Optional[WorkerSpec] = None) -> Backend:
-    """An instance of backend ``name`` in this process, or the client of ``worker`` when given."""
-    if worker is not None:
-        from conformance.worker.client import connect
-
-        return connect(worker)
+def get_backend(name: str, *, profile: Optional[str] = None, variant: Optional[str] = None) -> Backend:
+    """An instance of backend ``name`` in this process (a worker's client: ``conformance.worker.client.connect``)."""
     factory = load(name)
     takes = profiles_of(name)
     if (profile and not takes[0]) or (variant and not takes[1]):

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from conformance.errors import UnknownCategory
+
 Group = Literal["refused", "hazards", "semantics", "location", "value class", "residue"]
 Kind = Literal["refusal", "hazard", "proved by recomputation", "proved by confinement",
                "value class", "residue"]
@@ -73,9 +75,6 @@ REGISTRY: dict[str, Category] = {
 NAMES: tuple[str, ...] = tuple(REGISTRY)
 SEMANTIC: tuple[str, ...] = tuple(c.name for c in REGISTRY.values() if c.group == "semantics")
 
-
-class UnknownCategory(ValueError):
-    """A category name the registry does not hold."""
 
 
 def check(name: str) -> Category:

@@ -1,5 +1,54 @@
-"""The one error type the CLI turns into exit code 2 and a one-line message."""
+"""Every exception the package raises, under one root: :class:`ConformanceError`.
+
+Each class keeps the built-in base its callers catch it as (a ``CorpusError``
+is still a ``ValueError``).  The CLI turns a :class:`UsageError` into exit code
+2 and its one-line message.
+"""
 
 
-class UsageError(Exception):
+class ConformanceError(Exception):
+    """The root: anything this package raises on purpose."""
+
+
+class UsageError(ConformanceError):
     """Bad arguments, a bad file or a bad alpha: the message says what to fix."""
+
+
+class BackendUnavailable(UsageError):
+    """A backend cannot run here (framework not installed, worker would not start): one line why."""
+
+
+class Unsupported(ConformanceError):
+    """A backend does not implement this (dtype, out_dtype, direction): skip, never fake."""
+
+
+class CorpusError(ConformanceError, ValueError):
+    """A reproducer file that cannot be read; the message says why and what to do."""
+
+
+class UnknownCategory(ConformanceError, ValueError):
+    """A category name the registry does not hold."""
+
+
+class HostValidationError(ConformanceError, ValueError):
+    """The emulated kernel's host entry refused the call; the message is one line saying what to fix."""
+
+
+class MissingInstruction(ConformanceError, RuntimeError):
+    """The emulated kernel used an instruction the chip does not have (e.g. DataCopyPad on 910A)."""
+
+
+class GmFault(ConformanceError, RuntimeError):
+    """An emulated access beyond a tensor's red zone: the emulator cannot model where it lands."""
+
+
+class UbOverflowError(ConformanceError, MemoryError):
+    """An emulated kernel asked for more Unified Buffer than the profile's usable capacity."""
+
+
+class ProtocolError(ConformanceError):
+    """The bytes are not a frame of the worker protocol (one line saying what was wrong)."""
+
+
+class WorkerFailure(ConformanceError):
+    """The worker died, hung or sent garbage; the message says which (one line)."""

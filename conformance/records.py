@@ -12,6 +12,8 @@ from typing import Literal, Optional
 import numpy as np
 
 Direction = Literal["forward", "backward"]
+#: An (input dtype, output dtype) pair by table name: ("float32", "float16").
+Pair = tuple[str, str]
 HazardKind = Literal["out-of-bounds-write", "write-race"]
 
 
@@ -72,6 +74,3 @@ class BackendResult:
     hazards: tuple[Hazard, ...] = field(default_factory=tuple)
     rejected: Optional[str] = None
 
-
-class Unsupported(Exception):
-    """A backend does not implement this (dtype, out_dtype, direction): skip, never fake."""

@@ -43,7 +43,8 @@ from conformance.cases import corpus, strategies
 from conformance.cases.edges import EdgePool, edge_pool
 from conformance.cases.exhaustive import random_bits, shuffled16, sweep16
 from conformance.dtypes import info
-from conformance.records import BackendResult, Direction, Unsupported
+from conformance.errors import Unsupported
+from conformance.records import BackendResult, Direction, Pair
 from conformance.report.evaluate import Finding, Row, evaluate, merge_rows
 from conformance.report.gate import GateConfig
 
@@ -51,7 +52,6 @@ SUITE_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.2, 0.3, 1 / 3, 1.0, 1.5)
 DIRECTIONS: tuple[Direction, ...] = ("forward", "backward")
 RANDOM_PATTERNS = 1 << 16  # random bit patterns per wide (fp32/fp64) row
 SHAPE_EDGES = 64  # edge values written at the head and the tail of each boundary-shape batch
-Pair = tuple[str, str]
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,11 @@ class SuiteResult:
 def backend_for(name: str, profile: Optional[str], variant: Optional[str],
                 worker: Optional[WorkerSpec] = None) -> Backend:
     """One backend instance per (name, profile, variant), or the client of ``worker``."""
-    return get_backend(name, profile=profile, variant=variant, worker=worker)
+    if worker is not None:
+        from conformance.worker.client import connect
+
+        return connect(worker)
+    return get_backend(name, profile=profile, variant=variant)
 
 
 def _specs_for(backend: Backend, name: str, selection: Selection) -> Iterable[tuple[RowSpec, Optional[str]]]:

@@ -1,7 +1,7 @@
 """A user's own backend package, as the entry-point registry sees it (test fixture)."""
 from __future__ import annotations
 
-from conformance.reference.golden_backend import GoldenBackend
+from conformance.frameworks.golden_backend import GoldenBackend
 
 BOUNDARY = (3, 17)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conformance import backends, suite
-from conformance.errors import UsageError
+from conformance.errors import BackendUnavailable, UsageError
 from tests import plugin_backend
 from tests.helpers import assert_usage_error, run_cli
 
@@ -59,7 +59,7 @@ def test_entry_points_add_a_users_backend_and_override_builtins(installed) -> No
 
 def test_a_broken_plugin_is_named_and_left_out_of_the_default_suite(installed, capsys) -> None:
     installed(metadata.EntryPoint("broken", "tests.no_such_module:Backend", backends.GROUP))
-    with pytest.raises(backends.BackendUnavailable, match="backend broken: cannot load tests.no_such_module"):
+    with pytest.raises(BackendUnavailable, match="backend broken: cannot load tests.no_such_module"):
         backends.load("broken")
     assert "broken" not in backends.default_backends()
     assert "cannot load" in capsys.readouterr().err
@@ -115,6 +115,6 @@ def test_torch_npu_without_torch_npu_is_one_clear_line(capsys) -> None:
 
     if importlib.util.find_spec("torch_npu") is not None:
         pytest.skip("torch_npu is installed here")
-    with pytest.raises(backends.BackendUnavailable, match="torch_npu is not installed"):
+    with pytest.raises(BackendUnavailable, match="torch_npu is not installed"):
         backends.get_backend("torch_npu")
     assert_usage_error(run_cli(["run", "--backend", "torch_npu"], capsys), mentions="torch_npu is not installed")

@@ -7,6 +7,7 @@ import pytest
 from conformance.cases import corpus
 from conformance.cases.exhaustive import float32_chunks, random_bits, shuffled16, sweep16
 from conformance.dtypes import bfloat16, to_bits
+from conformance.errors import CorpusError
 
 
 @pytest.mark.parametrize("case, text", [
@@ -55,7 +56,7 @@ def test_bad_reproducer_files_give_one_line_errors(tmp_path, content, message: s
     path = tmp_path / "bad.npz"
     if content is not None:
         path.write_bytes(content)
-    with pytest.raises(corpus.CorpusError, match=message) as err:
+    with pytest.raises(CorpusError, match=message) as err:
         corpus.load(path)
     assert "\n" not in str(err.value)
 
@@ -63,10 +64,10 @@ def test_bad_reproducer_files_give_one_line_errors(tmp_path, content, message: s
 def test_pickled_or_foreign_npz_is_refused(tmp_path) -> None:
     path = tmp_path / "obj.npz"
     np.savez(path, x_bits=np.array([object()], dtype=object))
-    with pytest.raises(corpus.CorpusError, match="cannot read reproducer .*allow_pickle=False"):
+    with pytest.raises(CorpusError, match="cannot read reproducer .*allow_pickle=False"):
         corpus.load(path)
     np.savez(tmp_path / "other.npz", a=np.ones(2))
-    with pytest.raises(corpus.CorpusError, match="not a leakyrelu-reproducer"):
+    with pytest.raises(CorpusError, match="not a leakyrelu-reproducer"):
         corpus.load(tmp_path / "other.npz")
 
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from conformance import categories
+from conformance.errors import UnknownCategory
 from conformance.npu_impl.variants import VARIANTS
 from conformance.reference import golden as ref
 from conformance.report.evaluate import Finding, merge_findings
@@ -26,9 +27,9 @@ def test_selftest_expectations_are_registered() -> None:
 
 
 def test_unknown_category_raises_everywhere() -> None:
-    with pytest.raises(categories.UnknownCategory, match="unknown triage category 'no-such'"):
+    with pytest.raises(UnknownCategory, match="unknown triage category 'no-such'"):
         categories.check("no-such")
-    with pytest.raises(categories.UnknownCategory, match="unknown triage category"):
+    with pytest.raises(UnknownCategory, match="unknown triage category"):
         Claim("no-such", np.zeros(0, np.int64), 0, "")
 
 
@@ -36,7 +37,7 @@ def test_merge_findings_never_drops_an_unknown_category() -> None:
     row = judge(F16, ref.leaky_relu(F16, 0.01), 0.2)
     odd = Finding("made-up", 3, False, "a finding from elsewhere", {}, ())
     bad = row.__class__(**{**row.__dict__, "findings": row.findings + (odd,)})
-    with pytest.raises(categories.UnknownCategory, match="made-up"):
+    with pytest.raises(UnknownCategory, match="made-up"):
         merge_findings([row, bad], backend="cann", config=GateConfig())
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from conformance.commands import compare
 from conformance.dtypes import all_patterns
+from conformance.ingest import dumps
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.report.evaluate import Row, evaluate, evaluate_chunks
@@ -81,7 +82,7 @@ CASES = [
 def _report(case: Dumped, d: Path, capsys: pytest.CaptureFixture[str], *, chunk: int,
             monkeypatch: pytest.MonkeyPatch, rows: list | None = None) -> dict:
     """The JSON report of one compare run; ``rows`` collects the judged rows themselves."""
-    monkeypatch.setattr(compare, "CHUNK_ELEMENTS", chunk)
+    monkeypatch.setattr(dumps, "CHUNK_ELEMENTS", chunk)
     judged = rows if rows is not None else []
     monkeypatch.setattr(compare, "evaluate_chunks",
                         lambda *a, **k: judged.append(evaluate_chunks(*a, **k)) or judged[-1])
@@ -170,8 +171,8 @@ def test_chunked_rows_equal_the_whole_batch_evaluator(case: Dumped, tmp_path: Pa
     jobs = [("forward", arrays["y"], None, "y.npy")] + (
         [("backward", arrays["dx"], arrays["dy"], "dx.npy")] if "dx" in arrays else [])
     for row, (direction, out, dy, label) in zip(rows, jobs, strict=True):
-        layout_fn = compare.plan_layout(case.options[1], None, dtypes=(x.dtype.name, out.dtype.name),
-                                        direction=direction) if case.options else None
+        layout_fn = dumps.plan_layout(case.options[1], None, dtypes=(x.dtype.name, out.dtype.name),
+                                      direction=direction) if case.options else None
         whole = evaluate(x, 0.2, BackendResult(out), direction=direction, dy=dy, backend="dump",
                          config=load_config(None), label=label, layout_fn=layout_fn)
         assert _exact_part(row) == _exact_part(whole)

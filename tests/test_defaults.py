@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.reference.defaults import DEFAULTS, frameworks_with_default, probe
+from conformance.frameworks.default_probes import PROBES, has_probe, probe
+from conformance.reference.defaults import DEFAULTS, frameworks_with_default
 from tests.helpers import run_cli
 
 
@@ -14,8 +15,12 @@ def test_declared_defaults_are_the_documented_ones() -> None:
                         "MindSpore": 0.2, "ONNX": 0.01, "JAX": 0.01, "Paddle": 0.01}
 
 
+def test_every_entry_with_a_module_has_a_probe_and_every_probe_an_entry() -> None:
+    assert set(PROBES) == {d.api for d in DEFAULTS if d.module is not None}
+
+
 # Frameworks in environments of their own are probed through their worker: tests/test_framework_envs.py.
-@pytest.mark.parametrize("entry", [d for d in DEFAULTS if d.probe is not None and d.environment is None],
+@pytest.mark.parametrize("entry", [d for d in DEFAULTS if has_probe(d) and d.environment is None],
                          ids=lambda d: d.api)
 def test_live_probe_agrees_with_declaration(entry) -> None:
     pytest.importorskip(entry.module)

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from conformance import backends, suite
-from conformance.backends import BackendUnavailable, WorkerSpec
+from conformance.backends import WorkerSpec
+from conformance.errors import BackendUnavailable
 from conformance.worker import client
 from tests.helpers import assert_same_bits
 

@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 
 from conformance import backends
-from conformance.backends import BackendUnavailable, default_worker, load
+from conformance.backends import default_worker, load
+from conformance.errors import BackendUnavailable
+from conformance.frameworks.default_probes import NOT_SET_UP, has_probe, probe
 from conformance.frameworks.environments import ROOT
-from conformance.reference.defaults import DEFAULTS, NOT_SET_UP, probe
+from conformance.reference.defaults import DEFAULTS
 from conformance.reference.golden import leaky_relu, leaky_relu_backward
 from conformance.worker.protocol import Message
 from conformance.worker.server import answer
@@ -120,7 +122,7 @@ def _entries(name: str):
 @pytest.mark.parametrize("name", OWN)
 def test_each_own_environment_framework_has_probed_defaults(name: str) -> None:
     entries = _entries(name)
-    assert entries and all(d.probe is not None for d in entries)
+    assert entries and all(has_probe(d) for d in entries)
 
 
 @pytest.mark.parametrize("name", OWN)

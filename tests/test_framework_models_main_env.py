@@ -15,9 +15,11 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from conformance.backends import BackendUnavailable, default_worker, get_backend
+from conformance.backends import default_worker, get_backend
 from conformance.dtypes import all_patterns
+from conformance.errors import BackendUnavailable
 from conformance.reference import golden
+from conformance.worker import client
 from tests.helpers import differing
 
 ALPHAS = (0.0, 0.01, 0.2, 0.3, 1.5)
@@ -82,7 +84,7 @@ def _backend(name: str, profile: str | None):
             pytest.skip(f"{module} is not installed")
     try:
         worker = default_worker(name, profile=profile) if profile else None
-        return get_backend(name, profile=profile, worker=worker)
+        return client.connect(worker) if worker is not None else get_backend(name, profile=profile)
     except BackendUnavailable as exc:
         pytest.skip(str(exc))
 

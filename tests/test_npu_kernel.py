@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from conformance.dtypes import all_patterns, info, is_nan, to_bits, ulp_distance
-from conformance.npu_impl import PROFILES, HostValidationError, leaky_relu, leaky_relu_backward
+from conformance.errors import HostValidationError
+from conformance.npu_impl import PROFILES, leaky_relu, leaky_relu_backward
 from conformance.reference import golden
 from tests.helpers import assert_same_bits, from_torch, to_torch
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.npu_impl.memory import SENTINEL_BYTE, GmFault, GmInput, GmTensor, UbArena, UbOverflowError
+from conformance.errors import GmFault, UbOverflowError
+from conformance.npu_impl.memory import SENTINEL_BYTE, GmInput, GmTensor, UbArena
 
 
 def _gm(numel: int = 16, zone: int = 8) -> GmTensor:

@@ -15,9 +15,9 @@ import pytest
 
 from conformance.backends import get_backend
 from conformance.dtypes import info, is_nan
+from conformance.errors import Unsupported
 from conformance.npu_impl import VARIANTS, leaky_relu, leaky_relu_backward
 from conformance.npu_impl.backend import CannBackend
-from conformance.records import Unsupported
 from conformance.reference import golden
 from tests.helpers import bits_differ
 

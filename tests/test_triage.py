@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from conformance.dtypes import all_patterns, from_bits, info, is_nan, is_subnormal, to_bits
+from conformance.frameworks.tensorflow_backend import tensorflow
 from conformance.npu_impl.backend import CannBackend
 from conformance.npu_impl.variants import VARIANTS
 from conformance.records import BackendResult, Hazard, TileLayout, TileSpan
 from conformance.reference import golden as ref
-from conformance.reference.tensorflow_backend import tensorflow
 from conformance.report.evaluate import Row, evaluate
 from conformance.report.gate import GateConfig
 from conformance.report.metrics import match_mask

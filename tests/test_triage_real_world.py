@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from conformance.dtypes import all_patterns
+from conformance.frameworks.tensorflow_backend import tensorflow
 from conformance.reference import golden as ref
-from conformance.reference.tensorflow_backend import tensorflow
 from conformance.report.evaluate import Row
 from tests.test_triage import counts, differs, judge
 

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from conformance import suite
-from conformance.backends import BackendUnavailable, WorkerSpec
+from conformance.backends import WorkerSpec
 from conformance.dtypes import DTYPES, all_patterns, from_bits
+from conformance.errors import BackendUnavailable, ProtocolError
 from conformance.records import BackendResult, Hazard, TileLayout, TileSpan
 from conformance.report import export
 from conformance.worker import client, protocol
@@ -62,7 +63,7 @@ def test_payloads_never_unpickle() -> None:
 
     buf = io.BytesIO()
     np.savez(buf, header=np.frombuffer(b'{"type": "call"}', np.uint8), x=np.array([object()], dtype=object))
-    with pytest.raises(protocol.ProtocolError, match="unreadable payload"):
+    with pytest.raises(ProtocolError, match="unreadable payload"):
         protocol.decode(buf.getvalue())
 
 
@@ -71,7 +72,7 @@ def test_payloads_never_unpickle() -> None:
     (protocol.MAGIC + (1 << 62).to_bytes(8, "big"), "is beyond"),
 ])
 def test_frame_prefixes_are_checked(prefix: bytes, message: str) -> None:
-    with pytest.raises(protocol.ProtocolError, match=message):
+    with pytest.raises(ProtocolError, match=message):
         protocol.check_prefix(prefix)
 
 

@@ -20,8 +20,8 @@ from typing import BinaryIO, Optional
 
 import numpy as np
 
+from conformance.frameworks.golden_backend import GoldenBackend
 from conformance.records import BackendResult
-from conformance.reference.golden_backend import GoldenBackend
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIGGER_ALPHA = 1.5

@@ -21,7 +21,8 @@ def build(target: str) -> Any:
     """The ``nn.Module`` that ``module:factory`` builds."""
     import torch
 
-    from conformance.backends import BackendUnavailable, load
+    from conformance.backends import load
+    from conformance.errors import BackendUnavailable
 
     try:
         factory = load(target)

@@ -24,6 +24,7 @@ from typing import Optional
 import numpy as np
 
 from conformance.dtypes import DTYPES, from_bits, info, to_bits
+from conformance.errors import CorpusError
 from conformance.records import Direction
 
 FORMAT = "leakyrelu-reproducer/2"  # /1 had no digest
@@ -34,9 +35,6 @@ _NUMBERS = ("alpha", "x_bits", "dy_bits")  # digested after the strings, in this
 _DIRECTIONS = ("forward", "backward")
 _RECREATE = "re-create it with 'conformance run'"
 
-
-class CorpusError(ValueError):
-    """A reproducer file that cannot be read; the message says why and what to do."""
 
 
 def _scalar_text(a: np.ndarray) -> str:

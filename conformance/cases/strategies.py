@@ -17,6 +17,7 @@ import pkgutil
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional, TypeVar
 
 import numpy as np
@@ -194,9 +195,8 @@ def _import_package() -> int:
     Hypothesis mixes literal constants of the *loaded local modules* into its
     draws, so what is loaded must not depend on which backends ran first.
     """
-    import conformance
-
-    names = [m.name for m in pkgutil.walk_packages(conformance.__path__, "conformance.")
+    package = Path(__file__).resolve().parents[1]  # the package directory; imports nothing
+    names = [m.name for m in pkgutil.walk_packages([str(package)], "conformance.")
              if not m.name.endswith("__main__")]
     for name in names:
         importlib.import_module(name)

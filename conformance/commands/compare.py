@@ -2,7 +2,7 @@
 
 Arrays come as ``.npy`` or ``.npz``, memory-mapped and checked by
 ``conformance.ingest.arrays`` (never unpickled; any byte order), and are judged
-``CHUNK_ELEMENTS`` at a time, so a dump larger than memory can be compared.
+a chunk at a time (``conformance.ingest.dumps``), so a dump larger than memory can be compared.
 Dtypes are read from the arrays: an fp32 x with an fp16 y is the fp32->fp16
 path.  bfloat16 comes as an ml_dtypes ``.npy`` or as raw uint16 bits with
 ``--dtype bfloat16``.  ``--profile``/``--cores`` give triage the emulator's
@@ -11,21 +11,18 @@ tiling plan, so that errors confined to tail tiles are named ``tail-block``.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Optional
 
-from rich.console import Console
-
 from conformance.commands.args import add_view_options, parse_alpha, parse_int, view_from
 from conformance.errors import UsageError
 from conformance.ingest.arrays import Dump, load
-from conformance.records import TileLayout
-from conformance.reference.golden import SUPPORTED_PAIRS
+from conformance.ingest.dumps import check_pair, chunks, plan_layout, progress
 from conformance.report import console as render
 from conformance.report import files
-from conformance.report.evaluate import Chunk, LayoutFn, Row, evaluate_chunks
+from conformance.report.evaluate import Row, evaluate_chunks
 from conformance.report.export import partial_on_interrupt, write_reports
 from conformance.report.gate import GateConfig, load_config
 
@@ -55,48 +52,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_view_options(parser)
 
 
-# ----------------------------------------------------------------------------- loading
-
-CHUNK_ELEMENTS = 1 << 21  # elements judged at a time: bounds memory, keeps the work in cache
-PROGRESS_ELEMENTS = 1 << 24  # inputs at least this large show a progress bar (on stderr)
-
-
-def check_pair(x: Dump, out: Dump, *, flag: str, src_flag: str = "--x") -> None:
-    if out.shape != x.shape:
-        raise UsageError(f"{flag} has shape {out.shape} but {src_flag} has {x.shape}; "
-                         "pass arrays of the same shape")
-    pair = (x.dtype.name, out.dtype.name)
-    if pair not in SUPPORTED_PAIRS:
-        raise UsageError(f"unsupported dtype pair {pair[0]}->{pair[1]} ({src_flag}, {flag}); supported: "
-                         + ", ".join(f"{a}->{b}" for a, b in sorted(SUPPORTED_PAIRS)))
-
-
-# ----------------------------------------------------------------------------- layout
-
 def _cores(text: Optional[str]) -> Optional[int]:
     if text is None:
         return None
     return parse_int(text, flag="--cores", minimum=1)
-
-
-def plan_layout(profile: Optional[str], cores: Optional[int], *, dtypes: tuple[str, str],
-                direction: str) -> LayoutFn:
-    """The reference kernel's tiling plan as a layout function (imports the emulator lazily)."""
-    from conformance.npu_impl import kernel
-
-    try:
-        spec = kernel.build_spec(direction, dtypes[0], dtypes[1], profile=profile)  # type: ignore[arg-type]
-    except ValueError as exc:
-        raise UsageError(f"--profile: {exc}") from None
-    chip = spec.profile
-    if cores is not None and cores > chip.vector_cores:
-        raise UsageError(f"--cores {cores}: {chip.name} has {chip.vector_cores} vector cores; "
-                         f"pass 1..{chip.vector_cores}")
-
-    def layout(numel: int) -> Optional[TileLayout]:
-        return kernel.plan_for(numel, spec, cores=cores).layout()
-
-    return layout
 
 
 # ----------------------------------------------------------------------------- run
@@ -121,17 +80,6 @@ def _rows(args: argparse.Namespace, *, alpha: float, config: GateConfig) -> list
             for d, out, dy in jobs]
 
 
-def chunks(x: Dump, out: Dump, *, dy: Optional[Dump], size: Optional[int] = None) -> Iterator[Chunk]:
-    """Consecutive flat chunks of x, dy and the output, native byte order; the mapped
-    pages of each are released once it is judged (resident memory holds about a chunk)."""
-    step = max(1, size or CHUNK_ELEMENTS)
-    for lo in range(0, x.size, step):
-        hi = min(lo + step, x.size)
-        yield Chunk(lo, x.chunk(lo, hi), None if dy is None else dy.chunk(lo, hi), out.chunk(lo, hi))
-        for dump in (x, out) if dy is None else (x, dy, out):
-            dump.release(lo, hi)
-
-
 def _evaluate(args: argparse.Namespace, x: Dump, out: Dump, *, dy: Optional[Dump],
               direction: str, alpha: float, config: GateConfig) -> Row:
     cores = _cores(args.cores)
@@ -145,16 +93,7 @@ def _evaluate(args: argparse.Namespace, x: Dump, out: Dump, *, dy: Optional[Dump
                                alpha=alpha, direction=direction, out_dtype=out.dtype.name,
                                backend="dump", profile=args.profile, config=config, label=label,
                                layout_fn=layout_fn, shape=x.shape,
-                               advance=_progress(stack, f"{direction} {label}", total=x.size))
-
-
-def _progress(stack: ExitStack, description: str, *, total: int) -> Callable[[int], None]:
-    """A progress bar on stderr for large inputs; a no-op for small ones."""
-    if total < PROGRESS_ELEMENTS:
-        return lambda n: None
-    progress = stack.enter_context(render.make_progress(console=Console(stderr=True)))
-    task = progress.add_task(description, total=total)
-    return lambda n: progress.advance(task, n)
+                               advance=progress(stack, f"{direction} {label}", total=x.size))
 
 
 def _check_flags(args: argparse.Namespace) -> None:
@@ -181,7 +120,8 @@ def _source(args: argparse.Namespace) -> Callable[[GateConfig], list[Row]]:
     if args.msprobe is not None:
         from conformance.commands import compare_msprobe
 
-        return lambda config: compare_msprobe.rows(args, config=config)
+        return lambda config: compare_msprobe.rows(args.msprobe, config=config, profile=args.profile,
+                                                   cores=_cores(args.cores))
     if args.manifest is not None:
         from conformance.ingest import manifest
 

@@ -6,13 +6,12 @@ Each call is judged like a ``compare`` dump (backend ``dump``); its row's
 """
 from __future__ import annotations
 
-import argparse
 from contextlib import ExitStack
 from dataclasses import replace
 from typing import Optional
 
-from conformance.commands.compare import _cores, _progress, check_pair, chunks, plan_layout
 from conformance.errors import UsageError
+from conformance.ingest.dumps import check_pair, chunks, plan_layout, progress
 from conformance.ingest.msprobe import Call, read_calls
 from conformance.report.evaluate import LayoutFn, Row, evaluate_chunks
 from conformance.report.gate import GateConfig
@@ -40,12 +39,11 @@ def evaluate_call(call: Call, *, config: GateConfig, profile: Optional[str] = No
                               dtype=call.x.dtype, alpha=call.alpha, direction=call.direction,
                               out_dtype=call.out.dtype.name, backend="dump", config=config,
                               profile=profile, label=call.out_file, shape=call.x.shape, layout_fn=layout_fn,
-                              advance=_progress(stack, call.name, total=call.x.size))
+                              advance=progress(stack, call.name, total=call.x.size))
     return replace(row, variant=call.name, notes=() if call.note is None else (call.note,))
 
 
-def rows(args: argparse.Namespace, *, config: GateConfig) -> list[Row]:
-    """One row per LeakyReLU call of the dump at ``args.msprobe``."""
-    cores = _cores(args.cores)
-    return [evaluate_call(call, config=config, profile=args.profile, cores=cores)
-            for call in read_calls(args.msprobe)]
+def rows(dump_dir: str, *, config: GateConfig, profile: Optional[str] = None,
+         cores: Optional[int] = None) -> list[Row]:
+    """One row per LeakyReLU call of the msprobe dump at ``dump_dir``."""
+    return [evaluate_call(call, config=config, profile=profile, cores=cores) for call in read_calls(dump_dir)]

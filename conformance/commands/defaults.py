@@ -6,7 +6,7 @@ import argparse
 from rich.console import Console
 from rich.table import Table
 
-from conformance.reference.defaults import ProbeResult, probe_all
+from conformance.frameworks.default_probes import ProbeResult, has_probe, probe_all
 
 HELP = "print each framework's default LeakyReLU slope, declared and probed live"
 
@@ -43,7 +43,7 @@ def execute(args: argparse.Namespace) -> int:
     console.print("sources: " + "; ".join(f"{r.entry.api}: {r.entry.source}" for r in results), style="dim")
     unprobed: dict[str, list[str]] = {}
     for r in results:
-        if r.entry.probe is not None and r.probed is None:
+        if has_probe(r.entry) and r.probed is None:
             unprobed.setdefault(r.status, []).append(r.entry.api)
     for why, apis in unprobed.items():
         console.print(f"[yellow]{why}: {', '.join(apis)}[/]", markup=True, highlight=False)

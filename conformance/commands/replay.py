@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import argparse
 
-from conformance.cases.corpus import CorpusError, Reproducer, load
+from conformance.cases.corpus import Reproducer, load
 from conformance.commands.args import add_view_options, view_from
-from conformance.errors import UsageError
-from conformance.records import Unsupported
+from conformance.errors import CorpusError, Unsupported, UsageError
 from conformance.report import console as show
 from conformance.report.evaluate import Row
 from conformance.report.gate import GateConfig, load_config

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from conformance.backends import BackendUnavailable, SameDtypeBackend
+from conformance.backends import SameDtypeBackend
+from conformance.errors import BackendUnavailable
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository of an editable install
 SETUP = "make conformance-all"

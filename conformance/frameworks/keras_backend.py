@@ -16,10 +16,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from conformance.backends import BackendBase, BackendUnavailable, Pair
-from conformance.errors import UsageError
+from conformance.backends import BackendBase
+from conformance.errors import BackendUnavailable, Unsupported, UsageError
 from conformance.frameworks.loading import require
-from conformance.records import BackendResult, Direction
+from conformance.records import BackendResult, Direction, Pair
 
 PROFILES = ("tensorflow", "jax", "torch", "numpy")
 VARIANTS = ("ops", "layer")
@@ -86,4 +86,4 @@ class KerasBackend(BackendBase):
 
     def backward(self, dy: np.ndarray, x: np.ndarray, alpha: float, *,
                  out_dtype: Optional[str] = None) -> BackendResult:
-        raise UsageError(self.skip_reason(x.dtype.name, x.dtype.name, "backward"))
+        raise Unsupported(self.skip_reason(x.dtype.name, x.dtype.name, "backward"))

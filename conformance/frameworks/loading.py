@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from conformance.backends import BackendUnavailable
+from conformance.errors import BackendUnavailable
 
 EXTRA = "pip install 'conformance[frameworks]'"
 

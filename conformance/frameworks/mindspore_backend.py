@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from conformance.backends import BackendUnavailable
+from conformance.errors import BackendUnavailable
 from conformance.frameworks.environments import Environment, OwnEnvironmentBackend
 from conformance.frameworks.loading import require
 from conformance.records import BackendResult, Direction

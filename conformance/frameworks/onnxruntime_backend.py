@@ -13,8 +13,9 @@ from typing import Any, Optional
 import numpy as np
 
 from conformance.backends import BackendBase
+from conformance.errors import Unsupported
 from conformance.frameworks.loading import require
-from conformance.records import BackendResult, Direction, Unsupported
+from conformance.records import BackendResult, Direction
 
 OPSET = 22
 DTYPES = ("float16", "float32")  # measured: the CPU provider has no bfloat16 or float64 LeakyRelu

@@ -16,9 +16,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from conformance.backends import BackendUnavailable, SameDtypeBackend
+from conformance.backends import SameDtypeBackend
+from conformance.errors import BackendUnavailable
+from conformance.frameworks.torch_backend import numpy_from_tensor, tensor_from_numpy
 from conformance.records import BackendResult
-from conformance.reference.torch_backend import from_torch, to_torch
 
 REMOTE_HINT = "--worker \"ssh HOST /opt/venv/bin/conformance worker --backend torch_npu\""
 
@@ -52,13 +53,13 @@ class TorchNpuBackend(SameDtypeBackend):
     def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
         import torch.nn.functional as F
 
-        y = F.leaky_relu(to_torch(x).to(self.device), negative_slope=alpha)
-        return BackendResult(from_torch(y.cpu()))
+        y = F.leaky_relu(tensor_from_numpy(x).to(self.device), negative_slope=alpha)
+        return BackendResult(numpy_from_tensor(y.cpu()))
 
     def backward(self, dy: np.ndarray, x: np.ndarray, alpha: float, *,
                  out_dtype: Optional[str] = None) -> BackendResult:
         import torch.nn.functional as F
 
-        xt = to_torch(x).to(self.device).requires_grad_(True)
-        F.leaky_relu(xt, negative_slope=alpha).backward(to_torch(dy).to(self.device))
-        return BackendResult(from_torch(xt.grad.cpu()))
+        xt = tensor_from_numpy(x).to(self.device).requires_grad_(True)
+        F.leaky_relu(xt, negative_slope=alpha).backward(tensor_from_numpy(dy).to(self.device))
+        return BackendResult(numpy_from_tensor(xt.grad.cpu()))

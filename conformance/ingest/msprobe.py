@@ -96,7 +96,7 @@ def _torch_tensor(file: Path, *, where: str) -> np.ndarray:
     """A ``.pt`` tensor through ``torch.load(weights_only=True)``; bfloat16 keeps its bits."""
     import torch
 
-    from conformance.reference.torch_backend import from_torch
+    from conformance.frameworks.torch_backend import numpy_from_tensor as from_torch
 
     try:
         value = torch.load(file, map_location="cpu", weights_only=True)

@@ -14,6 +14,7 @@ from typing import Optional
 import numpy as np
 
 from conformance.dtypes import DTypeInfo, DTypeLike
+from conformance.errors import HostValidationError
 from conformance.npu_impl.chips import DEFAULT_PROFILE, PROFILES, ChipProfile, supported_pairs
 from conformance.npu_impl.kernel import KernelSpec, build_spec, launch, plan_for
 from conformance.npu_impl.memory import GmInput, GmTensor
@@ -25,9 +26,6 @@ from conformance.reference.golden import check_alpha
 __all__ = ["leaky_relu", "leaky_relu_backward", "HostValidationError", "KernelResult", "ForwardResult",
            "BackwardResult", "PROFILES", "VARIANTS", "supported_pairs"]
 
-
-class HostValidationError(ValueError):
-    """The host entry refused the call; the message is one line saying what to fix."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import numpy as np
 
 from conformance.backends import BackendBase
 from conformance.dtypes import info
+from conformance.errors import Unsupported
 from conformance.npu_impl import (
     PROFILES,
     VARIANTS,
@@ -18,7 +19,7 @@ from conformance.npu_impl import (
 )
 from conformance.npu_impl.chips import get_profile
 from conformance.npu_impl.variants import get_variant
-from conformance.records import BackendResult, Direction, Unsupported
+from conformance.records import BackendResult, Direction
 
 
 class CannBackend(BackendBase):

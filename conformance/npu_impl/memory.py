@@ -16,6 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from conformance.errors import GmFault, UbOverflowError
 from conformance.npu_impl.chips import BLOCK_BYTES
 from conformance.records import Hazard, HazardKind
 
@@ -24,12 +25,6 @@ _GARBAGE_SEED = 0x0A5C3D
 _NO_WRITER = -1
 
 
-class GmFault(RuntimeError):
-    """An access beyond a tensor's red zone: the emulator cannot model where it lands."""
-
-
-class UbOverflowError(MemoryError):
-    """A kernel asked for more Unified Buffer than the profile's usable capacity."""
 
 
 @lru_cache(maxsize=1)

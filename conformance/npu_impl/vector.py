@@ -18,6 +18,7 @@ from typing import Literal, Optional
 import numpy as np
 
 from conformance.dtypes import from_bits, info, is_nan, is_subnormal, to_bits
+from conformance.errors import MissingInstruction
 from conformance.npu_impl.chips import BLOCK_BYTES, FloatMode, MaxMinNan, SubnormalRule
 
 CmpMode = Literal["GT", "GE", "LT"]
@@ -234,9 +235,6 @@ class VectorUnit:
 
 CopyHow = Literal["block", "pad", "scalar"]
 
-
-class MissingInstruction(RuntimeError):
-    """The kernel used an instruction the chip does not have (e.g. DataCopyPad on 910A)."""
 
 
 def moved_elements(count: int, itemsize: int, *, how: CopyHow, has_pad: bool) -> int:

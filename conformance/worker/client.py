@@ -28,8 +28,9 @@ from typing import Any, Optional
 
 import numpy as np
 
-from conformance.backends import BackendUnavailable, WorkerSpec
+from conformance.backends import WorkerSpec
 from conformance.dtypes import DTYPES, info
+from conformance.errors import BackendUnavailable, WorkerFailure
 from conformance.records import BackendResult, Direction
 from conformance.worker.protocol import (
     PREFIX,
@@ -46,9 +47,6 @@ START_TIMEOUT = 120.0  # seconds a worker may take to say hello (imports, ssh), 
 MAX_RESTARTS = 1
 CHUNK = 1 << 20
 
-
-class WorkerFailure(Exception):
-    """The worker died, hung or sent garbage; the message says which (one line)."""
 
 
 class WorkerProcess:

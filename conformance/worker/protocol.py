@@ -34,6 +34,7 @@ from typing import Any, BinaryIO, Optional
 import numpy as np
 
 from conformance.dtypes import DTYPES, info, to_bits
+from conformance.errors import ProtocolError
 from conformance.records import BackendResult, Hazard, TileLayout, TileSpan
 
 PROTOCOL_VERSION = 1
@@ -41,9 +42,6 @@ MAGIC = b"LRW1"
 PREFIX = struct.Struct(">4sQ")
 MAX_FRAME = 1 << 36  # 64 GiB: a larger length is garbage, not data
 
-
-class ProtocolError(Exception):
-    """The bytes are not a frame of this protocol (one line saying what was wrong)."""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import BinaryIO, Optional
 
 from conformance.backends import Backend, boundary_sizes, call, skip_reason, suite_pairs
 from conformance.dtypes import DTYPES
-from conformance.records import Unsupported
+from conformance.errors import Unsupported
 from conformance.worker.protocol import (
     PROTOCOL_VERSION,
     Message,
@@ -86,7 +86,8 @@ def answer(backend: Backend, message: Message) -> Message:
 
 def probed(api: str) -> Message:
     """The reply to a ``probe``: the default slope of ``api`` measured in this process, and its version."""
-    from conformance.reference.defaults import entry_for, probe_here
+    from conformance.frameworks.default_probes import probe_here
+    from conformance.reference.defaults import entry_for
 
     try:
         result = probe_here(entry_for(api))

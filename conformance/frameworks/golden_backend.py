@@ -1,4 +1,9 @@
-"""The golden reference as a backend: the suite's self-check row."""
+"""The golden reference as a backend: the suite's self-check row.
+
+It lives beside the framework adapters, not in ``reference/``: the reference
+defines what "right" means and imports no backend; this is one more adapter of
+a computation to the Backend protocol.
+"""
 from __future__ import annotations
 
 from typing import Optional

@@ -11,7 +11,7 @@ from conformance.dtypes import info
 from conformance.records import BackendResult
 
 
-def to_torch(a: np.ndarray):
+def tensor_from_numpy(a: np.ndarray):
     """numpy (ml_dtypes bfloat16 included) -> torch, through bit views for bfloat16."""
     import torch
 
@@ -21,7 +21,7 @@ def to_torch(a: np.ndarray):
     return torch.from_numpy(a.copy())
 
 
-def from_torch(t) -> np.ndarray:
+def numpy_from_tensor(t) -> np.ndarray:
     """torch -> numpy, bfloat16 coming back as an ml_dtypes array with the same bits."""
     import torch
 
@@ -41,16 +41,16 @@ class TorchBackend(SameDtypeBackend):
     def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
         import torch.nn.functional as F
 
-        return _refusing(alpha, lambda: from_torch(F.leaky_relu(to_torch(x), negative_slope=alpha)))
+        return _refusing(alpha, lambda: numpy_from_tensor(F.leaky_relu(tensor_from_numpy(x), negative_slope=alpha)))
 
     def backward(self, dy: np.ndarray, x: np.ndarray, alpha: float, *,
                  out_dtype: Optional[str] = None) -> BackendResult:
         import torch.nn.functional as F
 
         def grad() -> np.ndarray:
-            xt = to_torch(x).requires_grad_(True)
-            F.leaky_relu(xt, negative_slope=alpha).backward(to_torch(dy))
-            return from_torch(xt.grad)
+            xt = tensor_from_numpy(x).requires_grad_(True)
+            F.leaky_relu(xt, negative_slope=alpha).backward(tensor_from_numpy(dy))
+            return numpy_from_tensor(xt.grad)
 
         return _refusing(alpha, grad)
 

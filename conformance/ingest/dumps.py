@@ -1,0 +1,76 @@
+"""Reading device dumps for judging: what ``compare`` and ``compare --msprobe`` share.
+
+A dump's x and output are checked as a pair the golden knows, read
+``CHUNK_ELEMENTS`` at a time (a dump larger than memory can be judged, each
+chunk's mapped pages released once judged), located on the reference kernel's
+tiling plan when a profile or a core count is given, and shown with a progress
+bar when large.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from typing import Optional
+
+from rich.console import Console
+
+from conformance.errors import UsageError
+from conformance.ingest.arrays import Dump
+from conformance.records import TileLayout
+from conformance.reference.golden import SUPPORTED_PAIRS
+from conformance.report import console as render
+from conformance.report.evaluate import Chunk, LayoutFn
+
+CHUNK_ELEMENTS = 1 << 21  # elements judged at a time: bounds memory, keeps the work in cache
+PROGRESS_ELEMENTS = 1 << 24  # inputs at least this large show a progress bar (on stderr)
+
+
+def check_pair(x: Dump, out: Dump, *, flag: str, src_flag: str = "--x") -> None:
+    """A UsageError unless ``out`` has x's shape and (x, out) is a dtype pair the golden runs."""
+    if out.shape != x.shape:
+        raise UsageError(f"{flag} has shape {out.shape} but {src_flag} has {x.shape}; "
+                         "pass arrays of the same shape")
+    pair = (x.dtype.name, out.dtype.name)
+    if pair not in SUPPORTED_PAIRS:
+        raise UsageError(f"unsupported dtype pair {pair[0]}->{pair[1]} ({src_flag}, {flag}); supported: "
+                         + ", ".join(f"{a}->{b}" for a, b in sorted(SUPPORTED_PAIRS)))
+
+
+def chunks(x: Dump, out: Dump, *, dy: Optional[Dump], size: Optional[int] = None) -> Iterator[Chunk]:
+    """Consecutive flat chunks of x, dy and the output, native byte order; the mapped
+    pages of each are released once it is judged (resident memory holds about a chunk)."""
+    step = max(1, size or CHUNK_ELEMENTS)
+    for lo in range(0, x.size, step):
+        hi = min(lo + step, x.size)
+        yield Chunk(lo, x.chunk(lo, hi), None if dy is None else dy.chunk(lo, hi), out.chunk(lo, hi))
+        for dump in (x, out) if dy is None else (x, dy, out):
+            dump.release(lo, hi)
+
+
+def plan_layout(profile: Optional[str], cores: Optional[int], *, dtypes: tuple[str, str],
+                direction: str) -> LayoutFn:
+    """The reference kernel's tiling plan as a layout function (imports the emulator lazily)."""
+    from conformance.npu_impl import kernel
+
+    try:
+        spec = kernel.build_spec(direction, dtypes[0], dtypes[1], profile=profile)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise UsageError(f"--profile: {exc}") from None
+    chip = spec.profile
+    if cores is not None and cores > chip.vector_cores:
+        raise UsageError(f"--cores {cores}: {chip.name} has {chip.vector_cores} vector cores; "
+                         f"pass 1..{chip.vector_cores}")
+
+    def layout(numel: int) -> Optional[TileLayout]:
+        return kernel.plan_for(numel, spec, cores=cores).layout()
+
+    return layout
+
+
+def progress(stack: ExitStack, description: str, *, total: int) -> Callable[[int], None]:
+    """A progress bar on stderr for large inputs, closed with ``stack``; a no-op for small ones."""
+    if total < PROGRESS_ELEMENTS:
+        return lambda n: None
+    bar = stack.enter_context(render.make_progress(console=Console(stderr=True)))
+    task = bar.add_task(description, total=total)
+    return lambda n: bar.advance(task, n)
