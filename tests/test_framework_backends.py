@@ -15,7 +15,7 @@ import pytest
 
 from conformance import backends, suite
 from conformance.backends import WorkerSpec
-from conformance.errors import BackendUnavailable
+from conformance.errors import BackendUnavailable, Unsupported
 from conformance.worker import client
 from tests.helpers import assert_same_bits
 
@@ -80,3 +80,16 @@ def test_keras_layer_returns_float32_for_16_bit_inputs_like_tensorflow_in_float3
     y = layer.forward(x, 0.3, out_dtype="float32").value
     expected = backends.get_backend("tensorflow").forward(x.astype(np.float32), 0.3).value
     assert_same_bits(y, expected, what="keras layer fp16 -> fp32")
+
+
+def test_a_backend_without_a_backward_raises_unsupported_when_asked_for_one() -> None:
+    """Keras and ONNX Runtime have no gradient: both say so the same way, which the suite and the worker skip."""
+    from conformance.frameworks.keras_backend import KerasBackend
+    from conformance.frameworks.onnxruntime_backend import OnnxRuntimeBackend
+
+    keras = object.__new__(KerasBackend)  # the facts only: no keras import
+    keras.profile, keras.variant = "tensorflow", "ops"
+    x = np.ones(2, np.float32)
+    for backend in (keras, object.__new__(OnnxRuntimeBackend)):
+        with pytest.raises(Unsupported, match="gradient"):
+            backend.backward(x, x, 0.2)
