@@ -56,7 +56,6 @@ BUILTIN: dict[str, str] = {
 }
 
 
-
 class Backend(Protocol):
     """What every backend offers.  Unsupported pairs are skipped, never faked.
 

@@ -76,7 +76,6 @@ NAMES: tuple[str, ...] = tuple(REGISTRY)
 SEMANTIC: tuple[str, ...] = tuple(c.name for c in REGISTRY.values() if c.group == "semantics")
 
 
-
 def check(name: str) -> Category:
     """The registry entry for ``name``; an unknown name raises."""
     try:

@@ -73,4 +73,3 @@ class BackendResult:
     layout: Optional[TileLayout] = None
     hazards: tuple[Hazard, ...] = field(default_factory=tuple)
     rejected: Optional[str] = None
-

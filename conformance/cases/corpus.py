@@ -36,7 +36,6 @@ _DIRECTIONS = ("forward", "backward")
 _RECREATE = "re-create it with 'conformance run'"
 
 
-
 def _scalar_text(a: np.ndarray) -> str:
     """One element as Python would spell it (``-0.0``, ``nan``, ``inf``)."""
     return repr(float(a.reshape(-1)[0].astype(np.float64)))

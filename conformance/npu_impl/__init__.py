@@ -27,7 +27,6 @@ __all__ = ["leaky_relu", "leaky_relu_backward", "HostValidationError", "KernelRe
            "BackwardResult", "PROFILES", "VARIANTS", "supported_pairs"]
 
 
-
 @dataclass(frozen=True)
 class KernelResult:
     """One launch: the output tensor, the tiling plan, the recorded hazards and the tile layout."""

@@ -25,8 +25,6 @@ _GARBAGE_SEED = 0x0A5C3D
 _NO_WRITER = -1
 
 
-
-
 @lru_cache(maxsize=1)
 def _garbage_pattern() -> np.ndarray:
     """64 KiB of fixed pseudo-random bytes: what 'uninitialised' memory holds here."""

@@ -232,9 +232,7 @@ class VectorUnit:
         self._done(dst, count)
 
 
-
 CopyHow = Literal["block", "pad", "scalar"]
-
 
 
 def moved_elements(count: int, itemsize: int, *, how: CopyHow, has_pad: bool) -> int:

@@ -48,7 +48,6 @@ MAX_RESTARTS = 1
 CHUNK = 1 << 20
 
 
-
 class WorkerProcess:
     """One running worker: its process, its stdout read with deadlines, its stderr kept in a file."""
 

@@ -43,7 +43,6 @@ PREFIX = struct.Struct(">4sQ")
 MAX_FRAME = 1 << 36  # 64 GiB: a larger length is garbage, not data
 
 
-
 @dataclass(frozen=True)
 class Message:
     """One decoded frame: the JSON header and the named arrays."""
