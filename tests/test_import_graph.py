@@ -10,7 +10,7 @@ an edge to the submodule only (its package's ``__init__`` has edges of its own).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -44,15 +44,15 @@ def _is_type_checking(node: ast.AST) -> bool:
         or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
 
 
-def _import_nodes(tree: ast.AST) -> Iterable[ast.Import | ast.ImportFrom]:
-    """Every import statement at any depth, outside ``if TYPE_CHECKING:`` bodies."""
-    for node in ast.iter_child_nodes(tree):
+def _import_nodes(nodes: Iterable[ast.AST]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement in ``nodes`` at any depth, outside ``if TYPE_CHECKING:`` bodies."""
+    for node in nodes:
         if _is_type_checking(node):
-            yield from (n for child in node.orelse for n in _import_nodes(ast.Module([child], [])))
+            yield from _import_nodes(node.orelse)  # type: ignore[attr-defined]
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
-        yield from _import_nodes(node)
+        yield from _import_nodes(ast.iter_child_nodes(node))
 
 
 def _base(node: ast.ImportFrom, *, module: str, is_package: bool) -> str:
@@ -68,7 +68,7 @@ def imports_of(source: str, *, module: str, known: Iterable[str], is_package: bo
     """The modules of ``known`` that ``source`` (the text of ``module``) imports."""
     known = set(known)
     targets: set[str] = set()
-    for node in _import_nodes(ast.parse(source)):
+    for node in _import_nodes([ast.parse(source)]):
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
             continue
@@ -78,6 +78,7 @@ def imports_of(source: str, *, module: str, known: Iterable[str], is_package: bo
 
 
 def import_graph(root: Path = ROOT, *, package: str = PACKAGE) -> dict[str, frozenset[str]]:
+    """Each module of ``package`` and the modules of ``package`` it imports."""
     modules = module_names(root, package=package)
     return {name: imports_of(path.read_text(encoding="utf-8"), module=name, known=modules,
                              is_package=path.name == "__init__.py")
@@ -120,7 +121,7 @@ def _within(module: str, layer: str) -> bool:
     return module == layer or module.startswith(layer + ".")
 
 
-def violations(graph: Graph, *, rules=FORBIDDEN) -> list[tuple[str, str]]:
+def violations(graph: Graph, *, rules: tuple[tuple[str, tuple[str, ...]], ...] = FORBIDDEN) -> list[tuple[str, str]]:
     """Every (importer, imported) edge that crosses a forbidden layer boundary."""
     return sorted((src, dst) for src, targets in graph.items() for dst in targets
                   for layer, banned in rules
