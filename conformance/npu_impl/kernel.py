@@ -273,7 +273,7 @@ class LeakyReluKernel:
         out = self.buf["out"][slot]
         result = out if spec.compute == spec.out else self.buf["result"][0]
         FORMULATIONS[spec.formulation](self.vec, result, wide[0], wide[-1], spec.slope, self.temps, n,
-                                       spec.variant.grad_rule)
+                                       spec.variant.compare_mode)
         if result is not out:
             self.vec.cast(out, result, mode=RoundMode.RINT, count=n)
 

@@ -52,6 +52,8 @@ _CHOICES: dict[str, tuple] = {
     "grad_form": get_args(GradForm), "formulation": get_args(Formulation),
     "nan_operand": get_args(NanOperand), "saturate": (False, True, "inf"), "rounding": get_args(Rounding),
 }
+#: Formulations the backward does not model: it computes them as the select.
+FORWARD_ONLY: frozenset[str] = frozenset({"max", "min", "maxmin", "mask-multiply", "max_or_min", "twice", "merge"})
 _FLAGS = ("daz", "ftz", "flush_inputs", "saturate_inputs", "flush_output")
 _DTYPES = ("opmath", "input_dtype", "result_dtype")
 
