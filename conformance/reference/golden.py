@@ -51,6 +51,7 @@ __all__ = ["SUPPORTED_PAIRS", "EXACT", "Semantics", "backward", "cast_exact", "c
 
 _CHUNK = 1 << 20  # elements per chunk: bounds peak extra memory, stays cache-friendly
 
+
 def _negative_side(v: np.ndarray, alpha: float, out: DTypeInfo, *,
                    opmath: Optional[DTypeLike]) -> np.ndarray:
     """``alpha * v`` rounded to ``out``, directly or through an opmath dtype."""

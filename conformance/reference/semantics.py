@@ -13,17 +13,23 @@ fields, by what they change:
 - subnormals: ``daz`` (arithmetic reads subnormal operands as zero, the comparison too),
   ``ftz`` (subnormal products flushed), ``flush_inputs`` (every read flushed, selected
   values included), ``flush_output`` (the result flushed);
-- the formula: ``predicate`` (``x > 0`` or ``x >= 0``), ``formulation``, ``nan_operand``
-  (``x``: a max/min formulation returns x where the product is NaN, as a compare-select
-  does);
+- the formula: ``predicate`` (``x > 0`` or ``x >= 0``), ``formulation`` (``max(x, a*x)``,
+  ``min(x, a*x)``, ``max_or_min``: max for a <= 1 and min above, ``maxmin``:
+  ``max(x,0)+a*min(x,0)``, ``mask-multiply``: ``x*m + a*x*(1-m)``, ``relu``, ``scale``:
+  a*x on both sides, ``twice``: applied to its own result, ``merge``: a select whose merge
+  turns a selected zero product into +0 as ONNX Runtime's Where does; for the backward
+  ``swap_branches``: a*dy where x > 0 and dy elsewhere, ``swap_operands``: x and dy passed
+  the other way round), ``nan_operand`` (``x``: a max/min formulation returns x where the
+  product is NaN, as a compare-select ``a > b ? a : b`` does; ``propagate`` is ``np.maximum``);
 - limits and rounding: ``saturate`` (Ascend saturation mode: NaN -> 0 and ±inf -> ±max;
   ``"inf"`` clamps only the infinities), ``saturate_inputs`` (operands saturate as a
-  float32 unit reads them), ``rounding`` of the final conversion, ``input_dtype``
-  (operands narrowed before computing), ``result_dtype`` (the result rounded to a
-  narrower dtype, then converted to the output dtype);
+  float32 unit reads them), ``rounding`` of the final conversion (``rtz`` truncates, so
+  overflow gives ±max; ``rna`` rounds half away from zero), ``input_dtype`` (operands
+  narrowed before computing), ``result_dtype`` (the result rounded to a narrower dtype,
+  then converted to the output dtype);
 - the gradient: ``grad_rule`` (``ge``: dx = dy at x == 0; ``max``: MindSpore's gradient of
-  ``maximum(a*x, x)``; ``result``: selected on y > 0), ``nan_grad`` (dx at x = NaN),
-  ``grad_form`` (``sum``: autodiff's branch sum; ``fma``: that sum fused).
+  ``maximum(a*x, x)``; ``result``: selected on y > 0, wrong for a < 0), ``nan_grad`` (dx at
+  x = NaN), ``grad_form`` (``sum``: autodiff's branch sum; ``fma``: that sum fused).
 """
 from __future__ import annotations
 
