@@ -11,6 +11,7 @@ framework models compute with.  :func:`compute` is the one forward/backward disp
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Optional
 
@@ -389,6 +390,18 @@ def backward(dy: np.ndarray, x: np.ndarray, alpha: float, *, out_dtype: Optional
 def semantics_of(**keywords: object) -> Semantics:
     """The record the golden keywords describe: :class:`Semantics`'s fields, with
     ``flush_subnormals`` for ``daz`` and ``ftz`` together and ``alpha`` for ``slope``."""
+    try:
+        return _semantics_of(tuple(sorted(keywords.items())))
+    except TypeError:  # an unhashable value: built (and rejected) uncached
+        return _record(keywords)
+
+
+@functools.lru_cache(maxsize=4096)
+def _semantics_of(items: tuple[tuple[str, object], ...]) -> Semantics:
+    return _record(dict(items))
+
+
+def _record(keywords: dict) -> Semantics:
     if keywords.pop("flush_subnormals", False):
         keywords.update(daz=True, ftz=True)
     if "alpha" in keywords:

@@ -122,7 +122,9 @@ class Semantics:
 
 
 def _check_choice(name: str, value: object, choices: tuple) -> None:
-    if not any(value is c or (type(value) is type(c) and value == c) for c in choices):
+    if isinstance(value, str) and value in choices:
+        return
+    if not any(value is c for c in choices):  # True and False themselves, never 1 or 0
         raise ValueError(f"Semantics.{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
 
 
