@@ -23,7 +23,7 @@ from conformance.dtypes import DTypeInfo, DTypeLike, info
 from conformance.npu_impl.chips import BUFFER_NUM, ChipProfile, get_profile, supported_pairs
 from conformance.npu_impl.memory import GmInput, GmTensor, UbArena
 from conformance.npu_impl.tiling import CoreRange, Tile, TilingPlan, UbBuffer, make_plan
-from conformance.npu_impl.variants import Formulation, Variant, get_variant
+from conformance.npu_impl.variants import KernelFormulation, Variant, get_variant
 from conformance.npu_impl.vector import CopyHow, RoundMode, VectorUnit, copy_in, copy_out
 from conformance.records import Direction
 
@@ -51,7 +51,7 @@ class KernelSpec:
         return info("float32") if self.variant.precision == "float32" else self.src
 
     @property
-    def formulation(self) -> Formulation:
+    def formulation(self) -> KernelFormulation:
         forward_only = self.variant.formulation in ("maxmin", "vlrelu")
         return "select" if forward_only and self.direction == "backward" else self.variant.formulation
 

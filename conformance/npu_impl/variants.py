@@ -17,7 +17,7 @@ from conformance.categories import check
 from conformance.npu_impl.chips import FloatMode, MaxMinNan, SubnormalRule
 from conformance.reference.semantics import FORWARD_ONLY, Predicate, Semantics
 
-Formulation = Literal["select", "maxmin", "vlrelu", "mask-multiply"]
+KernelFormulation = Literal["select", "maxmin", "vlrelu", "mask-multiply"]  # instruction sequences
 Precision = Literal["float32", "native"]
 TailRule = Literal["exact", "overrun", "dropped"]
 SplitRule = Literal["aligned", "even"]
@@ -36,7 +36,7 @@ class Variant:
     expected: tuple[str, ...]
     directions: tuple[str, ...] = _BOTH
     dtypes: tuple[str, ...] = _ALL
-    formulation: Formulation = "select"
+    formulation: KernelFormulation = "select"
     precision: Precision = "float32"
     slope: Optional[float] = None  # a slope the host uses instead of alpha
     grad_rule: Predicate = "gt"  # the backward's compare: dy where x > 0, or where x >= 0
