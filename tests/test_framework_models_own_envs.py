@@ -19,7 +19,8 @@ import pytest
 from conformance.backends import default_worker, load
 from conformance.cases.exhaustive import random_bits, sweep16
 from conformance.dtypes import info, is_nan
-from conformance.reference.golden import leaky_relu, leaky_relu_backward
+from conformance.frameworks import models
+from conformance.reference import golden
 from conformance.suite import SUITE_ALPHAS
 from tests.helpers import assert_same_bits
 
@@ -27,37 +28,22 @@ ALPHAS = SUITE_ALPHAS  # 0, 0.01, 0.1, 0.2, 0.3, 1/3, 1, 1.5
 RANDOM = 1 << 20
 
 
-def paddle_forward(x: np.ndarray, alpha: float) -> np.ndarray:
-    """Eigen ``x.cwiseMax(T(alpha)*x)`` (cwiseMin for alpha >= 1): the slope in T, a NaN product returns x."""
-    return leaky_relu(x, alpha, slope_dtype=x.dtype.name, formulation="max_or_min", nan_operand="x")
+def _model(name: str) -> tuple[Callable, Callable]:
+    """Golden under the framework's model: (forward(x, alpha), backward(dy, x, alpha))."""
+    model = models.MODELS[name]
+
+    def forward(x: np.ndarray, alpha: float) -> np.ndarray:
+        return golden.forward(x, alpha, semantics=model(x.dtype.name, "forward"))
+
+    def backward(dy: np.ndarray, x: np.ndarray, alpha: float) -> np.ndarray:
+        return golden.backward(dy, x, alpha, semantics=model(x.dtype.name, "backward"))
+
+    return forward, backward
 
 
-def paddle_backward(dy: np.ndarray, x: np.ndarray, alpha: float) -> np.ndarray:
-    """``dout * (T(alpha)*(x < 0) + (x >= 0))``: dy at x == 0, dy*0 at NaN."""
-    return leaky_relu_backward(dy, x, alpha, slope_dtype=x.dtype.name, grad_rule="ge", nan_grad="dy*0")
-
-
-def _mindspore_flush(dtype: np.dtype) -> dict:
-    """float32 ops run under FZ/DAZ; float16 kernels compute in float32, where fp16 subnormals are normal."""
-    flush = dtype == np.float32
-    return dict(daz=flush, ftz=flush)
-
-
-def mindspore_forward(x: np.ndarray, alpha: float) -> np.ndarray:
-    """``maximum(T(alpha)*x, x)`` (minimum for alpha > 1) on the CPU Maximum kernel."""
-    return leaky_relu(x, alpha, slope_dtype=x.dtype.name, formulation="max_or_min", nan_operand="x",
-                      **_mindspore_flush(x.dtype))
-
-
-def mindspore_backward(dy: np.ndarray, x: np.ndarray, alpha: float) -> np.ndarray:
-    """MaximumGrad (ties split dy/2, NaN gives dy to both), then ``alpha*d1 + d2``."""
-    return leaky_relu_backward(dy, x, alpha, slope_dtype=x.dtype.name, grad_rule="max", grad_form="sum",
-                               **_mindspore_flush(x.dtype))
-
-
-Model = tuple[Callable, Callable]
-MODELS: dict[str, Model] = {"paddle": (paddle_forward, paddle_backward),
-                            "mindspore": (mindspore_forward, mindspore_backward)}
+MODELS = {name: _model(name) for name in ("paddle", "mindspore")}
+paddle_forward, paddle_backward = MODELS["paddle"]
+mindspore_forward, mindspore_backward = MODELS["mindspore"]
 CASES = [("paddle", "float32"), ("paddle", "float64"), ("mindspore", "float16"), ("mindspore", "float32")]
 
 
@@ -107,7 +93,7 @@ def test_the_models_differ_from_golden_where_the_frameworks_do() -> None:
     """The models are not golden in disguise: each differs at the points its framework does."""
     x = np.array([0.0, -np.inf, np.nan, -1.0], dtype=np.float32)
     dy = np.full(x.shape, 3.0, dtype=np.float32)
-    assert paddle_forward(x, 0.0)[1] == -np.inf and np.isnan(leaky_relu(x, 0.0)[1])
+    assert paddle_forward(x, 0.0)[1] == -np.inf and np.isnan(golden.forward(x, 0.0)[1])
     assert paddle_backward(dy, x, 0.2)[0] == 3.0 and paddle_backward(dy, x, 0.2)[2] == 0.0
     ms = mindspore_backward(dy, x, 0.2)
     assert ms[0] == np.float32(np.float32(0.2) * np.float32(1.5)) + np.float32(1.5)  # tie split

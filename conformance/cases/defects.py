@@ -19,6 +19,7 @@ import numpy as np
 from conformance.dtypes import from_bits, info
 from conformance.reference import golden as ref
 from conformance.reference.defaults import default_slopes
+from conformance.reference.semantics import EXACT, Semantics
 
 _PAIRS = sorted(ref.SUPPORTED_PAIRS)
 _ALPHAS = (0.0, 0.01, 0.2, 0.3, 1 / 3, 1.5, 2.0, -0.5, -0.2, 1.0)
@@ -30,7 +31,7 @@ class Defect:
 
     category: str
     name: str
-    rule: dict = field(default_factory=dict)  # golden keywords (alpha included)
+    semantics: Semantics = EXACT  # the golden variant that plants it
     tail: int = 0  # garble the last ``tail`` elements
     block: tuple[int, int, int] = ()  # (start, stop, step): elements a stale block overwrites
     fill: str = ""  # what a stale block holds: "zeros", "previous" (the block before) or "garbage"
@@ -104,34 +105,34 @@ def _slope_defects(alpha: float, src: str, out: str) -> list[Defect]:
     narrow = [d for d in (src, out) if info(d).bits == 16]
     for d in default_slopes():
         if abs(d - alpha) > max(abs(alpha), 1e-3) * 0.02:
-            found.append(Defect("alpha-mismatch", f"slope {d!r}", {"alpha": d}))
-            found += [Defect("alpha-mismatch", f"slope {d!r} in {t}", {"alpha": d, "slope_dtype": t})
+            found.append(Defect("alpha-mismatch", f"slope {d!r}", Semantics(slope=d)))
+            found += [Defect("alpha-mismatch", f"slope {d!r} in {t}", Semantics(slope=d, slope_dtype=t))
                       for t in narrow if d != 0]
     if alpha != 0:
-        found.append(Defect("alpha-mismatch", "plain ReLU", {"formulation": "relu"}))
+        found.append(Defect("alpha-mismatch", "plain ReLU", Semantics(formulation="relu")))
     return found
 
 
 def catalogue(*, alpha: float, src: str, out: str, direction: str) -> list[Defect]:
     """Every defect that may show on this kind of case."""
     found = _slope_defects(alpha, src, out)
-    found += [Defect("alpha-precision", f"slope in {t}", {"slope_dtype": t})
+    found += [Defect("alpha-precision", f"slope in {t}", Semantics(slope_dtype=t))
               for t in dict.fromkeys((src, out)) if info(t).bits == 16]
-    found += [Defect("subnormal-flush", "DAZ+FTZ", {"flush_subnormals": True}),
-              Defect("saturation", "saturation mode", {"saturate": True})]
+    found += [Defect("subnormal-flush", "DAZ+FTZ", Semantics(daz=True, ftz=True)),
+              Defect("saturation", "saturation mode", Semantics(saturate=True))]
     if src in ("float32", "float64"):
-        found.append(Defect("input-precision", "inputs cast to fp16", {"input_dtype": "float16"}))
+        found.append(Defect("input-precision", "inputs cast to fp16", Semantics(input_dtype="float16")))
     if direction == "forward":
         found.append(Defect("subnormal-flush", "XLA DAZ+FTZ, x >= 0",
-                            {"daz": True, "ftz": True, "predicate": "ge"}))
+                            Semantics(daz=True, ftz=True, predicate="ge")))
         if alpha > 1 or alpha < 0:
             found.append(Defect("formulation", "max(x, a*x)" if alpha > 1 else "min(x, a*x)",
-                                {"formulation": "max" if alpha > 1 else "min"}))
+                                Semantics(formulation="max" if alpha > 1 else "min")))
     else:
-        found += [Defect("grad-at-zero", "dx = dy at x == 0", {"grad_rule": "ge"}),
-                  Defect("nan-gradient", "dx = dy at NaN", {"nan_grad": "dy"}),
-                  Defect("nan-gradient", "dx = dy*0 at NaN", {"nan_grad": "dy*0"}),
-                  Defect("formulation", "gradient of maximum", {"grad_rule": "max"})]
+        found += [Defect("grad-at-zero", "dx = dy at x == 0", Semantics(grad_rule="ge")),
+                  Defect("nan-gradient", "dx = dy at NaN", Semantics(nan_grad="dy")),
+                  Defect("nan-gradient", "dx = dy*0 at NaN", Semantics(nan_grad="dy*0")),
+                  Defect("formulation", "gradient of maximum", Semantics(grad_rule="max"))]
     return found + _unlisted(alpha=alpha, src=src, out=out, direction=direction)
 
 
@@ -141,28 +142,28 @@ def _unlisted(*, alpha: float, src: str, out: str, direction: str) -> list[Defec
     found = []
     slopes = frozenset({"alpha-mismatch", "alpha-precision"})
     if "float64" not in (src, out):
-        found += [Defect("rounding", "results truncated", {"rounding": "rtz"}),
-                  Defect("rounding", "ties away from zero", {"rounding": "rna"})]
+        found += [Defect("rounding", "results truncated", Semantics(rounding="rtz")),
+                  Defect("rounding", "ties away from zero", Semantics(rounding="rna"))]
     if src == "float64":
         found.append(Defect("input-precision", "computed in fp32",
-                            {"input_dtype": "float32", "opmath": "float32"}))
+                            Semantics(input_dtype="float32", opmath="float32")))
     if info(src).bits == 16:  # hardware without arithmetic in T computes in the other 16-bit type
         other = "bfloat16" if src == "float16" else "float16"
-        found.append(Defect("input-precision", f"inputs cast to {other}", {"input_dtype": other}))
+        found.append(Defect("input-precision", f"inputs cast to {other}", Semantics(input_dtype=other)))
     if info(src).bits == 16 and out == "float32":
-        found.append(Defect("input-precision", f"result rounded to {src}, widened", {"result_dtype": src},
+        found.append(Defect("input-precision", f"result rounded to {src}, widened", Semantics(result_dtype=src),
                             excludes=slopes))
     if direction == "forward":
-        found.append(Defect("formulation", "applied twice", {"formulation": "twice"}, excludes=slopes))
+        found.append(Defect("formulation", "applied twice", Semantics(formulation="twice"), excludes=slopes))
         if alpha == 0:
-            found.append(Defect("formulation", "max(x, 0) at alpha 0", {"formulation": "relu"}))
+            found.append(Defect("formulation", "max(x, 0) at alpha 0", Semantics(formulation="relu")))
         return found
-    found += [Defect("formulation", "branches swapped", {"formulation": "swap_branches"}, excludes=slopes),
-              Defect("formulation", "dy and x swapped", {"formulation": "swap_operands"},
+    found += [Defect("formulation", "branches swapped", Semantics(formulation="swap_branches"), excludes=slopes),
+              Defect("formulation", "dy and x swapped", Semantics(formulation="swap_operands"),
                      excludes=frozenset({"*"})),
-              Defect("nan-gradient", "NaN at NaN", {"nan_grad": "nan"})]
+              Defect("nan-gradient", "NaN at NaN", Semantics(nan_grad="nan"))]
     if alpha < 0:
-        found.append(Defect("formulation", "gradient from y > 0", {"grad_rule": "result"}))
+        found.append(Defect("formulation", "gradient from y > 0", Semantics(grad_rule="result")))
     return found
 
 
@@ -173,12 +174,10 @@ def _tail(rng: np.random.Generator, n: int) -> Optional[Defect]:
     return Defect("tail-block", f"garbled last {k}", tail=k)
 
 
-def _compute(x: np.ndarray, dy: Optional[np.ndarray], alpha: float, out: str, rule: dict) -> np.ndarray:
-    kw = dict(rule)
-    a = kw.pop("alpha", alpha)
-    if dy is None:
-        return ref.leaky_relu(x, a, out_dtype=out, **kw).reshape(-1)
-    return ref.leaky_relu_backward(dy, x, a, out_dtype=out, **kw).reshape(-1)
+def _compute(x: np.ndarray, dy: Optional[np.ndarray], alpha: float, out: str,
+             semantics: Semantics) -> np.ndarray:
+    direction = "forward" if dy is None else "backward"
+    return ref.compute(direction, x, alpha, dy=dy, out_dtype=out, semantics=semantics).reshape(-1)
 
 
 def _garble(y: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
@@ -242,7 +241,8 @@ def _relocated(actual: np.ndarray, golden: np.ndarray, defect: Defect,
 # ----------------------------------------------------------------------------- cases
 
 def _stackable(a: Defect, b: Defect) -> bool:
-    if set(a.rule) & set(b.rule) or a.category == b.category or "*" in a.excludes | b.excludes:
+    shared = a.semantics.settings().keys() & b.semantics.settings().keys()  # one field, two values
+    if shared or a.category == b.category or "*" in a.excludes | b.excludes:
         return False
     return a.category not in b.excludes and b.category not in a.excludes
 
@@ -273,7 +273,7 @@ def generate(seed: int, *, defects: Optional[int] = None, min_size: int = 0) -> 
     n = int(np.prod(shape, dtype=np.int64))
     x = _values(rng, src, n).reshape(shape)
     dy = _values(rng, src, n).reshape(shape) if direction == "backward" else None
-    golden = _compute(x, dy, alpha, out, {})
+    golden = _compute(x, dy, alpha, out, EXACT)
     wanted = int(rng.choice([0, 1, 1, 1, 2, 2])) if defects is None else defects
     pool = catalogue(alpha=alpha, src=src, out=out, direction=direction)
     tail = _tail(rng, n) if rng.random() < 0.2 and wanted else None
@@ -287,12 +287,12 @@ def generate(seed: int, *, defects: Optional[int] = None, min_size: int = 0) -> 
 
 def _plant(x, dy, alpha, out, golden, defects, tail, rng) -> tuple[np.ndarray, dict]:
     """The defective output and, per changed element, the categories that name it."""
-    rule: dict = {}
+    semantics = EXACT
     for d in defects:
-        rule.update(d.rule)
-    actual = _compute(x, dy, alpha, out, rule) if defects else golden.copy()
+        semantics = semantics.combined(d.semantics)
+    actual = _compute(x, dy, alpha, out, semantics) if defects else golden.copy()
     changed = np.flatnonzero(~_same(actual, golden))
-    alone = [_compute(x, dy, alpha, out, d.rule) for d in defects]
+    alone = [_compute(x, dy, alpha, out, d.semantics) for d in defects]
     accept: dict = {}
     symptom = ~np.isfinite(actual.astype(np.float64)) & np.isfinite(golden.astype(np.float64))
     for i in changed:

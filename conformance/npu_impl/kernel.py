@@ -23,7 +23,7 @@ from conformance.dtypes import DTypeInfo, DTypeLike, info
 from conformance.npu_impl.chips import BUFFER_NUM, ChipProfile, get_profile, supported_pairs
 from conformance.npu_impl.memory import GmInput, GmTensor, UbArena
 from conformance.npu_impl.tiling import CoreRange, Tile, TilingPlan, UbBuffer, make_plan
-from conformance.npu_impl.variants import Formulation, Variant, get_variant
+from conformance.npu_impl.variants import KernelFormulation, Variant, get_variant
 from conformance.npu_impl.vector import CopyHow, RoundMode, VectorUnit, copy_in, copy_out
 from conformance.records import Direction
 
@@ -51,7 +51,7 @@ class KernelSpec:
         return info("float32") if self.variant.precision == "float32" else self.src
 
     @property
-    def formulation(self) -> Formulation:
+    def formulation(self) -> KernelFormulation:
         forward_only = self.variant.formulation in ("maxmin", "vlrelu")
         return "select" if forward_only and self.direction == "backward" else self.variant.formulation
 
@@ -273,7 +273,7 @@ class LeakyReluKernel:
         out = self.buf["out"][slot]
         result = out if spec.compute == spec.out else self.buf["result"][0]
         FORMULATIONS[spec.formulation](self.vec, result, wide[0], wide[-1], spec.slope, self.temps, n,
-                                       spec.variant.grad_rule)
+                                       spec.variant.compare_mode)
         if result is not out:
             self.vec.cast(out, result, mode=RoundMode.RINT, count=n)
 

@@ -3,6 +3,10 @@
 ``expected`` names the triage categories (docs/architecture.md) that prove the
 defect; ``directions`` and ``dtypes`` say where it is visible.  ``dtypes``
 holds input dtypes for same-dtype calls and ``"src->out"`` for cast pairs.
+``semantics`` is the golden variant whose values the build computes (the reference
+computes in float32, PyTorch's opmath); a defect of where values land (tails, races)
+or one no golden variant models has none, and :meth:`Variant.semantics_in` says where
+the golden models it.
 """
 from __future__ import annotations
 
@@ -11,14 +15,16 @@ from typing import Literal, Optional
 
 from conformance.categories import check
 from conformance.npu_impl.chips import FloatMode, MaxMinNan, SubnormalRule
+from conformance.reference.semantics import FORWARD_ONLY, Predicate, Semantics
 
-Formulation = Literal["select", "maxmin", "vlrelu", "mask-multiply"]
+KernelFormulation = Literal["select", "maxmin", "vlrelu", "mask-multiply"]  # instruction sequences
 Precision = Literal["float32", "native"]
 TailRule = Literal["exact", "overrun", "dropped"]
 SplitRule = Literal["aligned", "even"]
 
 _BOTH = ("forward", "backward")
 _ALL = ("float16", "bfloat16", "float32", "float32->float16", "float32->bfloat16")
+_OPMATH = Semantics(opmath="float32")  # the reference: fp16/bf16 upcast to fp32, fp32 Muls
 
 
 @dataclass(frozen=True)
@@ -30,16 +36,17 @@ class Variant:
     expected: tuple[str, ...]
     directions: tuple[str, ...] = _BOTH
     dtypes: tuple[str, ...] = _ALL
-    formulation: Formulation = "select"
+    formulation: KernelFormulation = "select"
     precision: Precision = "float32"
     slope: Optional[float] = None  # a slope the host uses instead of alpha
-    grad_rule: Literal["GT", "GE"] = "GT"
+    grad_rule: Predicate = "gt"  # the backward's compare: dy where x > 0, or where x >= 0
     tail: TailRule = "exact"
     split: SplitRule = "aligned"
     cast_input_to: Optional[str] = None
     float_mode: Optional[FloatMode] = None  # None: the profile's default mode
     subnormals: Optional[SubnormalRule] = None
     maxmin_nan: Optional[MaxMinNan] = None
+    semantics: Optional[Semantics] = _OPMATH
 
     def __post_init__(self) -> None:
         for name in self.expected:  # selftest's expectations are registry names
@@ -48,38 +55,53 @@ class Variant:
     def __str__(self) -> str:
         return self.name
 
+    def semantics_in(self, direction: str) -> Optional[Semantics]:
+        """The golden variant this build computes in ``direction``, if the golden models it there."""
+        if self.semantics is None or (direction == "backward" and self.semantics.formulation in FORWARD_ONLY):
+            return None
+        return self.semantics
+
+    @property
+    def compare_mode(self) -> Literal["GT", "GE"]:
+        """The vector Compare mode of the backward's select (AscendC's CMPMODE names)."""
+        return "GE" if self.grad_rule == "ge" else "GT"
+
 
 _LIST = (
     Variant("reference", "fp16/bf16 upcast to fp32, Muls by fp32(alpha), Compare GT + Select, "
             "cast back RINT; exact tails (DataCopyPad or a shifted last copy)", ()),
     Variant("default-slope", "host ignores alpha and uses the CANN op default slope 0.0",
-            ("alpha-mismatch",), slope=0.0),
+            ("alpha-mismatch",), slope=0.0, semantics=Semantics(slope=0.0, opmath="float32")),
     Variant("torch-default-slope", "host ignores alpha and uses PyTorch's default slope 0.01",
-            ("alpha-mismatch",), slope=0.01),
+            ("alpha-mismatch",), slope=0.01, semantics=Semantics(slope=0.01, opmath="float32")),
     Variant("fp16-slope", "fp16 computed natively with the LeakyRelu instruction and fp16(alpha)",
             ("alpha-precision",), directions=("forward",), dtypes=("float16",),
-            formulation="vlrelu", precision="native"),
+            formulation="vlrelu", precision="native", semantics=Semantics(slope_dtype="float16")),
     Variant("tail-overrun", "the tensor's last, shorter tile is copied in and out at full tile length",
-            ("out-of-bounds-write", "tail-block"), tail="overrun"),
+            ("out-of-bounds-write", "tail-block"), tail="overrun", semantics=None),
     Variant("tail-dropped", "the tensor's last, shorter tile is never processed (output keeps GM garbage)",
-            ("tail-block",), tail="dropped"),
+            ("tail-block",), tail="dropped", semantics=None),
     Variant("core-overlap", "per-core ranges deal elements evenly (n // cores, the first n % cores get one "
             "more), not 32-byte aligned; DataCopy rounds each copy up into the next core's range",
-            ("write-race",), split="even"),
+            ("write-race",), split="even", semantics=None),
     Variant("cast-before-compute", "fp32 input is cast to fp16 (RINT, no saturation) before multiplying",
             ("overflow",), dtypes=("float32", "float32->float16", "float32->bfloat16"),
-            cast_input_to="float16"),
+            cast_input_to="float16", semantics=Semantics(opmath="float32", input_dtype="float16")),
     Variant("saturation-mode", "the kernel runs in saturation mode: NaN -> 0, +/-inf -> +/-max",
-            ("saturation",), float_mode="saturation"),
+            ("saturation",), float_mode="saturation",
+            semantics=Semantics(opmath="float32", saturate=True)),
     Variant("nan-swallowing-max", "max(x,0) + alpha*min(x,0) with number-preferring Max/Min: NaN -> +0 "
             "while +/-inf pass unsaturated", ("lost-nan",), directions=("forward",),
-            formulation="maxmin", maxmin_nan="number"),
+            formulation="maxmin", maxmin_nan="number", semantics=None),
     Variant("grad-at-zero-one", "backward selects dy where x >= 0, so x = +/-0 gets slope 1",
-            ("grad-at-zero",), directions=("backward",), grad_rule="GE"),
+            ("grad-at-zero",), directions=("backward",), grad_rule="ge",
+            semantics=Semantics(opmath="float32", grad_rule="ge")),
     Variant("mask-multiply", "x*m + alpha*x*(1-m) with m = (x > 0): inf*0 makes NaN at +/-inf",
-            ("formulation", "spurious-nan"), formulation="mask-multiply"),
+            ("formulation", "spurious-nan"), formulation="mask-multiply",
+            semantics=Semantics(opmath="float32", formulation="mask-multiply")),
     Variant("flush-subnormals", "subnormal operands read as zero and subnormal results are flushed",
-            ("subnormal-flush",), subnormals="flush"),
+            ("subnormal-flush",), subnormals="flush",
+            semantics=Semantics(opmath="float32", daz=True, ftz=True)),
 )
 VARIANTS: dict[str, Variant] = {v.name: v for v in _LIST}
 DEFAULT_VARIANT = "reference"

@@ -2,177 +2,55 @@
 
 ``y = x if x > 0 else alpha * x`` and ``dx = dy if x > 0 else alpha * dy``,
 where ``alpha * v`` is the exact product with the binary64 ``alpha``, rounded
-once (round half to even) to the output dtype.
+once (round half to even) to the output dtype (``conformance.reference.exact``
+says how that stays exact without a loop over elements).
 
-How it stays exact without a Python loop over elements: the product is formed
-in float64, which is already exact for almost every element.  Double rounding
-(float64, then the output dtype) can only go wrong where the float64 product
-sits on a rounding midpoint of the output dtype.  Those few candidates are
-recomputed with an error-free product (Dekker split of ``alpha``) and rounded
-to odd in float64, which makes the final round-to-nearest correct (Boldo and
-Melquiond, "Emulation of FMA and correctly rounded sums", 2008).  bfloat16 is
-reached through a float32 round-to-odd step, because ml_dtypes casts float64
-to bfloat16 through float32 and would otherwise round twice.
-
-The keyword variants model other frameworks' semantics for triage:
-``slope_dtype`` (TensorFlow rounds the slope to T), ``opmath`` (PyTorch's
-float32 opmath), ``daz``/``ftz`` (x86 denormals-are-zero on reads, flush-to-zero
-of products; ``flush_subnormals`` is both), ``predicate`` (``x > 0`` or
-``x >= 0``), ``formulation`` (``max(x, a*x)``, ``min(x, a*x)``,
-``max(x,0)+a*min(x,0)``, mask-multiply, plain ReLU, ``scale``: alpha*x on both
-sides, ``merge``: a select whose merge turns a selected zero product into +0, as
-ONNX Runtime's Where does), ``saturate`` (Ascend
-saturation mode), ``grad_rule`` (``ge``: JAX/Paddle's dx = dy at x == 0; ``max``:
-MindSpore's gradient of ``maximum(a*x, x)``), ``nan_grad`` and ``input_dtype``
-(operands narrowed, e.g. fp32 cast to fp16, before computing) and ``result_dtype``
-(the result rounded to a narrower dtype before it is handed back).
+A :class:`~conformance.reference.semantics.Semantics` record selects a variant: the
+semantics other frameworks, chips and hand-written kernels show, which triage and the
+framework models compute with.  :func:`compute` is the one forward/backward dispatch.
 """
 from __future__ import annotations
 
-import struct
-from typing import Literal, Optional, Union
+import functools
+from dataclasses import replace
+from typing import Optional
 
 import numpy as np
 
-from conformance.dtypes import DTypeInfo, DTypeLike, from_bits, info, is_nan, is_subnormal, to_bits
-
-GradRule = Literal["gt", "ge", "max", "result"]
-NanGrad = Literal["alpha", "dy", "zero", "dy*0", "nan"]
-Predicate = Literal["gt", "ge"]
-GradForm = Literal["select", "sum", "fma"]
-Formulation = Literal["select", "max", "min", "maxmin", "mask", "relu", "scale", "max_or_min",
-                      "twice", "swap_branches", "swap_operands", "merge"]
-NanOperand = Literal["propagate", "x"]
-Saturate = Union[bool, Literal["inf"]]  # "inf": only the infinities clamp
-Rounding = Literal["rne", "rtz", "rna"]  # the final conversion: to nearest even, toward zero, half away
-SlopeDTypes = Optional[Union[DTypeLike, tuple[DTypeLike, ...]]]
-
-#: (input dtype, output dtype) pairs the reference computes.
-SUPPORTED_PAIRS: frozenset[tuple[str, str]] = frozenset(
-    {(d, d) for d in ("float16", "bfloat16", "float32", "float64")}
-    | {("float32", "float16"), ("float32", "bfloat16"),
-       ("float16", "float32"), ("bfloat16", "float32")}
+from conformance.dtypes import DTypeInfo, DTypeLike, info, is_nan, to_bits
+from conformance.records import Direction
+from conformance.reference.exact import (
+    SUPPORTED_PAIRS,
+    add_once,
+    cast_exact,
+    check_alpha,
+    effective_slope,
+    flush_to_zero,
+    ftz_float32,
+    resolve_pair,
+    round_directed,
+    round_float64,
+    round_to_odd_product,
+    saturated,
+    scale_exact,
 )
+from conformance.reference.semantics import (
+    EXACT,
+    Formulation,
+    NanGrad,
+    NanOperand,
+    Predicate,
+    Rounding,
+    Saturate,
+    Semantics,
+)
+
+__all__ = ["SUPPORTED_PAIRS", "EXACT", "Semantics", "backward", "cast_exact", "check_alpha", "compute",
+           "effective_slope", "flush_to_zero", "ftz_float32", "forward", "leaky_relu",
+           "leaky_relu_backward", "resolve_pair", "round_directed", "round_float64", "saturated",
+           "scale_exact"]
+
 _CHUNK = 1 << 20  # elements per chunk: bounds peak extra memory, stays cache-friendly
-_TINY, _HUGE = 2.0 ** -900, 2.0 ** 1000  # outside this range no rounding fix is needed
-
-
-def check_alpha(alpha: float) -> float:
-    """``alpha`` as a finite Python float, or a ValueError saying what to pass."""
-    try:
-        value = float(alpha)
-    except (TypeError, ValueError):
-        raise ValueError(f"alpha must be a number, got {alpha!r}") from None
-    if not np.isfinite(value):
-        raise ValueError(f"alpha must be finite, got {value!r}; pass a finite slope such as 0.01")
-    return value
-
-
-def resolve_pair(dtype: DTypeLike, out_dtype: Optional[DTypeLike]) -> tuple[DTypeInfo, DTypeInfo]:
-    """Table records of (input, output), checked against ``SUPPORTED_PAIRS``."""
-    src = info(dtype)
-    out = info(out_dtype) if out_dtype is not None else src
-    if (src.name, out.name) not in SUPPORTED_PAIRS:
-        raise ValueError(f"unsupported dtype pair {src.name}->{out.name}; supported: "
-                         + ", ".join(f"{a}->{b}" for a, b in sorted(SUPPORTED_PAIRS)))
-    return src, out
-
-
-def _split(alpha: float) -> tuple[float, float]:
-    """Veltkamp-style split: ``hi`` keeps 26 significant bits, ``lo = alpha - hi`` exactly."""
-    bits = struct.unpack("<Q", struct.pack("<d", alpha))[0] & ~((1 << 27) - 1)
-    hi = struct.unpack("<d", struct.pack("<Q", bits))[0]
-    return hi, alpha - hi
-
-
-def _round_to_odd_product(v: np.ndarray, alpha: float) -> np.ndarray:
-    """float64 round-to-odd of ``v * alpha`` for v with <= 24 significant bits."""
-    hi, lo = _split(alpha)
-    ph, pl = v * hi, v * lo  # both exact: 26 + 24 and 27 + 24 bits
-    s = ph + pl
-    bb = s - ph
-    err = (ph - (s - bb)) + (pl - bb)  # two-sum: v*alpha == s + err exactly
-    even = (s.view(np.uint64) & 1) == 0
-    return np.where((err != 0) & even, np.nextafter(s, np.copysign(np.inf, err)), s)
-
-
-def round_float64(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
-    """Correctly rounded (half to even) float64 -> ``out``, bfloat16 included."""
-    with np.errstate(all="ignore"):  # overflow to inf and NaN casts are intended
-        if out.name != "bfloat16":
-            return v.astype(out.dtype)
-        return _round_to_bfloat16(v, out)
-
-
-def _round_to_bfloat16(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
-    """float64 -> float32 rounded to odd, then float32 -> bfloat16 rounded to nearest even."""
-    r32 = v.astype(np.float32)
-    inexact = (r32.astype(np.float64) != v) & np.isfinite(r32)
-    fix = inexact & ((r32.view(np.uint32) & 1) == 0)
-    toward = np.copysign(np.float32(np.inf), (v - r32.astype(np.float64)).astype(np.float32))
-    r32 = np.where(fix, np.nextafter(r32, toward), r32)  # round to odd in float32
-    return r32.astype(out.dtype)
-
-
-def cast_exact(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
-    """``v`` correctly rounded to ``out`` (a no-op when the dtype already matches)."""
-    if v.dtype == out.dtype:
-        return v
-    return round_float64(v.astype(np.float64), out)
-
-
-def _midpoint_candidates(p: np.ndarray, out: DTypeInfo) -> np.ndarray:
-    """Where the float64 product may sit on a rounding midpoint of ``out``.
-
-    In ``out``'s normal range a midpoint has its low ``k`` bits equal to
-    ``100...0`` (k = 52 - mant_bits); below it (subnormal results) the midpoint
-    bit sits higher, so only the low ``k - 1`` bits are known to be zero.
-    """
-    k = 52 - out.mant_bits
-    u = p.view(np.uint64)
-    mag = np.abs(p)
-    normal_mid = (u & np.uint64((1 << k) - 1)) == np.uint64(1 << (k - 1))
-    small_mid = (mag < out.smallest_normal) & ((u & np.uint64((1 << (k - 1)) - 1)) == 0)
-    return (normal_mid | small_mid) & (mag >= _TINY) & (mag < _HUGE)
-
-
-def scale_exact(v: np.ndarray, alpha: float, out: DTypeInfo) -> np.ndarray:
-    """``alpha * v`` computed exactly and rounded once to ``out``."""
-    p = v.astype(np.float64) * alpha
-    if out.name == "float64" or v.dtype == np.float64:
-        return round_float64(p, out)
-    idx = np.flatnonzero(_midpoint_candidates(p, out))
-    if idx.size:
-        p[idx] = _round_to_odd_product(v.astype(np.float64).ravel()[idx], alpha)
-    return round_float64(p, out)
-
-
-def effective_slope(alpha: float, *, slope_dtype: SlopeDTypes) -> float:
-    """The slope a framework multiplies by: alpha, or alpha rounded to each dtype in turn.
-
-    TensorFlow stores ``alpha`` as a float32 attribute and then converts it to
-    T, so its slope is ``("float32", T)``; a single dtype is the common case.
-    """
-    if slope_dtype is None:
-        return alpha
-    chain = slope_dtype if isinstance(slope_dtype, tuple) else (slope_dtype,)
-    for dtype in chain:
-        alpha = float(round_float64(np.array([alpha]), info(dtype))[0].astype(np.float64))
-    return alpha
-
-
-def flush_to_zero(v: np.ndarray) -> np.ndarray:
-    """Subnormals become zero of the same sign (x86 DAZ / FTZ)."""
-    return np.where(is_subnormal(v), _signed_zero(v), v)
-
-
-def saturated(v: np.ndarray, out: DTypeInfo, *, which: Saturate = True) -> np.ndarray:
-    """Saturation mode: NaN becomes 0 and +/-inf becomes +/-max.  ``which="inf"`` clamps
-    only the infinities (a saturating cast or clamp, NaN kept)."""
-    w = np.clip(v.astype(np.float64), -out.max, out.max)
-    if which is True:
-        w = np.where(np.isnan(w), 0.0, w)
-    return w.astype(out.dtype) if out.name != "bfloat16" else round_float64(w, out)
 
 
 def _negative_side(v: np.ndarray, alpha: float, out: DTypeInfo, *,
@@ -196,25 +74,6 @@ def _flush_product(neg: np.ndarray, v: np.ndarray, alpha: float, out: DTypeInfo,
     if out.name in ("bfloat16", "float32"):
         return ftz_float32(neg, v.astype(np.float64) * alpha)
     return flush_to_zero(neg)
-
-
-_SCALE = 2.0 ** 64  # moves a float32 result near its smallest normal far from it
-
-
-def ftz_float32(v: np.ndarray, exact: np.ndarray) -> np.ndarray:
-    """x86 FTZ of a float32 operation whose exact result is ``exact`` (float64) and whose
-    rounded result is ``v``: the result becomes a zero of its sign when it is tiny, i.e.
-    below the smallest normal after rounding to 24 bits with an unbounded exponent.  So
-    an exact value in [2**-126 - 2**-150, 2**-126 - 2**-151) is flushed although rounding
-    it to float32 gives the smallest normal (measured: MindSpore's ``Div(dy, 2)`` of
-    dy = -0x80ffffff gives -0)."""
-    scaled = (exact.astype(np.float64) * _SCALE).astype(np.float32)  # 24-bit rounding, no subnormal step
-    tiny = np.abs(scaled) < np.float32(info("float32").smallest_normal * _SCALE)
-    return np.where(tiny, _signed_zero(v), v)
-
-
-def _signed_zero(v: np.ndarray) -> np.ndarray:
-    return np.copysign(0.0, v.astype(np.float64)).astype(v.dtype)
 
 
 def _product(v: np.ndarray, alpha: float, out: DTypeInfo, *, opmath: Optional[DTypeLike],
@@ -249,7 +108,7 @@ def _formula(v: np.ndarray, alpha: float, out: DTypeInfo, *, formulation: Formul
         return (np.maximum(vo, zero) + np.where(np.minimum(vo, zero) == 0, zero * neg, neg)).astype(out.dtype)
     if formulation == "merge":  # ONNX Runtime's Where: x_sel != 0 ? x_sel : y_sel, a zero product is +0
         return np.where(take_v, vo, np.where(neg == 0, zero, neg))
-    if formulation == "mask":  # x*m + (alpha*x)*(1-m): inf*0 is NaN
+    if formulation == "mask-multiply":  # x*m + (alpha*x)*(1-m): inf*0 is NaN
         m = take_v.astype(out.dtype)
         return (vo * m + neg * (np.ones((), out.dtype) - m)).astype(out.dtype)
     return np.where(take_v, vo, neg)
@@ -268,7 +127,7 @@ def _select(v: np.ndarray, alpha: float, out: DTypeInfo, *, opmath: Optional[DTy
     y = _formula(operand, alpha, out, formulation=formulation, take_v=take_v, neg=neg)
     if nan_operand == "x" and formulation in ("max", "min", "max_or_min"):
         y = np.where(is_nan(neg), cast_exact(v, out), y)  # a compare-select ignores a NaN product
-    if formulation == "mask" and info(v.dtype).bits > out.bits:
+    if formulation == "mask-multiply" and info(v.dtype).bits > out.bits:
         y = _nan_as_computed_wide(y, v, alpha, take_v=take_v, opmath=opmath, daz=daz, ftz=ftz)
     return saturated(y, out, which=saturate) if saturate else y
 
@@ -279,7 +138,7 @@ def _nan_as_computed_wide(y: np.ndarray, v: np.ndarray, alpha: float, *, take_v:
     infinite (an fp32 1e5 is finite before the result is rounded to fp16)."""
     wide = info(v.dtype)
     neg = _product(v, alpha, wide, opmath=opmath, daz=daz, ftz=ftz)
-    nan = is_nan(_formula(v, alpha, wide, formulation="mask", take_v=take_v, neg=neg))
+    nan = is_nan(_formula(v, alpha, wide, formulation="mask-multiply", take_v=take_v, neg=neg))
     out = info(y.dtype)
     selected = np.where(take_v, cast_exact(v, out), _product(v, alpha, out, opmath=opmath, daz=daz, ftz=ftz))
     return np.where(nan, np.full((), np.nan, y.dtype), np.where(is_nan(y), selected, y))
@@ -329,24 +188,8 @@ def _unrounded(v: np.ndarray, alpha: float, *, take: np.ndarray,
     else:
         prod = w * alpha
         finite = np.isfinite(prod)
-        prod[finite] = _round_to_odd_product(w[finite], alpha)
+        prod[finite] = round_to_odd_product(w[finite], alpha)
     return np.where(take, w, prod)
-
-
-def round_directed(v: np.ndarray, out: DTypeInfo, rounding: Rounding) -> np.ndarray:
-    """float64 ``v`` (exact, or rounded to odd with at least 2 more bits than ``out``)
-    rounded to ``out`` toward zero (``rtz``) or to nearest, ties away from zero (``rna``)."""
-    r = round_float64(v, out)
-    if rounding == "rne":
-        return r
-    bits = to_bits(r).astype(np.int64)
-    mag, w = np.abs(r.astype(np.float64)), np.abs(v)
-    if rounding == "rtz":
-        step = np.where(np.isfinite(v) & ~np.isnan(v) & (mag > w), -1, 0)
-    else:
-        away = np.abs(from_bits((bits + 1).astype(out.uint), out.dtype).astype(np.float64))
-        step = np.where(np.isfinite(mag) & (w == (mag + away) / 2), 1, 0)
-    return from_bits((bits + step).astype(out.uint), out.dtype)
 
 
 def _rerounded(y: np.ndarray, v: np.ndarray, alpha: float, out: DTypeInfo, *, take: np.ndarray,
@@ -359,59 +202,6 @@ def _rerounded(y: np.ndarray, v: np.ndarray, alpha: float, out: DTypeInfo, *, ta
     nearest = round_float64(pre, out)
     same = (to_bits(nearest) == to_bits(y)) & ~is_nan(y)
     return np.where(same, round_directed(pre, out, rounding), y)
-
-
-def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = None,
-               slope_dtype: SlopeDTypes = None, opmath: Optional[DTypeLike] = None,
-               flush_subnormals: bool = False, saturate: Saturate = False,
-               input_dtype: Optional[DTypeLike] = None, daz: bool = False, ftz: bool = False,
-               predicate: Predicate = "gt", formulation: Formulation = "select",
-               nan_operand: NanOperand = "propagate", rounding: Rounding = "rne",
-               result_dtype: Optional[DTypeLike] = None) -> np.ndarray:
-    """Exact forward LeakyReLU; the keywords select the semantic variants.
-
-    ``flush_subnormals`` is ``daz`` and ``ftz`` together.  ``daz`` reads subnormal inputs as
-    zero in the comparison and the product (a selected value keeps its bits), ``ftz``
-    flushes subnormal products.  ``predicate`` is the select's ``x > 0`` or ``x >= 0``.
-    ``nan_operand="x"``: a max/min formulation returns ``x`` where the product is NaN
-    (``x = ±inf`` with alpha 0), as a compare-select ``a > b ? a : b`` does (Eigen's
-    ``cwiseMax`` in Paddle, MindSpore's CPU Maximum); ``propagate`` is ``np.maximum``.
-    ``formulation="twice"``: LeakyReLU applied to its own result (slope a*a, rounded twice).
-    ``rounding``: the final conversion to the output dtype rounds to nearest even (``rne``),
-    toward zero (``rtz``: truncation, so overflow gives ±max) or half away from zero
-    (``rna``).  ``result_dtype``: the result is rounded to that dtype, then converted to
-    the output dtype (an fp16 kernel's result widened to float32).
-    Under ``daz`` a max/min formulation reads x as zero too (x86 MAXPS/MINPS, measured on
-    MindSpore's fp32 CPU kernels), so a subnormal x gives a zero of its sign.
-    """
-    if result_dtype is not None:
-        narrow = leaky_relu(_holding(x, result_dtype), alpha, out_dtype=result_dtype, slope_dtype=slope_dtype,
-                            opmath=opmath, flush_subnormals=flush_subnormals, saturate=saturate,
-                            input_dtype=input_dtype, daz=daz, ftz=ftz, predicate=predicate, formulation=formulation,
-                            nan_operand=nan_operand, rounding=rounding)
-        return cast_exact(narrow, resolve_pair(np.asarray(x).dtype, out_dtype)[1])
-    _, out = resolve_pair(np.asarray(x).dtype, out_dtype)
-    x = _narrowed(np.asarray(x), input_dtype)
-    a = effective_slope(check_alpha(alpha), slope_dtype=slope_dtype)
-    daz, ftz = daz or flush_subnormals, ftz or flush_subnormals
-
-    def one(xs: np.ndarray) -> np.ndarray:
-        compared = flush_to_zero(xs) if daz else xs
-        take = _take(compared, predicate)
-        if formulation == "twice":  # the first pass's result, in the output dtype, goes in again
-            first = _rerounded(_select(xs, a, out, opmath=opmath, daz=daz, ftz=ftz, saturate=False,
-                                       take_v=take), xs, a, out, take=take, opmath=opmath, rounding=rounding)
-            return one_pass(first, flush_to_zero(first) if daz else first)
-        return one_pass(xs, compared)
-
-    def one_pass(xs: np.ndarray, compared: np.ndarray) -> np.ndarray:
-        take = _take(compared, predicate)
-        y = _select(xs, a, out, opmath=opmath, daz=daz, ftz=ftz, saturate=saturate, take_v=take,
-                    formulation="select" if formulation == "twice" else formulation,
-                    nan_operand=nan_operand)
-        return _rerounded(y, xs, a, out, take=take, opmath=opmath, rounding=rounding)
-
-    return _chunked(one, x, out=out)
 
 
 def _gradient_of_max(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, alpha: float,
@@ -434,7 +224,7 @@ def _gradient_of_max(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, alpha: floa
         return fl(scale_exact(v, alpha, out), v.astype(np.float64) * alpha)
 
     def plus(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return fl(_add(a, b, out), a.astype(np.float64) + b.astype(np.float64))
+        return fl(add_once(a, b, out), a.astype(np.float64) + b.astype(np.float64))
 
     w = flush_to_zero(xs) if daz else xs  # compared in the input's dtype
     prod = times_alpha(w, info(xs.dtype))  # the forward Mul read x under DAZ too
@@ -446,14 +236,6 @@ def _gradient_of_max(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, alpha: floa
     half = fl(cast_exact(halved, out), halved)
     dx = np.where(tie, plus(times_alpha(half, out), half), dx)
     return np.where(nan, plus(times_alpha(read, out), cast_exact(read, out)), dx)
-
-
-def _add(a: np.ndarray, b: np.ndarray, out: DTypeInfo) -> np.ndarray:
-    """``a + b`` rounded once to ``out`` (exact in float64 for 16-bit operands; for
-    float32 and float64 the operands' own add is that single rounding)."""
-    if out.bits == 16:
-        return round_float64(a.astype(np.float64) + b.astype(np.float64), out)
-    return (a + b).astype(out.dtype)
 
 
 def _branch_sum(dx: np.ndarray, take: np.ndarray, alpha: float, out: DTypeInfo) -> np.ndarray:
@@ -490,68 +272,152 @@ def _nan_gradient(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, nan_grad: NanG
     return dx
 
 
-def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
-                        out_dtype: Optional[DTypeLike] = None,
-                        slope_dtype: SlopeDTypes = None, opmath: Optional[DTypeLike] = None,
-                        flush_subnormals: bool = False, saturate: Saturate = False,
-                        grad_rule: GradRule = "gt", nan_grad: NanGrad = "alpha",
-                        input_dtype: Optional[DTypeLike] = None, daz: bool = False,
-                        ftz: bool = False, formulation: Formulation = "select",
-                        grad_form: GradForm = "select", rounding: Rounding = "rne",
-                        result_dtype: Optional[DTypeLike] = None) -> np.ndarray:
-    """Exact ``dx = dy if x > 0 else alpha*dy``; x = +/-0 and NaN take ``alpha*dy``.
+def _slope(alpha: float, s: Semantics) -> float:
+    """The slope multiplied by: ``s.slope`` or the alpha asked for, rounded as ``s`` says."""
+    return effective_slope(check_alpha(alpha if s.slope is None else s.slope), slope_dtype=s.slope_dtype)
 
-    ``grad_rule``: ``gt`` (golden), ``ge`` (dx = dy at x == 0) or ``max`` (the gradient of
-    ``maximum(alpha*x, x)``); ``nan_grad``: ``alpha``, ``dy``, ``zero`` (+0) or ``dy*0``;
-    ``daz`` reads x as zero in the comparison and dy as zero in the product.
-    ``formulation="relu"`` is a plain ReLU's gradient (+0 where x <= 0).  ``grad_form="sum"``
-    is autodiff through ``where(c, x, a*x)``: ``where(c, dy, 0) + a*where(c, 0, dy)`` (JAX),
-    which differs from a select only in the sign of zeros; ``grad_form="fma"`` is that sum
-    contracted to one fused multiply-add (XLA:CPU's fused kernel).  ``grad_rule="result"``
-    selects on the forward result ``y > 0`` (y in x's dtype), as a kernel that keeps only
-    y does: wrong for alpha < 0.  ``formulation``: ``swap_branches`` gives ``a*dy`` where
-    x > 0 and ``dy`` elsewhere, ``swap_operands`` passes x and dy the other way round.
-    ``nan_grad="nan"`` gives NaN at x = NaN.  ``rounding`` and ``result_dtype`` as in
-    :func:`leaky_relu`."""
-    if result_dtype is not None:
-        narrow = leaky_relu_backward(_holding(dy, result_dtype), _holding(x, result_dtype), alpha,
-                                     out_dtype=result_dtype, slope_dtype=slope_dtype, opmath=opmath,
-                                     flush_subnormals=flush_subnormals, saturate=saturate,
-                                     grad_rule=grad_rule, nan_grad=nan_grad, input_dtype=input_dtype,
-                                     daz=daz, ftz=ftz, formulation=formulation, grad_form=grad_form,
-                                     rounding=rounding)
-        return cast_exact(narrow, resolve_pair(np.asarray(x).dtype, out_dtype)[1])
-    if formulation == "swap_operands":
-        dy, x, formulation = x, dy, "select"
-    _, out = resolve_pair(np.asarray(x).dtype, out_dtype)
-    dy, x = _narrowed(np.asarray(dy), input_dtype), _narrowed(np.asarray(x), input_dtype)
+
+def _forward(x: np.ndarray, alpha: float, out_dtype: Optional[DTypeLike], s: Semantics) -> np.ndarray:
+    """The forward under ``s`` (its result dtype, input and output flags aside).
+
+    ``daz`` reads subnormal inputs as zero in the comparison and the product (a selected
+    value keeps its bits); under ``daz`` a max/min formulation reads x as zero too (x86
+    MAXPS/MINPS, measured on MindSpore's fp32 CPU kernels).  ``twice``: LeakyReLU applied
+    to its own result (slope a*a, rounded twice)."""
+    _, out = resolve_pair(x.dtype, out_dtype)
+    x = _narrowed(x, s.input_dtype)
+    a, daz, ftz, opmath = _slope(alpha, s), s.daz, s.ftz, s.opmath
+
+    def one(xs: np.ndarray) -> np.ndarray:
+        compared = flush_to_zero(xs) if daz else xs
+        take = _take(compared, s.predicate)
+        if s.formulation == "twice":  # the first pass's result, in the output dtype, goes in again
+            first = _rerounded(_select(xs, a, out, opmath=opmath, daz=daz, ftz=ftz, saturate=False,
+                                       take_v=take), xs, a, out, take=take, opmath=opmath, rounding=s.rounding)
+            return one_pass(first, flush_to_zero(first) if daz else first)
+        return one_pass(xs, compared)
+
+    def one_pass(xs: np.ndarray, compared: np.ndarray) -> np.ndarray:
+        take = _take(compared, s.predicate)
+        y = _select(xs, a, out, opmath=opmath, daz=daz, ftz=ftz, saturate=s.saturate, take_v=take,
+                    formulation="select" if s.formulation == "twice" else s.formulation,
+                    nan_operand=s.nan_operand)
+        return _rerounded(y, xs, a, out, take=take, opmath=opmath, rounding=s.rounding)
+
+    return _chunked(one, x, out=out)
+
+
+def _gradient_select(compared: np.ndarray, xs: np.ndarray, a: float, s: Semantics) -> np.ndarray:
+    """Where dx takes dy itself (True) rather than ``a*dy``."""
+    if s.grad_rule == "result":  # y in x's dtype (a may be a rounded slope that overflowed)
+        compared = np.where(compared > 0, compared, scale_exact(compared, a, info(compared.dtype)))
+    take = _take(compared, "ge" if s.grad_rule == "ge" else "gt")
+    if s.formulation == "scale":
+        take = np.zeros(take.shape, dtype=bool)
+    if s.formulation == "swap_branches":
+        take = ~take
+    return take | is_nan(xs) if s.nan_grad == "dy" else take
+
+
+def _backward(dy: np.ndarray, x: np.ndarray, alpha: float, out_dtype: Optional[DTypeLike],
+              s: Semantics) -> np.ndarray:
+    """The backward under ``s`` (its result dtype, input and output flags aside); ``daz``
+    reads x as zero in the comparison and dy as zero in the product."""
+    if s.formulation == "swap_operands":
+        dy, x, s = x, dy, replace(s, formulation="select")
+    _, out = resolve_pair(x.dtype, out_dtype)
+    dy, x = _narrowed(dy, s.input_dtype), _narrowed(x, s.input_dtype)
     if dy.shape != x.shape or dy.dtype != x.dtype:
         raise ValueError(f"dy and x must match: got {dy.dtype}{dy.shape} and {x.dtype}{x.shape}")
-    a = effective_slope(check_alpha(alpha), slope_dtype=slope_dtype)
-    daz, ftz = daz or flush_subnormals, ftz or flush_subnormals
+    a, daz, ftz, opmath = _slope(alpha, s), s.daz, s.ftz, s.opmath
 
     def one(ds: np.ndarray, xs: np.ndarray) -> np.ndarray:
-        compared = flush_to_zero(xs) if daz else xs  # DAZ applies to the comparison
-        if grad_rule == "result":  # y in x's dtype (a may be a rounded slope that overflowed)
-            compared = np.where(compared > 0, compared, scale_exact(compared, a, info(compared.dtype)))
-        take = _take(compared, "ge" if grad_rule == "ge" else "gt")
-        if formulation == "scale":
-            take = np.zeros(take.shape, dtype=bool)
-        if formulation == "swap_branches":
-            take = ~take
-        if nan_grad == "dy":
-            take = take | is_nan(xs)
-        if formulation == "relu":
+        take = _gradient_select(flush_to_zero(xs) if daz else xs, xs, a, s)  # DAZ applies to the comparison
+        if s.formulation == "relu":
             return np.where(take, cast_exact(ds, out), np.zeros((), out.dtype))
         dx = _select(ds, a, out, opmath=opmath, daz=daz, ftz=ftz, saturate=False, take_v=take)
-        dx = _rerounded(dx, ds, a, out, take=take, opmath=opmath, rounding=rounding)
-        if grad_form == "sum":
+        dx = _rerounded(dx, ds, a, out, take=take, opmath=opmath, rounding=s.rounding)
+        if s.grad_form == "sum":
             dx = _branch_sum(flush_to_zero(dx) if daz else dx, take, a, out)  # the add reads dy
-        elif grad_form == "fma":
+        elif s.grad_form == "fma":
             dx = _branch_fma(dx, ds, take, a, daz=daz, out=out)
-        if grad_rule == "max":
+        if s.grad_rule == "max":
             dx = _gradient_of_max(dx, ds, xs, a, out, daz=daz, ftz=ftz)
-        dx = _nan_gradient(dx, ds, xs, nan_grad, out)
-        return saturated(dx, out, which=saturate) if saturate else dx
+        dx = _nan_gradient(dx, ds, xs, s.nan_grad, out)
+        return saturated(dx, out, which=s.saturate) if s.saturate else dx
 
     return _chunked(one, dy, x, out=out)
+
+
+def _read(v: np.ndarray, s: Semantics) -> np.ndarray:
+    """An operand as the kernel reads it: saturated as a float32 unit reads it (NaN -> 0,
+    ±inf -> ±max), then flushed on every read, as ``s`` says."""
+    if s.saturate_inputs:
+        v = saturated(v.astype(np.float32), info("float32"))
+    return flush_to_zero(v) if s.flush_inputs else v
+
+
+def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[np.ndarray] = None,
+            out_dtype: Optional[DTypeLike] = None, semantics: Semantics = EXACT) -> np.ndarray:
+    """The golden of one direction under ``semantics`` (``dy`` is required for backward)."""
+    if direction == "backward" and dy is None:
+        raise ValueError("backward needs dy")
+    s = semantics
+    operands = [_read(np.asarray(v), s) for v in ((x,) if direction == "forward" else (dy, x))]
+    core = _forward if direction == "forward" else _backward
+    if s.result_dtype is None:
+        y = core(*operands, alpha, out_dtype, s)
+    else:  # rounded to result_dtype, then converted to the output dtype
+        narrow = core(*(_holding(v, s.result_dtype) for v in operands), alpha, s.result_dtype,
+                      replace(s, result_dtype=None))
+        y = cast_exact(narrow, resolve_pair(operands[-1].dtype, out_dtype)[1])
+    return flush_to_zero(y) if s.flush_output else y
+
+
+def forward(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = None,
+            semantics: Semantics = EXACT) -> np.ndarray:
+    """Exact forward LeakyReLU, or the variant ``semantics`` describes."""
+    return compute("forward", x, alpha, out_dtype=out_dtype, semantics=semantics)
+
+
+def backward(dy: np.ndarray, x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = None,
+             semantics: Semantics = EXACT) -> np.ndarray:
+    """Exact ``dx = dy if x > 0 else alpha*dy`` (x = ±0 and NaN take ``alpha*dy``), or the
+    variant ``semantics`` describes."""
+    return compute("backward", x, alpha, dy=dy, out_dtype=out_dtype, semantics=semantics)
+
+
+def semantics_of(**keywords: object) -> Semantics:
+    """The record the golden keywords describe: :class:`Semantics`'s fields, with
+    ``flush_subnormals`` for ``daz`` and ``ftz`` together and ``alpha`` for ``slope``."""
+    try:
+        return _semantics_of(tuple(sorted(keywords.items())))
+    except TypeError:  # an unhashable value: built (and rejected) uncached
+        return _record(keywords)
+
+
+@functools.lru_cache(maxsize=4096)
+def _semantics_of(items: tuple[tuple[str, object], ...]) -> Semantics:
+    return _record(dict(items))
+
+
+def _record(keywords: dict) -> Semantics:
+    if keywords.pop("flush_subnormals", False):
+        keywords.update(daz=True, ftz=True)
+    if "alpha" in keywords:
+        keywords["slope"] = keywords.pop("alpha")
+    if keywords.get("formulation") == "mask":
+        keywords["formulation"] = "mask-multiply"
+    return Semantics(**keywords)
+
+
+def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = None,
+               **keywords: object) -> np.ndarray:
+    """:func:`forward` with the semantics given as keywords (see :func:`semantics_of`)."""
+    return forward(x, alpha, out_dtype=out_dtype, semantics=semantics_of(**keywords))
+
+
+def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
+                        out_dtype: Optional[DTypeLike] = None, **keywords: object) -> np.ndarray:
+    """:func:`backward` with the semantics given as keywords (see :func:`semantics_of`)."""
+    return backward(dy, x, alpha, out_dtype=out_dtype, semantics=semantics_of(**keywords))

@@ -53,12 +53,6 @@ class ChunkDone:
 
 # ----------------------------------------------------------------------------- one chunk
 
-def _golden(spec: SweepSpec, x: np.ndarray, dy: Optional[np.ndarray], alpha: float) -> np.ndarray:
-    if spec.direction == "forward":
-        return ref.leaky_relu(x, alpha, out_dtype=spec.out_dtype)
-    return ref.leaky_relu_backward(dy, x, alpha, out_dtype=spec.out_dtype)
-
-
 def _shift(where: Optional[tuple[str, int]], offset: int) -> Optional[tuple[str, int]]:
     return None if where is None else (where[0], where[1] + offset)
 
@@ -122,7 +116,7 @@ def _run_chunk(task: ChunkTask) -> ChunkDone:
     group = task.specs[0]
     judged: dict[SweepSpec, list[Row]] = {s: [] for s in task.specs}
     for seg in segments(group, task.lo, task.hi):
-        golden = _golden(group, seg.x, seg.dy, seg.alpha)
+        golden = ref.compute(group.direction, seg.x, seg.alpha, dy=seg.dy, out_dtype=group.out_dtype)
         for spec in task.specs:
             judged[spec].append(_judge(spec, seg.x, seg.dy, seg.alpha, golden, start=seg.start,
                                        config=task.config))

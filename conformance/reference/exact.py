@@ -1,0 +1,190 @@
+"""Exact primitives of the reference: correctly rounded conversions and products.
+
+``alpha * v`` is formed in float64, which is already exact for almost every element.
+Double rounding (float64, then the output dtype) can only go wrong where the float64
+product sits on a rounding midpoint of the output dtype.  Those few candidates are
+recomputed with an error-free product (Dekker split of ``alpha``) and rounded to odd in
+float64, which makes the final round-to-nearest correct (Boldo and Melquiond, "Emulation
+of FMA and correctly rounded sums", 2008).  bfloat16 is reached through a float32
+round-to-odd step, because ml_dtypes casts float64 to bfloat16 through float32 and would
+otherwise round twice.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Optional
+
+import numpy as np
+
+from conformance.dtypes import DTypeInfo, DTypeLike, from_bits, info, is_subnormal, to_bits
+from conformance.reference.semantics import Rounding, Saturate, SlopeDTypes
+
+#: (input dtype, output dtype) pairs the reference computes.
+SUPPORTED_PAIRS: frozenset[tuple[str, str]] = frozenset(
+    {(d, d) for d in ("float16", "bfloat16", "float32", "float64")}
+    | {("float32", "float16"), ("float32", "bfloat16"),
+       ("float16", "float32"), ("bfloat16", "float32")}
+)
+_TINY, _HUGE = 2.0 ** -900, 2.0 ** 1000  # outside this range no rounding fix is needed
+
+
+def check_alpha(alpha: float) -> float:
+    """``alpha`` as a finite Python float, or a ValueError saying what to pass."""
+    try:
+        value = float(alpha)
+    except (TypeError, ValueError):
+        raise ValueError(f"alpha must be a number, got {alpha!r}") from None
+    if not np.isfinite(value):
+        raise ValueError(f"alpha must be finite, got {value!r}; pass a finite slope such as 0.01")
+    return value
+
+
+def resolve_pair(dtype: DTypeLike, out_dtype: Optional[DTypeLike]) -> tuple[DTypeInfo, DTypeInfo]:
+    """Table records of (input, output), checked against ``SUPPORTED_PAIRS``."""
+    src = info(dtype)
+    out = info(out_dtype) if out_dtype is not None else src
+    if (src.name, out.name) not in SUPPORTED_PAIRS:
+        raise ValueError(f"unsupported dtype pair {src.name}->{out.name}; supported: "
+                         + ", ".join(f"{a}->{b}" for a, b in sorted(SUPPORTED_PAIRS)))
+    return src, out
+
+
+def _split(alpha: float) -> tuple[float, float]:
+    """Veltkamp-style split: ``hi`` keeps 26 significant bits, ``lo = alpha - hi`` exactly."""
+    bits = struct.unpack("<Q", struct.pack("<d", alpha))[0] & ~((1 << 27) - 1)
+    hi = struct.unpack("<d", struct.pack("<Q", bits))[0]
+    return hi, alpha - hi
+
+
+def round_to_odd_product(v: np.ndarray, alpha: float) -> np.ndarray:
+    """float64 round-to-odd of ``v * alpha`` for v with <= 24 significant bits."""
+    hi, lo = _split(alpha)
+    ph, pl = v * hi, v * lo  # both exact: 26 + 24 and 27 + 24 bits
+    s = ph + pl
+    bb = s - ph
+    err = (ph - (s - bb)) + (pl - bb)  # two-sum: v*alpha == s + err exactly
+    even = (s.view(np.uint64) & 1) == 0
+    return np.where((err != 0) & even, np.nextafter(s, np.copysign(np.inf, err)), s)
+
+
+def round_float64(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
+    """Correctly rounded (half to even) float64 -> ``out``, bfloat16 included."""
+    with np.errstate(all="ignore"):  # overflow to inf and NaN casts are intended
+        if out.name != "bfloat16":
+            return v.astype(out.dtype)
+        return _round_to_bfloat16(v, out)
+
+
+def _round_to_bfloat16(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
+    """float64 -> float32 rounded to odd, then float32 -> bfloat16 rounded to nearest even."""
+    r32 = v.astype(np.float32)
+    inexact = (r32.astype(np.float64) != v) & np.isfinite(r32)
+    fix = inexact & ((r32.view(np.uint32) & 1) == 0)
+    toward = np.copysign(np.float32(np.inf), (v - r32.astype(np.float64)).astype(np.float32))
+    r32 = np.where(fix, np.nextafter(r32, toward), r32)  # round to odd in float32
+    return r32.astype(out.dtype)
+
+
+def cast_exact(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
+    """``v`` correctly rounded to ``out`` (a no-op when the dtype already matches)."""
+    if v.dtype == out.dtype:
+        return v
+    return round_float64(v.astype(np.float64), out)
+
+
+def _midpoint_candidates(p: np.ndarray, out: DTypeInfo) -> np.ndarray:
+    """Where the float64 product may sit on a rounding midpoint of ``out``.
+
+    In ``out``'s normal range a midpoint has its low ``k`` bits equal to
+    ``100...0`` (k = 52 - mant_bits); below it (subnormal results) the midpoint
+    bit sits higher, so only the low ``k - 1`` bits are known to be zero.
+    """
+    k = 52 - out.mant_bits
+    u = p.view(np.uint64)
+    mag = np.abs(p)
+    normal_mid = (u & np.uint64((1 << k) - 1)) == np.uint64(1 << (k - 1))
+    small_mid = (mag < out.smallest_normal) & ((u & np.uint64((1 << (k - 1)) - 1)) == 0)
+    return (normal_mid | small_mid) & (mag >= _TINY) & (mag < _HUGE)
+
+
+def scale_exact(v: np.ndarray, alpha: float, out: DTypeInfo) -> np.ndarray:
+    """``alpha * v`` computed exactly and rounded once to ``out``."""
+    p = v.astype(np.float64) * alpha
+    if out.name == "float64" or v.dtype == np.float64:
+        return round_float64(p, out)
+    idx = np.flatnonzero(_midpoint_candidates(p, out))
+    if idx.size:
+        p[idx] = round_to_odd_product(v.astype(np.float64).ravel()[idx], alpha)
+    return round_float64(p, out)
+
+
+def effective_slope(alpha: float, *, slope_dtype: SlopeDTypes) -> float:
+    """The slope a framework multiplies by: alpha, or alpha rounded to each dtype in turn.
+
+    TensorFlow stores ``alpha`` as a float32 attribute and then converts it to
+    T, so its slope is ``("float32", T)``; a single dtype is the common case.
+    """
+    if slope_dtype is None:
+        return alpha
+    chain = slope_dtype if isinstance(slope_dtype, tuple) else (slope_dtype,)
+    for dtype in chain:
+        alpha = float(round_float64(np.array([alpha]), info(dtype))[0].astype(np.float64))
+    return alpha
+
+
+def flush_to_zero(v: np.ndarray) -> np.ndarray:
+    """Subnormals become zero of the same sign (x86 DAZ / FTZ)."""
+    return np.where(is_subnormal(v), _signed_zero(v), v)
+
+
+def saturated(v: np.ndarray, out: DTypeInfo, *, which: Saturate = True) -> np.ndarray:
+    """Saturation mode: NaN becomes 0 and +/-inf becomes +/-max.  ``which="inf"`` clamps
+    only the infinities (a saturating cast or clamp, NaN kept)."""
+    w = np.clip(v.astype(np.float64), -out.max, out.max)
+    if which is True:
+        w = np.where(np.isnan(w), 0.0, w)
+    return w.astype(out.dtype) if out.name != "bfloat16" else round_float64(w, out)
+
+
+_SCALE = 2.0 ** 64  # moves a float32 result near its smallest normal far from it
+
+
+def ftz_float32(v: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """x86 FTZ of a float32 operation whose exact result is ``exact`` (float64) and whose
+    rounded result is ``v``: the result becomes a zero of its sign when it is tiny, i.e.
+    below the smallest normal after rounding to 24 bits with an unbounded exponent.  So
+    an exact value in [2**-126 - 2**-150, 2**-126 - 2**-151) is flushed although rounding
+    it to float32 gives the smallest normal (measured: MindSpore's ``Div(dy, 2)`` of
+    dy = -0x80ffffff gives -0)."""
+    scaled = (exact.astype(np.float64) * _SCALE).astype(np.float32)  # 24-bit rounding, no subnormal step
+    tiny = np.abs(scaled) < np.float32(info("float32").smallest_normal * _SCALE)
+    return np.where(tiny, _signed_zero(v), v)
+
+
+def _signed_zero(v: np.ndarray) -> np.ndarray:
+    return np.copysign(0.0, v.astype(np.float64)).astype(v.dtype)
+
+
+def round_directed(v: np.ndarray, out: DTypeInfo, rounding: Rounding) -> np.ndarray:
+    """float64 ``v`` (exact, or rounded to odd with at least 2 more bits than ``out``)
+    rounded to ``out`` toward zero (``rtz``) or to nearest, ties away from zero (``rna``)."""
+    r = round_float64(v, out)
+    if rounding == "rne":
+        return r
+    bits = to_bits(r).astype(np.int64)
+    mag, w = np.abs(r.astype(np.float64)), np.abs(v)
+    if rounding == "rtz":
+        step = np.where(np.isfinite(v) & ~np.isnan(v) & (mag > w), -1, 0)
+    else:
+        away = np.abs(from_bits((bits + 1).astype(out.uint), out.dtype).astype(np.float64))
+        step = np.where(np.isfinite(mag) & (w == (mag + away) / 2), 1, 0)
+    return from_bits((bits + step).astype(out.uint), out.dtype)
+
+
+def add_once(a: np.ndarray, b: np.ndarray, out: DTypeInfo) -> np.ndarray:
+    """``a + b`` rounded once to ``out`` (exact in float64 for 16-bit operands; for
+    float32 and float64 the operands' own add is that single rounding)."""
+    if out.bits == 16:
+        return round_float64(a.astype(np.float64) + b.astype(np.float64), out)
+    return (a + b).astype(out.dtype)
+
