@@ -1,4 +1,4 @@
-"""Each real framework equals its golden model bit for bit (issue 10: "each framework modelled").
+"""Each real framework equals its golden model bit for bit.
 
 The model of a framework is the set of golden keywords that describe what it does
 (``conformance/reference/golden.py``); these tests run the framework on every 16-bit

@@ -1,4 +1,4 @@
-"""Proof by generated defects (issue 9): random defects from the catalogue planted into
+"""Proof by generated defects: random defects from the catalogue planted into
 golden outputs must be named with their planted category, element by element.
 
 ``conformance.cases.defects`` varies the dtype pair, direction, shape (0-d, one
@@ -19,7 +19,7 @@ from conformance.dtypes import all_patterns
 from tests.test_triage import counts, judge
 
 GENERATED = 2000  # cases in the aggregate test
-REQUIRED = 0.999  # share of planted elements named right (issue 9)
+REQUIRED = 0.999  # share of planted elements named right
 
 
 def test_generated_defects_are_named_with_their_planted_category() -> None:
