@@ -63,3 +63,14 @@ def test_docs_table_has_the_registry_group_and_meaning() -> None:
     generated = [[cell.strip() for cell in line.strip("|").split("|")]
                  for line in categories.markdown_table().splitlines()[2:]]
     assert [row[:3] for row in _docs_table_rows()] == generated
+
+
+def test_architecture_groups_follow_the_registry() -> None:
+    from pathlib import Path
+
+    text = Path(__file__).resolve().parents[1].joinpath("docs", "architecture.md").read_text()
+    section = text[text.index("**Triage categories.**"):text.index("**Document formats.**")]
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in section.splitlines() if line.startswith("| ") and "`" in line]
+    listed = [(name.strip("` "), group) for group, _, names in rows for name in names.split(",")]
+    assert listed == [(c.name, c.group) for c in categories.REGISTRY.values()]
