@@ -1,6 +1,6 @@
 """``conformance compare`` on large dumps, as ratios to the golden alone on the same data.
 
-Targets (issue 8):
+Targets:
 - 16M fp32, clean dump: compare at most 6x the golden-alone time;
 - 16M fp32, torch-default-slope defect (made with alpha 0.01, checked at 0.2): at most 12x;
 - peak RSS of a compare process at most 3x the input files plus 300 MB;

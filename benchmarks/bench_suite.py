@@ -1,7 +1,7 @@
 """Wall time of the default conformance suite, and of its exhaustive 16-bit part.
 
 Run: ``.venv/bin/python -m benchmarks.bench_suite`` (``--part sweep`` for the 16-bit part only).
-Targets (issue 5, 2 cores): the whole default suite <= 120 s after set-up; the
+Targets (2 cores): the whole default suite <= 120 s after set-up; the
 exhaustive 16-bit part <= 10 s.  The 16-bit part is timed on its own: every
 16-bit row of the default suite fed only its 65,536-pattern sweep batch,
 judged with ``report.evaluate`` (framework imports are warmed up first, so

@@ -1,6 +1,6 @@
 """``conformance sweep`` throughput, extrapolated to all 2^32 fp32 patterns.
 
-Targets (issue 12), this 2-core machine, one alpha (0.2), backends torch + cann (reference), the exact
+Targets, this 2-core machine, one alpha (0.2), backends torch + cann (reference), the exact
 golden computed once per chunk and shared by both (the sweep's default):
 - forward, all 2^32 x: at most 15 minutes;
 - backward, all 2^32 dy against x = -1 (the product path): at most 15 minutes;

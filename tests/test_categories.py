@@ -41,15 +41,37 @@ def test_merge_findings_never_drops_an_unknown_category() -> None:
         merge_findings([row, bad], backend="cann", config=GateConfig())
 
 
-def test_readme_table_lists_every_category() -> None:
+def test_generated_table_lists_every_category() -> None:
     table = categories.markdown_table()
     assert all(f"`{name}`" in table for name in categories.NAMES)
 
 
-def test_readme_table_follows_the_registry() -> None:
+def _docs_table_rows() -> list[list[str]]:
+    """The rows of docs/reference/categories.md's table, split into cells."""
     from pathlib import Path
 
-    text = Path(__file__).resolve().parents[1].joinpath("README.md").read_text()
-    section = text[text.index("## Triage categories"):text.index("## Report format")]
-    listed = [line.split("`")[1] for line in section.splitlines() if line.startswith("| `")]
+    text = Path(__file__).resolve().parents[1].joinpath("docs", "reference", "categories.md").read_text()
+    return [[cell.strip() for cell in line.strip("|").split("|")]
+            for line in text.splitlines() if line.startswith("| `")]
+
+
+def test_docs_table_follows_the_registry() -> None:
+    listed = [row[0].strip("`") for row in _docs_table_rows()]
     assert listed == list(categories.NAMES)
+
+
+def test_docs_table_has_the_registry_group_and_meaning() -> None:
+    generated = [[cell.strip() for cell in line.strip("|").split("|")]
+                 for line in categories.markdown_table().splitlines()[2:]]
+    assert [row[:3] for row in _docs_table_rows()] == generated
+
+
+def test_architecture_groups_follow_the_registry() -> None:
+    from pathlib import Path
+
+    text = Path(__file__).resolve().parents[1].joinpath("docs", "architecture.md").read_text()
+    section = text[text.index("**Triage categories.**"):text.index("**Document formats.**")]
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in section.splitlines() if line.startswith("| ") and "`" in line]
+    listed = [(name.strip("` "), group) for group, _, names in rows for name in names.split(",")]
+    assert listed == [(c.name, c.group) for c in categories.REGISTRY.values()]

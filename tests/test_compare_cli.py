@@ -182,6 +182,6 @@ def test_profile_gives_triage_the_tiling_plan(run, dumps: Path) -> None:
     planned = run("--x", "x.npy", "--y", "y_dropped.npy", "--alpha", "0.2", "--profile", "ascend910b1",
                   cwd=dumps)
     assert (blind.code, planned.code) == (1, 1)
-    # issue 9: without a plan, errors confined to the end are still tail-block, by position
+    # without a plan, errors confined to the end are still tail-block, by position
     assert "confined to the last" in blind.out and "unexplained" not in blind.out
     assert "tail-block ×" in planned.out and "tail tiles" in planned.out

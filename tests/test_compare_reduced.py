@@ -2,7 +2,7 @@
 weighted sample of the matching elements) reaches the row the whole-batch evaluator
 reaches, and the pieces that make it cheap give what the plain numpy forms give.
 
-The defect cases are the benchmark's (issue 8) at a size a test affords: chunks hold
+The defect cases are benchmarks/bench_compare.py's at a size a test affords: chunks hold
 far more matching elements than the evidence sample keeps, so the weights are not 1."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""MindSpore's float32 golden model at the points where DAZ/FTZ decide the bits (issues 9, 10).
+"""MindSpore's float32 golden model at the points where DAZ/FTZ decide the bits.
 
 The backend runs every call with FZ/DAZ set, as MindSpore's own thread pool does
 (``flushing``), and the model computes each op of ``maximum(T(a)*x, x)`` and of its

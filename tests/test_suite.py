@@ -70,7 +70,7 @@ def test_same_seed_same_rows_other_seed_other_inputs() -> None:
 
 @pytest.mark.parametrize("variant, category, max_size", [
     ("default-slope", "alpha-mismatch", 1),
-    ("mask-multiply", "formulation", 1),  # issue 9: the formula is named; offenders from the failing batch
+    ("mask-multiply", "formulation", 1),  # the formula is named; offenders from the failing batch
     ("saturation-mode", "saturation", 1),
     ("tail-overrun", "out-of-bounds-write", 16),
 ])

@@ -1,4 +1,4 @@
-"""Triage of real frameworks' behaviours (issue 9): every element named, none unexplained.
+"""Triage of real frameworks' behaviours: every element named, none unexplained.
 
 The framework outputs are computed with the golden variants verified bit for bit
 against the real frameworks (docs/framework_models/README.md), or with the

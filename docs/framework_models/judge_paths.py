@@ -1,4 +1,4 @@
-"""Probe real framework code paths and triage their outputs (issue 9).
+"""Probe real framework code paths and triage their outputs.
 
     PYTHONPATH=. python docs/framework_models/judge_paths.py collect torch.where ort.opt_off ...
     KERAS_BACKEND=torch PYTHONPATH=. python docs/framework_models/judge_paths.py collect kerastorch.layer

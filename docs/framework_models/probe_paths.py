@@ -1,4 +1,4 @@
-"""Real framework code paths no backend runs (issue 9): each maps (x, alpha, dy or None) to the
+"""Real framework code paths no backend runs: each maps (x, alpha, dy or None) to the
 framework's output as a numpy array (or a tuple (output, note); a tuple (output, array) gives
 the op's own input when it is not x), or raises Skip.  Used by judge_paths.py; see README.md."""
 from __future__ import annotations
