@@ -39,6 +39,7 @@ import numpy as np
 
 from conformance.dtypes import DTYPES
 from conformance.errors import UsageError
+from conformance.interrupts import from_signal
 from conformance.records import BackendResult, Direction
 
 GROUP = "conformance.backends"
@@ -218,7 +219,9 @@ def load(name: str) -> Any:
         obj: Any = _import(module)
         for part in attr.split(".") if attr else ():
             obj = getattr(obj, part)
-    except Exception as exc:
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # sys.exit(main()) at the end of a kernel file
+        if isinstance(exc, KeyboardInterrupt) and from_signal(exc):
+            raise
         raise BackendUnavailable(f"backend {name}: cannot load {target} ({type(exc).__name__}: {exc})") from None
     return obj
 
@@ -294,9 +297,11 @@ def made(factory: Any, *, name: str, **kwargs: str) -> Backend:
         backend = factory(**kwargs)
     except UsageError:
         raise
-    except Exception as exc:
-        if not is_import_path(name):  # a registered class keeps its errors (replay reports a bad variant)
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
+        if isinstance(exc, KeyboardInterrupt) and from_signal(exc):
             raise
+        if not is_import_path(name) and isinstance(exc, Exception):
+            raise  # a registered class keeps its errors (replay reports a bad variant)
         raise BackendUnavailable(f"backend {name}: its factory raised {type(exc).__name__}: {exc}") from None
     if not is_backend(backend):
         raise UsageError(f"backend {name}: the factory returned a {type(backend).__name__}, not a backend "
