@@ -92,8 +92,9 @@ def _executed(args: argparse.Namespace) -> int:
     try:
         return int(args._execute(args))
     except SystemExit as exc:
-        raise UsageError(f"code loaded as a backend called sys.exit({exc.code!r}); a kernel file "
-                         "must not exit when imported (guard it with if __name__ == '__main__')") from None
+        raise UsageError(f"code it loaded (a backend, kernel or model factory) called sys.exit({exc.code!r}); "
+                         "code must not exit when imported or called (guard it with if __name__ == '__main__')"
+                         ) from None
 
 
 def _one_line(exc: BaseException) -> str:

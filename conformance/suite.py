@@ -37,6 +37,7 @@ from conformance.backends import (
     get_backend,
     is_import_path,
     profiles_of,
+    raised,
     skip_reason,
     suite_pairs,
 )
@@ -282,9 +283,7 @@ def guarded_call(backend: Backend, direction: Direction, x: np.ndarray, alpha: f
     except (Exception, SystemExit, KeyboardInterrupt) as exc:
         if from_signal(exc):
             raise
-        text = str(exc).strip().splitlines()
-        reason = f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
-        return BackendResult(value=None, rejected=f"the backend raised {reason}")
+        return BackendResult(value=None, rejected=f"the backend raised {raised(exc)}")
 
 
 def _shaped_like(result: BackendResult, *, numel: int, out_dtype: str) -> BackendResult:
