@@ -180,3 +180,13 @@ def test_a_config_that_the_schema_refuses_is_caught() -> None:
            "config": {"tolerances": {"float16": {"rtol": "big"}}, "max_ulp": 1, "strict_zeros": False,
                       "policy": {}, "sources": []}}
     assert export.validate(doc, export.SCHEMA) != []
+
+
+def test_the_api_report_records_its_gate_configuration() -> None:
+    from conformance import api
+    from conformance.report.gate import GateConfig
+
+    report = api.check("golden", dtypes=["float16"], alphas=[0.2], directions=["forward"], max_examples=5,
+                       config=GateConfig(max_ulp=7))
+    doc = report.to_dict()
+    assert doc["config"]["max_ulp"] == 7 and export.validate(doc, export.SCHEMA) == []
