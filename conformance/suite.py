@@ -31,25 +31,23 @@ from conformance.backends import (
     Backend,
     WorkerSpec,
     boundary_sizes,
-    call,
     default_backends,
     default_worker,
     get_backend,
     is_import_path,
     profiles_of,
-    raised,
     skip_reason,
     suite_pairs,
 )
 from conformance.cases import corpus, strategies
 from conformance.cases.edges import EdgePool, edge_pool
 from conformance.cases.exhaustive import random_bits, shuffled16, sweep16
-from conformance.dtypes import info, to_bits
+from conformance.dtypes import info
 from conformance.errors import UsageError
-from conformance.interrupts import from_signal
+from conformance.guard import guarded_call, input_modified, shaped_like
 from conformance.records import BackendResult, Direction, Unsupported
 from conformance.report.evaluate import Finding, Row, evaluate, merge_rows
-from conformance.report.gate import GateConfig, verdict
+from conformance.report.gate import GateConfig
 
 SUITE_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.2, 0.3, 1 / 3, 1.0, 1.5)
 DIRECTIONS: tuple[Direction, ...] = ("forward", "backward")
@@ -271,73 +269,16 @@ def _backend(spec: RowSpec) -> Backend:
     return backend_for(spec.backend, spec.profile, spec.variant)
 
 
-def guarded_call(backend: Backend, direction: Direction, x: np.ndarray, alpha: float, *,
-                 dy: Optional[np.ndarray] = None, out_dtype: Optional[str] = None) -> BackendResult:
-    """:func:`backends.call`, with whatever the backend raises (``SystemExit`` and its own
-    ``KeyboardInterrupt`` included) as a refusal of the input: a failing row, never the end of
-    the run.  ``Unsupported`` and the user's Ctrl-C or SIGTERM go on."""
-    try:
-        return call(backend, direction, x, alpha, dy=dy, out_dtype=out_dtype)
-    except Unsupported:
-        raise
-    except (Exception, SystemExit, KeyboardInterrupt) as exc:
-        if from_signal(exc):
-            raise
-        return BackendResult(value=None, rejected=f"the backend raised {raised(exc)}")
-
-
-def _shaped_like(result: BackendResult, *, numel: int, out_dtype: str) -> BackendResult:
-    """``result``, or a refusal when its value is not ``numel`` elements of ``out_dtype``."""
-    if result.value is None:
-        return result
-    value = np.asarray(result.value)
-    if value.size == numel and _dtype_name(value) == out_dtype:
-        return result
-    return BackendResult(value=None, rejected=f"the backend returned {value.dtype}[{value.size}]; "
-                                              f"expected {numel} elements of {out_dtype}")
-
-
-def _dtype_name(value: np.ndarray) -> Optional[str]:
-    try:
-        return info(value.dtype).name
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
-def _changed(before: Optional[np.ndarray], after: Optional[np.ndarray]) -> int:
-    """Elements whose bits differ between the harness's input and the copy the backend got."""
-    if before is None or after is None:
-        return 0
-    if after.shape != before.shape or after.dtype != before.dtype:
-        return int(before.size)
-    return int(np.count_nonzero(to_bits(before) != to_bits(after)))
-
-
-def input_modified(batch: InputBatch, x: np.ndarray, dy: Optional[np.ndarray], *, row: Row,
-                   config: GateConfig) -> Row:
-    """``row`` with an ``input-modified`` finding when the backend wrote into its copy of the inputs."""
-    changed = {"x": _changed(batch.x, x), "dy": _changed(batch.dy, dy)}
-    if not any(changed.values()):
-        return row
-    count = max(changed.values())
-    where = ", ".join(f"{n:,} of {batch.x.size:,} elements of {name}" for name, n in changed.items() if n)
-    allowed = config.allows(row.backend, "input-modified", profile=row.profile)
-    finding = Finding("input-modified", count, allowed, f"the backend wrote into its input ({where})",
-                      {"changed": changed}, (), None, count)
-    findings = (*row.findings, finding)
-    return replace(row, findings=findings, verdict=verdict([f.allowed for f in findings]))
-
-
 def run_batch(spec: RowSpec, batch: InputBatch, *, config: GateConfig) -> Row:
     """Call the backend on its own copy of one batch and judge the result against golden of the
     untouched batch; a backend that wrote into its copy gets an ``input-modified`` finding."""
     backend = _backend(spec)
     out = spec.out_dtype if spec.out_dtype != spec.dtype else None
     x, dy = batch.x.copy(), None if batch.dy is None else batch.dy.copy()
-    result = _shaped_like(guarded_call(backend, spec.direction, x, spec.alpha, dy=dy, out_dtype=out),
-                          numel=batch.x.size, out_dtype=spec.out_dtype)
+    result = shaped_like(guarded_call(backend, spec.direction, x, spec.alpha, dy=dy, out_dtype=out),
+                         numel=batch.x.size, out_dtype=spec.out_dtype)
     row = judge_batch(spec, batch, result, config=config)
-    return input_modified(batch, x, dy, row=row, config=config)
+    return input_modified(row, kept=(batch.x, batch.dy), handed=(x, dy), config=config)
 
 
 def judge_batch(spec: RowSpec, batch: InputBatch, result: BackendResult, *, config: GateConfig) -> Row:

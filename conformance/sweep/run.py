@@ -21,10 +21,10 @@ import numpy as np
 
 from conformance.backends import default_worker
 from conformance.dtypes import info
+from conformance.guard import guarded_call, input_modified
 from conformance.reference import golden as ref
 from conformance.report.evaluate import Row, evaluate, merge_rows
 from conformance.report.gate import GateConfig
-from conformance.suite import InputBatch, guarded_call, input_modified
 from conformance.sweep.spec import SweepSpec, chunk_plan, finite_slopes, segments
 from conformance.sweep.store import Store, row_text
 
@@ -97,7 +97,7 @@ def _judge(spec: SweepSpec, x: np.ndarray, dy: Optional[np.ndarray], alpha: floa
     row = evaluate(x, alpha, result, direction=spec.direction, dy=dy, out_dtype=spec.out_dtype,
                    backend=spec.backend, profile=spec.profile, variant=spec.variant, config=config,
                    label=_segment_label(spec, alpha), golden=golden, shape=(spec.size,))
-    row = input_modified(InputBatch(row.parts[0], x, dy), given_x, given_dy, row=row, config=config)
+    row = input_modified(row, kept=(x, dy), handed=(given_x, given_dy), config=config)
     row = shifted(row, start)
     return replace(row, alpha=SWEPT_ALPHA) if spec.sweep_alpha else row
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance import interrupts, suite
+from conformance import guard, interrupts, suite
 from tests.helpers import assert_usage_error, run_cli
 
 GOLDEN = ["run", "--backend", "golden", "--dtype", "fp16", "--direction", "forward", "--max-examples", "5",
@@ -50,7 +50,7 @@ def test_the_users_ctrl_c_inside_a_backend_call_still_stops_the_run(tmp_path: Pa
                                                                     monkeypatch) -> None:
     """Only a KeyboardInterrupt the backend raises itself is a finding; the signal's stops the run."""
     calls = {"n": 0}
-    real = suite.call
+    real = guard.call
 
     def interrupted(*args, **kwargs):
         calls["n"] += 1
@@ -58,7 +58,7 @@ def test_the_users_ctrl_c_inside_a_backend_call_still_stops_the_run(tmp_path: Pa
             raise interrupts.Interrupted()
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(suite, "call", interrupted)
+    monkeypatch.setattr(guard, "call", interrupted)
     result = run_cli([*GOLDEN, "--json", "r.json"], capsys, cwd=tmp_path)
     assert result.code == 130, result.text
     assert json.loads((tmp_path / "r.json").read_text())["partial"] is True
