@@ -190,3 +190,21 @@ def test_the_api_report_records_its_gate_configuration() -> None:
                        config=GateConfig(max_ulp=7))
     doc = report.to_dict()
     assert doc["config"]["max_ulp"] == 7 and export.validate(doc, export.SCHEMA) == []
+
+
+def test_a_sweep_backend_that_writes_into_its_input_fails(tmp_path: Path, capsys, monkeypatch) -> None:
+    from conformance.reference import golden
+    from conformance.reference.golden_backend import GoldenBackend
+
+    def right_but_writes(self, x, alpha, *, out_dtype=None):
+        y = golden.leaky_relu(x, alpha, out_dtype=out_dtype)
+        np.maximum(x, 0, out=x)
+        return suite.BackendResult(y)
+
+    monkeypatch.setattr(GoldenBackend, "forward", right_but_writes)
+    out = tmp_path / "sweep.json"
+    result = run_cli(["sweep", "--backend", "golden", "--dtype", "fp16", "--range", "0x8000:0x8100",
+                      "--workers", "1", "--store", str(tmp_path / "s.sqlite"), "--json", str(out), "-q"], capsys)
+    assert result.code == 1, result.text
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["verdict"] == "fail" and "input-modified" in {f["category"] for f in row["findings"]}
