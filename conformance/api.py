@@ -31,6 +31,7 @@ class Report:
     skipped: tuple[tuple[RowSpec, str], ...] = ()
     seed: int = 0
     versions: dict = field(default_factory=dict, compare=False)
+    config: Optional[GateConfig] = field(default=None, compare=False)  # the gate the rows were judged under
 
     @property
     def verdict(self) -> str:
@@ -47,14 +48,16 @@ class Report:
         return "\n\n".join(f"{r.title}\n{r.message}" for r in self.failures)
 
     def to_dict(self) -> dict:
-        return export.report_dict(self.rows, seed=self.seed, versions=self.versions or export.versions())
+        return export.report_dict(self.rows, seed=self.seed, versions=self.versions or export.versions(),
+                                  config=self.config)
 
     def to_json(self) -> str:
         """The strict JSON report (schema ``leakyrelu-conformance/1``), as ``run --json`` writes it."""
         return export.dumps(self.to_dict())
 
     def write_json(self, path: str | Path) -> None:
-        export.write_json(self.rows, path, seed=self.seed, versions=self.versions or export.versions())
+        export.write_json(self.rows, path, seed=self.seed, versions=self.versions or export.versions(),
+                          config=self.config)
 
 
 def _selection(subject: Any, *, name: Optional[str], dtypes: Optional[tuple[str, ...]], kind: str,
@@ -129,4 +132,4 @@ def check(fn: Any, *, dtypes: Optional[Sequence[str]] = None, alphas: Sequence[f
     result: SuiteResult = run_suite(selection, options, specs=specs)
     if result.interruption is not None:
         raise result.interruption
-    return Report(tuple(result.rows), tuple(skipped), seed, export.versions())
+    return Report(tuple(result.rows), tuple(skipped), seed, export.versions(), gate)

@@ -39,6 +39,7 @@ import numpy as np
 
 from conformance.dtypes import DTYPES
 from conformance.errors import BackendUnavailable, UsageError
+from conformance.interrupts import from_signal
 from conformance.records import BackendResult, Direction, Pair
 
 GROUP = "conformance.backends"
@@ -140,7 +141,9 @@ class WorkerSpec:
 
 def suite_pairs(backend: Backend) -> tuple[Pair, ...]:
     pairs = getattr(backend, "suite_pairs", None)
-    return tuple(pairs()) if pairs is not None else BackendBase.suite_pairs(backend)  # type: ignore[arg-type]
+    if pairs is not None:
+        return tuple(pairs())
+    return tuple((d, d) for d in DTYPES) + tuple(getattr(backend, "extra_pairs", ()))  # a plain object's default
 
 
 def boundary_sizes(backend: Backend, dtype: str, out_dtype: str, direction: Direction) -> tuple[int, ...]:
@@ -200,6 +203,14 @@ def _import(module: str) -> Any:
     return loaded
 
 
+def raised(exc: BaseException) -> str:
+    """An exception as one line: ``TypeError: text``, ``sys.exit(0)`` for SystemExit."""
+    if isinstance(exc, SystemExit):
+        return f"sys.exit({exc.code!r})"
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
+
+
 @functools.cache
 def load(name: str) -> Any:
     """The class (or factory) registered as ``name``, or named by the import path ``name``;
@@ -213,8 +224,10 @@ def load(name: str) -> Any:
         obj: Any = _import(module)
         for part in attr.split(".") if attr else ():
             obj = getattr(obj, part)
-    except Exception as exc:
-        raise BackendUnavailable(f"backend {name}: cannot load {target} ({type(exc).__name__}: {exc})") from None
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # sys.exit(main()) at the end of a kernel file
+        if isinstance(exc, KeyboardInterrupt) and from_signal(exc):
+            raise
+        raise BackendUnavailable(f"backend {name}: cannot load {target} ({raised(exc)})") from None
     return obj
 
 
@@ -284,10 +297,12 @@ def made(factory: Any, *, name: str, **kwargs: str) -> Backend:
         backend = factory(**kwargs)
     except UsageError:
         raise
-    except Exception as exc:
-        if not is_import_path(name):  # a registered class keeps its errors (replay reports a bad variant)
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
+        if isinstance(exc, KeyboardInterrupt) and from_signal(exc):
             raise
-        raise BackendUnavailable(f"backend {name}: its factory raised {type(exc).__name__}: {exc}") from None
+        if not is_import_path(name) and isinstance(exc, Exception):
+            raise  # a registered class keeps its errors (replay reports a bad variant)
+        raise BackendUnavailable(f"backend {name}: its factory raised {raised(exc)}") from None
     if not is_backend(backend):
         raise UsageError(f"backend {name}: the factory returned a {type(backend).__name__}, not a backend "
                          "(an object with supports, forward and backward); wrap a kernel function with "

@@ -34,6 +34,8 @@ _TABLE: tuple[tuple[str, Group, Kind, str], ...] = (
     ("out-of-bounds-write", "hazards", "hazard",
      "the kernel wrote outside the output tensor (emulator red zones)"),
     ("write-race", "hazards", "hazard", "two cores wrote the same element"),
+    ("input-modified", "hazards", "hazard",
+     "the backend wrote into its input (x or dy differed after the call); golden uses an untouched copy"),
     ("input-precision", "semantics", "proved by recomputation",
      "operands narrowed (e.g. fp32 cast to fp16) before computing, or a 16-bit result widened"),
     ("alpha-mismatch", "semantics", "proved by recomputation",

@@ -2,9 +2,10 @@
 
 Each sub-command lives in ``conformance/commands/<name>.py``; this module only
 builds the parser and maps errors to exit codes: 0 pass, 1 gate failure,
-2 usage or input error (one line, never a traceback), 130 on Ctrl-C, 143 on
-SIGTERM (which goes the same way as Ctrl-C: partial reports, see
-``conformance.interrupts``).
+2 usage or input error (one line, never a traceback), 3 internal error (one
+line and the path of the saved traceback; the finished rows are written as a
+partial report), 130 on Ctrl-C, 143 on SIGTERM (which goes the same way as
+Ctrl-C: partial reports, see ``conformance.interrupts``).
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import importlib
 import os
 import re
 import sys
+import tempfile
+import traceback
 from collections.abc import Sequence
 from typing import Optional
 
@@ -63,7 +66,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _main(argv: Optional[Sequence[str]]) -> int:
     try:
         args = build_parser().parse_args(join_negative_values(sys.argv[1:] if argv is None else argv))
-        return int(args._execute(args))
+        return _executed(args)
     except UsageError as exc:
         print(f"conformance: error: {exc}", file=sys.stderr)
         return 2
@@ -73,6 +76,41 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except Exception as exc:  # a bug: one line, the traceback in a file
+        print(f"conformance: internal error: {_one_line(exc)} (a bug in conformance; traceback saved to "
+              f"{_save_traceback(exc)}; finished rows, if any, were written as a partial report)",
+              file=sys.stderr)
+        return INTERNAL_ERROR
+
+
+INTERNAL_ERROR = 3
+
+
+def _executed(args: argparse.Namespace) -> int:
+    """The sub-command's exit code; ``sys.exit`` called by loaded code (a kernel file ending in
+    ``sys.exit(main())``, a plug-in) is exit 2, never the exit code it asked for."""
+    try:
+        return int(args._execute(args))
+    except SystemExit as exc:
+        raise UsageError(f"code it loaded (a backend, kernel or model factory) called sys.exit({exc.code!r}); "
+                         "code must not exit when imported or called (guard it with if __name__ == '__main__')"
+                         ) from None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
+
+
+def _save_traceback(exc: BaseException) -> str:
+    """Write ``exc``'s traceback to a new temporary file and return its path."""
+    try:
+        fd, path = tempfile.mkstemp(prefix="conformance-traceback-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write("".join(traceback.format_exception(exc)))
+        return path
+    except OSError as err:
+        return f"nowhere ({err.strerror})"
 
 
 if __name__ == "__main__":

@@ -1,9 +1,14 @@
-"""SIGTERM as Ctrl-C: one interruption path for the keyboard, CI runners and ``timeout``.
+"""Ctrl-C and SIGTERM: one interruption path for the keyboard, CI runners and ``timeout``.
 
-While :func:`sigterm_as_interrupt` is active, SIGTERM raises :class:`Terminated`,
-a ``KeyboardInterrupt`` subclass, so every ``except KeyboardInterrupt`` that
-keeps the finished rows and writes a partial report serves both signals.
-:func:`exit_code` gives the shell's convention: 130 for SIGINT, 143 for SIGTERM.
+While :func:`sigterm_as_interrupt` is active, SIGINT raises :class:`Interrupted`
+and SIGTERM raises :class:`Terminated`, both ``KeyboardInterrupt`` subclasses,
+so every ``except KeyboardInterrupt`` that keeps the finished rows and writes a
+partial report serves both signals.  :func:`exit_code` gives the shell's
+convention: 130 for SIGINT, 143 for SIGTERM.
+
+Because the signals raise their own classes, :func:`from_signal` tells the
+user's Ctrl-C from a ``KeyboardInterrupt`` that a backend raised itself (a
+plug-in's ``raise KeyboardInterrupt`` is a finding on its row, not a stop).
 """
 from __future__ import annotations
 
@@ -15,7 +20,13 @@ from types import FrameType
 from typing import Optional
 
 
-class Terminated(KeyboardInterrupt):
+class Interrupted(KeyboardInterrupt):
+    """SIGINT (Ctrl-C) arrived while the CLI's handlers were active."""
+
+    signum = signal.SIGINT
+
+
+class Terminated(Interrupted):
     """SIGTERM arrived; handled exactly like Ctrl-C, but exits 143."""
 
     signum = signal.SIGTERM
@@ -34,15 +45,37 @@ def _raise_terminated(signum: int, frame: Optional[FrameType]) -> None:
     raise Terminated()
 
 
+def _raise_interrupted(signum: int, frame: Optional[FrameType]) -> None:
+    raise Interrupted()
+
+
+def from_signal(exc: BaseException) -> bool:
+    """``exc`` is the user's Ctrl-C or a SIGTERM, not code raising ``KeyboardInterrupt``.
+
+    With the handlers of :func:`sigterm_as_interrupt` active only :class:`Interrupted`
+    counts; without them (the library API, pytest) every ``KeyboardInterrupt`` does,
+    since nothing tells them apart there.
+    """
+    if isinstance(exc, Interrupted):
+        return True
+    return isinstance(exc, KeyboardInterrupt) and signal.getsignal(signal.SIGINT) is not _raise_interrupted
+
+
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block SIGTERM raises :class:`Terminated`; the previous handler is restored
-    after.  Outside the main thread (where handlers cannot be set) it does nothing."""
+    """Within the block SIGINT raises :class:`Interrupted` and SIGTERM :class:`Terminated`; the
+    previous handlers are restored after.  Outside the main thread (where handlers cannot be
+    set) it does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    previous_int = signal.getsignal(signal.SIGINT)
+    if previous_int is signal.default_int_handler:  # an ignored SIGINT (nohup, `cmd &`) stays ignored
+        signal.signal(signal.SIGINT, _raise_interrupted)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if previous_int is signal.default_int_handler:
+            signal.signal(signal.SIGINT, previous_int)

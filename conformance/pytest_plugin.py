@@ -21,6 +21,7 @@ import pytest
 
 ROWS = pytest.StashKey[list]()
 SEED = pytest.StashKey[Optional[int]]()
+CONFIGS = pytest.StashKey[list]()  # the gate configuration of each check, for the session's report
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -32,6 +33,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[ROWS] = []
     config.stash[SEED] = None
+    config.stash[CONFIGS] = []
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -40,8 +42,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if path and rows:
         from conformance.report import export
 
+        configs = session.config.stash.get(CONFIGS, [])
+        same = configs[0] if configs and all(c == configs[0] for c in configs) else None  # one gate, or none said
         export.write_json(rows, path, seed=session.config.stash.get(SEED, None), versions=export.versions(),
-                          flag="--leakyrelu-json")
+                          flag="--leakyrelu-json", config=same)
 
 
 @pytest.fixture
@@ -58,6 +62,7 @@ def leakyrelu_conformance(request: pytest.FixtureRequest) -> Callable[..., Any]:
             pytest.fail(f"leakyrelu_conformance: {exc}", pytrace=False)
         request.config.stash[ROWS].extend(report.rows)
         request.config.stash[SEED] = report.seed
+        request.config.stash[CONFIGS].append(report.config)
         if json is not None:
             report.write_json(json)
         if report.verdict == "fail":

@@ -31,10 +31,10 @@ from conformance.backends import (
     Backend,
     WorkerSpec,
     boundary_sizes,
-    call,
     default_backends,
     default_worker,
     get_backend,
+    is_import_path,
     profiles_of,
     skip_reason,
     suite_pairs,
@@ -43,7 +43,8 @@ from conformance.cases import corpus, strategies
 from conformance.cases.edges import EdgePool, edge_pool
 from conformance.cases.exhaustive import random_bits, shuffled16, sweep16
 from conformance.dtypes import info
-from conformance.errors import Unsupported
+from conformance.errors import Unsupported, UsageError
+from conformance.guard import guarded_call, input_modified, shaped_like
 from conformance.records import BackendResult, Direction, Pair
 from conformance.report.evaluate import Finding, Row, evaluate, merge_rows
 from conformance.report.gate import GateConfig
@@ -272,11 +273,15 @@ def _backend(spec: RowSpec) -> Backend:
 
 
 def run_batch(spec: RowSpec, batch: InputBatch, *, config: GateConfig) -> Row:
-    """Call the backend on one batch and judge it."""
+    """Call the backend on its own copy of one batch and judge the result against golden of the
+    untouched batch; a backend that wrote into its copy gets an ``input-modified`` finding."""
     backend = _backend(spec)
     out = spec.out_dtype if spec.out_dtype != spec.dtype else None
-    result = call(backend, spec.direction, batch.x, spec.alpha, dy=batch.dy, out_dtype=out)
-    return judge_batch(spec, batch, result, config=config)
+    x, dy = batch.x.copy(), None if batch.dy is None else batch.dy.copy()
+    result = shaped_like(guarded_call(backend, spec.direction, x, spec.alpha, dy=dy, out_dtype=out),
+                         numel=batch.x.size, out_dtype=spec.out_dtype)
+    row = judge_batch(spec, batch, result, config=config)
+    return input_modified(row, kept=(batch.x, batch.dy), handed=(x, dy), config=config)
 
 
 def judge_batch(spec: RowSpec, batch: InputBatch, result: BackendResult, *, config: GateConfig) -> Row:
@@ -381,7 +386,7 @@ def save_reproducer(spec: RowSpec, batch: InputBatch, finding: Finding, *, resul
     out = spec.out_dtype if spec.out_dtype != spec.dtype else None
     case = corpus.Case(batch.x, spec.alpha, spec.direction, dy=batch.dy, out_dtype=out)
     rep = corpus.Reproducer(case, spec.backend, spec.profile, spec.variant, finding.category,
-                            finding.summary, str(spec))
+                            finding.summary, str(spec), spec.worker.command if spec.worker else None)
     return corpus.save(rep, reproducer_path(spec, finding.category, results_dir=results_dir))
 
 
@@ -399,18 +404,38 @@ def attach_reproducers(row: Row, spec: RowSpec, parts: Sequence[tuple[InputBatch
     return replace(row, findings=tuple(findings))
 
 
-def replay(rep: corpus.Reproducer, *, config: GateConfig) -> Row:
-    """Re-run a saved reproducer on its backend and judge it.
+def replay_backend(rep: corpus.Reproducer, *, backend: Optional[str] = None,
+                   worker: Optional[WorkerSpec] = None) -> tuple[str, Optional[WorkerSpec]]:
+    """The backend name and worker a reproducer replays on.  The file's fields name only built-in
+    or registered backends: an import path runs only when the command line names it (``backend``),
+    and a row served by a worker replays only through a worker given again (``worker``), or the
+    backend's own default worker when its command is the recorded one.  A UsageError otherwise."""
+    name = backend or rep.backend
+    if is_import_path(rep.backend) and backend is None:
+        raise UsageError(f"the reproducer names the import path {rep.backend!r}; a file never chooses "
+                         f"code to run: name it yourself with replay FILE --backend {rep.backend}")
+    if worker is not None:
+        return name, worker
+    default = default_worker(name, profile=rep.profile, variant=rep.variant)
+    if rep.worker is not None and (default is None or default.command != rep.worker):
+        raise UsageError(f"the reproducer came from a row served by the worker {rep.worker!r}; replay it "
+                         f"through a worker again: replay FILE --worker CMD")
+    return name, default
+
+
+def replay(rep: corpus.Reproducer, *, config: GateConfig, backend: Optional[str] = None,
+           worker: Optional[WorkerSpec] = None) -> Row:
+    """Re-run a saved reproducer on its backend (see :func:`replay_backend`) and judge it.
 
     Raises ValueError for an unknown backend, profile or variant, and ``Unsupported``
     when the backend has no such (dtype, out_dtype, direction).
     """
     case = rep.case
-    worker = default_worker(rep.backend, profile=rep.profile, variant=rep.variant)
-    spec = RowSpec(rep.backend, case.dtype, case.out_dtype or case.dtype, case.direction, case.alpha,
+    name, worker = replay_backend(rep, backend=backend, worker=worker)
+    spec = RowSpec(name, case.dtype, case.out_dtype or case.dtype, case.direction, case.alpha,
                    rep.profile, rep.variant, worker)
-    backend = backend_for(spec.backend, spec.profile, spec.variant, worker)
-    if not backend.supports(spec.dtype, spec.out_dtype, spec.direction):
-        who = spec.backend + (f"/{backend.profile}" if backend.profile else "")
+    found = backend_for(spec.backend, spec.profile, spec.variant, worker)
+    if not found.supports(spec.dtype, spec.out_dtype, spec.direction):
+        who = spec.backend + (f"/{found.profile}" if getattr(found, "profile", None) else "")
         raise Unsupported(f"{who} has no {spec.direction} for {spec.dtype}->{spec.out_dtype}")
     return run_batch(spec, InputBatch("reproducer", case.x, case.dy), config=config)

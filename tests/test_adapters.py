@@ -86,7 +86,7 @@ def test_module_factory_backend_runs_in_the_cli_and_replays(tmp_path, capsys) ->
     assert result.code == 1, result.text
     assert '"backend": "examples.my_kernel:max_backend"' in out.read_text()
     (repro, *_) = sorted((tmp_path / "res").glob("*formulation*.npz"))
-    replayed = run_cli(["replay", str(repro), "-q"], capsys)
+    replayed = run_cli(["replay", str(repro), "--backend", "examples.my_kernel:max_backend", "-q"], capsys)
     assert replayed.code == 1 and "still fails (same finding: formulation)" in replayed.text
 
 

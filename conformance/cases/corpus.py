@@ -19,7 +19,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import IO, Optional
 
 import numpy as np
 
@@ -28,10 +28,13 @@ from conformance.errors import CorpusError
 from conformance.records import Direction
 
 FORMAT = "leakyrelu-reproducer/2"  # /1 had no digest
+MAX_ELEMENTS = 1 << 24  # per array: a shrunk reproducer is far smaller; bounds what a file can make us allocate
+_MAX_MEMBERS = 32
 _OLD_FORMATS = ("leakyrelu-reproducer/1",)
 _STRINGS = ("format", "dtype", "out_dtype", "direction", "backend", "profile", "variant",
             "category", "summary", "label")
 _NUMBERS = ("alpha", "x_bits", "dy_bits")  # digested after the strings, in this order
+_OPTIONAL = ("worker",)  # digested last, and only when present (files without it keep their digest)
 _DIRECTIONS = ("forward", "backward")
 _RECREATE = "re-create it with 'conformance run'"
 
@@ -85,6 +88,7 @@ class Reproducer:
     category: str = ""
     summary: str = ""
     label: str = ""
+    worker: Optional[str] = None  # the worker command of a row served by a worker; None: in-process
 
 
 def _text(value: Optional[str]) -> np.ndarray:
@@ -93,7 +97,7 @@ def _text(value: Optional[str]) -> np.ndarray:
 
 def _canonical(key: str, a: np.ndarray) -> bytes:
     """One field as bytes: its name, kind, shape and content (numbers little-endian)."""
-    if key in _STRINGS:
+    if key in _STRINGS or key in _OPTIONAL:
         body = str(a).encode("utf-8", "surrogatepass")
         head = f"{key}|str|{a.shape}|{len(body)}|"
     else:
@@ -109,6 +113,9 @@ def digest(arrays: Mapping[str, np.ndarray]) -> str:
     h = hashlib.sha256()
     for key in (*_STRINGS, *_NUMBERS):
         h.update(_canonical(key, arrays[key]) if key in arrays else f"{key}|absent|".encode())
+    for key in _OPTIONAL:
+        if key in arrays:
+            h.update(_canonical(key, arrays[key]))
     return "sha256:" + h.hexdigest()
 
 
@@ -124,6 +131,8 @@ def save(rep: Reproducer, path: Path | str) -> Path:
     arrays["x_bits"] = to_bits(np.ascontiguousarray(case.x))
     if case.dy is not None:
         arrays["dy_bits"] = to_bits(np.ascontiguousarray(case.dy))
+    if rep.worker is not None:
+        arrays["worker"] = _text(rep.worker)
     arrays["digest"] = np.array(digest(arrays))
     with path.open("wb") as fh:
         np.savez(fh, **arrays)
@@ -138,6 +147,7 @@ def _read(path: Path) -> dict[str, np.ndarray]:
     try:
         if not zipfile.is_zipfile(path):  # a .npy, a pickle, text: np.load would read it whole
             raise ValueError("not an .npz (zip) file, or a truncated one")
+        _check_sizes(path)
         with np.load(path, allow_pickle=False) as data:
             arrays = {key: data[key] for key in data.files}
     except (ValueError, OSError, zipfile.BadZipFile, EOFError, zlib.error, MemoryError) as exc:
@@ -147,6 +157,34 @@ def _read(path: Path) -> dict[str, np.ndarray]:
     if odd:
         raise CorpusError(f"reproducer {path}: member {odd[0]!r} is not a .npy array; {_RECREATE}")
     return arrays
+
+
+def _claimed_elements(member: IO[bytes]) -> int:
+    """The element count an ``.npy`` member's header claims (read before any data is); a member
+    that is no ``.npy`` counts its bytes (it is refused later, by name)."""
+    try:
+        version = np.lib.format.read_magic(member)
+    except ValueError:
+        return MAX_ELEMENTS + 1 if member.read(MAX_ELEMENTS + 1)[MAX_ELEMENTS:] else 0
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, _, _ = read_header(member)
+    return math.prod(shape)
+
+
+def _check_sizes(path: Path) -> None:
+    """Every member's declared and claimed size is within :data:`MAX_ELEMENTS`, before a byte of
+    data is inflated (a deflate bomb is refused by its declarations; a lying one by its CRC)."""
+    with zipfile.ZipFile(path) as archive:
+        members = archive.infolist()
+        if len(members) > _MAX_MEMBERS:
+            raise ValueError(f"{len(members)} members; a reproducer has at most {_MAX_MEMBERS}")
+        for info_ in members:
+            with archive.open(info_) as member:
+                claimed = _claimed_elements(member)
+            if claimed > MAX_ELEMENTS or info_.file_size > 8 * MAX_ELEMENTS + 4096:
+                raise ValueError(f"member {info_.filename!r} claims {claimed:,} elements in "
+                                 f"{info_.file_size:,} bytes; a reproducer holds at most "
+                                 f"{MAX_ELEMENTS:,} elements per array")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -224,5 +262,6 @@ def load(path: Path | str) -> Reproducer:
     _check_integrity(data, path=path)
     case = _case(data, path=path)
     text = {key: _string(data, key, path=path) for key in _STRINGS}
+    worker = _string(data, "worker", path=path) if "worker" in data else None
     return Reproducer(case, text["backend"], text["profile"] or None, text["variant"] or None,
-                      text["category"], text["summary"], text["label"])
+                      text["category"], text["summary"], text["label"], worker or None)

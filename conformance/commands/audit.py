@@ -1,7 +1,9 @@
 """`conformance audit TARGET [--against TARGET]`: every LeakyReLU of a model and its slope.
 
 Exit 0 when nothing is wrong; 1 on a slope mismatch with ``--against`` (or on
-an implicit default under ``--strict``); 2 on an unreadable target.
+an implicit default under ``--strict``); 2 on an unreadable target, and on a
+target in which no LeakyReLU was found (an empty file, a model that cannot be
+read, a source without LeakyReLU): an audit that read nothing is no PASS.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from conformance.audit import audit
 from conformance.audit.compare import Pair, pair
 from conformance.audit.document import document
 from conformance.audit.record import DEFAULT, DYNAMIC, Activation, Audit
+from conformance.errors import UsageError
 from conformance.report import console as render
 from conformance.report import files
 from conformance.report.export import dumps
@@ -82,11 +85,19 @@ def _summary(main: Audit, against: Optional[Audit], pairs: list[Pair], *, strict
     return ", ".join(parts), 1 if failed else 0
 
 
+def nonempty(result: Audit, *, flag: str) -> Audit:
+    """``result``, or a UsageError when it found no activation: nothing read is nothing vouched for."""
+    if result.activations:
+        return result
+    raise UsageError(f"{flag} {result.target}: no LeakyReLU found in this {result.kind} target (an empty "
+                     "or unreadable model, or none in it); nothing to audit, so no PASS: point it at the model")
+
+
 def execute(args: argparse.Namespace) -> int:
     inputs = {"TARGET": args.target, "--against": args.against}
     paths = files.prepare(files.ReportPaths(args.json), inputs=inputs)
-    main = audit(args.target)
-    against = audit(args.against) if args.against is not None else None
+    main = nonempty(audit(args.target), flag="audit")
+    against = nonempty(audit(args.against), flag="--against") if args.against is not None else None
     pairs = pair(main, against) if against is not None else []
     console: Console = render.make_console()
     for result in [main] + ([against] if against is not None else []):

@@ -63,6 +63,9 @@ def _cores(text: Optional[str]) -> Optional[int]:
 def _rows(args: argparse.Namespace, *, alpha: float, config: GateConfig) -> list[Row]:
     bits = args.dtype
     x = load(args.x, flag="--x", bits_dtype=bits)
+    if x.size == 0:
+        raise UsageError(f"--x {args.x} holds no elements (shape {list(x.shape)}); an empty comparison "
+                         "proves nothing, so it is no PASS: pass the dumps of a call with data")
     jobs: list[tuple[str, Dump, Optional[Dump]]] = []
     if args.y is not None:
         y = load(args.y, flag="--y", bits_dtype=bits)
@@ -137,7 +140,7 @@ def execute(args: argparse.Namespace) -> int:
     source = _source(args)
     config = load_config(args.config, strict_zeros=args.strict_zeros)
     rows: list[Row] = []
-    with partial_on_interrupt(paths, lambda: rows, seed=None):  # Ctrl-C/SIGTERM: a partial report
+    with partial_on_interrupt(paths, lambda: rows, seed=None, config=config):  # Ctrl-C/SIGTERM: partial
         rows = source(config)
     console = render.make_console()
     render.render_rows(rows, console=console, view=view_from(args))
@@ -145,5 +148,5 @@ def execute(args: argparse.Namespace) -> int:
         for note in row.notes:
             console.print(f"note: {row.variant or row.title}: {note}", markup=False)
     console.print(render.summary_line(rows))
-    write_reports(rows, paths, seed=None)
+    write_reports(rows, paths, seed=None, config=config)
     return 1 if any(r.verdict == "fail" for r in rows) else 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from conformance.commands import run
 from conformance.commands.args import parse_int
@@ -37,6 +38,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(worker=None, worker_timeout="600")
 
 
+def _exported(specs: list, target: str, **how: Any) -> dict:
+    """:func:`export` into ``target``; a path that is no directory, or cannot be written, is exit 2."""
+    root = Path(target)
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"export-cases {target} is not a directory; pass a new directory")
+    try:
+        return export(specs, root, **how)
+    except OSError as exc:
+        raise UsageError(f"export-cases {target}: cannot write there ({exc.strerror or exc}); "
+                         "pass a new directory you can write") from None
+
+
 def execute(args: argparse.Namespace) -> int:
     args.backend = args.backend or [DEFAULT_BACKEND]
     selection = run.selection_from(args)
@@ -50,7 +63,7 @@ def execute(args: argparse.Namespace) -> int:
     if mixed:
         raise UsageError(f"{mixed[0]}: the runner computes same-dtype pairs only (as torch_npu does); "
                          "pass --dtype without a ->pair")
-    manifest = export(specs, Path(args.dir), seed=seed, max_examples=max_examples, alphas=selection.alphas)
+    manifest = _exported(specs, args.dir, seed=seed, max_examples=max_examples, alphas=selection.alphas)
     console = show.make_console()
     console.print(f"{show.plural(len(specs), 'row')}, {show.plural(len(manifest['cases']), 'case')} "
                   f"written to {args.dir}", markup=False)

@@ -1,8 +1,9 @@
 """`conformance run`: the conformance suite, its triage table, reports and gate.
 
 Exit codes: 0 pass (warnings allowed), 1 gate failure, 2 usage error (or a
-report that cannot be written, or a --baseline that is not a valid report), 130 when Ctrl-C and 143 when SIGTERM stopped
-the run (the completed rows are still reported, marked partial).
+report that cannot be written, or a --baseline that is not a valid report), 3 an
+internal error, 130 when Ctrl-C and 143 when SIGTERM stopped the run (in the
+last three the completed rows are still reported, marked partial).
 """
 from __future__ import annotations
 
@@ -191,21 +192,24 @@ def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
     """Run with a progress bar, render, write reports; return the exit code (against ``baseline``,
     a (path, report) pair, when given).  An interruption outside the rows (planning, rendering,
     writing) still leaves a partial report."""
-    result = SuiteResult()
-    with export.partial_on_interrupt(paths, lambda: result.rows, seed=options.seed):
+    result, done = SuiteResult(), []
+    with export.partial_on_interrupt(paths, lambda: done, seed=options.seed, config=options.config):
         specs, skipped = plan(selection)
         if not specs:
             raise UsageError("the selection runs no rows: its backends support none of its dtypes "
                              "(e.g. cann has no float64, torch no mixed pairs); pick a supported --dtype")
         with show.make_progress(console=console, disable=view.quiet) as progress:
             task = progress.add_task(title, total=len(specs))
-            result = run_suite(selection, options, specs=specs,
-                               on_row=lambda spec, row: progress.update(task, advance=1,
-                                                                        description=escape(str(spec))))
+            def finished(spec: RowSpec, row: Row) -> None:
+                done.append(row)
+                progress.update(task, advance=1, description=escape(str(spec)))
+
+            result = run_suite(selection, options, specs=specs, on_row=finished)
             progress.update(task, description=f"{title}: {show.plural(len(result.rows), 'row')}")
         result.skipped = skipped
         render(result, console=console, view=view)
-        written = export.write_reports(result.rows, paths, seed=options.seed, partial=result.interrupted)
+        written = export.write_reports(result.rows, paths, seed=options.seed, partial=result.interrupted,
+                                       config=options.config)
     if result.interruption is not None:
         where = f"; partial report written to {', '.join(written)}" if written else ""
         if not view.quiet:

@@ -109,6 +109,9 @@ def load_report(path: str, *, flag: str) -> dict:
     except json.JSONDecodeError as exc:
         raise UsageError(f"{flag} {path} is not JSON ({exc.msg} at line {exc.lineno}); "
                          "pass a report written by 'conformance run --json'") from None
+    except RecursionError:
+        raise UsageError(f"{flag} {path} nests too deeply to be a report; "
+                         "pass a report written by 'conformance run --json'") from None
     errors = export.validate(doc, export.SCHEMA)
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""

@@ -22,9 +22,10 @@ from typing import Any, Optional
 import numpy as np
 
 from conformance.dtypes import DTYPES, hex_value, info
+from conformance.errors import UsageError
 from conformance.report.evaluate import Finding, Offender, Row
 from conformance.report.files import ReportPaths, write_atomic
-from conformance.report.gate import CATEGORIES, VERDICTS, overall
+from conformance.report.gate import CATEGORIES, VERDICTS, GateConfig, config_dict, overall
 from conformance.report.text import position
 
 SCHEMA_ID = "leakyrelu-conformance/1"
@@ -67,6 +68,16 @@ _ROW_PROPS = {
 _OPTIONAL_ROW_PROPS = {  # present only when they say something
     "notes": {"type": "array", "items": {"type": "string"}},
 }
+_NUMBER_PAIR = {"type": "object", "required": ["rtol", "atol"], "additionalProperties": False,
+                "properties": {"rtol": {"type": "number"}, "atol": {"type": "number"}}}
+_CONFIG = {"type": "object", "additionalProperties": False,
+           "required": ["tolerances", "max_ulp", "strict_zeros", "policy", "sources"],
+           "properties": {
+               "tolerances": {"type": "object", "additionalProperties": _NUMBER_PAIR},
+               "max_ulp": {"type": "integer"}, "strict_zeros": {"type": "boolean"},
+               "policy": {"type": "object",
+                          "additionalProperties": {"type": "array", "items": {"enum": list(CATEGORIES)}}},
+               "sources": {"type": "array", "items": {"type": "string"}}}}
 SCHEMA: dict = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": SCHEMA_ID,
@@ -75,7 +86,8 @@ SCHEMA: dict = {
     "properties": {
         "schema": {"const": SCHEMA_ID}, "verdict": {"enum": ["pass", "fail"]},
         "seed": {"type": ["integer", "null"]}, "versions": {"type": "object"},
-        "partial": {"type": "boolean"},  # optional: true when Ctrl-C or SIGTERM stopped the run
+        "partial": {"type": "boolean"},  # optional: true when Ctrl-C, SIGTERM or an internal error stopped the run
+        "config": _CONFIG,  # optional: the gate configuration the rows were judged under
         "rows": {"type": "array", "items": {"type": "object", "additionalProperties": False,
                                             "required": list(_ROW_PROPS),
                                             "properties": {**_ROW_PROPS, **_OPTIONAL_ROW_PROPS}}},
@@ -157,10 +169,13 @@ def row_dict(row: Row) -> dict:
 
 
 def report_dict(rows: Sequence[Row], *, seed: Optional[int], versions: dict,
-                verdict: Optional[str] = None) -> dict:
-    """The whole report document."""
-    return {"schema": SCHEMA_ID, "verdict": verdict or overall(r.verdict for r in rows),
-            "seed": seed, "versions": _jsonable(dict(versions)), "rows": [row_dict(r) for r in rows]}
+                verdict: Optional[str] = None, config: Optional[GateConfig] = None) -> dict:
+    """The whole report document; ``config`` records the gate configuration it was judged under."""
+    doc = {"schema": SCHEMA_ID, "verdict": verdict or overall(r.verdict for r in rows),
+           "seed": seed, "versions": _jsonable(dict(versions))}
+    if config is not None:
+        doc["config"] = config_dict(config)
+    return {**doc, "rows": [row_dict(r) for r in rows]}
 
 
 def dumps(doc: dict) -> str:
@@ -169,19 +184,22 @@ def dumps(doc: dict) -> str:
 
 
 def json_bytes(rows: Sequence[Row], *, seed: Optional[int], versions: dict,
-               verdict: Optional[str] = None, partial: bool = False) -> bytes:
-    """The strict JSON report as bytes; ``partial`` marks a run cut short (Ctrl-C, SIGTERM)."""
-    doc = report_dict(rows, seed=seed, versions=versions, verdict=verdict)
+               verdict: Optional[str] = None, partial: bool = False,
+               config: Optional[GateConfig] = None) -> bytes:
+    """The strict JSON report as bytes; ``partial`` marks a run cut short (Ctrl-C, SIGTERM,
+    an internal error)."""
+    doc = report_dict(rows, seed=seed, versions=versions, verdict=verdict, config=config)
     if partial:
         doc["partial"] = True
     return dumps(doc).encode("utf-8")
 
 
 def write_json(rows: Sequence[Row], path: str | Path, *, seed: Optional[int], versions: dict,
-               verdict: Optional[str] = None, partial: bool = False, flag: str = "--json") -> None:
+               verdict: Optional[str] = None, partial: bool = False, flag: str = "--json",
+               config: Optional[GateConfig] = None) -> None:
     """The strict JSON report, written atomically (see ``report.files``)."""
-    write_atomic(path, json_bytes(rows, seed=seed, versions=versions, verdict=verdict, partial=partial),
-                 flag=flag)
+    write_atomic(path, json_bytes(rows, seed=seed, versions=versions, verdict=verdict, partial=partial,
+                                  config=config), flag=flag)
 
 
 _PACKAGES = ("numpy", "ml_dtypes", "torch", "tensorflow-cpu", "hypothesis", "rich", "conformance")
@@ -215,8 +233,11 @@ def _type_ok(value: Any, name: str) -> bool:
 def _check_object(value: dict, schema: dict, path: str) -> list[str]:
     errors = [f"{path}: missing {k!r}" for k in schema.get("required", []) if k not in value]
     props = schema.get("properties", {})
-    if schema.get("additionalProperties") is False:
+    extra = schema.get("additionalProperties")
+    if extra is False:
         errors += [f"{path}: unexpected {k!r}" for k in value if k not in props]
+    elif isinstance(extra, dict):
+        errors += [e for k in value if k not in props for e in validate(value[k], extra, path=f"{path}.{k}")]
     for key, sub in props.items():
         if key in value:
             errors += validate(value[key], sub, path=f"{path}.{key}")
@@ -225,7 +246,7 @@ def _check_object(value: dict, schema: dict, path: str) -> list[str]:
 
 def validate(value: Any, schema: dict, *, path: str = "$") -> list[str]:
     """Errors of ``value`` against ``schema`` (type, enum, const, anyOf, required,
-    properties, additionalProperties, items); empty when valid."""
+    properties, additionalProperties as false or a schema, items); empty when valid."""
     if "anyOf" in schema:
         if all(validate(value, s, path=path) for s in schema["anyOf"]):
             return [f"{path}: matches none of anyOf"]
@@ -286,13 +307,13 @@ def write_junit(rows: Sequence[Row], path: str | Path, *, partial: bool = False,
 # ----------------------------------------------------------------------------- both reports
 
 def write_reports(rows: Sequence[Row], paths: ReportPaths, *, seed: Optional[int],
-                  partial: bool = False) -> list[str]:
+                  partial: bool = False, config: Optional[GateConfig] = None) -> list[str]:
     """Write the JSON and JUnit reports asked for and return their paths.  A partial report
     says so and fails: an interrupted gate is not a pass."""
     written = []
     if paths.json:
         write_json(rows, paths.json, seed=seed, versions=versions(), partial=partial,
-                   verdict="fail" if partial else None)
+                   verdict="fail" if partial else None, config=config)
         written.append(paths.json)
     if paths.junit:
         write_junit(rows, paths.junit, partial=partial)
@@ -302,11 +323,15 @@ def write_reports(rows: Sequence[Row], paths: ReportPaths, *, seed: Optional[int
 
 @contextmanager
 def partial_on_interrupt(paths: ReportPaths, rows: Callable[[], Sequence[Row]], *,
-                         seed: Optional[int]) -> Iterator[None]:
-    """Ctrl-C or SIGTERM inside the block writes ``rows()`` (the rows finished so far) as a
-    partial report, then goes on to the CLI, which exits 130 or 143."""
+                         seed: Optional[int], config: Optional[GateConfig] = None) -> Iterator[None]:
+    """Ctrl-C, SIGTERM or an internal error inside the block writes ``rows()`` (the rows
+    finished so far) as a partial report, then goes on to the CLI, which exits 130, 143 or 3.
+    A usage error (exit 2) writes nothing: it is raised before there is anything to report,
+    or by the report writing itself."""
     try:
         yield
-    except KeyboardInterrupt:
-        write_reports(rows(), paths, seed=seed, partial=True)
+    except UsageError:
+        raise
+    except (KeyboardInterrupt, Exception):
+        write_reports(rows(), paths, seed=seed, partial=True, config=config)
         raise

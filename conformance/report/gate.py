@@ -50,6 +50,7 @@ class GateConfig:
     max_ulp: int = 1
     strict_zeros: bool = False
     policy: Mapping[str, frozenset[str]] = field(default_factory=_default_policy)
+    sources: tuple[str, ...] = ()  # the files read, in order (empty: the defaults)
 
     def tolerance(self, dtype: str) -> Tolerance:
         rtol, atol = self.tolerances[dtype]
@@ -135,9 +136,12 @@ def _categories(cats: Any, *, backend: str) -> frozenset[str]:
 
 
 def _check_profile(backend: str, profile: str, *, key: str) -> None:
-    """A ``backend[profile]`` key names a profile the backend declares."""
-    from conformance.backends import profiles_of
+    """A ``backend[profile]`` key of a registered backend names a profile it declares; the key of
+    an import path is a name to match, never imported (a config file must not run code)."""
+    from conformance.backends import is_import_path, profiles_of
 
+    if is_import_path(backend):
+        return
     try:
         choices = profiles_of(backend)[0]
     except UsageError:  # a backend that cannot load here declares nothing we can check
@@ -197,6 +201,9 @@ def _read_toml(path: Path) -> dict:
         raise UsageError(f"config file {path} cannot be read ({exc.strerror}); pass a readable TOML file") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"config file {path} is not valid TOML ({exc}); fix or remove it") from None
+    except RecursionError:
+        raise UsageError(f"config file {path} nests too deeply to read; a gate configuration is a few "
+                         "flat tables") from None
 
 
 def _conformance_table(doc: dict, *, source: str) -> Optional[dict]:
@@ -217,7 +224,7 @@ def load_config(path: Optional[str] = None, *, pyproject: Optional[str] = None,
     if project.is_file():
         table = _conformance_table(_read_toml(project), source=str(project))
         if table is not None:
-            config = apply_table(config, table, source=str(project))
+            config = replace(apply_table(config, table, source=str(project)), sources=(str(project),))
     if path is not None:
         if not path.strip():
             raise UsageError("--config needs a file path (got an empty one)")
@@ -227,4 +234,14 @@ def load_config(path: Optional[str] = None, *, pyproject: Optional[str] = None,
             raise UsageError(f"{path}: no [tool.conformance] table; put the gate settings there "
                              f"or at the top level ({', '.join(_KEYS)})")
         config = apply_table(config, table if table is not None else doc, source=path)
+        config = replace(config, sources=(*config.sources, path))
     return replace(config, strict_zeros=True) if strict_zeros else config
+
+
+def config_dict(config: GateConfig) -> dict[str, Any]:
+    """The configuration a report was judged under, as JSON: tolerances, max ULP, zero
+    strictness, policy and the files it was read from."""
+    return {"tolerances": {d: {"rtol": r, "atol": a} for d, (r, a) in sorted(config.tolerances.items())},
+            "max_ulp": config.max_ulp, "strict_zeros": config.strict_zeros,
+            "policy": {k: sorted(v) for k, v in sorted(config.policy.items())},
+            "sources": list(config.sources)}

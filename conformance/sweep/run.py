@@ -19,8 +19,9 @@ from typing import Optional
 
 import numpy as np
 
-from conformance.backends import call, default_worker
+from conformance.backends import default_worker
 from conformance.dtypes import info
+from conformance.guard import guarded_call, input_modified
 from conformance.reference import golden as ref
 from conformance.report.evaluate import Row, evaluate, merge_rows
 from conformance.report.gate import GateConfig
@@ -84,10 +85,13 @@ def _backend(spec: SweepSpec):  # noqa: ANN202 - a Backend or a worker client
 def _judge(spec: SweepSpec, x: np.ndarray, dy: Optional[np.ndarray], alpha: float, golden: np.ndarray, *,
            start: int, config: GateConfig) -> Row:
     out = spec.out_dtype if spec.out_dtype != spec.dtype else None
-    result = call(_backend(spec), spec.direction, x, alpha, dy=dy, out_dtype=out)  # type: ignore[arg-type]
+    given_x, given_dy = x.copy(), None if dy is None else dy.copy()  # the backend's own copies
+    result = guarded_call(_backend(spec), spec.direction, given_x, alpha, dy=given_dy,  # type: ignore[arg-type]
+                          out_dtype=out)
     row = evaluate(x, alpha, result, direction=spec.direction, dy=dy, out_dtype=spec.out_dtype,
                    backend=spec.backend, profile=spec.profile, variant=spec.variant, config=config,
                    label=_segment_label(spec, alpha), golden=golden, shape=(spec.size,))
+    row = input_modified(row, kept=(x, dy), handed=(given_x, given_dy), config=config)
     row = shifted(row, start)
     return replace(row, alpha=SWEPT_ALPHA) if spec.sweep_alpha else row
 
