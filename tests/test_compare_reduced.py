@@ -20,9 +20,11 @@ from conformance.ingest.arrays import load
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.report import metrics as met
-from conformance.report.evaluate import Chunk, Offender, Row, evaluate, evaluate_chunks
+from conformance.report.evaluate import Chunk, Row, evaluate, evaluate_chunks
 from conformance.report.gate import load_config
-from conformance.report.triage import Batch, _sorted_median, _without
+from conformance.report.messages import Offender
+from conformance.report.triage.claims import Batch, without
+from conformance.report.triage.search import sorted_median
 
 N = 300_000
 CHUNKS = (1 << 21, 65_536, 9_973)  # one chunk; several; a prime, so edges fall anywhere
@@ -182,7 +184,7 @@ def test_the_median_of_sorted_slopes_is_numpys(n: int) -> None:
     rng = np.random.default_rng(n)
     for _ in range(50):
         ratio = np.round(rng.standard_normal(n), int(rng.integers(1, 8)))
-        assert _sorted_median(np.sort(ratio)) == float(np.median(ratio))
+        assert sorted_median(np.sort(ratio)) == float(np.median(ratio))
 
 
 @pytest.mark.parametrize("dense", [False, True])
@@ -191,9 +193,9 @@ def test_removing_claimed_indices_is_a_set_difference(dense: bool) -> None:
     remaining = np.unique(rng.integers(0, 100_000, 60_000))
     index = rng.permutation(remaining)[: (40_000 if dense else 50)]
     index = np.concatenate([index, [100_003, 5]])  # not all of them remain
-    np.testing.assert_array_equal(_without(remaining, index),
+    np.testing.assert_array_equal(without(remaining, index),
                                   np.setdiff1d(remaining, index, assume_unique=True))
-    assert _without(remaining, remaining).size == 0
+    assert without(remaining, remaining).size == 0
 
 
 def test_weights_stand_for_the_last_elements_only() -> None:
