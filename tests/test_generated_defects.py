@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from conformance.cases.defects import generate
 from conformance.commands.selftest import name_generated, run_generated
 from conformance.dtypes import all_patterns
-from tests.test_triage import counts, judge
+from tests.helpers import counts, judge
 
 GENERATED = 2000  # cases in the aggregate test
 REQUIRED = 0.999  # share of planted elements named right (issue 9)

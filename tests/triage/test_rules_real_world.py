@@ -17,9 +17,8 @@ from conformance.dtypes import all_patterns
 from conformance.reference import golden as ref
 from conformance.reference.tensorflow_backend import tensorflow
 from conformance.report.evaluate import Row
-from tests.test_triage import counts, differs, judge
+from tests.helpers import F16, counts, differs, judge
 
-F16 = all_patterns("float16")
 BF16 = all_patterns("bfloat16")
 DY16 = np.random.default_rng(7).permutation(F16)
 DYBF = np.random.default_rng(7).permutation(BF16)
