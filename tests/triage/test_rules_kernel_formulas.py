@@ -1,7 +1,10 @@
 """The catalogue's hand-written kernel rules: rounding modes, formulas, widened or narrowed precision."""
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 import ml_dtypes
 import numpy as np
@@ -48,39 +51,49 @@ def _named(row, category: str, text: str) -> None:
     assert text in finding.summary, finding.summary
 
 
-def test_fp32_results_truncated_to_fp16_are_rounding_toward_zero() -> None:
+Built = tuple[np.ndarray, np.ndarray, float, dict]  # x, the defect's output, alpha, judge keywords
+
+
+@dataclass(frozen=True)
+class Defect:
+    """A hand-built kernel defect: its output, and the one category (and summary words) that
+    must name every element it changes.  Its ``name`` is the pytest id."""
+
+    name: str
+    build: Callable[[], Built] = field(repr=False)
+    category: str
+    says: str
+    verdict: Optional[str] = None  # the row's verdict, when the case pins it
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _truncated_fp16() -> Built:
     """A conversion that truncates: every inexact result one step toward zero, and an overflow
     gives ±65504 (not saturation: an input ±inf stays ±inf)."""
     with np.errstate(all="ignore"):
         exact = np.where(X32 > 0, X32.astype(np.float64), X32.astype(np.float64) * 0.2)
-    actual = _toward_zero(exact, "float16")
-    row = judge_dump(X32, actual, 0.2, out_dtype="float16")
-    assert counts(row) == {"rounding": differs(actual, ref.leaky_relu(X32, 0.2, out_dtype="float16"))}
-    _named(row, "rounding", "toward zero")
-    assert row.verdict == "fail"  # an overflow that gives 65504 is outside every tolerance
+    return X32, _toward_zero(exact, "float16"), 0.2, {"out_dtype": "float16"}
 
 
-def test_fp32_results_stored_as_bf16_by_dropping_low_bits_are_rounding_toward_zero() -> None:
+def _bf16_high_bits() -> Built:
     """A bf16 store that keeps the high 16 bits of the float32 result (no rounding)."""
     y32 = _forward32(X32, 0.2)
-    actual = (y32.view(np.uint32) >> 16).astype(np.uint16).view(ml_dtypes.bfloat16)
-    row = judge_dump(X32, actual, 0.2, out_dtype="bfloat16")
-    assert counts(row) == {"rounding": differs(actual, ref.leaky_relu(X32, 0.2, out_dtype="bfloat16"))}
-    _named(row, "rounding", "toward zero")
+    return X32, (y32.view(np.uint32) >> 16).astype(np.uint16).view(ml_dtypes.bfloat16), 0.2, \
+        {"out_dtype": "bfloat16"}
 
 
-def test_backward_gradients_truncated_to_bf16_are_rounding_toward_zero() -> None:
+def _bf16_gradient_high_bits() -> Built:
+    """Backward, the same store: not a slope of 0.00996."""
     dy = np.random.default_rng(5).permutation(X32)
     with np.errstate(all="ignore"):
         d32 = np.where(X32 > 0, dy, dy * np.float32(0.01))
     actual = (d32.view(np.uint32) >> 16).astype(np.uint16).view(ml_dtypes.bfloat16)
-    exact = ref.leaky_relu_backward(dy, X32, 0.01, out_dtype="bfloat16")
-    row = judge_dump(X32, actual, 0.01, direction="backward", dy=dy, out_dtype="bfloat16")
-    assert counts(row) == {"rounding": differs(actual, exact)}  # not a slope of 0.00996
-    _named(row, "rounding", "toward zero")
+    return X32, actual, 0.01, {"direction": "backward", "dy": dy, "out_dtype": "bfloat16"}
 
 
-def test_ties_rounded_away_from_zero_are_named_as_such() -> None:
+def _ties_away() -> Built:
     """alpha 1.5 makes many fp16 products exact ties; a round-half-away conversion moves
     each one step away from zero."""
     with np.errstate(all="ignore"):
@@ -89,97 +102,125 @@ def test_ties_rounded_away_from_zero_are_named_as_such() -> None:
     away = from_bits((to_bits(near).astype(np.int64) + 1).astype(np.uint16), "float16").astype(np.float64)
     with np.errstate(invalid="ignore"):
         tie = np.isfinite(away) & (np.abs(exact) == (np.abs(near.astype(np.float64)) + np.abs(away)) / 2)
-    actual = np.where(tie, from_bits(to_bits(near) + 1, "float16"), near)
-    row = judge_dump(F16, actual, 1.5)
-    assert counts(row) == {"rounding": differs(actual, ref.leaky_relu(F16, 1.5))}
-    _named(row, "rounding", "ties away from zero")
+    return F16, np.where(tie, from_bits(to_bits(near) + 1, "float16"), near), 1.5, {}
 
 
-def test_leaky_relu_applied_twice_is_formulation_not_a_slope() -> None:
+def _applied_twice() -> Built:
     """f(f(x)): slope a*a on the negative side, rounded twice (a slope of 0.04 explains only
     most of it)."""
     once = np.where(F16 > 0, F16, _f32(F16, 0.2).astype(np.float16))
-    actual = np.where(once > 0, once, _f32(once, 0.2).astype(np.float16))
-    row = judge_dump(F16, actual, 0.2)
-    assert counts(row) == {"formulation": differs(actual, ref.leaky_relu(F16, 0.2))}
-    _named(row, "formulation", "applied twice")
+    return F16, np.where(once > 0, once, _f32(once, 0.2).astype(np.float16)), 0.2, {}
 
 
-def test_plain_relu_asked_for_with_alpha_zero_is_formulation() -> None:
+def _relu_for_alpha_zero() -> Built:
     """np.maximum(x, 0) for alpha 0: +0 where a*x is -0, and -inf gives 0 where -inf*0 is NaN."""
-    actual = np.maximum(F16, np.float16(0))
-    row = judge_dump(F16, actual, 0.0)
-    assert counts(row) == {"formulation": differs(actual, ref.leaky_relu(F16, 0.0))}
-    _named(row, "formulation", "max(x, 0)")
+    return F16, np.maximum(F16, np.float16(0)), 0.0, {}
 
 
-def test_select_on_x_ge_0_with_a_negative_slope_is_formulation_with_its_ties() -> None:
+def _select_ge_negative_slope() -> Built:
     """x >= 0 differs from x > 0 only at ±0 (a*(±0) has the other sign for a < 0); max(x, a*x)
     gives the same bits there, so both are reported."""
-    actual = np.where(F16 >= 0, F16, _f32(F16, -0.5).astype(np.float16))
-    row = judge_dump(F16, actual, -0.5)
-    assert counts(row) == {"formulation": differs(actual, ref.leaky_relu(F16, -0.5))}
-    _named(row, "formulation", "x >= 0")
+    return F16, np.where(F16 >= 0, F16, _f32(F16, -0.5).astype(np.float16)), -0.5, {}
 
 
-def test_backward_with_swapped_branches_is_formulation() -> None:
+def _swapped_branches() -> Built:
     actual = np.where(F16 > 0, _f32(DY16, 0.2).astype(np.float16), DY16)
-    row = judge_dump(F16, actual, 0.2, direction="backward", dy=DY16)
-    assert counts(row) == {"formulation": differs(actual, ref.leaky_relu_backward(DY16, F16, 0.2))}
-    _named(row, "formulation", "branches swapped")
+    return F16, actual, 0.2, {"direction": "backward", "dy": DY16}
 
 
-def test_backward_with_dy_and_x_swapped_is_formulation_not_a_tail() -> None:
+def _dy_and_x_swapped() -> Built:
     """Errors on nearly every element are a value defect, never "the last k elements"."""
     actual = np.where(DY16 > 0, F16, _f32(F16, 0.2).astype(np.float16))
-    row = judge_dump(F16, actual, 0.2, direction="backward", dy=DY16)
-    assert counts(row) == {"formulation": differs(actual, ref.leaky_relu_backward(DY16, F16, 0.2))}
-    _named(row, "formulation", "dy and x")
+    return F16, actual, 0.2, {"direction": "backward", "dy": DY16}
 
 
-@pytest.mark.parametrize("alpha", [-0.5, 0.2])
-def test_gradient_selected_on_the_result_is_formulation_for_negative_alpha_only(alpha: float) -> None:
+def _selected_on_result(alpha: float) -> Built:
     """dx = dy where y > 0: the same as x > 0 unless alpha < 0 (then y > 0 for x < 0, and a
     tiny x whose product rounds to 0 keeps a*dy)."""
     y = np.where(F16 > 0, F16, _f32(F16, alpha).astype(np.float16))
     actual = np.where(y > 0, DY16, _f32(DY16, alpha).astype(np.float16))
-    exact = ref.leaky_relu_backward(DY16, F16, alpha)
-    row = judge_dump(F16, actual, alpha, direction="backward", dy=DY16)
-    if alpha > 0:
-        assert differs(actual, exact) == 0 and row.findings == ()
-        return
-    assert counts(row) == {"formulation": differs(actual, exact)}
-    _named(row, "formulation", "forward result y > 0")
+    return F16, actual, alpha, {"direction": "backward", "dy": DY16}
 
 
-def test_backward_nan_x_giving_nan_is_nan_gradient() -> None:
+def _nan_x_gives_nan() -> Built:
     """dx = dy * (y / x) style kernels propagate x's NaN into the gradient."""
     actual = np.where(is_nan(F16), np.float16(np.nan), ref.leaky_relu_backward(DY16, F16, 0.2))
-    row = judge_dump(F16, actual, 0.2, direction="backward", dy=DY16)
-    assert counts(row) == {"nan-gradient": differs(actual, ref.leaky_relu_backward(DY16, F16, 0.2))}
-    _named(row, "nan-gradient", "gave NaN")
+    return F16, actual, 0.2, {"direction": "backward", "dy": DY16}
 
 
-@pytest.mark.parametrize("src", ["float16", "bfloat16"])
-def test_a_16_bit_result_widened_to_fp32_is_input_precision(src: str) -> None:
+def _widened(src: str) -> Callable[[], Built]:
     """A 16-bit kernel (float32 math, rounded to T) whose result is then widened to float32."""
-    x = all_patterns(src)
-    actual = np.where(x.astype(np.float32) > 0, x.astype(np.float32),
-                      _f32(x, 0.3).astype(x.dtype).astype(np.float32))
-    row = judge_dump(x, actual, 0.3, out_dtype="float32")
-    assert counts(row) == {"input-precision": differs(actual, ref.leaky_relu(x, 0.3, out_dtype="float32"))}
-    _named(row, "input-precision", f"rounded to {src}")
+    def build() -> Built:
+        x = all_patterns(src)
+        actual = np.where(x.astype(np.float32) > 0, x.astype(np.float32),
+                          _f32(x, 0.3).astype(x.dtype).astype(np.float32))
+        return x, actual, 0.3, {"out_dtype": "float32"}
+
+    return build
 
 
-def test_fp64_computed_in_fp32_is_input_precision() -> None:
+def _fp64_in_fp32() -> Built:
     """A float64 op served by a float32 kernel: x, slope and product rounded to float32."""
     rng = np.random.default_rng(11)
     x = rng.standard_normal(4000) * np.exp(rng.uniform(-80, 80, 4000))
     x = np.concatenate([x, [0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -1e-310]])
-    actual = _forward32(x, 0.01).astype(np.float64)
-    row = judge_dump(x, actual, 0.01)
-    assert counts(row) == {"input-precision": differs(actual, ref.leaky_relu(x, 0.01))}
-    _named(row, "input-precision", "float32")
+    return x, _forward32(x, 0.01).astype(np.float64), 0.01, {}
+
+
+def _fp64_product_in_fp32() -> Built:
+    """C's ``x > 0 ? x : (float)x * alpha_f``: the positive side stays float64, the negative
+    side is a float32 product of the narrowed x."""
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal(4000) * np.exp(rng.uniform(-95, 80, 4000))
+    x = np.concatenate([x, [0.0, -0.0, np.inf, -np.inf, np.nan, -1e-310]])
+    with np.errstate(all="ignore"):
+        actual = np.where(x > 0, x, (x.astype(np.float32) * np.float32(0.01)).astype(np.float64))
+    return x, actual, 0.01, {}
+
+
+DEFECTS = [
+    # an overflow that gives 65504 is outside every tolerance
+    Defect("fp32-results-truncated-to-fp16", _truncated_fp16, "rounding", "toward zero", verdict="fail"),
+    Defect("fp32-results-stored-as-bf16-high-bits", _bf16_high_bits, "rounding", "toward zero"),
+    Defect("backward-gradients-truncated-to-bf16", _bf16_gradient_high_bits, "rounding", "toward zero"),
+    Defect("ties-rounded-away-from-zero", _ties_away, "rounding", "ties away from zero"),
+    Defect("leaky-relu-applied-twice", _applied_twice, "formulation", "applied twice"),
+    Defect("plain-relu-for-alpha-zero", _relu_for_alpha_zero, "formulation", "max(x, 0)"),
+    Defect("select-x-ge-0-negative-slope", _select_ge_negative_slope, "formulation", "x >= 0"),
+    Defect("backward-branches-swapped", _swapped_branches, "formulation", "branches swapped"),
+    Defect("backward-dy-and-x-swapped", _dy_and_x_swapped, "formulation", "dy and x"),
+    Defect("backward-selected-on-result-negative-slope", lambda: _selected_on_result(-0.5), "formulation",
+           "forward result y > 0"),
+    Defect("backward-nan-x-gives-nan", _nan_x_gives_nan, "nan-gradient", "gave NaN"),
+    Defect("fp16-result-widened-to-fp32", _widened("float16"), "input-precision", "rounded to float16"),
+    Defect("bf16-result-widened-to-fp32", _widened("bfloat16"), "input-precision", "rounded to bfloat16"),
+    Defect("fp64-computed-in-fp32", _fp64_in_fp32, "input-precision", "float32"),
+    Defect("fp64-product-in-fp32", _fp64_product_in_fp32, "input-precision", "product computed in float32"),
+]
+
+
+def _exact(x: np.ndarray, alpha: float, *, direction: str = "forward", dy: Optional[np.ndarray] = None,
+           out_dtype: Optional[str] = None) -> np.ndarray:
+    if direction == "forward":
+        return ref.leaky_relu(x, alpha, out_dtype=out_dtype)
+    return ref.leaky_relu_backward(dy, x, alpha, out_dtype=out_dtype)
+
+
+@pytest.mark.parametrize("defect", DEFECTS, ids=str)
+def test_a_hand_built_defect_is_named_with_its_exact_count(defect: Defect) -> None:
+    x, actual, alpha, keywords = defect.build()
+    row = judge_dump(x, actual, alpha, **keywords)
+    assert counts(row) == {defect.category: differs(actual, _exact(x, alpha, **keywords))}
+    _named(row, defect.category, defect.says)
+    if defect.verdict is not None:
+        assert row.verdict == defect.verdict
+
+
+def test_a_gradient_selected_on_the_result_is_right_for_a_positive_slope() -> None:
+    """With alpha > 0, y > 0 exactly where x > 0: no element differs, nothing is found."""
+    x, actual, alpha, keywords = _selected_on_result(0.2)
+    row = judge_dump(x, actual, alpha, **keywords)
+    assert differs(actual, _exact(x, alpha, **keywords)) == 0 and row.findings == ()
 
 
 @pytest.mark.parametrize("src,out,alpha,direction", [
@@ -217,19 +258,6 @@ def test_the_generator_plants_the_unlisted_classes() -> None:
                    "dy and x swapped", "NaN at NaN", "computed in fp32", "stale block", "th element from",
                    "output shifted"):
         assert any(wanted in n for n in names), wanted
-
-
-def test_fp64_with_the_product_in_fp32_is_input_precision() -> None:
-    """C's ``x > 0 ? x : (float)x * alpha_f``: the positive side stays float64, the negative
-    side is a float32 product of the narrowed x."""
-    rng = np.random.default_rng(12)
-    x = rng.standard_normal(4000) * np.exp(rng.uniform(-95, 80, 4000))
-    x = np.concatenate([x, [0.0, -0.0, np.inf, -np.inf, np.nan, -1e-310]])
-    with np.errstate(all="ignore"):
-        actual = np.where(x > 0, x, (x.astype(np.float32) * np.float32(0.01)).astype(np.float64))
-    row = judge_dump(x, actual, 0.01)
-    assert counts(row) == {"input-precision": differs(actual, ref.leaky_relu(x, 0.01))}
-    _named(row, "input-precision", "product computed in float32")
 
 
 def test_an_fp16_kernel_computing_in_bf16_is_input_precision() -> None:
