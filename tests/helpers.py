@@ -139,3 +139,18 @@ def counts(row: Row) -> dict[str, int]:
 def differs(a: np.ndarray, b: np.ndarray) -> int:
     """Independent count of elements whose bits differ (NaN equals NaN): the test helper, not metrics."""
     return int(bits_differ(a, b).sum())
+
+
+def assert_named(row: Row, category: str, says: str) -> None:
+    """The row has one ``category`` finding, and its summary says ``says``."""
+    __tracebackhide__ = True
+    (finding,) = [f for f in row.findings if f.category == category]
+    assert says in finding.summary, finding.summary
+
+
+def f32_specials() -> np.ndarray:
+    """20,000 random float32 bit patterns, then zeros, infinities, NaN, subnormals and values
+    near the float16 limits."""
+    bits = np.random.default_rng(7).integers(0, 1 << 32, 20000, dtype=np.uint64).astype(np.uint32)
+    extra = np.float32([0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 7e4, -7e4, 1e5, 65519, -65520])
+    return np.concatenate([bits.view(np.float32), extra])
