@@ -19,6 +19,8 @@ from conformance.report.triage.rules import slope_dtypes
 from conformance.report.triage.value_classes import value_classes_of
 
 _SHIFTS = np.array([k for k in range(-64, 65) if k])  # an output offset by up to 64 elements
+_BLOCK_EVIDENCE, _STRIDE_EVIDENCE = 4, 8  # errors a block / a stride needs before it is one
+_GAP = 3  # slots a block's edge may skip (elements a stale value happens to get right)
 
 
 def claim_shift(batch: Batch, state: State, rest: np.ndarray) -> bool:
@@ -226,10 +228,6 @@ def claim_blocks(batch: Batch, state: State) -> None:
         f"the remaining errors fill {where} ({_stale_values(batch, index)}); the same kinds of "
         "input elsewhere are right",
         {"start": lo, "stop": hi, "step": step, "explained": int(index.size), "contradicted": 0}))
-
-
-_BLOCK_EVIDENCE, _STRIDE_EVIDENCE = 4, 8  # errors a block / a stride needs before it is one
-_GAP = 3  # slots a block's edge may skip (elements a stale value happens to get right)
 
 
 def _block_edges(wrong: np.ndarray, first: int, last: int, step: int) -> tuple[int, int]:
