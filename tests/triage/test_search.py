@@ -11,6 +11,7 @@ from conformance.reference import golden as ref
 from conformance.report import triage as tri
 from conformance.report.metrics import match_mask
 from conformance.report.triage import attribution, sampling
+from conformance.report.triage.search import sorted_median
 
 N = 1 << 20
 FLUSHED, NANS = 3, 5  # rare planted defects a sample of the mismatches would miss
@@ -111,3 +112,11 @@ def test_sampled_rounds_stop_when_nothing_is_claimed(monkeypatch: pytest.MonkeyP
     _select_sample(monkeypatch, 1 << 40)
     assert sampled == _claims(batch, mismatches)
     assert {c for c, _, _ in sampled} == {"unexplained"}
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 10, 11, 1_000, 1_001])
+def test_the_median_of_sorted_slopes_is_numpys(n: int) -> None:
+    rng = np.random.default_rng(n)
+    for _ in range(50):
+        ratio = np.round(rng.standard_normal(n), int(rng.integers(1, 8)))
+        assert sorted_median(np.sort(ratio)) == float(np.median(ratio))
