@@ -131,6 +131,21 @@ def judge_dump(x: np.ndarray, actual: np.ndarray, alpha: float, *, direction: st
                  config=GateConfig())
 
 
+def judge_named(x: np.ndarray, actual: np.ndarray, alpha: float, *, dy: Optional[np.ndarray] = None) -> Row:
+    """``actual`` judged as external arrays, asserting that every mismatch gets one category
+    and none is ``unexplained``."""
+    __tracebackhide__ = True
+    from conformance.reference import golden as ref
+
+    direction = "forward" if dy is None else "backward"
+    row = judge(x, actual, alpha, direction=direction, dy=dy, backend="dump")
+    exact = ref.leaky_relu(x, alpha) if dy is None else ref.leaky_relu_backward(dy, x, alpha)
+    assert row.metrics.mismatches == differs(actual, exact)
+    assert "unexplained" not in counts(row), row.message
+    assert sum(counts(row).values()) == row.metrics.mismatches
+    return row
+
+
 def counts(row: Row) -> dict[str, int]:
     """Elements per category of a judged row."""
     return {f.category: f.count for f in row.findings}

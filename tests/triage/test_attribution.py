@@ -1,4 +1,5 @@
-"""Attribution: every mismatch gets exactly one category; a refused input is one finding."""
+"""Attribution: every mismatch gets exactly one category, each finding carries what it explains
+and contradicts; a refused input is one finding."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -9,7 +10,7 @@ from conformance.dtypes import from_bits, info, to_bits
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.report.evaluate import evaluate
-from tests.helpers import CONFIG, F16, counts, judge
+from tests.helpers import CONFIG, F16, counts, judge, judge_named
 
 
 def _edit(exact: np.ndarray, index: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
@@ -38,3 +39,17 @@ def test_each_mismatch_gets_exactly_one_category_when_defects_mix() -> None:
     row = judge(F16, actual, 0.2)
     assert sum(counts(row).values()) == row.metrics.mismatches
     assert set(counts(row)) == {"alpha-precision", "spurious-nan", "unexplained"}
+
+
+def test_findings_carry_explained_and_contradicted_in_json_and_panel() -> None:
+    from conformance.report.console import make_console, render_details
+    from conformance.report.export import row_dict
+
+    row = judge_named(F16, ref.leaky_relu(F16, 0.01), 0.2)
+    (finding,) = row.findings
+    (data,) = row_dict(row)["findings"]
+    assert data["detail"]["explained"] == finding.count and data["detail"]["contradicted"] == 0
+    console = make_console(width=200)
+    with console.capture() as cap:
+        render_details([row], console=console)
+    assert f"explained {finding.count}, contradicted 0" in cap.get()

@@ -9,7 +9,7 @@ import pytest
 from conformance.dtypes import from_bits, to_bits
 from conformance.records import TileLayout, TileSpan
 from conformance.reference import golden as ref
-from tests.helpers import F16, assert_named, counts, differs, judge, judge_dump
+from tests.helpers import F16, assert_named, counts, differs, judge, judge_dump, judge_named
 from tests.triage.defects import DEFECTS, Defect, exact_result
 
 
@@ -69,3 +69,27 @@ def test_a_misplaced_output_is_named_by_its_position_only_when_proved(defect: De
     assert counts(row) == {defect.category: differs(actual, exact_result(x, alpha, **keywords))}
     if defect.says:
         assert_named(row, defect.category, defect.says)
+
+
+@pytest.mark.parametrize("n", [40, 1000, 4099, 65536])
+@pytest.mark.parametrize("k", [1, 3, 17])
+def test_errors_at_the_end_are_tail_block_without_a_plan(n: int, k: int) -> None:
+    x = F16[np.random.default_rng(n).permutation(F16.size)[:n]]
+    actual = ref.leaky_relu(x, 0.2)
+    actual[-k:] = np.float16(123.0)
+    row = judge_named(x, actual, 0.2)
+    assert set(counts(row)) == {"tail-block"}
+    assert f"last {row.findings[0].detail['last']} elements" in row.findings[0].summary
+
+
+@pytest.mark.parametrize("cores", [1, 8])
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_errors_in_the_last_partial_block_are_tail_block_with_a_plan(cores: int, k: int) -> None:
+    import conformance.npu_impl as npu
+
+    x = F16[:4099]  # 4099 halves: the last 32-byte block holds 3
+    run = npu.leaky_relu(x, 0.2, cores=cores)
+    actual = ref.leaky_relu(x, 0.2)
+    actual[-k:] = np.float16(0.0)
+    row = judge(x, actual, 0.2, backend="dump", layout=run.layout)
+    assert set(counts(row)) == {"tail-block"}, row.message

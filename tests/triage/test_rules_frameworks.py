@@ -1,4 +1,4 @@
-"""Triage of real framework code paths that no backend runs (issue 9): each is named with
+"""Triage of real framework code paths that no backend runs: each is named with
 the category of what the framework really does, and nothing is ``unexplained``.
 
 Each test runs the framework when it is installed (skipped cleanly otherwise) on a
