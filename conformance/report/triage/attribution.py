@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+import conformance.report.triage.sampling as sampling
 from conformance import categories
 from conformance.dtypes import is_nan, is_subnormal, ulp_distance
 from conformance.report.metrics import match_mask
-from conformance.report.triage import sampling
 from conformance.report.triage.claims import Batch, Claim, State, max_ulp, merge_claims
 from conformance.report.triage.rules import Rule
 from conformance.report.triage.sampling import scope_of, thinned_scope

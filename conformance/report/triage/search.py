@@ -14,10 +14,10 @@ from typing import Optional
 
 import numpy as np
 
+import conformance.report.triage.sampling as sampling
 from conformance.dtypes import info, is_nan, is_subnormal, to_bits
 from conformance.reference import golden as ref
 from conformance.report.metrics import match_mask
-from conformance.report.triage import sampling
 from conformance.report.triage.claims import PIECE, Batch, comparable, observed_slopes, special_values
 from conformance.report.triage.rules import Rule, catalogue
 from conformance.report.triage.sampling import Scope, scope_of
