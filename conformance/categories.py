@@ -1,4 +1,5 @@
-"""THE registry of triage categories: name, group, order, kind, summary.
+"""THE registry of triage categories: name, group, order, kind, summary; and how each
+finding-detail field merges when two claims or findings of one category are joined.
 
 Triage claims only categories registered here; the gate's policy, the merge
 order, the JSON schema enum, selftest's expectations and the README table are
@@ -7,13 +8,14 @@ derived from or checked against this table.  An unknown name is an error
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from conformance.errors import UnknownCategory
 
 Group = Literal["refused", "hazards", "semantics", "location", "value class", "residue"]
+Merge = Literal["sum", "max", "any"]
 Kind = Literal["refusal", "hazard", "proved by recomputation", "proved by confinement",
                "value class", "residue"]
 
@@ -95,6 +97,35 @@ def order(name: str) -> int:
 def ordered(names: Iterable[str]) -> list[str]:
     """Distinct ``names`` in registry order (raises for an unknown name)."""
     return sorted(set(names), key=order)
+
+
+#: How a finding-detail field combines when two claims (one batch) or two findings (the
+#: batches or chunks of one row) of a category merge: counts add up, the greatest ULP is
+#: the greater, a confirmation holds when either holds.  A field not listed keeps the
+#: first one's value.
+DETAIL_MERGE: Mapping[str, Merge] = {
+    "before": "sum", "after": "sum", "mismatching": "sum",
+    "explained": "sum", "contradicted": "sum",
+    "subnormal_inputs": "sum", "subnormal_outputs": "sum", "nan_to_zero": "sum", "inf_to_max": "sum",
+    "max_ulp": "max",
+    "confirmed_by_inf": "any",
+}
+
+
+def merge_detail(first: dict, second: dict, *, keep_first: frozenset[str] = frozenset()) -> dict:
+    """``first``'s detail joined with ``second``'s by :data:`DETAIL_MERGE`, for the fields
+    both hold; the fields ``keep_first`` names, and every unlisted one, keep ``first``'s
+    value.  The keys come in ``second``'s order, then ``first``'s others."""
+    out = {**second, **first}
+    for key in first.keys() & second.keys() - keep_first:
+        how = DETAIL_MERGE.get(key)
+        if how == "sum":
+            out[key] = first[key] + second[key]
+        elif how == "max":
+            out[key] = max(first[key], second[key])
+        elif how == "any":
+            out[key] = bool(first[key] or second[key])
+    return out
 
 
 def markdown_table() -> str:

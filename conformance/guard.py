@@ -14,8 +14,9 @@ import numpy as np
 
 from conformance.backends import Backend, call, raised
 from conformance.dtypes import info, to_bits
+from conformance.errors import Unsupported
 from conformance.interrupts import from_signal
-from conformance.records import BackendResult, Direction, Unsupported
+from conformance.records import BackendResult, Direction
 from conformance.report.evaluate import Finding, Row
 from conformance.report.gate import GateConfig, verdict
 

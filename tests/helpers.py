@@ -1,4 +1,5 @@
-"""Shared test helpers: one bit-equality assertion, one torch bit conversion, one CLI runner.
+"""Shared test helpers: one bit-equality assertion, one torch bit conversion, one CLI runner,
+one judge of a backend's output.
 
 Every test module imports these instead of writing its own.  ``run_cli`` runs a
 command in-process through ``cli.main(argv)`` (fast, and usage errors are
@@ -18,7 +19,13 @@ from typing import Optional
 import numpy as np
 import pytest
 
-from conformance.dtypes import info, is_nan, to_bits
+from conformance.dtypes import all_patterns, info, is_nan, to_bits
+from conformance.records import BackendResult
+from conformance.report.evaluate import Row, evaluate
+from conformance.report.gate import GateConfig
+
+F16 = all_patterns("float16")  # every float16 bit pattern
+CONFIG = GateConfig()
 
 
 def bits_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -107,3 +114,58 @@ def assert_usage_error(result: CliResult, *, mentions: str) -> None:
     assert len(lines) == 1, f"expected one error line, got:\n{result.err}"
     assert "Traceback" not in result.text
     assert mentions.lower() in lines[0].lower(), f"{mentions!r} not in {lines[0]!r}"
+
+
+def judge(x: np.ndarray, actual: np.ndarray, alpha: float, *, direction: str = "forward",
+          dy: Optional[np.ndarray] = None, out_dtype: Optional[str] = None, backend: str = "cann",
+          config: GateConfig = CONFIG, **extra) -> Row:
+    """``actual`` (with ``extra`` BackendResult fields) judged as ``backend``'s output on ``x``."""
+    return evaluate(x, alpha, BackendResult(actual, **extra), direction=direction, dy=dy,
+                    out_dtype=out_dtype, backend=backend, config=config)
+
+
+def judge_dump(x: np.ndarray, actual: np.ndarray, alpha: float, *, direction: str = "forward",
+               dy: Optional[np.ndarray] = None, out_dtype: Optional[str] = None) -> Row:
+    """``actual`` judged as external arrays (``conformance compare``), the default policy."""
+    return judge(x, actual, alpha, direction=direction, dy=dy, out_dtype=out_dtype, backend="dump",
+                 config=GateConfig())
+
+
+def judge_named(x: np.ndarray, actual: np.ndarray, alpha: float, *, dy: Optional[np.ndarray] = None) -> Row:
+    """``actual`` judged as external arrays, asserting that every mismatch gets one category
+    and none is ``unexplained``."""
+    __tracebackhide__ = True
+    from conformance.reference import golden as ref
+
+    direction = "forward" if dy is None else "backward"
+    row = judge(x, actual, alpha, direction=direction, dy=dy, backend="dump")
+    exact = ref.leaky_relu(x, alpha) if dy is None else ref.leaky_relu_backward(dy, x, alpha)
+    assert row.metrics.mismatches == differs(actual, exact)
+    assert "unexplained" not in counts(row), row.message
+    assert sum(counts(row).values()) == row.metrics.mismatches
+    return row
+
+
+def counts(row: Row) -> dict[str, int]:
+    """Elements per category of a judged row."""
+    return {f.category: f.count for f in row.findings}
+
+
+def differs(a: np.ndarray, b: np.ndarray) -> int:
+    """Independent count of elements whose bits differ (NaN equals NaN): the test helper, not metrics."""
+    return int(bits_differ(a, b).sum())
+
+
+def assert_named(row: Row, category: str, says: str) -> None:
+    """The row has one ``category`` finding, and its summary says ``says``."""
+    __tracebackhide__ = True
+    (finding,) = [f for f in row.findings if f.category == category]
+    assert says in finding.summary, finding.summary
+
+
+def f32_specials() -> np.ndarray:
+    """20,000 random float32 bit patterns, then zeros, infinities, NaN, subnormals and values
+    near the float16 limits."""
+    bits = np.random.default_rng(7).integers(0, 1 << 32, 20000, dtype=np.uint64).astype(np.uint32)
+    extra = np.float32([0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 7e4, -7e4, 1e5, 65519, -65520])
+    return np.concatenate([bits.view(np.float32), extra])

@@ -12,7 +12,7 @@ from conformance.report.evaluate import Finding, merge_findings
 from conformance.report.export import SCHEMA
 from conformance.report.gate import CATEGORIES, GateConfig
 from conformance.report.triage import Claim
-from tests.test_triage import F16, judge
+from tests.helpers import F16, judge
 
 
 def test_gate_and_schema_derive_from_the_registry() -> None:

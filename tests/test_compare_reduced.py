@@ -20,9 +20,9 @@ from conformance.ingest.arrays import load
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.report import metrics as met
-from conformance.report.evaluate import Chunk, Offender, Row, evaluate, evaluate_chunks
+from conformance.report.evaluate import Chunk, Row, evaluate, evaluate_chunks
 from conformance.report.gate import load_config
-from conformance.report.triage import Batch, _sorted_median, _without
+from conformance.report.messages import Offender
 
 N = 300_000
 CHUNKS = (1 << 21, 65_536, 9_973)  # one chunk; several; a prime, so edges fall anywhere
@@ -175,32 +175,6 @@ def test_cosine_sums_of_extreme_float64_are_scaled() -> None:
     dot, aa, gg, exp = met._cosine_sums(big, big * 0.5)
     assert exp > 480
     assert math.isclose(dot / math.sqrt(aa * gg), 1.0, rel_tol=1e-15)
-
-
-@pytest.mark.parametrize("n", [1, 2, 3, 10, 11, 1_000, 1_001])
-def test_the_median_of_sorted_slopes_is_numpys(n: int) -> None:
-    rng = np.random.default_rng(n)
-    for _ in range(50):
-        ratio = np.round(rng.standard_normal(n), int(rng.integers(1, 8)))
-        assert _sorted_median(np.sort(ratio)) == float(np.median(ratio))
-
-
-@pytest.mark.parametrize("dense", [False, True])
-def test_removing_claimed_indices_is_a_set_difference(dense: bool) -> None:
-    rng = np.random.default_rng(int(dense))
-    remaining = np.unique(rng.integers(0, 100_000, 60_000))
-    index = rng.permutation(remaining)[: (40_000 if dense else 50)]
-    index = np.concatenate([index, [100_003, 5]])  # not all of them remain
-    np.testing.assert_array_equal(_without(remaining, index),
-                                  np.setdiff1d(remaining, index, assume_unique=True))
-    assert _without(remaining, remaining).size == 0
-
-
-def test_weights_stand_for_the_last_elements_only() -> None:
-    x = np.zeros(5, dtype=np.float32)
-    batch = Batch(x, None, 0.2, "forward", "float32", x, x, where=np.arange(5), numel=100,
-                  weight=np.array([7.5, 20.0]))
-    np.testing.assert_array_equal(batch.weight_of(np.array([4, 0, 3, 2])), [20.0, 1.0, 7.5, 1.0])
 
 
 def test_released_pages_read_back_unchanged(tmp_path: Path) -> None:

@@ -12,9 +12,10 @@ from rich.console import Console
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.report import console as show
-from conformance.report.evaluate import Row, evaluate, failure_message, mismatch_line
+from conformance.report.evaluate import Row, evaluate
 from conformance.report.export import SCHEMA, report_dict, validate
 from conformance.report.gate import GateConfig
+from conformance.report.messages import failure_message, mismatch_line
 from conformance.report.text import index_text, percent, position, short_int
 from tests.helpers import assert_usage_error, run_cli
 

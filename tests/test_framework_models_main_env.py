@@ -18,11 +18,11 @@ import pytest
 from conformance.backends import default_worker, get_backend
 from conformance.dtypes import all_patterns
 from conformance.errors import BackendUnavailable
-from conformance.worker import client
 from conformance.frameworks import models
 from conformance.frameworks.models import Model
 from conformance.reference import golden
 from conformance.reference.semantics import Semantics
+from conformance.worker import client
 from tests.helpers import differing
 
 ALPHAS = (0.0, 0.01, 0.2, 0.3, 1.5)

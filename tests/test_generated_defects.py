@@ -18,7 +18,7 @@ from conformance.commands.selftest import name_generated, run_generated
 from conformance.dtypes import all_patterns
 from conformance.reference import golden
 from conformance.reference.semantics import EXACT
-from tests.test_triage import counts, judge
+from tests.helpers import counts, judge
 
 GENERATED = 2000  # cases in the aggregate test
 REQUIRED = 0.999  # share of planted elements named right

@@ -20,9 +20,8 @@ from conformance.frameworks.mindspore_backend import flushing
 from conformance.reference import golden as ref
 from conformance.report.gate import load_config
 from conformance.suite import SUITE_ALPHAS
-from tests.helpers import assert_same_bits
+from tests.helpers import assert_same_bits, counts, judge
 from tests.test_framework_models_own_envs import mindspore_backward, mindspore_forward
-from tests.test_triage import counts, judge
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,9 @@ from rich.table import Table
 from rich.text import Text
 
 from conformance.dtypes import info
-from conformance.report.evaluate import MAX_EXAMPLES, Row, describe, metric_lines
+from conformance.report.evaluate import Row
 from conformance.report.gate import CATEGORIES, VERDICTS
+from conformance.report.messages import MAX_EXAMPLES, describe, metric_lines
 from conformance.report.text import short_float, short_int
 
 Details = Literal["fail", "warn", "all"]

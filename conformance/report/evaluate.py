@@ -15,49 +15,18 @@ from typing import Any, Optional
 import numpy as np
 
 from conformance import categories
-from conformance.dtypes import hex_value, info
+from conformance.dtypes import info
 from conformance.records import BackendResult, TileLayout
 from conformance.reference import golden as ref
 from conformance.report import metrics as met
 from conformance.report.gate import GateConfig, finding_allowed, verdict
-from conformance.report.text import Shape, index_text, percent
+from conformance.report.messages import MAX_EXAMPLES, Offender, failure_message
+from conformance.report.text import Shape
 from conformance.report.triage import Batch, Claim, special_values, triage
+from conformance.report.triage.sampling import SAMPLING
 
-MAX_EXAMPLES = 5
 LayoutFn = Callable[[int], Optional[TileLayout]]
 Values = Callable[[int], tuple[Any, Any, Any, Any]]  # flat index -> x, dy, expected, actual
-
-
-@dataclass(frozen=True)
-class Offender:
-    """One example element; values are numpy scalars of their dtype (None when unknown)."""
-
-    index: int
-    x: Any
-    dy: Any
-    expected: Any
-    actual: Any
-    core: Optional[int] = None
-    tile: Optional[int] = None
-    part: str = ""
-
-    def describe(self, *, shape: Optional[Shape] = None) -> str:
-        """One line; ``shape`` (of the array the flat index points into) shapes the index."""
-        where = f"index {index_text(self.index, shape, tuple_1d=False)}" + (f" of {self.part}" if self.part else "")
-        if self.core is not None:
-            where += f" (core {self.core}" + (f", tile {self.tile})" if self.tile is not None else ")")
-        if self.x is None:
-            return f"{where}: written outside the tensor"
-        dy = f", dy={_show(self.dy)}" if self.dy is not None else ""
-        return f"{where}: x={_show(self.x)}{dy}, expected {_show(self.expected)}, " \
-               f"actual {_show(self.actual)}"
-
-
-def _show(v: Any) -> str:
-    """Decimal and hex bits of a numpy scalar, e.g. ``-0.2 [0xb266]``."""
-    bits = np.asarray(v).view(info(np.asarray(v).dtype).uint).item()
-    width = np.asarray(v).dtype.itemsize * 2
-    return f"{float(v)!r} [0x{bits:0{width}x}]"
 
 
 @dataclass(frozen=True)
@@ -111,45 +80,6 @@ class Row:
     def message(self) -> str:
         """torch.testing-style failure text."""
         return failure_message(self)
-
-
-def _where(at: met.Where, *, row: Row) -> str:
-    """`` at index (i, j) of part``: a global flat index shown in its part's shape."""
-    if at is None:
-        return ""
-    part, index = at
-    return f" at index {index_text(index, row.shape_of(part))}" + (f" of {part}" if part else "")
-
-
-def mismatch_line(mismatches: int, elements: int) -> str:
-    """``Mismatched elements: k / N (p%)``, with a percentage that is non-zero when k is."""
-    return f"Mismatched elements: {mismatches} / {elements} ({percent(mismatches, elements)})"
-
-
-def metric_lines(row: Row) -> list[str]:
-    """"Mismatched elements: k / N (p%)" and the greatest differences with their index."""
-    m = row.metrics
-    lines = [mismatch_line(m.mismatches, m.elements)]
-    if m.mismatches:
-        lines.append(f"Greatest absolute difference: {hex_value(m.max_abs)} ({m.max_abs!r})"
-                     f"{_where(m.max_abs_at, row=row)}")
-        lines.append(f"Greatest relative difference: {m.max_rel!r}{_where(m.max_rel_at, row=row)}")
-        lines.append(f"Greatest ULP difference: {m.max_ulp}{_where(m.max_ulp_at, row=row)}")
-    return lines
-
-
-def describe(example: Offender, *, row: Row) -> str:
-    """An offender's line with its index in the shape of the array it came from."""
-    return example.describe(shape=row.shape_of(example.part))
-
-
-def failure_message(row: Row, *, offenders: int = MAX_EXAMPLES) -> str:
-    """The metric lines, then each finding with its first offenders."""
-    lines = metric_lines(row)
-    for finding in row.findings:
-        lines.append(f"{finding.category} x{finding.count}: {finding.summary}")
-        lines += [f"  {describe(ex, row=row)}" for ex in finding.examples[:offenders]]
-    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- findings
@@ -317,12 +247,6 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
 Reader = Callable[[], Iterable[Chunk]]  # the tensor's chunks, in order, each time it is called
 
 
-#: matching elements kept per chunk as the evidence rules are scored against: special values
-#: (zeros, subnormals, ±inf, NaN of x, dy or golden) and plain ones, each a stride sample
-EVIDENCE_SPECIAL = 1 << 13
-EVIDENCE_PLAIN = 1 << 11
-
-
 @dataclass(frozen=True)
 class _Kept:
     """Elements of one chunk kept for triage: where they are in the tensor (ascending) and
@@ -373,8 +297,8 @@ def _evidence(chunk: Chunk, expected: np.ndarray, mismatches: np.ndarray) -> tup
     matching[mismatches] = False
     others = np.flatnonzero(matching)
     special = special_values(chunk.x[others], expected[others], None if chunk.dy is None else chunk.dy[others])
-    spec, w_spec = _stride_sample(others[special], most=EVIDENCE_SPECIAL)
-    plain, w_plain = _stride_sample(others[~special], most=EVIDENCE_PLAIN)
+    spec, w_spec = _stride_sample(others[special], most=SAMPLING.chunk_special)
+    plain, w_plain = _stride_sample(others[~special], most=SAMPLING.chunk_plain)
     keep = np.concatenate([spec, plain])
     weight = np.concatenate([np.full(spec.size, w_spec), np.full(plain.size, w_plain)])
     order = np.argsort(keep, kind="stable")
@@ -460,23 +384,15 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
 
 # ----------------------------------------------------------------------------- merge
 
-_SUMMED = frozenset({"before", "after", "mismatching", "subnormal_inputs", "subnormal_outputs",
-                     "nan_to_zero", "inf_to_max", "explained", "contradicted"})
-
-
-def _merge_detail(a: dict, b: dict) -> dict:
-    """Counts add up, ``max_ulp`` is maxed, everything else keeps the first batch's value."""
-    out = {**b, **a}
-    for key in _SUMMED & a.keys() & b.keys():
-        out[key] = a[key] + b[key]
-    if "max_ulp" in a and "max_ulp" in b:
-        out["max_ulp"] = max(a["max_ulp"], b["max_ulp"])
-    return out
+#: Across batches, ``confirmed_by_inf`` keeps the first batch's value: whether some batch
+#: refutes a saturation is judged on every batch's own value (``_saturation_refuted``)
+#: before the findings merge, and the merged detail reports the first batch's.
+_KEEP_FIRST = frozenset({"confirmed_by_inf"})
 
 
 def _merge_two(a: Finding, b: Finding) -> Finding:
     return replace(a, count=a.count + b.count, violations=a.violations + b.violations,
-                   detail=_merge_detail(a.detail, b.detail),
+                   detail=categories.merge_detail(a.detail, b.detail, keep_first=_KEEP_FIRST),
                    examples=(a.examples + b.examples)[:MAX_EXAMPLES],
                    reproducer=a.reproducer or b.reproducer)
 

@@ -23,9 +23,10 @@ import numpy as np
 
 from conformance.dtypes import DTYPES, hex_value, info
 from conformance.errors import UsageError
-from conformance.report.evaluate import Finding, Offender, Row
+from conformance.report.evaluate import Finding, Row
 from conformance.report.files import ReportPaths, write_atomic
 from conformance.report.gate import CATEGORIES, VERDICTS, GateConfig, config_dict, overall
+from conformance.report.messages import Offender
 from conformance.report.text import position
 
 SCHEMA_ID = "leakyrelu-conformance/1"

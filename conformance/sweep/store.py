@@ -22,7 +22,8 @@ import numpy as np
 from conformance.dtypes import from_bits, info, to_bits
 from conformance.errors import UsageError
 from conformance.report import metrics as met
-from conformance.report.evaluate import Finding, Offender, Row
+from conformance.report.evaluate import Finding, Row
+from conformance.report.messages import Offender
 
 DEFAULT_STORE = Path("results") / "sweeps.sqlite"
 _SCHEMA = """

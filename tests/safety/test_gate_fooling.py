@@ -193,8 +193,8 @@ def test_the_api_report_records_its_gate_configuration() -> None:
 
 
 def test_a_sweep_backend_that_writes_into_its_input_fails(tmp_path: Path, capsys, monkeypatch) -> None:
+    from conformance.frameworks.golden_backend import GoldenBackend
     from conformance.reference import golden
-    from conformance.reference.golden_backend import GoldenBackend
 
     def right_but_writes(self, x, alpha, *, out_dtype=None):
         y = golden.leaky_relu(x, alpha, out_dtype=out_dtype)

@@ -2,15 +2,24 @@
 all of them, with the same categories and counts as triage of every mismatch at once."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from conformance.reference import golden as ref
 from conformance.report import triage as tri
 from conformance.report.metrics import match_mask
+from conformance.report.triage import attribution, sampling
+from conformance.report.triage.search import sorted_median
 
 N = 1 << 20
 FLUSHED, NANS = 3, 5  # rare planted defects a sample of the mismatches would miss
+
+
+def _select_sample(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
+    """More remaining mismatches than ``size`` are selected on a sample of them."""
+    monkeypatch.setattr(sampling, "SAMPLING", replace(sampling.SAMPLING, select_sample=size))
 
 
 def _torch_like(direction: str) -> tuple[tri.Batch, np.ndarray]:
@@ -46,13 +55,14 @@ def test_sampled_selection_claims_what_full_selection_claims(direction: str, sam
     """A small sample misses the rare defects: the leftovers' round finds them."""
     batch, mismatches = _torch_like(direction)
     if sample is not None:
-        monkeypatch.setattr(tri, "SELECT_SAMPLE", sample)
+        _select_sample(monkeypatch, sample)
     rounds: list[int] = []
-    real = tri._sampled_round
-    monkeypatch.setattr(tri, "_sampled_round", lambda b, state: rounds.append(state.remaining.size) or real(b, state))
+    real = attribution.sampled_round
+    monkeypatch.setattr(attribution, "sampled_round",
+                        lambda b, state: rounds.append(state.remaining.size) or real(b, state))
     sampled = _claims(batch, mismatches)
     assert rounds and rounds[0] == mismatches.size  # the sampled path is the one taken
-    monkeypatch.setattr(tri, "SELECT_SAMPLE", 1 << 40)
+    _select_sample(monkeypatch, 1 << 40)
     full = _claims(batch, mismatches)
     assert [(c, n) for c, n, _ in sampled] == [(c, n) for c, n, _ in full]
     assert sampled == full  # the very same elements
@@ -81,9 +91,9 @@ def test_a_reduced_batch_claims_the_same_sampled_or_not(direction: str, monkeypa
     whole, mismatches = _torch_like(direction)
     batch = _reduced(whole, mismatches, every=16)
     leading = np.arange(mismatches.size)
-    monkeypatch.setattr(tri, "SELECT_SAMPLE", 1 << 12)
+    _select_sample(monkeypatch, 1 << 12)
     sampled = _claims(batch, leading)
-    monkeypatch.setattr(tri, "SELECT_SAMPLE", 1 << 40)
+    _select_sample(monkeypatch, 1 << 40)
     assert sampled == _claims(batch, leading)
     named = {c: n for c, n, _ in sampled}
     assert named.get("subnormal-flush") == FLUSHED and named.get("spurious-nan") == NANS
@@ -97,8 +107,16 @@ def test_sampled_rounds_stop_when_nothing_is_claimed(monkeypatch: pytest.MonkeyP
     actual = rng.standard_normal(x.size).astype(np.float32) * np.float32(1e6)
     batch = tri.Batch(x, None, 0.2, "forward", "float32", golden, actual)
     mismatches = np.flatnonzero(~match_mask(actual, golden))
-    monkeypatch.setattr(tri, "SELECT_SAMPLE", 1 << 12)
+    _select_sample(monkeypatch, 1 << 12)
     sampled = _claims(batch, mismatches)
-    monkeypatch.setattr(tri, "SELECT_SAMPLE", 1 << 40)
+    _select_sample(monkeypatch, 1 << 40)
     assert sampled == _claims(batch, mismatches)
     assert {c for c, _, _ in sampled} == {"unexplained"}
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 10, 11, 1_000, 1_001])
+def test_the_median_of_sorted_slopes_is_numpys(n: int) -> None:
+    rng = np.random.default_rng(n)
+    for _ in range(50):
+        ratio = np.round(rng.standard_normal(n), int(rng.integers(1, 8)))
+        assert sorted_median(np.sort(ratio)) == float(np.median(ratio))

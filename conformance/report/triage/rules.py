@@ -2,7 +2,7 @@
 
 A :class:`Rule` is a set of golden keywords (``conformance.reference.golden``, plus
 ``alpha`` and the batch-level ``flush_output``/``flush_inputs``/``saturate_inputs``).
-Triage (``triage.py``) scores every rule, and stacks of them, by recomputing golden
+Triage (``search``) scores every rule, and stacks of them, by recomputing golden
 under them; this module only says which rules are worth trying for a batch.
 A rule with ``category=None`` is neutral context (float32 opmath): it may be part of
 an explanation, but the elements only it explains stay ``rounding``.

@@ -1,0 +1,50 @@
+"""Why it is off: every mismatching element gets exactly one category, by proof.
+
+Categories come from the registry (``conformance.categories``); the passes run in its order:
+
+- ``hazards``: the emulator's records (``BackendResult.hazards``);
+- ``location``: an output shifted by k elements is proved element by element first,
+  before a rule could match some of its elements by chance;
+- ``attribution``: candidate rules (``rules.catalogue``, each a golden variant) compete in
+  a description-length beam search (``search``, on the scope ``sampling`` gives it); each
+  element the chosen stack reproduces goes to the rule it needs that moves its value most;
+- ``location``: ``tail-block`` by confinement to the tail regions of the tiling plan or
+  the end of the tensor, then ``stale-block`` for a block or a stride;
+- ``value_classes``: overflow, NaN and signed zero, and the residue (``rounding`` within
+  1 ULP, else ``unexplained``) take what is left.
+
+The package reads tile layouts and hazards as data; it never imports the emulator.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Optional
+
+import numpy as np
+
+from conformance.records import Hazard, TileLayout
+from conformance.report.triage.attribution import claim_semantics
+from conformance.report.triage.claims import Batch, Claim, State, beyond_rounding, merge_claims, special_values
+from conformance.report.triage.hazards import claim_hazards
+from conformance.report.triage.location import claim_blocks, claim_shift, claim_tail, tail_regions
+from conformance.report.triage.value_classes import claim_value_classes
+
+__all__ = ["Batch", "Claim", "special_values", "tail_regions", "triage"]
+
+
+def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = (),
+           layout: Optional[TileLayout] = None) -> list[Claim]:
+    """Explain every mismatching element (flat indices ``mismatches``) by one category."""
+    state = State(np.asarray(mismatches, dtype=np.int64))
+    claim_hazards(batch, state, hazards)
+    with np.errstate(all="ignore"):
+        if state.remaining.size:
+            claim_shift(batch, state, beyond_rounding(batch, state.remaining))
+        if state.remaining.size:
+            claim_semantics(batch, state)
+        claim_tail(batch, state, layout)
+        claim_blocks(batch, state)
+        claim_value_classes(batch, state)
+    if len({c.category for c in state.claims}) < len(state.claims):  # a rule's rounding and the residue's
+        return merge_claims(state.claims)
+    return state.claims

@@ -1,0 +1,139 @@
+"""The semantic pass: select a stack of rules, then give each mismatch it explains to one rule.
+
+Each explained mismatch goes to the rule it needs that moves its value most; a claim
+carries ``explained``, ``contradicted`` and the equally good alternatives.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import conformance.report.triage.sampling as sampling
+from conformance import categories
+from conformance.dtypes import is_nan, is_subnormal, ulp_distance
+from conformance.report.metrics import match_mask
+from conformance.report.triage.claims import Batch, Claim, State, max_ulp, merge_claims
+from conformance.report.triage.rules import Rule
+from conformance.report.triage.sampling import scope_of, thinned_scope
+from conformance.report.triage.search import Selector, beam_search, candidates_for, stack_keywords
+
+
+def claim_semantics(batch: Batch, state: State) -> None:
+    """The stack of rules that describes the remaining mismatches best, attributed to them;
+    many mismatches go in sampled rounds first (``SAMPLING.select_sample``)."""
+    while state.remaining.size > sampling.SAMPLING.select_sample:
+        if not sampled_round(batch, state) or state.remaining.size == 0:
+            return
+    cands = candidates_for(batch, state.remaining)
+    sel = Selector(batch, scope_of(batch, state.remaining))
+    stack, alternatives = beam_search(sel, cands)
+    if stack:
+        sel.keep([stack] + [stack[:i] + stack[i + 1:] for i in range(len(stack))])
+        for claim in attribute(sel, state.remaining, stack, alternatives):
+            state.claim(claim)
+
+
+def sampled_round(batch: Batch, state: State) -> bool:
+    """One round for many mismatches: select the stack on a stride sample of them, attribute
+    it on all of them.  False when it claims nothing."""
+    mis = state.remaining
+    cands = candidates_for(batch, mis)
+    full_scope = scope_of(batch, mis)
+    sizes = sampling.SAMPLING
+    sample = thinned_scope(full_scope, mis, min(sizes.sampled_mismatches, sizes.select_sample))
+    stack, alternatives = beam_search(Selector(batch, sample), cands)
+    if not stack:
+        return False
+    claims = attribute(Selector(batch, full_scope), mis, stack, alternatives)
+    for claim in claims:
+        state.claim(claim)
+    return state.remaining.size < mis.size
+
+
+def attribute(sel: Selector, mis: np.ndarray, stack: list[Rule], alternatives: dict) -> list[Claim]:
+    """Each explained mismatch goes to the rule it needs that moves its value most (the
+    dominant cause: a flush or narrowed input beats a 1-ULP slope rounding; ties go to the
+    later category in registry order).  An element that only neutral context explains
+    stays for ``rounding``.  ``mis`` are the mismatches ``sel`` was scoped on."""
+    full = sel.on_mismatches(stack)
+    explained = match_mask(full, sel.actual[:mis.size])
+    moves = [_moved(full, sel.on_mismatches([s for s in stack if s is not r])) * explained
+             for r in stack] if len(stack) > 1 else []
+    named = sorted((i for i, r in enumerate(stack) if r.category is not None),
+                   key=lambda i: (-categories.order(stack[i].category), i))
+    if len(stack) == 1:  # its explained elements are its own (as below, without the moves)
+        hits = mis if explained.all() else mis[explained]  # all of them: no copy
+        claims = [_rule_claim(sel, hits, stack, 0, alternatives.get(stack[0], []))] if named and hits.size else []
+        return merge_claims([c for c in claims if c.count])
+    owner = np.full(mis.size, -1, dtype=np.int16)  # stack positions
+    if named:
+        best = np.stack([moves[i] for i in named])
+        pick = np.argmax(best, axis=0)  # first of the largest: the later category on ties
+        owner = np.where(best.max(axis=0) > 0, np.asarray(named)[pick], -1)
+        neutral_only = np.zeros(mis.size, dtype=bool)
+        for i, r in enumerate(stack):
+            if r.category is None:
+                neutral_only |= moves[i] > 0
+        owner = np.where((owner < 0) & explained & ~neutral_only, named[0], owner)
+    claims = [_rule_claim(sel, mis[owner == i], stack, i, alternatives.get(stack[i], []))
+              for i in named if (owner == i).any()]
+    return merge_claims([c for c in claims if c.count])
+
+
+def _moved(full: np.ndarray, without: np.ndarray) -> np.ndarray:
+    """How far removing a rule moves each value: ULPs, NaN against a number the farthest."""
+    dist = ulp_distance(full, without)
+    differ = ~match_mask(full, without)
+    moved = np.maximum(dist.ulps.astype(np.float64), 0.5) * differ  # a zero's sign moves it too
+    return np.where(dist.nan & differ, np.inf, moved)
+
+
+def _contradicted(sel: Selector, stack: list[Rule], i: int) -> int:
+    """Elements where rule ``i`` changes the stack's prediction and the actual output
+    does not follow (counted on the whole batch, where the stack is wrong)."""
+    batch = sel.batch
+    full = sel.predict_batch(stack)
+    wrong = np.flatnonzero(~match_mask(full, batch.actual))
+    without = batch.variant(wrong, **stack_keywords(stack[:i] + stack[i + 1:]))
+    changed = ~match_mask(full[wrong], without)
+    if batch.weight is None:
+        return int(changed.sum())
+    return int(round(float(batch.weight_of(wrong[changed]).sum())))  # a reduced batch: what the sample stands for
+
+
+def _rule_claim(sel: Selector, hits: np.ndarray, stack: list[Rule], i: int, alts: list[Rule]) -> Claim:
+    batch, r = sel.batch, stack[i]
+    if r.category == "input-precision":
+        hits = hits[~_non_finite_symptom(batch, hits)]
+    summary = r.summary + "".join(f"; or equally: {a.summary}" for a in alts)
+    detail = {**r.detail, **_extra_detail(sel, r, hits, stack, i),
+              "explained": int(hits.size), "contradicted": _contradicted(sel, stack, i)}
+    if alts:
+        detail["alternatives"] = [a.summary for a in alts]
+        detail["alternative_categories"] = list(dict.fromkeys(
+            a.category for a in alts if a.category not in (None, r.category)))
+    return Claim(r.category, hits, int(hits.size), summary, detail)
+
+
+def _extra_detail(sel: Selector, r: Rule, hits: np.ndarray, stack: list[Rule], i: int) -> dict:
+    batch = sel.batch
+    if r.category == "subnormal-flush":
+        tiny = is_subnormal(batch.x[hits])
+        if batch.dy is not None:
+            tiny = tiny | is_subnormal(batch.dy[hits])
+        return {"subnormal_inputs": int(tiny.sum()),
+                "subnormal_outputs": int(is_subnormal(batch.golden[hits]).sum())}
+    if r.category == "rounding":
+        return {"max_ulp": max_ulp(batch, hits) if hits.size else 0}
+    if r.category == "saturation":
+        g = batch.golden[hits]
+        before = sel.predict_batch(stack[:i] + stack[i + 1:])
+        return {"nan_to_zero": int(is_nan(g).sum()), "inf_to_max": int(np.isinf(g.astype(np.float64)).sum()),
+                "confirmed_by_inf": bool(np.isinf(before.astype(np.float64)).any())}
+    return {}
+
+
+def _non_finite_symptom(batch: Batch, index: np.ndarray) -> np.ndarray:
+    """Where the actual value is inf or NaN but golden is finite: an operand overflowed
+    when narrowed, and the value classes (``overflow``, ``spurious-nan``) name that."""
+    a, g = batch.actual[index].astype(np.float64), batch.golden[index].astype(np.float64)
+    return ~np.isfinite(a) & np.isfinite(g)

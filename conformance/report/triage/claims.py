@@ -1,0 +1,233 @@
+"""What triage works on and what it produces: a batch, the claims, what is left, and merge.
+
+A :class:`Batch` holds one evaluated input batch; a :class:`Claim` the elements one
+category explains; :class:`State` what is still unexplained.  The element helpers
+here (special values, slopes, the 1-ULP residue) are shared by every pass.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Optional
+
+import numpy as np
+
+from conformance import categories
+from conformance.dtypes import info, to_bits, ulp_distance
+from conformance.reference import golden as ref
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One evaluated input batch, flattened: what went in, what came out, what is right.
+
+    A batch may stand for a bigger tensor it was reduced from (``conformance compare`` on
+    a large dump keeps every mismatch and a sample of the matching elements): ``where``
+    holds each element's flat index in that tensor, ``numel`` its size, and ``weight`` how
+    many of its elements each of the batch's last ``weight.size`` elements stands for; the
+    elements before those stand for one each.  A reduced batch holds its mismatches first,
+    then the sample, each in tensor order, so the mismatches need no weights and are the
+    batch's leading positions.  None means the batch is the whole tensor."""
+
+    x: np.ndarray
+    dy: Optional[np.ndarray]
+    alpha: float
+    direction: str
+    out_dtype: str
+    golden: np.ndarray
+    actual: np.ndarray
+    where: Optional[np.ndarray] = None
+    numel: Optional[int] = None
+    weight: Optional[np.ndarray] = None
+
+    @property
+    def tensor_size(self) -> int:
+        return int(self.x.size if self.numel is None else self.numel)
+
+    def flat(self, index: np.ndarray) -> np.ndarray:
+        """Flat indices in the whole tensor of the batch elements ``index``."""
+        return index if self.where is None else self.where[index]
+
+    def before(self, lo: int) -> np.ndarray:
+        """x of the batch elements that lie before flat index ``lo`` of the tensor."""
+        return self.x[:lo] if self.where is None else self.x[self.where < lo]
+
+    def weight_of(self, index: np.ndarray) -> np.ndarray:
+        """How many tensor elements each of the batch elements ``index`` stands for."""
+        out = np.ones(index.size)
+        if self.weight is not None:
+            lead = self.x.size - self.weight.size
+            tail = index >= lead
+            out[tail] = self.weight[index[tail] - lead]
+        return out
+
+    def variant(self, index: Optional[np.ndarray] = None, **rule: Any) -> np.ndarray:
+        """Golden recomputed under ``rule`` (golden keywords, plus ``alpha``)."""
+        if not rule:
+            return self.golden if index is None else self.golden[index]
+        alpha = rule.pop("alpha", self.alpha)
+        flush_output, sat_inputs = rule.pop("flush_output", False), rule.pop("saturate_inputs", False)
+        x = self.x if index is None else self.x[index]
+        dy = None if self.dy is None else (self.dy if index is None else self.dy[index])
+        if sat_inputs:  # per-op saturation: operands saturate when widened to float32
+            x, dy = _saturated_float32(x), None if dy is None else _saturated_float32(dy)
+        if rule.pop("flush_inputs", False):  # DAZ on every read, selected values included
+            x, dy = ref.flush_to_zero(x), None if dy is None else ref.flush_to_zero(dy)
+        if self.direction == "forward":
+            y = ref.leaky_relu(x, alpha, out_dtype=self.out_dtype, **rule)
+        else:
+            y = ref.leaky_relu_backward(dy, x, alpha, out_dtype=self.out_dtype, **rule)
+        return ref.flush_to_zero(y) if flush_output else y
+
+    @cached_property
+    def dtypes(self) -> tuple[str, str]:
+        return info(self.x.dtype).name, self.out_dtype
+
+
+def _saturated_float32(v: np.ndarray) -> np.ndarray:
+    """Operands as a saturating float32 unit reads them: NaN -> 0, ±inf -> ±max."""
+    return ref.saturated(v.astype(np.float32), info("float32"))
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Elements one category explains.  ``index`` is outside [0, n) for red-zone writes."""
+
+    category: str
+    index: np.ndarray
+    count: int
+    summary: str
+    detail: dict = field(default_factory=dict)
+    in_tensor: bool = True
+
+    def __post_init__(self) -> None:
+        categories.check(self.category)
+
+
+@dataclass
+class State:
+    """What is still unexplained, and the claims so far."""
+
+    remaining: np.ndarray
+    claims: list = field(default_factory=list)
+
+    def claim(self, claim: Claim) -> None:
+        self.claims.append(claim)
+        if claim.in_tensor:
+            self.remaining = without(self.remaining, claim.index)
+
+
+_MARKED = 8  # an index holding at least 1/8 of the places below its top is removed by marking
+
+
+def without(remaining: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``np.setdiff1d(remaining, index, assume_unique=True)``: ascending ``remaining`` is
+    searched (binary) instead of compared with every element of ``index``; a dense
+    ``index`` marks its places in a mask instead (one pass, no search per element)."""
+    if index is remaining:
+        return remaining[:0]
+    if remaining.size < 2 or index.size == 0 or not (remaining[1:] > remaining[:-1]).all():
+        return np.setdiff1d(remaining, index, assume_unique=True)
+    top = max(int(remaining[-1]), int(index.max())) + 1
+    if _MARKED * index.size >= top and int(index.min()) >= 0:
+        gone = np.zeros(top, dtype=bool)
+        gone[index] = True
+        return remaining[~gone[remaining]]
+    at = np.minimum(np.searchsorted(remaining, index), remaining.size - 1)
+    keep = np.ones(remaining.size, dtype=bool)
+    keep[at[remaining[at] == index]] = False
+    return remaining[keep]
+
+
+def special_values(*arrays: Optional[np.ndarray]) -> np.ndarray:
+    """Zeros, subnormals, infinities and NaN of any of ``arrays`` (x, dy, golden): rare, and
+    where rules differ."""
+    present = [a for a in arrays if a is not None]
+    out = np.zeros(present[0].shape, dtype=bool)
+    for v in present:  # the exponent field all zeros (zero, subnormal) or all ones (inf, NaN)
+        top = info(v.dtype).exp_mask
+        field = to_bits(v) & top
+        out |= (field == 0) | (field == top)
+    return out
+
+
+def comparable(v: np.ndarray) -> np.ndarray:
+    """``v`` in a dtype numpy compares, tests and takes ``abs`` of exactly: its own when
+    numpy's (no float64 copy), else float64 (bfloat16)."""
+    if v.dtype.kind == "f":
+        return v
+    with np.errstate(invalid="ignore"):  # NaN payloads of bfloat16 warn when widened
+        return v.astype(np.float64)
+
+
+PIECE = 1 << 20  # elements per piece where a large batch's temporaries would be big
+
+
+def observed_slopes(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The slopes the elements ``index`` show, actual / input (x forward, dy backward),
+    wherever both are finite and the input is not zero (a zero actual counts as slope 0):
+    every slope the output shows.  With them, which are informative (the exact result is a
+    normal number) and which lie on the negative side (x < 0 forward; x <= 0 or NaN backward).
+    Computed a piece at a time into arrays as long as ``index`` (a view of their start is
+    returned: the pages past it are never touched)."""
+    slopes, normal, negative = np.empty(index.size), np.empty(index.size, bool), np.empty(index.size, bool)
+    done = 0
+    for lo in range(0, index.size, PIECE):
+        piece = _slopes_of_piece(batch, index[lo:lo + PIECE])
+        end = done + piece[0].size
+        slopes[done:end], normal[done:end], negative[done:end] = piece
+        done = end
+    return slopes[:done], normal[:done], negative[:done]
+
+
+def _as_slice(index: np.ndarray) -> Any:
+    """``index`` as a slice when it is consecutive and ascending (taking is then a view)."""
+    if index.size and int(index[-1]) - int(index[0]) == index.size - 1 and bool((index[1:] > index[:-1]).all()):
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
+
+
+def _slopes_of_piece(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    at = _as_slice(index)
+    a, xs = comparable(batch.actual[at]), comparable(batch.x[at])
+    v = xs if batch.direction == "forward" else comparable(batch.dy[at])
+    ok = np.isfinite(a) & np.isfinite(v) & (v != 0)
+    slopes = a[ok].astype(np.float64) / v[ok].astype(np.float64)
+    g, xs = comparable(batch.golden[at][ok]), xs[ok]
+    normal = (np.abs(g) >= info(batch.out_dtype).smallest_normal) & np.isfinite(g)
+    # forward, x = v is finite and not zero: on one side or the other
+    negative = xs < 0 if batch.direction == "forward" else (xs <= 0) | np.isnan(xs)
+    return slopes, normal, negative
+
+
+def beyond_rounding(batch: Batch, index: np.ndarray) -> np.ndarray:
+    """The elements of ``index`` that the 1-ULP residue rule would not take."""
+    a, g = batch.actual[index], batch.golden[index]
+    finite = np.isfinite(a.astype(np.float64)) & np.isfinite(g.astype(np.float64))
+    return index[~(finite & (ulp_distance(a, g).ulps <= 1))]
+
+
+def max_ulp(batch: Batch, index: np.ndarray) -> int:
+    return ulp_distance(batch.actual[index], batch.golden[index]).max()
+
+
+#: Within one batch, a rounding rule's claim comes before the residue's ``rounding`` and
+#: keeps its own ``max_ulp`` (the greatest ULP of the elements the rule proves, not of the
+#: residue's, which is at most 1).
+_KEEP_FIRST = frozenset({"max_ulp"})
+
+
+def merge_claims(claims: list[Claim]) -> list[Claim]:
+    """One claim per category: indices joined, details merged (``categories.DETAIL_MERGE``),
+    summaries listed."""
+    by: dict[str, Claim] = {}
+    for c in claims:
+        prev = by.get(c.category)
+        if prev is None:
+            by[c.category] = c
+            continue
+        detail = categories.merge_detail(prev.detail, c.detail, keep_first=_KEEP_FIRST)
+        summary = prev.summary if c.summary == prev.summary else f"{prev.summary}; {c.summary}"
+        index = np.union1d(prev.index, c.index)
+        by[c.category] = Claim(c.category, index, int(index.size), summary, detail)
+    return list(by.values())

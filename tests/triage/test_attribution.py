@@ -1,0 +1,55 @@
+"""Attribution: every mismatch gets exactly one category, each finding carries what it explains
+and contradicts; a refused input is one finding."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from conformance.dtypes import from_bits, info, to_bits
+from conformance.records import BackendResult
+from conformance.reference import golden as ref
+from conformance.report.evaluate import evaluate
+from tests.helpers import CONFIG, F16, counts, judge, judge_named
+
+
+def _edit(exact: np.ndarray, index: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    out = exact.copy()
+    out[index] = fn(out[index])
+    return out
+
+
+def _finite_normal(a: np.ndarray) -> np.ndarray:
+    w = a.astype(np.float64)
+    return np.flatnonzero(np.isfinite(w) & (np.abs(w) >= info(a.dtype).smallest_normal) & (w != 0))
+
+
+def test_rejected_input_is_one_finding_over_every_element() -> None:
+    result = BackendResult(None, rejected="alpha must be >= 0 when the result is reused")
+    row = evaluate(F16, -0.5, result, direction="forward", backend="cann", config=CONFIG)
+    assert counts(row) == {"rejected-input": F16.size}
+    assert row.verdict == "fail"
+
+
+def test_each_mismatch_gets_exactly_one_category_when_defects_mix() -> None:
+    exact = ref.leaky_relu(F16, 0.2, slope_dtype="float16")
+    normal = _finite_normal(exact)
+    actual = _edit(exact, normal[::53], lambda v: from_bits(to_bits(v) ^ 0x0100, v.dtype))
+    actual = _edit(actual, normal[7::211], lambda v: np.full_like(v, np.nan))
+    row = judge(F16, actual, 0.2)
+    assert sum(counts(row).values()) == row.metrics.mismatches
+    assert set(counts(row)) == {"alpha-precision", "spurious-nan", "unexplained"}
+
+
+def test_findings_carry_explained_and_contradicted_in_json_and_panel() -> None:
+    from conformance.report.console import make_console, render_details
+    from conformance.report.export import row_dict
+
+    row = judge_named(F16, ref.leaky_relu(F16, 0.01), 0.2)
+    (finding,) = row.findings
+    (data,) = row_dict(row)["findings"]
+    assert data["detail"]["explained"] == finding.count and data["detail"]["contradicted"] == 0
+    console = make_console(width=200)
+    with console.capture() as cap:
+        render_details([row], console=console)
+    assert f"explained {finding.count}, contradicted 0" in cap.get()

@@ -1,0 +1,95 @@
+"""Location proofs: tail-block by confinement, stale-block for a block, a stride or a shifted output."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from conformance.dtypes import from_bits, to_bits
+from conformance.records import TileLayout, TileSpan
+from conformance.reference import golden as ref
+from tests.helpers import F16, assert_named, counts, differs, judge, judge_dump, judge_named
+from tests.triage.defects import DEFECTS, Defect, exact_result
+
+
+def _edit(exact: np.ndarray, index: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    out = exact.copy()
+    out[index] = fn(out[index])
+    return out
+
+
+def _layout(numel: int, *, cores: int, tile: int) -> TileLayout:
+    """Contiguous core ranges; each core's last tile is a shorter tail tile."""
+    per = numel // cores
+    spans = []
+    for core in range(cores):
+        start, stop = core * per, (core + 1) * per if core < cores - 1 else numel
+        starts = list(range(start, stop, tile))
+        spans += [TileSpan(core, t, s, min(tile, stop - s), is_tail=(t == len(starts) - 1))
+                  for t, s in enumerate(starts)]
+    return TileLayout(tile, tuple(spans), 16)
+
+
+def _garbage_in(exact: np.ndarray, start: int, stop: int) -> tuple[np.ndarray, int]:
+    index = np.arange(start, stop)
+    index = index[np.isfinite(exact[index].astype(np.float64))]
+    actual = _edit(exact, index, lambda v: from_bits(to_bits(v) ^ 0x0300, v.dtype))
+    return actual, differs(actual, exact)
+
+
+def test_errors_confined_to_tail_tiles_are_tail_block() -> None:
+    layout = _layout(F16.size, cores=4, tile=5000)
+    tail = next(s for s in layout.spans if s.is_tail and s.core == 2)
+    exact = ref.leaky_relu(F16, 0.2)
+    actual, edited = _garbage_in(exact, tail.start, tail.stop)
+    row = judge(F16, actual, 0.2, layout=layout)
+    assert counts(row) == {"tail-block": edited}
+    detail = row.findings[0].detail
+    assert detail["regions"] == [{"core": 2, "tile": tail.tile, "start": tail.start,
+                                  "stop": tail.stop}]
+    assert row.findings[0].examples[0].core == 2
+
+
+def test_errors_outside_tail_tiles_are_not_tail_block() -> None:
+    layout = _layout(F16.size, cores=4, tile=5000)
+    body = next(s for s in layout.spans if not s.is_tail)
+    exact = ref.leaky_relu(F16, 0.2)
+    actual, _ = _garbage_in(exact, body.start, body.stop)
+    assert "tail-block" not in counts(judge(F16, actual, 0.2, layout=layout))
+
+
+@pytest.mark.parametrize("defect", [d for d in DEFECTS if d.position], ids=str)
+def test_a_misplaced_output_is_named_by_its_position_only_when_proved(defect: Defect) -> None:
+    x, actual, alpha, keywords = defect.build()
+    row = judge_dump(x, actual, alpha, **keywords)
+    if defect.category is None:  # a value defect: no position is proved
+        assert "stale-block" not in counts(row)
+        return
+    assert counts(row) == {defect.category: differs(actual, exact_result(x, alpha, **keywords))}
+    if defect.says:
+        assert_named(row, defect.category, defect.says)
+
+
+@pytest.mark.parametrize("n", [40, 1000, 4099, 65536])
+@pytest.mark.parametrize("k", [1, 3, 17])
+def test_errors_at_the_end_are_tail_block_without_a_plan(n: int, k: int) -> None:
+    x = F16[np.random.default_rng(n).permutation(F16.size)[:n]]
+    actual = ref.leaky_relu(x, 0.2)
+    actual[-k:] = np.float16(123.0)
+    row = judge_named(x, actual, 0.2)
+    assert set(counts(row)) == {"tail-block"}
+    assert f"last {row.findings[0].detail['last']} elements" in row.findings[0].summary
+
+
+@pytest.mark.parametrize("cores", [1, 8])
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_errors_in_the_last_partial_block_are_tail_block_with_a_plan(cores: int, k: int) -> None:
+    import conformance.npu_impl as npu
+
+    x = F16[:4099]  # 4099 halves: the last 32-byte block holds 3
+    run = npu.leaky_relu(x, 0.2, cores=cores)
+    actual = ref.leaky_relu(x, 0.2)
+    actual[-k:] = np.float16(0.0)
+    row = judge(x, actual, 0.2, backend="dump", layout=run.layout)
+    assert set(counts(row)) == {"tail-block"}, row.message
