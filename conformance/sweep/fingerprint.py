@@ -3,8 +3,8 @@
 A chunk row depends on the backend and on the harness that judged it (golden, metrics,
 triage), so an in-process backend's fingerprint hashes every source file of the
 ``conformance`` package, the source file of each module its class comes from (a plug-in
-lives outside the package) and the versions of the distributions it declares in
-``packages`` (torch, jax, ...).  A worker backend's fingerprint hashes its hello (its
+lives outside the package) and the versions of numpy, ml_dtypes and the distributions it
+declares in ``packages`` (torch, jax, ...).  A worker backend's fingerprint hashes its hello (its
 backend, profile, variant, versions and supported pairs) and the command that starts it.
 Any edit to any of those files gives another fingerprint, so a store never serves a row
 that older code computed.
@@ -22,6 +22,7 @@ from typing import Any, Optional
 import conformance
 
 PACKAGE_DIR = Path(conformance.__file__).resolve().parent
+ALWAYS = ("numpy", "ml_dtypes")  # every row's golden and judging computes with them
 
 
 def _digest(*parts: bytes) -> str:
@@ -72,5 +73,5 @@ def fingerprint(backend: Any) -> str:
     if isinstance(hello, dict):  # a worker: its own code is out of reach, its hello says what it is
         command = str(getattr(getattr(backend, "spec", None), "command", "")).encode()
         return _digest(*head, b"worker", command, json.dumps(hello, sort_keys=True, default=repr).encode())
-    packages = tuple(getattr(backend, "packages", ()) or ())
+    packages = ALWAYS + tuple(getattr(backend, "packages", ()) or ())
     return _digest(*head, b"in-process", _versions(packages), *_outside_sources(backend))

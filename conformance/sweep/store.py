@@ -233,6 +233,8 @@ class Store:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         with _guarded(self.path):
+            if self.path.exists() and not self.path.is_file():  # a FIFO would block SQLite's first read
+                raise UsageError(f"--store {str(path)!r} is not a regular file; pass a file path")
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=60)
             try:

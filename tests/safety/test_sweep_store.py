@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import os
 import sqlite3
 import sys
 import time
@@ -211,6 +212,14 @@ def test_a_store_of_another_schema_is_refused_with_one_line(tmp_path, capsys, st
 def test_a_file_that_is_not_a_database_is_refused(tmp_path, capsys):
     (tmp_path / "s.sqlite").write_bytes(b"not a database, " * 512)
     assert_usage_error(_sweep(tmp_path, capsys, *FAILING)[0], mentions="damaged or not a sweep store")
+
+
+@pytest.mark.parametrize("make", [os.mkfifo, os.mkdir])
+def test_a_store_that_is_not_a_regular_file_is_refused(tmp_path, capsys, make):
+    make(tmp_path / "s.sqlite")
+    began = time.monotonic()
+    assert_usage_error(_sweep(tmp_path, capsys, *FAILING)[0], mentions="is not a regular file")
+    assert time.monotonic() - began < 30
 
 
 def test_a_damaged_page_is_refused_with_one_line(tmp_path, capsys, failed):
