@@ -141,7 +141,8 @@ def counts_problem(row: Row, *, lo: int, hi: int) -> Optional[str]:
 
 
 def _spec_matches(row: Row, spec: SweepSpec) -> bool:
-    return (row.backend, row.profile, row.variant, row.dtype, row.out_dtype, row.direction) == \
+    same_alpha = spec.sweep_alpha or (isinstance(row.alpha, float) and row.alpha == float(spec.alpha))
+    return same_alpha and (row.backend, row.profile, row.variant, row.dtype, row.out_dtype, row.direction) == \
         (spec.backend, spec.profile, spec.variant, spec.dtype, spec.out_dtype, spec.direction)
 
 

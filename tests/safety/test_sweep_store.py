@@ -105,8 +105,9 @@ def test_each_count_is_bounded_by_the_chunk(tmp_path, capsys, failed, field, val
     assert any("counts out of range" in n for n in doc["rows"][0]["notes"])
 
 
-def test_a_row_of_another_backend_is_recomputed(tmp_path, capsys, failed):
-    _rewrite(tmp_path / "s.sqlite", lambda r: replace(_clean(r), backend="golden"), forge=True)
+@pytest.mark.parametrize("change", [{"backend": "golden"}, {"alpha": 0.01}, {"direction": "backward"}])
+def test_a_row_of_another_spec_is_recomputed(tmp_path, capsys, failed, change):
+    _rewrite(tmp_path / "s.sqlite", lambda r: replace(_clean(r), **change), forge=True)
     result, doc = _sweep(tmp_path, capsys, *FAILING)
     assert result.code == 1 and doc["rows"][0]["backend"] == "cann"
     assert f"{CHUNKS} chunk row(s) recomputed: spec mismatch {CHUNKS}" in doc["rows"][0]["notes"]
@@ -276,3 +277,16 @@ def test_a_scheduler_that_does_not_answer_exits_2(tmp_path, capsys, monkeypatch)
     result, _ = _sweep(tmp_path, capsys, *FAILING, "--scheduler", "tcp://127.0.0.1:1")
     assert_usage_error(result, mentions="no Dask scheduler answered within 2 s")
     assert time.monotonic() - began < 30
+
+
+@pytest.mark.parametrize("argv", [
+    ("--dtype", "fp16", "--sweep-alpha", "--range", "0x10000:0x20000"),
+    ("--dtype", "bf16", "--direction", "backward", "--x-class=-1,nan"),
+    ("--dtype", "fp16->fp32",),
+])
+def test_an_untouched_store_is_reused_without_recomputing(tmp_path, capsys, argv):
+    args = ("--backend", "golden,torch", "--chunk", "0x8000", "--workers", "1", *argv)
+    first, _ = _sweep(tmp_path, capsys, *args, quiet=False, name="first.json")
+    assert first.code == 0, first.text
+    again, _ = _sweep(tmp_path, capsys, *args, quiet=False, name="again.json")
+    assert "0 chunk(s) to compute" in _console(again) and "recomputed" not in again.out, again.out
