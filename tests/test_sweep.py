@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -45,10 +46,10 @@ def _rows(doc: dict) -> list[dict]:
 # ----------------------------------------------------------------------------- plan and spec
 
 def test_chunk_plan_is_aligned_to_the_chunk_size():
-    assert chunk_plan(100, start=5, stop=23, chunk=8) == [(5, 8), (8, 16), (16, 23)]
-    assert chunk_plan(16, start=0, stop=16, chunk=8) == [(0, 8), (8, 16)]
+    assert chunk_plan(4096, start=5, stop=600, chunk=256) == [(5, 256), (256, 512), (512, 600)]
+    assert chunk_plan(512, start=0, stop=512, chunk=256) == [(0, 256), (256, 512)]
     with pytest.raises(ValueError, match="range must satisfy"):
-        chunk_plan(16, start=8, stop=17, chunk=8)
+        chunk_plan(512, start=256, stop=513, chunk=256)
 
 
 def test_spec_key_is_stable_and_tells_sweeps_apart():
@@ -86,7 +87,7 @@ def test_slope_segments_pair_every_x_with_every_slope():
     (["--range", "0x10:0x10"], "empty"),
     (["--range", "0:٣"], "--range STOP"),
     (["--range", "0:0x100000001"], "range must satisfy"),
-    (["--chunk", "0"], "--chunk must be >= 1"),
+    (["--chunk", "0"], "--chunk must be between 256"),
     (["--workers", "two"], "--workers"),
     (["--sweep-alpha"], "--sweep-alpha needs --dtype fp16 or bf16"),
     (["--dtype", "fp16", "--sweep-alpha", "--alpha", "0.2"], "drop --alpha"),
@@ -122,10 +123,12 @@ def test_store_round_trips_a_row_exactly(tmp_path):
                    backend="torch", config=CONFIG, label="p")
     back = row_from_text(row_text(row))
     assert export.row_dict(back) == export.row_dict(row) and back.metrics == row.metrics
+    spec = SweepSpec("torch", "float32", "float32", "forward", 0.2)
     with Store(tmp_path / "s.sqlite") as store:
-        store.put([("k", 0, 4, row_text(row))], seconds=0.1)
-        assert store.done("k") == {(0, 4)}
-        assert export.row_dict(store.rows("k", [(0, 4)])[0]) == export.row_dict(row)
+        store.put([(spec.key, 0, 4, "fp", row_text(row))], seconds=0.1)
+        stored = store.verified(spec, [(0, 4)], fingerprint="fp")
+        assert list(stored.rows) == [(0, 4)] and not stored.rejected
+        assert export.row_dict(stored.rows[(0, 4)]) == export.row_dict(row)
 
 
 def test_backward_sweeps_dy_against_each_x_class(tmp_path, capsys):
@@ -180,8 +183,8 @@ def test_interrupted_sweep_resumes_to_the_uninterrupted_totals(tmp_path, capsys)
     with Store(tmp_path / "half.sqlite") as store:  # a run killed after half of torch's chunks
         plan = sweeping.make_plan(specs, store, start=NEAR_HALF, stop=NEAR_HALF + (1 << 18), chunk=1 << 15,
                                   config=CONFIG)
-        sweeping.run_plan(sweeping.Plan(plan.chunks, plan.tasks[:4]), store, sweeping.serial)
-        assert len(store.done(specs[0].key)) == 4
+        sweeping.run_plan(replace(plan, tasks=plan.tasks[:4]), store, sweeping.serial)
+        assert store.count(specs[0].key) == 4
     result, resumed = _sweep(tmp_path, capsys, *args, store="half.sqlite", name="resumed.json")
     assert result.code == 0, result.text
     assert resumed["rows"] == whole["rows"]

@@ -39,7 +39,7 @@ from conformance.report.files import ReportPaths
 from conformance.report.gate import GateConfig, load_config
 from conformance.suite import Selection
 from conformance.sweep import run as sweeping
-from conformance.sweep.spec import DIRECTIONS, X_CLASS_IDS, SweepSpec
+from conformance.sweep.spec import DIRECTIONS, MAX_CHUNK, MIN_CHUNK, X_CLASS_IDS, SweepSpec
 from conformance.sweep.store import DEFAULT_STORE, Store
 
 HELP = "exhaustive sweep (every fp32 pattern, or every 16-bit x and slope) in resumable chunks, on Dask"
@@ -65,7 +65,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--range", metavar="START:STOP",
         help="patterns [START, STOP) only, hex (0x...) or decimal (default: all)")
     add("--chunk", default=str(DEFAULT_CHUNK), metavar="N",
-        help=f"patterns per chunk, the unit of work and of the store (default {DEFAULT_CHUNK})")
+        help=f"patterns per chunk, the unit of work and of the store, {MIN_CHUNK:#x} to {MAX_CHUNK:#x} "
+             f"(default {DEFAULT_CHUNK})")
     add("--workers", metavar="N", help="worker processes of the embedded Dask cluster (default: "
                                        "the number of cores; 1 runs in this process without Dask)")
     add("--scheduler", metavar="tcp://HOST:PORT", help="run the chunks on this existing Dask cluster")
@@ -103,6 +104,15 @@ def parse_range(text: Optional[str]) -> tuple[int, Optional[int]]:
     if lo >= hi:
         raise UsageError(f"--range {text[:40]!r} is empty; STOP must be greater than START")
     return lo, hi
+
+
+def parse_chunk(text: str) -> int:
+    """``--chunk`` within [MIN_CHUNK, MAX_CHUNK]."""
+    value = parse_count(text, flag="--chunk")
+    if not MIN_CHUNK <= value <= MAX_CHUNK:
+        raise UsageError(f"--chunk must be between {MIN_CHUNK} ({MIN_CHUNK:#x}) and {MAX_CHUNK:,} "
+                         f"({MAX_CHUNK:#x}) patterns, got {text.strip()[:24]}")
+    return value
 
 
 def _x_classes(args: argparse.Namespace, direction: str) -> tuple[Optional[str], ...]:
@@ -217,7 +227,9 @@ def execute(args: argparse.Namespace) -> int:
     console, view = show.make_console(), view_from(args)
     config = load_config(args.config, strict_zeros=args.strict_zeros)
     start, stop = parse_range(args.range)
-    chunk, workers = parse_count(args.chunk, flag="--chunk", minimum=1), _workers(args)
+    chunk, workers = parse_chunk(args.chunk), _workers(args)
+    if args.scheduler is not None:
+        sweeping.check_scheduler(args.scheduler)
     specs = specs_from(args, config=config, console=console)
     with Store(args.store) as store:
         try:
@@ -242,10 +254,11 @@ def execute(args: argparse.Namespace) -> int:
 def _run(plan: sweeping.Plan, store: Store, args: argparse.Namespace, *, workers: int, console: Console,
          view: show.View) -> Optional[KeyboardInterrupt]:
     """Run the plan's missing chunks with a progress bar; the interruption, if one stopped it."""
-    stored = sum(len(c) for c in plan.chunks.values()) - sum(len(t.specs) for t in plan.tasks)
     if not view.quiet:
-        console.print(f"sweep: {len(plan.chunks)} sweep(s), {stored} chunk row(s) from {args.store}, "
-                      f"{len(plan.tasks)} chunk(s) to compute", markup=False)
+        recomputed = plan.describe_recomputed()
+        console.print(f"sweep: {len(plan.chunks)} sweep(s), {plan.stored} chunk row(s) from {args.store}, "
+                      f"{len(plan.tasks)} chunk(s) to compute" + (f"; {recomputed}" if recomputed else ""),
+                      markup=False)
     if not plan.tasks:
         return None
     try:

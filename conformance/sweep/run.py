@@ -5,13 +5,19 @@ A :class:`ChunkTask` is plain package data (specs, a range, the gate config) and
 package installed: nothing else is pickled.  Each chunk computes its inputs and the
 exact golden ONCE and judges every backend of the chunk against it with the
 report's own ``evaluate``; the chunk rows are merged with ``merge_rows`` (exact).
+
+Each chunk row is stored with the fingerprint of the code that computed it; planning
+reuses only the stored rows that :meth:`Store.verified` accepts for this process's
+fingerprint, and recomputes the others.
 """
 from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -21,14 +27,19 @@ import numpy as np
 
 from conformance.backends import default_worker
 from conformance.dtypes import info
+from conformance.errors import UsageError
 from conformance.guard import guarded_call, input_modified
 from conformance.reference import golden as ref
 from conformance.report.evaluate import Row, evaluate, merge_rows
 from conformance.report.gate import GateConfig
+from conformance.sweep.fingerprint import fingerprint
 from conformance.sweep.spec import SweepSpec, chunk_plan, finite_slopes, segments
-from conformance.sweep.store import Store, row_text
+from conformance.sweep.store import Store, describe_rejected, row_text
 
 SWEPT_ALPHA = float("nan")  # Row.alpha of a slope sweep (one object: rows of one sweep share the key)
+CONNECT_TIMEOUT = 10.0  # seconds to reach a --scheduler before giving up
+_SCHEDULER = re.compile(r"(tcp|tls)://(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}))"
+                        r":([0-9]{1,5})", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -44,11 +55,11 @@ class ChunkTask:
 
 @dataclass(frozen=True)
 class ChunkDone:
-    """A finished chunk: (spec key, stored row text) per backend, and how long it took."""
+    """A finished chunk: (spec key, fingerprint, stored row text) per backend, and how long it took."""
 
     lo: int
     hi: int
-    rows: tuple[tuple[str, str], ...]
+    rows: tuple[tuple[str, str, str], ...]
     seconds: float
 
 
@@ -80,6 +91,11 @@ def _backend(spec: SweepSpec):  # noqa: ANN202 - a Backend or a worker client
 
     worker = default_worker(spec.backend, profile=spec.profile, variant=spec.variant)
     return backend_for(spec.backend, None if worker else spec.profile, None if worker else spec.variant, worker)
+
+
+def spec_fingerprint(spec: SweepSpec) -> str:
+    """The fingerprint of the code that computes ``spec``'s rows in this process."""
+    return fingerprint(_backend(spec))
 
 
 def _judge(spec: SweepSpec, x: np.ndarray, dy: Optional[np.ndarray], alpha: float, golden: np.ndarray, *,
@@ -124,7 +140,8 @@ def _run_chunk(task: ChunkTask) -> ChunkDone:
         for spec in task.specs:
             judged[spec].append(_judge(spec, seg.x, seg.dy, seg.alpha, golden, start=seg.start,
                                        config=task.config))
-    rows = tuple((s.key, row_text(merge_rows(judged[s], config=task.config))) for s in task.specs)
+    rows = tuple((s.key, spec_fingerprint(s), row_text(merge_rows(judged[s], config=task.config)))
+                 for s in task.specs)
     return ChunkDone(task.lo, task.hi, rows, time.perf_counter() - began)
 
 
@@ -132,10 +149,22 @@ def _run_chunk(task: ChunkTask) -> ChunkDone:
 
 @dataclass(frozen=True)
 class Plan:
-    """Every spec's chunks, and the tasks still to run (the chunks the store lacks)."""
+    """Every spec's chunks, and the tasks still to run (the chunks the store lacks or whose stored
+    rows it rejected: ``recomputed`` counts those by reason)."""
 
     chunks: dict[SweepSpec, list[tuple[int, int]]]
     tasks: tuple[ChunkTask, ...]
+    fingerprints: dict[SweepSpec, str]
+    recomputed: dict[SweepSpec, Counter]
+
+    @property
+    def stored(self) -> int:
+        """Chunk rows the plan takes from the store."""
+        return sum(len(c) for c in self.chunks.values()) - sum(len(t.specs) for t in self.tasks)
+
+    def describe_recomputed(self) -> str:
+        """``n chunk row(s) recomputed: fingerprint changed k, ...`` over every spec ('' when none)."""
+        return describe_rejected(sum(self.recomputed.values(), Counter()))
 
     @property
     def patterns(self) -> int:
@@ -149,6 +178,8 @@ def make_plan(specs: Sequence[SweepSpec], store: Store, *, start: int, stop: Opt
     (``fresh``: drop the stored ones of this plan first)."""
     chunks: dict[SweepSpec, list[tuple[int, int]]] = {s: [] for s in specs}  # report in the specs' order
     tasks: list[ChunkTask] = []
+    prints = {s: spec_fingerprint(s) for s in specs}
+    recomputed: dict[SweepSpec, Counter] = {}
     groups: dict[SweepSpec, list[SweepSpec]] = {}
     for spec in specs:
         groups.setdefault(spec.group(), []).append(spec)
@@ -158,20 +189,21 @@ def make_plan(specs: Sequence[SweepSpec], store: Store, *, start: int, stop: Opt
         if fresh:
             for s in members:
                 store.forget(s.key, plan)
-        done = {s: store.done(s.key) for s in members}
+        checked = {s: store.verified(s, plan, fingerprint=prints[s]) for s in members}
         for s in members:
-            chunks[s] = plan
+            chunks[s], recomputed[s] = plan, checked[s].rejected
         for lo, hi in plan:
-            missing = tuple(s for s in members if (lo, hi) not in done[s])
+            missing = tuple(s for s in members if (lo, hi) not in checked[s].rows)
             if missing:
                 tasks.append(ChunkTask(missing, lo, hi, config, single_thread))
-    return Plan(chunks, tuple(tasks))
+    return Plan(chunks, tuple(tasks), prints, recomputed)
 
 
-def finish(rows: Sequence[Row], spec: SweepSpec, *, config: GateConfig) -> Row:
-    """The stored chunk rows of one spec merged into its report row (one part: the sweep)."""
+def finish(rows: Sequence[Row], spec: SweepSpec, *, config: GateConfig, recomputed: str = "") -> Row:
+    """The stored chunk rows of one spec merged into its report row (one part: the sweep);
+    ``recomputed`` says which stored rows were rejected and computed again."""
     row = merge_rows(rows, config=config)
-    notes = row.notes
+    notes = row.notes + ((recomputed,) if recomputed else ())
     if spec.sweep_alpha:
         n = len(finite_slopes(spec.dtype))
         notes += (f"alpha swept over every finite {info(spec.dtype).short} slope ({n:,} patterns); "
@@ -186,10 +218,12 @@ def report_rows(plan: Plan, store: Store, *, config: GateConfig) -> list[tuple[S
     none when it holds no chunk of the spec)."""
     out = []
     for spec, chunks in plan.chunks.items():
-        rows = store.rows(spec.key, chunks)
+        found = store.verified(spec, chunks, fingerprint=plan.fingerprints[spec]).rows
+        rows = [found[c] for c in chunks if c in found]
         if rows:
             rows = [replace(r, alpha=SWEPT_ALPHA) for r in rows] if spec.sweep_alpha else rows
-            out.append((spec, finish(rows, spec, config=config)))
+            out.append((spec, finish(rows, spec, config=config,
+                                     recomputed=describe_rejected(plan.recomputed[spec]))))
     return out
 
 
@@ -215,12 +249,35 @@ def _quick_malloc_environ() -> dict:
     return environ
 
 
+def check_scheduler(address: str) -> str:
+    """``address`` when it reads ``tcp://HOST:PORT`` (or tls://), else a UsageError saying so."""
+    match = _SCHEDULER.fullmatch(address)
+    if match is None or not 1 <= int(match.group(3)) <= 65535:
+        raise UsageError(f"--scheduler {address[:60]!r} is not a Dask scheduler address; pass "
+                         "tcp://HOST:PORT (port 1-65535), e.g. tcp://127.0.0.1:8786")
+    return address
+
+
+def _client(scheduler: Optional[str], cluster: object):  # noqa: ANN202 - a distributed.Client
+    """A client of ``scheduler`` (or the embedded ``cluster``); a scheduler that does not answer
+    within :data:`CONNECT_TIMEOUT` is a UsageError."""
+    from distributed import Client
+
+    if scheduler is None:
+        return Client(cluster, set_as_default=False)
+    try:
+        return Client(check_scheduler(scheduler), set_as_default=False, timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise UsageError(f"--scheduler {scheduler}: no Dask scheduler answered within {CONNECT_TIMEOUT:g} s "
+                         f"({type(exc).__name__}); start one there or drop --scheduler") from None
+
+
 @contextmanager
 def dask_executor(*, workers: int, scheduler: Optional[str] = None) -> Iterator[Executor]:
     """Tasks on Dask: an existing cluster at ``scheduler``, or a quiet embedded LocalCluster
     with ``workers`` single-threaded worker processes."""
     import dask
-    from distributed import Client, LocalCluster, as_completed
+    from distributed import LocalCluster, as_completed
 
     with dask.config.set({"distributed.nanny.pre-spawn-environ": _quick_malloc_environ()}):
         cluster = None
@@ -228,7 +285,7 @@ def dask_executor(*, workers: int, scheduler: Optional[str] = None) -> Iterator[
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    dashboard_address=":0", silence_logs=logging.ERROR,  # no fixed port: no clash
                                    scheduler_kwargs={"dashboard": False})
-        client = Client(scheduler if scheduler is not None else cluster, set_as_default=False)
+        client = _client(scheduler, cluster)
 
         def execute(tasks: Sequence[ChunkTask]) -> Iterator[ChunkDone]:
             futures = client.map(run_chunk, [replace(t, single_thread=True) for t in tasks], pure=False)
@@ -251,7 +308,12 @@ def dask_executor(*, workers: int, scheduler: Optional[str] = None) -> Iterator[
 def run_plan(plan: Plan, store: Store, execute: Executor, *,
              advance: Callable[[int], None] = lambda n: None) -> None:
     """Run the plan's tasks and store each chunk as it finishes."""
+    expected = {s.key: fp for s, fp in plan.fingerprints.items()}
     for done in execute(plan.tasks):
-        store.put(((key, done.lo, done.hi, text) for key, text in done.rows), seconds=done.seconds)
+        for key, fp, _ in done.rows:
+            if expected.get(key) != fp:
+                raise UsageError("a --scheduler worker runs other code than this process (another backend "
+                                 "fingerprint); install the same conformance and frameworks on the cluster")
+        store.put(((key, done.lo, done.hi, fp, text) for key, fp, text in done.rows), seconds=done.seconds)
         advance(done.hi - done.lo)
 

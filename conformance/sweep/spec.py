@@ -25,6 +25,9 @@ from conformance.dtypes import from_bits, info, to_bits
 KEY_VERSION = 1  # bump when a stored chunk's meaning changes
 LOW_BITS = 16  # the x (or dy) bits of a 16-bit slope sweep's pattern
 DIRECTIONS = ("forward", "backward")
+MIN_CHUNK = 1 << 8  # patterns per chunk: below it the per-chunk overhead dominates
+MAX_CHUNK = 1 << 24  # above it one chunk's arrays and judging temporaries reach gigabytes
+MAX_CHUNKS = 1 << 16  # chunks in one plan (a full fp32 space at 2^16 patterns per chunk)
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,10 @@ def chunk_plan(size: int, *, start: int, stop: int, chunk: int) -> list[tuple[in
     """``[start, stop)`` cut at the multiples of ``chunk`` (aligned, so ranges share chunks)."""
     if not 0 <= start < stop <= size:
         raise ValueError(f"range must satisfy 0 <= start < stop <= {size:#x}, got [{start:#x}, {stop:#x})")
-    if chunk <= 0:
-        raise ValueError(f"chunk must be positive, got {chunk}")
+    if not MIN_CHUNK <= chunk <= MAX_CHUNK:
+        raise ValueError(f"chunk must be between {MIN_CHUNK:#x} and {MAX_CHUNK:#x} patterns, got {chunk:#x}")
     first = (start // chunk) * chunk
+    if -(-(stop - first) // chunk) > MAX_CHUNKS:
+        raise ValueError(f"chunk {chunk:#x} cuts [{start:#x}, {stop:#x}) into more than {MAX_CHUNKS:,} chunks; "
+                         f"pass a chunk of at least {-(-(stop - first) // MAX_CHUNKS):#x}")
     return [(max(lo, start), min(lo + chunk, stop)) for lo in range(first, stop, chunk)]

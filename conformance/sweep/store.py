@@ -7,15 +7,24 @@ with ``merge_rows`` gives the same totals as judging every chunk again.
 
 The database runs in WAL mode and each finished chunk (all backends of it) is one
 transaction, so a kill -9 loses only the chunks in flight.
+
+The store is a cache, never a witness.  Each row carries the fingerprint of the code that
+computed it (:mod:`conformance.sweep.fingerprint`) and a checksum of its fields; a row
+whose checksum, fingerprint, spec or counts do not hold is recomputed, never reported.
+A file SQLite cannot read, a schema of another program and a full disk are usage errors.
 """
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
-from dataclasses import fields
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -24,15 +33,20 @@ from conformance.errors import UsageError
 from conformance.report import metrics as met
 from conformance.report.evaluate import Finding, Row
 from conformance.report.messages import Offender
+from conformance.sweep.spec import SweepSpec
 
 DEFAULT_STORE = Path("results") / "sweeps.sqlite"
+SCHEMA_VERSION = 2  # PRAGMA user_version of a sweep store
+_COLUMNS = ("sweep", "lo", "hi", "row", "seconds", "fingerprint", "checksum")
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS chunks (
+CREATE TABLE chunks (
     sweep TEXT NOT NULL,
     lo INTEGER NOT NULL,
     hi INTEGER NOT NULL,
     row TEXT NOT NULL,
     seconds REAL NOT NULL,
+    fingerprint TEXT NOT NULL,
+    checksum TEXT NOT NULL,
     PRIMARY KEY (sweep, lo, hi)
 )"""
 
@@ -92,23 +106,146 @@ def row_from_text(text: str) -> Row:
     return Row(**doc)
 
 
+# ----------------------------------------------------------------------------- verification
+
+FINGERPRINT_CHANGED = "fingerprint changed"
+CHECKSUM_MISMATCH = "checksum mismatch"
+SPEC_MISMATCH = "spec mismatch"
+UNREADABLE = "unreadable row"
+OUT_OF_RANGE = "counts out of range"
+_BOUNDED = ("mismatches", "violations", "nan_positions", "inf_positions", "zero_signs", "within_1e3",
+            "within_5e3", "above", "below")
+
+
+def checksum(key: str, lo: int, hi: int, fingerprint: str, text: str) -> str:
+    """sha256 of a stored chunk's fields: it detects a damaged or hand-edited row, not a forger
+    (anyone can recompute it), which is why the store is a cache and never a witness."""
+    h = hashlib.sha256()
+    for part in (key, str(lo), str(hi), fingerprint, text):
+        h.update(part.encode("utf-8", "surrogatepass") + b"\x1f")
+    return h.hexdigest()
+
+
+def counts_problem(row: Row, *, lo: int, hi: int) -> Optional[str]:
+    """Why the counts of a chunk row of ``[lo, hi)`` cannot be true (None: they can)."""
+    m, size = row.metrics, hi - lo
+    if m.elements != size:
+        return f"{m.elements} elements in a chunk of {size}"
+    wrong = [n for n in _BOUNDED if not 0 <= getattr(m, n) <= size]
+    if wrong or m.max_ulp < 0:
+        return f"{', '.join(wrong) or 'max_ulp'} outside [0, {size}]"
+    if any(f.count < 0 for f in row.findings) or sum(f.count for f in row.findings) > size:
+        return f"finding counts do not add up to at most {size}"
+    if any(not lo <= e.index < hi for f in row.findings for e in f.examples):
+        return f"an example outside [{lo}, {hi})"
+    return None
+
+
+def _spec_matches(row: Row, spec: SweepSpec) -> bool:
+    same_alpha = spec.sweep_alpha or (isinstance(row.alpha, float) and row.alpha == float(spec.alpha))
+    return same_alpha and (row.backend, row.profile, row.variant, row.dtype, row.out_dtype, row.direction) == \
+        (spec.backend, spec.profile, spec.variant, spec.dtype, spec.out_dtype, spec.direction)
+
+
+def verified_row(spec: SweepSpec, stored: tuple, *, fingerprint: str) -> tuple[Optional[Row], str]:
+    """The row of one stored (lo, hi, row, fingerprint, checksum), or None and why it is rejected."""
+    lo, hi, text, printed, sum_ = stored
+    if not isinstance(text, str) or not isinstance(printed, str) or \
+            sum_ != checksum(spec.key, lo, hi, printed, text):
+        return None, CHECKSUM_MISMATCH
+    if printed != fingerprint:
+        return None, FINGERPRINT_CHANGED
+    try:
+        row = row_from_text(text)
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError):
+        return None, UNREADABLE
+    if not _spec_matches(row, spec):
+        return None, SPEC_MISMATCH
+    try:
+        problem = counts_problem(row, lo=lo, hi=hi)
+    except TypeError:  # a count that is not a number
+        problem = "a count is not a number"
+    return (None, OUT_OF_RANGE) if problem else (row, "")
+
+
+@dataclass(frozen=True)
+class Verified:
+    """The stored chunk rows of one spec that passed every check, and why the others did not."""
+
+    rows: dict[tuple[int, int], Row]
+    rejected: Counter
+
+    def describe(self) -> str:
+        """``3 chunk rows recomputed: fingerprint changed 2, checksum mismatch 1`` ('' when none)."""
+        return describe_rejected(self.rejected)
+
+
+def describe_rejected(rejected: Counter) -> str:
+    total = sum(rejected.values())
+    if not total:
+        return ""
+    why = ", ".join(f"{reason} {n:,}" for reason, n in sorted(rejected.items()))
+    return f"{total:,} chunk row(s) recomputed: {why}"
+
+
 # ----------------------------------------------------------------------------- store
+
+def _refusal(path: Path, exc: BaseException) -> UsageError:
+    """The one line for a store that SQLite or the disk cannot serve."""
+    text = str(exc)
+    if "full" in text or getattr(exc, "errno", None) == errno.ENOSPC:
+        return UsageError(f"--store {str(path)!r}: the disk is full ({text}); free some space or pass a "
+                          "--store on another disk")
+    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+        return UsageError(f"--store {str(path)!r} is damaged or not a sweep store ({text}); delete it or "
+                          "pass a new --store")
+    return UsageError(f"--store {str(path)!r} cannot be used as a sweep store ({text}); pass another path")
+
+
+@contextmanager
+def _guarded(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except (OSError, sqlite3.Error) as exc:
+        raise _refusal(path, exc) from None
+
+
+def _check_schema(db: sqlite3.Connection, path: Path) -> None:
+    """Create the table in an empty file; refuse a file that holds anything else."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not tables and version == 0:
+        with db:
+            db.execute(_SCHEMA)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        return
+    columns = [r[1] for r in db.execute("PRAGMA table_info(chunks)")] if "chunks" in tables else []
+    if version == SCHEMA_VERSION and tuple(columns) == _COLUMNS:
+        return
+    if version == 0 and "chunks" in tables and "checksum" not in columns:
+        raise UsageError(f"--store {str(path)!r} was written by an older conformance (no fingerprints or "
+                         "checksums); delete it or pass a new --store")
+    raise UsageError(f"--store {str(path)!r} holds another schema (user_version {version}, tables "
+                     f"{', '.join(sorted(tables))[:80]}), not a sweep store; delete it or pass a new --store")
+
 
 class Store:
     """Finished chunks of every sweep run against one SQLite file."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        try:
+        with _guarded(self.path):
+            if self.path.exists() and not self.path.is_file():  # a FIFO would block SQLite's first read
+                raise UsageError(f"--store {str(path)!r} is not a regular file; pass a file path")
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=60)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
-            self._db.commit()
-        except (OSError, sqlite3.DatabaseError) as exc:
-            raise UsageError(f"--store {str(path)!r} cannot be used as a sweep store ({exc}); "
-                             "pass another path") from None
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                _check_schema(self._db, self.path)
+            except BaseException:
+                self._db.close()
+                raise
 
     def close(self) -> None:
         self._db.close()
@@ -119,26 +256,36 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def done(self, key: str) -> set[tuple[int, int]]:
-        """The (lo, hi) chunks of sweep ``key`` already stored."""
-        cur = self._db.execute("SELECT lo, hi FROM chunks WHERE sweep = ?", (key,))
-        return {(lo, hi) for lo, hi in cur}
+    def put(self, results: Iterable[tuple[str, int, int, str, str]], *, seconds: float) -> None:
+        """Store (key, lo, hi, fingerprint, row text) of one finished chunk in one transaction."""
+        values = [(k, lo, hi, text, seconds, fp, checksum(k, lo, hi, fp, text)) for k, lo, hi, fp, text in results]
+        with _guarded(self.path), self._db:
+            self._db.executemany("INSERT OR REPLACE INTO chunks (sweep, lo, hi, row, seconds, fingerprint, "
+                                 "checksum) VALUES (?, ?, ?, ?, ?, ?, ?)", values)
 
-    def put(self, results: Iterable[tuple[str, int, int, str]], *, seconds: float) -> None:
-        """Store (key, lo, hi, row text) of one finished chunk in one transaction."""
-        with self._db:
-            self._db.executemany("INSERT OR REPLACE INTO chunks (sweep, lo, hi, row, seconds) "
-                                 "VALUES (?, ?, ?, ?, ?)",
-                                 [(k, lo, hi, text, seconds) for k, lo, hi, text in results])
+    def verified(self, spec: SweepSpec, chunks: Sequence[tuple[int, int]], *, fingerprint: str) -> Verified:
+        """The stored rows of ``chunks`` of ``spec`` that pass every check (:func:`verified_row`)."""
+        wanted, rows, rejected = set(chunks), {}, Counter()
+        with _guarded(self.path):
+            stored = self._db.execute("SELECT lo, hi, row, fingerprint, checksum FROM chunks WHERE sweep = ? "
+                                      "ORDER BY lo", (spec.key,)).fetchall()
+        for entry in stored:
+            if (entry[0], entry[1]) not in wanted:
+                continue
+            row, why = verified_row(spec, entry, fingerprint=fingerprint)
+            if row is None:
+                rejected[why] += 1
+            else:
+                rows[(entry[0], entry[1])] = row
+        return Verified(rows, rejected)
 
-    def rows(self, key: str, chunks: Sequence[tuple[int, int]]) -> list[Row]:
-        """The stored rows of ``chunks`` of sweep ``key``, in plan order (missing ones left out)."""
-        wanted = set(chunks)
-        cur = self._db.execute("SELECT lo, hi, row FROM chunks WHERE sweep = ? ORDER BY lo", (key,))
-        return [row_from_text(text) for lo, hi, text in cur if (lo, hi) in wanted]
+    def count(self, key: str) -> int:
+        """How many chunk rows of ``key`` the store holds, checked or not."""
+        with _guarded(self.path):
+            return self._db.execute("SELECT COUNT(*) FROM chunks WHERE sweep = ?", (key,)).fetchone()[0]
 
     def forget(self, key: str, chunks: Sequence[tuple[int, int]]) -> None:
         """Drop ``chunks`` of ``key`` (``--fresh``)."""
-        with self._db:
+        with _guarded(self.path), self._db:
             self._db.executemany("DELETE FROM chunks WHERE sweep = ? AND lo = ? AND hi = ?",
                                  [(key, lo, hi) for lo, hi in chunks])
