@@ -85,6 +85,8 @@ def find_dumps(path: str) -> list[Path]:
 def read_header(file: Path) -> dict:
     """dump.json parsed and checked: a tensor dump of a framework this reader knows."""
     try:
+        if not file.is_file():  # a FIFO or device would block the read
+            raise UsageError(f"{file}: not a regular file; {REDUMP}")
         if file.stat().st_size > MAX_DUMP_JSON:
             raise UsageError(f"{file}: dump.json is larger than {MAX_DUMP_JSON} bytes; dump fewer "
                              f"steps or APIs; {REDUMP}")

@@ -184,3 +184,9 @@ def test_an_npy_in_an_msprobe_dump_is_checked_against_its_metadata(dump: Path, c
     np.save(data / "x.npy", np.zeros((37, 4), np.float32))
     _edit(dump, _set(DATA_NAME, "x.npy"))
     assert_usage_error(_compare(dump, capsys), mentions="says shape [4, 37]")
+
+
+def test_a_fifo_named_dump_json_is_refused_without_blocking(tmp_path: Path, capsys) -> None:
+    (tmp_path / "step0" / "proc0").mkdir(parents=True)
+    os.mkfifo(tmp_path / "step0" / "proc0" / "dump.json")
+    assert_usage_error(run_cli(["compare", "--msprobe", str(tmp_path)], capsys), mentions="not a regular file")

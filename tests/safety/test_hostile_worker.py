@@ -111,3 +111,12 @@ def test_the_hello_timeout_message_names_the_time_waited(monkeypatch) -> None:
     with pytest.raises(BackendUnavailable, match=r"did not answer within 1 s"):
         client.connect(WorkerSpec(silent, 0.5))
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("name", ["golden", "cann"])
+def test_the_hello_limits_accept_every_real_backend(name: str) -> None:
+    from conformance.worker import server
+
+    message = protocol.decode(protocol.encode(server.hello(suite.backend_for(name, None, None))))
+    assert len(protocol.encode(message)) < protocol.SMALL_FRAME
+    assert hello.check_hello(message, command=name)["backend"] == name
