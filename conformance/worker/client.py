@@ -82,16 +82,16 @@ class StderrTail:
         self.thread.start()
 
     def _drain(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self.fd, CHUNK)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                return
-            with self.lock:
-                self.data += chunk
-                del self.data[:max(0, len(self.data) - STDERR_TAIL)]
+        """Read until the pipe ends (every writer gone), then close it."""
+        try:
+            while chunk := os.read(self.fd, CHUNK):
+                with self.lock:
+                    self.data += chunk
+                    del self.data[:max(0, len(self.data) - STDERR_TAIL)]
+        except OSError:
+            pass
+        finally:
+            os.close(self.fd)
 
     def last_line(self) -> str:
         self.thread.join(timeout=1.0)  # what a dead worker wrote last is usually still in the pipe
@@ -101,9 +101,8 @@ class StderrTail:
         return printable(lines[-1]) if lines else ""
 
     def close(self) -> None:
+        """Wait briefly for the drain to end (it closes the pipe itself once the worker is gone)."""
         self.thread.join(timeout=1.0)
-        if not self.thread.is_alive():
-            os.close(self.fd)
 
 
 class WorkerFailure(Exception):
