@@ -120,3 +120,44 @@ def test_the_hello_limits_accept_every_real_backend(name: str) -> None:
     message = protocol.decode(protocol.encode(server.hello(suite.backend_for(name, None, None))))
     assert len(protocol.encode(message)) < protocol.SMALL_FRAME
     assert hello.check_hello(message, command=name)["backend"] == name
+
+
+def _result_payload() -> bytes:
+    from conformance.records import BackendResult, Hazard, TileLayout, TileSpan
+
+    layout = TileLayout(8, (TileSpan(0, 0, 0, 8), TileSpan(1, 0, 8, 4, True)))
+    result = BackendResult(np.arange(12, dtype=np.float16), layout=layout, hazards=(Hazard("stale", 3, (1,)),))
+    return protocol.encode(protocol.result_message(result))
+
+
+def test_mutated_result_payloads_are_messages_or_protocol_errors() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    payload = _result_payload()
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(st.lists(st.tuples(st.integers(0, len(payload) - 1), st.integers(0, 255)), min_size=1, max_size=8))
+    def check(edits: list[tuple[int, int]]) -> None:
+        mutated = bytearray(payload)
+        for at, byte in edits:
+            mutated[at] = byte
+        try:
+            protocol.result_from(protocol.decode(bytes(mutated)))
+        except protocol.ProtocolError:
+            pass
+
+    check()
+
+
+@pytest.mark.parametrize("header", [
+    {"type": "result", "hazards": "abc"}, {"type": "result", "hazards": [["kind", 1, [0]]]},
+    {"type": "result", "layout": {"tile_elements": 8, "spans": [{"core": "0"}]}},
+    {"type": "result", "layout": {"tile_elements": -1, "spans": []}},
+    {"type": "result", "layout": {"tile_elements": 8, "spans": [{"core": 0, "tile": 0, "start": 0, "length": 1,
+                                                                  "is_tail": "yes"}]}},
+    {"type": "result", "rejected": 5},
+])
+def test_malformed_result_headers_are_protocol_errors(header: dict) -> None:
+    with pytest.raises(protocol.ProtocolError):
+        protocol.result_from(protocol.Message(header))
