@@ -63,13 +63,15 @@ def _clean_hello(h: dict) -> dict:
 
 
 def check_hello(message: Message, *, command: str) -> dict:
+    """The hello's header, checked and cleaned; BackendUnavailable (one line) when it is not one."""
     h = message.header
     if message.type == "error":
         raise BackendUnavailable(printable(h.get("message", "the worker refused to start")))
     if message.type != "hello":
-        raise BackendUnavailable(f"worker {command!r} did not say hello (got {message.type!r})")
+        raise BackendUnavailable(f"worker {command!r} did not say hello (got {printable(repr(message.type))})")
     if h.get("protocol") != PROTOCOL_VERSION:
-        raise BackendUnavailable(f"worker {command!r} speaks protocol {h.get('protocol')!r}, this client "
+        spoken = printable(repr(h.get("protocol")))
+        raise BackendUnavailable(f"worker {command!r} speaks protocol {spoken}, this client "
                                  f"{PROTOCOL_VERSION}; install the same conformance version on both sides")
     missing = [k for k, kind in _HELLO.items() if not isinstance(h.get(k), kind)]
     if missing:
