@@ -113,8 +113,8 @@ def _misbehaving(mode: str, *, timeout: float = TIMEOUT) -> client.WorkerBackend
 
 EXPECTED = {"crash": "died (exit code 3): fake: crashing now", "oom": "killed by signal 9 (out of memory?)",
             "hang": f"did not answer within {TIMEOUT:g} s", "garbage": "sent garbage",
-            "wrong-shape": "returned float16 of shape (65535,); expected 65536 elements of float16",
-            "wrong-dtype": "returned float32 of shape (65536,); expected 65536 elements of float16"}
+            "wrong-shape": "returned float16 of shape (65535,); expected float16 of shape (65536,)",
+            "wrong-dtype": "returned float32 of shape (65536,); expected float16 of shape (65536,)"}
 
 
 @pytest.mark.parametrize("mode", worker_fakes.MODES)

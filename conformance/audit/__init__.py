@@ -24,6 +24,9 @@ def kind_of(target: str) -> str:
         if _IMPORT_PATH.match(target) and not re.match(r"^[A-Za-z]:[\\/]", target):
             return "torch"
         raise UsageError(f"{target}: no such file or directory (and not a package.module:factory)")
+    if not path.is_dir() and not path.is_file():
+        raise UsageError(f"{target}: not a regular file or a directory (a FIFO, socket or device); "
+                         "pass a model file or a directory")
     if path.is_dir():
         if (path / "saved_model.pb").is_file():
             return "savedmodel"

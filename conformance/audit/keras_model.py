@@ -6,14 +6,16 @@ config.json is read as JSON; a SavedModel's protobuf is parsed and its graphs
 """
 from __future__ import annotations
 
-import json
+import lzma
 import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
 from conformance.audit.record import STORED, Activation, from_default, with_value
 from conformance.errors import UsageError
+from conformance.ingest import bounded
 
 LAYER, ACTIVATION, TF_OP = "keras.layers.LeakyReLU", "keras.ops.leaky_relu", "tf.nn.leaky_relu"
 _TF_DTYPES = {1: "float32", 2: "float64", 14: "bfloat16", 19: "float16"}  # tensorflow DataType enum
@@ -60,12 +62,18 @@ def walk_config(obj: Any, *, path: str = "") -> Iterator[Activation]:
 
 def audit_keras(path: Path) -> list[Activation]:
     """Every LeakyReLU of a ``.keras`` file's config.json."""
+    fix = "save the model with model.save('model.keras')"
     try:
         with zipfile.ZipFile(path) as archive:
-            config = json.loads(archive.read("config.json").decode("utf-8"))
-    except (OSError, KeyError, zipfile.BadZipFile, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            text = bounded.read_member(archive, "config.json", limit=bounded.MAX_CONFIG, where=str(path))
+    except (OSError, KeyError, zipfile.BadZipFile, EOFError, RuntimeError, NotImplementedError,
+            zlib.error, lzma.LZMAError) as exc:
         raise UsageError(f"{path}: not a readable .keras file (a zip holding config.json; "
-                         f"{type(exc).__name__}); save the model with model.save('model.keras')") from None
+                         f"{type(exc).__name__}); {fix}") from None
+    try:
+        config = bounded.parse_json(text.decode("utf-8"), where=f"{path} config.json", fix=fix)
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: config.json is not UTF-8 text; {fix}") from None
     return list(walk_config(config))
 
 

@@ -8,7 +8,6 @@ tensor's extremes, so a hazard is stated only when the extremes prove it
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +18,7 @@ import ml_dtypes
 from conformance.audit.record import DEFAULT, PASSED, Activation, with_value
 from conformance.dtypes import DTYPES
 from conformance.errors import UsageError
+from conformance.ingest import bounded
 from conformance.ingest.msprobe import _CALL, _DEFAULT_API, default_slope, find_dumps, slope
 
 FP16_MAX = float(ml_dtypes.finfo("float16").max)
@@ -71,13 +71,15 @@ def hazards(*, alpha: float, dtype: Optional[str], high: Optional[float], low: O
 
 def _header(file: Path) -> dict:
     try:
-        doc = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{file}: not a readable dump.json ({type(exc).__name__})") from None
+    doc = bounded.parse_json(text, where=str(file), fix="pass an msprobe dump", finite=False)
     if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
         raise UsageError(f"{file}: unknown dump.json layout (no top-level data); pass an msprobe dump")
-    if doc.get("framework") not in _DEFAULT_API:
-        raise UsageError(f"{file}: framework {doc.get('framework')!r} is not read (pytorch and mindspore are)")
+    if not isinstance(doc.get("framework"), str) or doc["framework"] not in _DEFAULT_API:
+        raise UsageError(f"{file}: framework {str(doc.get('framework'))[:40]!r} is not read "
+                         "(pytorch and mindspore are)")
     return doc
 
 

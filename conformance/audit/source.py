@@ -5,11 +5,18 @@ Nothing is imported or executed.  Import aliases are followed
 ``from keras import layers``, ``from tensorflow import keras``, ...); a name
 that was never imported is read as written, with ``tf`` taken as TensorFlow.
 A slope that is not a constant expression is reported as dynamic.
+
+Only regular files are read (a FIFO or device named ``*.py`` is skipped with a
+note, never opened for a blocking read); a file nested too deeply for the
+parser, or a slope literal too large for a float, is one line of error (a
+skipped note in a directory).
 """
 from __future__ import annotations
 
 import ast
 import operator
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional
@@ -48,7 +55,7 @@ _ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.
 
 def python_files(path: Path) -> list[Path]:
     """``path`` itself, or every ``.py`` under a directory (hidden and venv directories skipped)."""
-    if path.is_file():
+    if not path.is_dir():
         return [path]
     skip = {".git", ".venv", "venv", "__pycache__", "node_modules"}
     return sorted(p for p in path.rglob("*.py") if not skip.intersection(p.relative_to(path).parts[:-1]))
@@ -82,7 +89,11 @@ def dotted(node: ast.AST, *, names: dict[str, str]) -> Optional[str]:
 def constant(node: ast.AST) -> Optional[float]:
     """The value of a numeric constant expression (``0.2``, ``-1/3``, ``2e-1``); None otherwise."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-        return float(node.value)
+        try:
+            return float(node.value)
+        except OverflowError:
+            raise UsageError(f"line {node.lineno}: the literal {str(node.value)[:20]}... is too large for a "
+                             "float; a slope must be a float") from None
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         inner = constant(node.operand)
         return None if inner is None else (-inner if isinstance(node.op, ast.USub) else inner)
@@ -137,13 +148,21 @@ def _scopes(tree: ast.Module) -> dict[int, str]:
     return scope
 
 
-def scan(text: str, *, filename: str) -> Iterator[Activation]:
+def scan(text: str, *, filename: str) -> list[Activation]:
     """Every LeakyReLU of one file's source text, in source order."""
     try:
-        tree = ast.parse(text, filename=filename)
+        return list(_scan(ast.parse(text, filename=filename), filename=filename))
     except SyntaxError as exc:
         raise UsageError(f"{filename}:{exc.lineno}: not valid Python ({exc.msg}); "
                          "fix it or audit another target") from None
+    except (RecursionError, MemoryError):
+        raise UsageError(f"{filename}: nested too deeply to read (an expression of thousands of terms?); "
+                         "simplify it or audit another target") from None
+    except UsageError as exc:
+        raise UsageError(f"{filename}: {exc}") from None
+
+
+def _scan(tree: ast.Module, *, filename: str) -> Iterator[Activation]:
     names, scopes = aliases(tree), _scopes(tree)
     calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
     for call in calls:
@@ -152,6 +171,21 @@ def scan(text: str, *, filename: str) -> Iterator[Activation]:
             scope = scopes.get(id(call), "")
             where = f"{filename}:{call.lineno}" + (f" ({scope})" if scope else "")
             yield _activation(call, api=api, where=where)
+
+
+def read_source(file: Path) -> str:
+    """A regular file's UTF-8 text; opened without blocking, so a FIFO is refused, not waited on."""
+    try:
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise UsageError(f"{file}: cannot open it ({exc.strerror or type(exc).__name__})") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"{file}: not a regular file (a FIFO, socket or device); pass a .py file")
+        try:
+            return handle.read().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{file}: cannot read it as UTF-8 text ({type(exc).__name__})") from None
 
 
 def audit_source(path: Path) -> tuple[list[Activation], tuple[str, ...]]:
@@ -163,13 +197,9 @@ def audit_source(path: Path) -> tuple[list[Activation], tuple[str, ...]]:
     skipped: list[str] = []
     for file in python_files(path):
         try:
-            try:
-                text = file.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise UsageError(f"{file}: cannot read it as UTF-8 text ({type(exc).__name__})") from None
-            found.extend(scan(text, filename=str(file)))
+            found.extend(scan(read_source(file), filename=str(file)))
         except UsageError as exc:
-            if path.is_file():
+            if not path.is_dir():
                 raise
             skipped.append(str(exc))
     return found, tuple(f"skipped {line}" for line in skipped)

@@ -11,6 +11,7 @@ import argparse
 from typing import Optional
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from conformance.audit import audit
@@ -36,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _slope(a: Activation) -> str:
     if a.slope is None:
-        return f"[magenta]dynamic[/] {a.expression}"
+        return f"[magenta]dynamic[/] {escape(a.expression or '')}"
     origin = f"[{_ORIGIN_STYLE[a.origin]}]{a.origin}[/]" if a.origin in _ORIGIN_STYLE else a.origin
     same = " =default" if a.origin not in (DEFAULT,) and a.equals_default else ""
     return f"{a.slope:.7g} {origin}{same}"
@@ -48,27 +49,28 @@ def _note(a: Activation) -> str:
         parts.append("not a literal: blocks Conv+LeakyReLU fusion")
     if a.stats:
         parts.append("x in [" + ", ".join(f"{a.stats[k]:.4g}" for k in ("Min", "Max") if k in a.stats) + "]")
-    parts.extend(f"[red]{h}[/]" for h in a.hazards)
+    parts.extend(f"[red]{escape(h)}[/]" for h in a.hazards)
     return "; ".join(parts)
 
 
 def audit_table(result: Audit) -> Table:
-    table = Table(title=f"LeakyReLU audit: {result.target} ({result.kind})", title_justify="left")
+    table = Table(title=f"LeakyReLU audit: {escape(result.target)} ({result.kind})", title_justify="left")
     typed = any(a.dtype for a in result.activations)  # a dtype column only where the target says it
     for column in ("#", "where", "framework", "slope", *(("dtype",) if typed else ()), "note"):
         table.add_column(column, overflow="fold")
     for i, a in enumerate(result.activations, 1):
-        table.add_row(str(i), a.where, a.framework, _slope(a), *((a.dtype or "-",) if typed else ()), _note(a))
+        table.add_row(str(i), escape(a.where), escape(a.framework), _slope(a),  # text from the target: no markup
+                      *((escape(a.dtype or "-"),) if typed else ()), _note(a))
     return table
 
 
 def pair_table(mismatched: list[Pair], *, left: Audit, right: Audit) -> Table:
-    table = Table(title=f"slope mismatches: {left.target} vs {right.target}", title_justify="left")
-    for column in ("#", left.target, right.target, "why"):
+    table = Table(title=f"slope mismatches: {escape(left.target)} vs {escape(right.target)}", title_justify="left")
+    for column in ("#", escape(left.target), escape(right.target), "why"):
         table.add_column(column, overflow="fold")
     for p in mismatched:
-        table.add_row(str(p.index + 1), p.left.where if p.left else "-", p.right.where if p.right else "-",
-                      p.reason)
+        table.add_row(str(p.index + 1), escape(p.left.where) if p.left else "-",
+                      escape(p.right.where) if p.right else "-", escape(p.reason))
     return table
 
 
@@ -103,7 +105,7 @@ def execute(args: argparse.Namespace) -> int:
     for result in [main] + ([against] if against is not None else []):
         console.print(audit_table(result))
         for note in result.notes:
-            console.print(f"note: {note}", style="dim")
+            console.print(f"note: {note}", style="dim", markup=False)
     mismatched = [p for p in pairs if p.mismatch]
     if against is not None and mismatched:
         console.print(pair_table(mismatched, left=main, right=against))

@@ -5,7 +5,12 @@
   so a header declaring 10^13 elements is a one-line error, not a ``MemoryError``.
 - The body is memory-mapped, never read whole.  An ``.npz`` member stored without
   compression is memory-mapped at its data offset inside the zip; a compressed member
-  has its declared size checked against the member's uncompressed size, then is read.
+  has its declared uncompressed size checked against ``bounded.MAX_INFLATED`` and its
+  array header against that size, then is read.  Encrypted members and unknown
+  compression methods are refused.
+- The body is read defensively: :meth:`Dump.chunk` reads a memory-mapped file's
+  bytes with ``pread`` and checks that they are all there, so a file truncated while
+  it is judged is a one-line error, never a ``SIGBUS``.
 - Pickles and object dtypes are refused (``allow_pickle`` is never on).
 - Byte order is data, not an error: ``>f4`` or ``>f2`` (and x and y in different byte
   orders) are valid.  :meth:`Dump.chunk` returns native-order pieces, converted one
@@ -21,6 +26,7 @@ from __future__ import annotations
 import lzma
 import math
 import mmap
+import os
 import struct
 import tokenize
 import zipfile
@@ -35,6 +41,7 @@ from numpy.lib import format as npy_format
 
 from conformance.dtypes import DTYPES, info
 from conformance.errors import UsageError
+from conformance.ingest import bounded
 
 _MAGIC = b"\x93NUMPY"
 _MAX_HEADER = 1 << 20  # bytes of header text numpy may parse (its own default is 10,000)
@@ -62,8 +69,10 @@ class Dump:
         return int(self.raw.nbytes)
 
     def chunk(self, start: int, stop: int) -> np.ndarray:
-        """Flat elements ``start:stop`` in native byte order and the table dtype."""
-        part = self.raw.reshape(-1)[start:stop]
+        """Flat elements ``start:stop`` in native byte order and the table dtype (read from the
+        file when ``raw`` is mapped from one, so a file that shrank is an error, not a SIGBUS)."""
+        stop = min(stop, self.size)
+        part = self.raw.reshape(-1)[start:stop] if self._file is None else self._pread(start, stop)
         if not part.dtype.isnative:
             part = part.byteswap().view(part.dtype.newbyteorder("="))
         return part.view(self.dtype)
@@ -86,6 +95,30 @@ class Dump:
                 mapping.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
             except OSError:  # a hint the OS may refuse: the pages then stay resident
                 pass
+
+    def _pread(self, start: int, stop: int) -> np.ndarray:
+        assert self._file is not None
+        path, first = self._file
+        item = self.raw.itemsize
+        want = max(0, stop - start) * item
+        with open(path, "rb", buffering=0) as handle:
+            data = os.pread(handle.fileno(), want, first + start * item)
+        if len(data) < want:
+            raise UsageError(f"{path}: the file shrank while it was read (elements {start} to {stop} are "
+                             "gone); do not change an input while the harness reads it, then run again")
+        return np.frombuffer(data, dtype=self.raw.dtype)
+
+    @cached_property
+    def _file(self) -> Optional[tuple[str, int]]:
+        """The file ``raw`` is memory-mapped from and where its first element is in it."""
+        if not self.raw.flags.c_contiguous:
+            return None
+        owner = self.raw
+        while owner is not None and not isinstance(owner, np.memmap):
+            owner = getattr(owner, "base", None)
+        if owner is None or owner.filename is None:
+            return None
+        return str(owner.filename), int(owner.offset) + self.raw.ctypes.data - owner.ctypes.data
 
     @cached_property
     def _mapping(self) -> Optional[tuple[mmap.mmap, int]]:
@@ -216,7 +249,9 @@ def _open_npz(path: Path, *, flag: str, where: str) -> np.ndarray:
     with zipfile.ZipFile(path) as archive:
         member = archive.getinfo(_member_name(archive.namelist(), flag=flag, where=where))
         inner = f"{where} (member {member.filename})"
-        if member.compress_type != zipfile.ZIP_STORED:
+        compressed = member.compress_type != zipfile.ZIP_STORED
+        bounded.check_member(member, limit=bounded.MAX_INFLATED if compressed else member.file_size, where=where)
+        if compressed:
             return _read_member(archive, member, where=inner)
     start = _stored_offset(path, member)
     with open(path, "rb") as handle:

@@ -27,6 +27,7 @@ import numpy as np
 
 from conformance.dtypes import info
 from conformance.errors import UsageError
+from conformance.ingest import bounded
 from conformance.ingest.arrays import load_array
 from conformance.records import BackendResult
 from conformance.report.evaluate import Row, merge_rows
@@ -36,6 +37,7 @@ from conformance.suite import InputBatch, Inputs, RowSpec, judge_batch
 FORMAT = "leakyrelu-conformance-cases/1"
 RUNNER = "run_cases.py"
 _TEMPLATE = Path(__file__).with_name("device_runner.py")
+_MAX_REASON = 4096  # bytes of a rejected.txt read
 
 
 # ----------------------------------------------------------------------------- export
@@ -100,9 +102,10 @@ def read_manifest(root: Path) -> dict:
     if not file.is_file():
         raise UsageError(f"--manifest {root}: no manifest.json; pass a directory written by export-cases")
     try:
-        manifest = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{file}: not readable JSON ({exc.__class__.__name__}); export the cases again") from None
+    manifest = bounded.parse_json(text, where=str(file), fix="export the cases again")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise UsageError(f"{file}: not a {FORMAT} manifest; export the cases again with this conformance")
     return manifest
@@ -126,7 +129,9 @@ def _result(root: Path, case: dict, x: np.ndarray) -> BackendResult:
     """The device's output for a case, or its refusal; a missing output is an input error."""
     rejected = Path(_inside(root, case["rejected"]))
     if rejected.is_file():
-        return BackendResult(None, rejected=rejected.read_text(encoding="utf-8").strip())
+        with open(rejected, "rb") as handle:  # the device's reason: its first line, bounded
+            reason = handle.read(_MAX_REASON).decode("utf-8", errors="replace").strip()
+        return BackendResult(None, rejected=(reason.splitlines() or ["(no reason given)"])[0])
     if not Path(_inside(root, case["out"])).is_file():
         raise UsageError(f"{root / case['out']} is missing: run {root / RUNNER} on the device first "
                          "(it writes every case's output)")

@@ -16,12 +16,18 @@ Each call is an entry named ``<Api>.<n>.<forward|backward>``:
 Tensors are read relative to dump.json (``dump_data_dir`` is an absolute path
 on the machine that dumped, so it is never used): ``.pt`` only through
 ``torch.load(weights_only=True)``, ``.npy`` through ``ingest.arrays`` (never
-unpickled).  File names come from the dump and must be plain names.
+unpickled).  File names come from the dump and must be plain names; a tensor
+file that resolves outside the dump directory (a symlink out of it) is refused,
+and so is one whose dtype or shape disagrees with what dump.json says of it.
+dump.json itself must be at most ``MAX_DUMP_JSON`` bytes, with no repeated keys
+and no deeper nesting than ``ingest.bounded.MAX_JSON_DEPTH``; a ``.pt`` is a zip
+checked against the tensor its entry declares before torch reads it.
 """
 from __future__ import annotations
 
-import json
+import math
 import re
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,7 +35,9 @@ from typing import Any, Optional
 
 import numpy as np
 
+from conformance.dtypes import DTYPES
 from conformance.errors import UsageError
+from conformance.ingest import bounded
 from conformance.ingest.arrays import Dump, load, table_dtype
 from conformance.reference.defaults import entry_for
 
@@ -39,6 +47,7 @@ _CALL = re.compile(r"^(?P<api>(?:\w+\.)*?(?P<op>leaky_relu_backward|leaky_relu_|
                    r"(?:\.\w+)?)\.(?P<n>\d+)\.(?P<dir>forward|backward)$")
 _SLOPE_KEYS = ("negative_slope", "alpha")
 _DEFAULT_API = {"pytorch": "torch.nn.functional.leaky_relu", "mindspore": "mindspore.ops.leaky_relu"}
+MAX_DUMP_JSON = 1 << 30  # bytes of one dump.json
 
 
 @dataclass(frozen=True)
@@ -76,28 +85,46 @@ def find_dumps(path: str) -> list[Path]:
 def read_header(file: Path) -> dict:
     """dump.json parsed and checked: a tensor dump of a framework this reader knows."""
     try:
-        doc = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        if not file.is_file():  # a FIFO or device would block the read
+            raise UsageError(f"{file}: not a regular file; {REDUMP}")
+        if file.stat().st_size > MAX_DUMP_JSON:
+            raise UsageError(f"{file}: dump.json is larger than {MAX_DUMP_JSON} bytes; dump fewer "
+                             f"steps or APIs; {REDUMP}")
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{file}: not a readable dump.json ({exc.__class__.__name__}); {REDUMP}") from None
+    doc = bounded.parse_json(text, where=str(file), fix=REDUMP, finite=False)
     if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict) or "task" not in doc:
         raise UsageError(f"{file}: unknown dump.json layout (no top-level task and data); "
                          f"it may come from another msprobe version; {REDUMP}")
     if doc["task"] != "tensor" or doc.get("dump_data_dir") is None:
         raise UsageError(f"{file}: a {doc['task']} dump holds statistics only, no tensors; {REDUMP}")
-    if doc.get("framework") not in _DEFAULT_API:
-        raise UsageError(f"{file}: framework {doc.get('framework')!r} is not read "
+    if not isinstance(doc.get("framework"), str) or doc["framework"] not in _DEFAULT_API:
+        raise UsageError(f"{file}: framework {str(doc.get('framework'))[:40]!r} is not read "
                          f"(pytorch and mindspore are); {REDUMP}")
     return doc
 
 
 # ----------------------------------------------------------------------------- tensors
 
-def _torch_tensor(file: Path, *, where: str) -> np.ndarray:
-    """A ``.pt`` tensor through ``torch.load(weights_only=True)``; bfloat16 keeps its bits."""
+def _check_zip(file: Path, *, limit: int, where: str) -> None:
+    """A zip ``.pt`` (what torch.save writes) whose members fit the tensor it should hold."""
+    try:
+        if not zipfile.is_zipfile(file):
+            return
+        with zipfile.ZipFile(file) as archive:
+            bounded.check_archive(archive.infolist(), limit=limit, where=where)
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise UsageError(f"{where}: not a readable tensor file ({type(exc).__name__}); {REDUMP}") from None
+
+
+def _torch_tensor(file: Path, *, limit: int, where: str) -> np.ndarray:
+    """A strided CPU ``.pt`` tensor through ``torch.load(weights_only=True)``; bfloat16 keeps its bits."""
     import torch
 
     from conformance.frameworks.torch_backend import numpy_from_tensor as from_torch
 
+    _check_zip(file, limit=limit, where=where)
     try:
         value = torch.load(file, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001  weights_only refuses anything but plain tensors
@@ -105,7 +132,48 @@ def _torch_tensor(file: Path, *, where: str) -> np.ndarray:
                          f"{REDUMP}") from None
     if not isinstance(value, torch.Tensor):
         raise UsageError(f"{where}: holds a {type(value).__name__}, not a tensor; {REDUMP}")
-    return from_torch(value.detach().contiguous())
+    if value.layout != torch.strided or value.is_meta or value.is_quantized:
+        kind = "meta" if value.is_meta else str(value.layout).replace("torch.", "")
+        raise UsageError(f"{where}: holds a {kind} tensor, not a dense one with data; {REDUMP}")
+    try:
+        return from_torch(value.detach().contiguous())
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise UsageError(f"{where}: cannot convert its {value.dtype} tensor ({type(exc).__name__}); "
+                         f"{REDUMP}") from None
+
+
+def _declared_dtype(entry: dict) -> Optional[str]:
+    """The table dtype an entry's metadata names (``torch.float16``, ``Float16``), if any."""
+    name = entry.get("dtype")
+    if not isinstance(name, str):
+        return None
+    short = name.rsplit(".", 1)[-1].lower()
+    return short if short in DTYPES else None
+
+
+def _check_metadata(dump: Dump, entry: dict, *, where: str) -> Dump:
+    """The tensor file agrees with the dtype and shape dump.json declares for it."""
+    shape, dtype = entry.get("shape"), _declared_dtype(entry)
+    if isinstance(shape, list) and tuple(shape) != dump.shape:
+        raise UsageError(f"{where}: dump.json says shape {shape} but the tensor file holds {list(dump.shape)}; "
+                         f"the dump is inconsistent; {REDUMP}")
+    if dtype is not None and dtype != dump.dtype.name:
+        raise UsageError(f"{where}: dump.json says {dtype} but the tensor file holds {dump.dtype.name}; "
+                         f"the dump is inconsistent; {REDUMP}")
+    return dump
+
+
+def _tensor_path(base: Path, name: Any, *, where: str) -> Path:
+    """The file a ``data_name`` names: a plain name, inside the dump directory once resolved."""
+    if not isinstance(name, str) or not name:
+        raise UsageError(f"{where}: no data_name string (a statistics-only entry?); {REDUMP}")
+    if Path(name).name != name or name in (".", ".."):
+        raise UsageError(f"{where}: data_name {name[:80]!r} is not a plain file name; {REDUMP}")
+    file = base / "dump_tensor_data" / name
+    if not file.resolve().is_relative_to(base.resolve()):
+        raise UsageError(f"{where}: {name[:80]} is a link out of the dump directory, which is not "
+                         f"followed; copy the tensor into the dump or {REDUMP}")
+    return file
 
 
 def load_tensor(entry: Any, *, base: Path, where: str) -> Dump:
@@ -113,27 +181,32 @@ def load_tensor(entry: Any, *, base: Path, where: str) -> Dump:
     if not isinstance(entry, dict) or "type" not in entry:
         raise UsageError(f"{where}: not a tensor entry; unknown layout; {REDUMP}")
     name = entry.get("data_name")
-    if not name:
-        raise UsageError(f"{where}: no data_name (a statistics-only entry); {REDUMP}")
-    if Path(name).name != name or name in (".", ".."):
-        raise UsageError(f"{where}: data_name {name!r} is not a plain file name; {REDUMP}")
-    file = base / "dump_tensor_data" / name
+    file = _tensor_path(base, name, where=where)
     if not file.is_file():
         raise UsageError(f"{where}: tensor file {file} is missing; copy the whole dump directory or {REDUMP}")
     if file.suffix == ".npy":
-        return load(str(file), flag=where, bits_dtype=None)
+        return _check_metadata(load(str(file), flag=where, bits_dtype=None), entry, where=where)
     if file.suffix != ".pt":
         raise UsageError(f"{where}: {name} is neither .pt nor .npy; {REDUMP}")
-    raw = _torch_tensor(file, where=where)
-    return Dump(raw, table_dtype(raw, flag=where, bits_dtype=None))
+    declared = _declared_dtype(entry)
+    itemsize = np.dtype(np.float64).itemsize if declared is None else DTYPES[declared].dtype.itemsize
+    raw = _torch_tensor(file, limit=bounded.tensor_file_limit(entry.get("shape"), itemsize), where=where)
+    return _check_metadata(Dump(raw, table_dtype(raw, flag=where, bits_dtype=None)), entry, where=where)
 
 
 # ----------------------------------------------------------------------------- slopes
 
 def _scalar(arg: Any) -> Optional[float]:
     """The value of a float/int argument entry (bools are not slopes)."""
-    if isinstance(arg, dict) and arg.get("type") in ("float", "int") and isinstance(arg.get("value"), (int, float)):
-        return float(arg["value"])
+    if isinstance(arg, dict) and arg.get("type") in ("float", "int") and isinstance(arg.get("value"), (int, float)) \
+            and not isinstance(arg["value"], bool):
+        try:
+            value = float(arg["value"])
+        except OverflowError:
+            value = math.inf
+        if not math.isfinite(value):
+            raise UsageError(f"the slope {str(arg['value'])[:40]} in dump.json is not a finite number; {REDUMP}")
+        return value
     return None
 
 

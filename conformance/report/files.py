@@ -16,6 +16,7 @@ The rules every command that writes reports follows (``run``, ``compare``):
 """
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 from collections.abc import Mapping
@@ -190,4 +191,16 @@ def write_atomic(path: str | Path, data: bytes, *, flag: str) -> None:
             _replace(Path(os.path.realpath(text)), data)
     except OSError as exc:
         raise UsageError(f"{flag} {text}: cannot write the report ({exc.strerror or exc}); "
-                         "free some space or pass another path") from None
+                         f"{_fix_for(exc, Path(text))}") from None
+
+
+def _fix_for(exc: OSError, path: Path) -> str:
+    """What to do about a failed write, from its cause (only a full disk asks for space)."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return "free some space or pass another path"
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), path.parent)
+        return f"{blocker} is not a directory; remove it or pass another path"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "the directory is not writable; pass a writable path"
+    return "pass another path"

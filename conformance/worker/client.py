@@ -12,70 +12,130 @@ timeout), garbage on its stdout, or a result of the wrong shape or dtype becomes
 a refusal of that call (``BackendResult.rejected`` starting with ``worker``),
 which the report turns into that row's finding.  A dead worker is restarted
 once; after its second death every further call is refused at once.
+
+Nothing a worker sends is trusted to be small or well formed: its stderr is
+kept as a bounded tail (``STDERR_TAIL``), a frame may be no longer than its
+message needs (``SMALL_FRAME`` for a hello, the expected value plus headroom for
+a result), the hello's lists are bounded and checked, and every string from it
+has its control characters escaped before it can reach a terminal.
 """
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import functools
 import os
 import select
 import shlex
 import signal
 import subprocess
-import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
 
 from conformance.backends import WorkerSpec
-from conformance.dtypes import DTYPES, info
+from conformance.dtypes import info
 from conformance.errors import BackendUnavailable, WorkerFailure
 from conformance.records import BackendResult, Direction
+from conformance.worker.hello import check_hello, printable
 from conformance.worker.protocol import (
     PREFIX,
-    PROTOCOL_VERSION,
+    SMALL_FRAME,
     Message,
     ProtocolError,
     check_prefix,
     decode,
     frame,
+    result_frame_limit,
     result_from,
 )
 
 START_TIMEOUT = 120.0  # seconds a worker may take to say hello (imports, ssh), at least
 MAX_RESTARTS = 1
 CHUNK = 1 << 20
+STDERR_TAIL = 64 << 10  # bytes of a worker's stderr kept (the last ones); the rest is dropped
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """When to give up, and the seconds that allowed (for the message saying so)."""
+
+    at: float
+    seconds: float
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(time.monotonic() + seconds, seconds)
+
+    def left(self) -> float:
+        return self.at - time.monotonic()
+
+
+class StderrTail:
+    """A worker's stderr drained by a thread that keeps only its last ``STDERR_TAIL`` bytes."""
+
+    def __init__(self, fd: int):
+        self.fd, self.data, self.lock = fd, bytearray(), threading.Lock()
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+        self.thread.start()
+
+    def _drain(self) -> None:
+        """Read until the pipe ends (every writer gone), then close it."""
+        try:
+            while chunk := os.read(self.fd, CHUNK):
+                with self.lock:
+                    self.data += chunk
+                    del self.data[:max(0, len(self.data) - STDERR_TAIL)]
+        except OSError:
+            pass
+        finally:
+            os.close(self.fd)
+
+    def last_line(self) -> str:
+        self.thread.join(timeout=1.0)  # what a dead worker wrote last is usually still in the pipe
+        with self.lock:
+            text = bytes(self.data).decode(errors="replace")
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        return printable(lines[-1]) if lines else ""
+
+    def close(self) -> None:
+        """Wait briefly for the drain to end (it closes the pipe itself once the worker is gone)."""
+        self.thread.join(timeout=1.0)
 
 
 class WorkerProcess:
-    """One running worker: its process, its stdout read with deadlines, its stderr kept in a file."""
+    """One running worker: its process, its stdout read with deadlines, the tail of its stderr."""
 
     def __init__(self, spec: WorkerSpec):
         argv = shlex.split(spec.command)
         if not argv:
             raise BackendUnavailable("--worker needs a command, e.g. 'conformance worker --backend torch'")
         self.spec = spec
-        self.stderr = tempfile.TemporaryFile()
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, start_new_session=True)
         except OSError as exc:
             raise BackendUnavailable(f"worker {spec.command!r} does not start: {exc.strerror or exc}") from None
-        assert self.proc.stdin is not None
+        assert self.proc.stdin is not None and self.proc.stderr is not None
+        self.stderr = StderrTail(os.dup(self.proc.stderr.fileno()))
+        self.proc.stderr.close()
         os.set_blocking(self.proc.stdin.fileno(), False)  # a worker that stops reading must not block us
 
-    def _late(self) -> WorkerFailure:
-        return WorkerFailure(f"worker did not answer within {self.spec.timeout:g} s; killed it")
+    @staticmethod
+    def _late(deadline: Deadline) -> WorkerFailure:
+        return WorkerFailure(f"worker did not answer within {deadline.seconds:g} s; killed it")
 
-    def send(self, message: Message, *, deadline: float) -> None:
+    def send(self, message: Message, *, deadline: Deadline) -> None:
         """Write one frame, giving up at ``deadline`` (a worker that stops reading is hung)."""
         assert self.proc.stdin is not None
         fd, data = self.proc.stdin.fileno(), memoryview(frame(message))
         while data:
-            left = deadline - time.monotonic()
+            left = deadline.left()
             if left <= 0 or not select.select([], [fd], [], left)[1]:
-                raise self._late()
+                raise self._late(deadline)
             try:
                 data = data[os.write(fd, data[:CHUNK]):]
             except BlockingIOError:
@@ -83,13 +143,13 @@ class WorkerProcess:
             except OSError:  # broken pipe: it died
                 raise WorkerFailure(self.death()) from None
 
-    def _read(self, n: int, *, deadline: float) -> bytes:
+    def _read(self, n: int, *, deadline: Deadline) -> bytes:
         assert self.proc.stdout is not None
         fd, parts, have = self.proc.stdout.fileno(), [], 0
         while have < n:
-            left = deadline - time.monotonic()
+            left = deadline.left()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise self._late()
+                raise self._late(deadline)
             chunk = os.read(fd, min(n - have, CHUNK))
             if not chunk:
                 raise WorkerFailure(self.death())
@@ -97,10 +157,10 @@ class WorkerProcess:
             have += len(chunk)
         return b"".join(parts)
 
-    def receive(self, *, deadline: float) -> Message:
-        """Read one frame, giving up at ``deadline``."""
+    def receive(self, *, deadline: Deadline, limit: int = SMALL_FRAME) -> Message:
+        """Read one frame of at most ``limit`` bytes, giving up at ``deadline``."""
         try:
-            length = check_prefix(self._read(PREFIX.size, deadline=deadline))
+            length = check_prefix(self._read(PREFIX.size, deadline=deadline), limit=limit)
             return decode(self._read(length, deadline=deadline))
         except ProtocolError as exc:
             raise WorkerFailure(f"worker sent garbage ({exc}); killed it") from None
@@ -117,11 +177,7 @@ class WorkerProcess:
         return f"worker died ({how})" + (f": {last}" if last else "")
 
     def last_stderr_line(self) -> str:
-        self.stderr.seek(0, os.SEEK_END)
-        size = self.stderr.tell()
-        self.stderr.seek(max(0, size - 4096))
-        lines = [ln.strip() for ln in self.stderr.read().decode(errors="replace").splitlines() if ln.strip()]
-        return lines[-1][:300] if lines else ""
+        return self.stderr.last_line()
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -150,30 +206,12 @@ class WorkerProcess:
         self.stderr.close()
 
 
-_HELLO = {"backend": str, "supports": list, "suite_pairs": list}  # what the client cannot do without
-
-
-def _check_hello(message: Message, *, command: str) -> dict:
-    h = message.header
-    if message.type == "error":
-        raise BackendUnavailable(str(h.get("message", "the worker refused to start")))
-    if message.type != "hello":
-        raise BackendUnavailable(f"worker {command!r} did not say hello (got {message.type!r})")
-    if h.get("protocol") != PROTOCOL_VERSION:
-        raise BackendUnavailable(f"worker {command!r} speaks protocol {h.get('protocol')!r}, this client "
-                                 f"{PROTOCOL_VERSION}; install the same conformance version on both sides")
-    missing = [k for k, kind in _HELLO.items() if not isinstance(h.get(k), kind)]
-    if missing:
-        raise BackendUnavailable(f"worker {command!r} sent a hello without {', '.join(missing)}")
-    return h
-
-
 def start(spec: WorkerSpec) -> tuple[WorkerProcess, dict]:
     """A started worker and its hello; BackendUnavailable when it does not get that far."""
     worker = WorkerProcess(spec)
     try:
-        deadline = time.monotonic() + max(spec.timeout, START_TIMEOUT)
-        hello = _check_hello(worker.receive(deadline=deadline), command=spec.command)
+        deadline = Deadline.after(max(spec.timeout, START_TIMEOUT))
+        hello = check_hello(worker.receive(deadline=deadline), command=spec.command)
     except WorkerFailure as exc:
         worker.kill()
         raise BackendUnavailable(f"worker {spec.command!r} failed to start: {exc}") from None
@@ -235,23 +273,25 @@ class WorkerBackend:
             return _refused(f"{self.dead}; not restarted again")
         arrays = {"x": np.asarray(x)} if dy is None else {"x": np.asarray(x), "dy": np.asarray(dy)}
         header = {"type": "call", "direction": direction, "alpha": float(alpha), "out_dtype": out_dtype}
-        deadline = time.monotonic() + self.spec.timeout
+        deadline = Deadline.after(self.spec.timeout)
+        expected = out_dtype or info(np.asarray(x).dtype).name
+        shape = tuple(np.asarray(x).shape)
+        limit = result_frame_limit(int(np.asarray(x).size) * info(expected).dtype.itemsize)
         try:
             self.worker.send(Message(header, arrays), deadline=deadline)
-            reply = self.worker.receive(deadline=deadline)
+            reply = self.worker.receive(deadline=deadline, limit=limit)
         except WorkerFailure as exc:
             self.worker.kill()
             self.dead = str(exc)
             return _refused(str(exc))
-        expected = out_dtype or info(np.asarray(x).dtype).name
-        return _checked(reply, numel=int(np.asarray(x).size), out_dtype=expected)
+        return _checked(reply, shape=shape, out_dtype=expected)
 
     def probe_default(self, api: str) -> tuple[float, Optional[str]]:
         """The default slope of ``api`` (an entry of the default-slope table) probed in the worker,
         and the version that ran it; WorkerFailure with the worker's one line otherwise."""
         if not self._ready():
             raise WorkerFailure(f"{self.dead}; not restarted again")
-        deadline = time.monotonic() + self.spec.timeout
+        deadline = Deadline.after(self.spec.timeout)
         try:
             self.worker.send(Message({"type": "probe", "api": api}), deadline=deadline)
             reply = self.worker.receive(deadline=deadline)
@@ -260,8 +300,11 @@ class WorkerBackend:
             self.dead = str(exc)
             raise
         if reply.type != "probed":
-            raise WorkerFailure(str(reply.header.get("message", f"worker sent a {reply.type!r} message")))
-        return float(reply.header["slope"]), reply.header.get("version")
+            raise WorkerFailure(printable(reply.header.get("message", f"worker sent a {reply.type!r} message")))
+        slope, version = reply.header.get("slope"), reply.header.get("version")
+        if not isinstance(slope, (int, float)) or isinstance(slope, bool) or not isinstance(version, (str, type(None))):
+            raise WorkerFailure("worker sent a probed message without a numeric slope")
+        return float(slope), None if version is None else printable(version)
 
     def _ready(self) -> bool:
         """True when a worker runs, restarting a dead one if it has not been restarted yet."""
@@ -300,18 +343,22 @@ def _describe(value: Any) -> str:
     return f"{value.dtype.name} of shape {value.shape}"
 
 
-def _checked(reply: Message, *, numel: int, out_dtype: str) -> BackendResult:
-    """A result reply as a BackendResult; errors and wrong values become refusals."""
+def _checked(reply: Message, *, shape: tuple[int, ...], out_dtype: str) -> BackendResult:
+    """A result reply as a BackendResult; errors, malformed results and wrong values become refusals."""
     if reply.type == "error":
-        return _refused(f"worker error ({reply.header.get('kind')}): {reply.header.get('message')}")
+        return _refused(f"worker error ({printable(reply.header.get('kind'))}): "
+                        f"{printable(reply.header.get('message'))}")
     if reply.type != "result":
-        return _refused(f"worker sent a {reply.type!r} message instead of a result")
-    result = result_from(reply)
+        return _refused(f"worker sent a {printable(reply.type)!r} message instead of a result")
+    try:
+        result = result_from(reply)
+    except ProtocolError as exc:
+        return _refused(f"worker sent garbage ({exc})")
     if result.rejected is not None:
-        return result
+        return dataclasses.replace(result, rejected=printable(result.rejected))
     value = result.value
-    if value is None or value.dtype.name not in DTYPES or value.dtype.name != out_dtype or value.size != numel:
-        return _refused(f"worker returned {_describe(value)}; expected {numel} elements of {out_dtype}")
+    if value is None or value.dtype.name != out_dtype or tuple(value.shape) != shape:
+        return _refused(f"worker returned {_describe(value)}; expected {out_dtype} of shape {shape}")
     return result
 
 

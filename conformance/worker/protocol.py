@@ -27,6 +27,7 @@ import dataclasses
 import io
 import json
 import struct
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Optional
@@ -40,7 +41,9 @@ from conformance.records import BackendResult, Hazard, TileLayout, TileSpan
 PROTOCOL_VERSION = 1
 MAGIC = b"LRW1"
 PREFIX = struct.Struct(">4sQ")
-MAX_FRAME = 1 << 36  # 64 GiB: a larger length is garbage, not data
+MAX_FRAME = 1 << 36  # 64 GiB: what a worker accepts from its client (the client is trusted)
+SMALL_FRAME = 4 << 20  # bytes of a hello, probed or error frame
+FRAME_HEADROOM = 1 << 20  # bytes a result frame may hold beyond its value (header, layout, hazards)
 
 
 @dataclass(frozen=True)
@@ -85,21 +88,56 @@ def encode(message: Message) -> bytes:
     return buf.getvalue()
 
 
+def result_frame_limit(value_bytes: int) -> int:
+    """The largest result frame a call whose value is ``value_bytes`` long may get back."""
+    return value_bytes + max(FRAME_HEADROOM, value_bytes)
+
+
+def _check_stored(payload: bytes) -> None:
+    """Every member stored as ``np.savez`` writes it: no compression, so nothing inflates."""
+    with zipfile.ZipFile(io.BytesIO(payload)) as archive:
+        members = archive.infolist()
+    if any(m.compress_type != zipfile.ZIP_STORED for m in members):
+        raise ProtocolError("payload member is compressed (np.savez never compresses)")
+    if sum(m.file_size for m in members) > len(payload):
+        raise ProtocolError("payload members declare more bytes than the frame holds")
+
+
 def decode(payload: bytes) -> Message:
     """The message in a payload; ProtocolError when it is not one."""
     try:
+        _check_stored(payload)
         with np.load(io.BytesIO(payload), allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
         header = json.loads(arrays.pop("header").tobytes().decode())
+    except ProtocolError:
+        raise
     except Exception as exc:
-        raise ProtocolError(f"unreadable payload ({type(exc).__name__}: {exc})") from None
+        raise ProtocolError(f"unreadable payload ({type(exc).__name__}: {_one_line(exc)})") from None
     if not isinstance(header, dict) or "type" not in header:
         raise ProtocolError("payload header has no message type")
-    dtypes = header.pop("dtypes", {}) or {}
+    return Message(header, _typed(arrays, header.pop("dtypes", None) or {}))
+
+
+def _typed(arrays: dict[str, np.ndarray], dtypes: Any) -> dict[str, np.ndarray]:
+    """The arrays viewed as the float formats the header names (checked: known names, same width)."""
+    if not isinstance(dtypes, dict):
+        raise ProtocolError(f"header dtypes is a {type(dtypes).__name__}, not an object")
     for name, dt in dtypes.items():
-        if dt is not None and name in arrays:
-            arrays[name] = arrays[name].view(info(dt).dtype)
-    return Message(header, arrays)
+        if dt is None or name not in arrays:
+            continue
+        if not isinstance(dt, str) or dt not in DTYPES:
+            raise ProtocolError(f"header names an unknown dtype {str(dt)[:40]!r} for {str(name)[:40]!r}")
+        target = info(dt).dtype
+        if arrays[name].dtype.kind != "u" or arrays[name].dtype.itemsize != target.itemsize:
+            raise ProtocolError(f"array {name[:40]!r} holds {arrays[name].dtype} but the header says {dt} "
+                                f"({target.itemsize}-byte bits)")
+        arrays[name] = arrays[name].view(target)
+    return arrays
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]
 
 
 # ----------------------------------------------------------------------------- frames
@@ -109,13 +147,13 @@ def frame(message: Message) -> bytes:
     return PREFIX.pack(MAGIC, len(payload)) + payload
 
 
-def check_prefix(prefix: bytes) -> int:
-    """The payload length a frame prefix announces; ProtocolError on garbage."""
+def check_prefix(prefix: bytes, *, limit: int = MAX_FRAME) -> int:
+    """The payload length a frame prefix announces; ProtocolError on garbage or beyond ``limit``."""
     magic, length = PREFIX.unpack(prefix)
     if magic != MAGIC:
         raise ProtocolError(f"bad frame start {prefix[:16]!r}; something else wrote to the worker's stdout")
-    if length > MAX_FRAME:
-        raise ProtocolError(f"frame length {length} is beyond {MAX_FRAME}")
+    if length > limit:
+        raise ProtocolError(f"frame length {length} is beyond the {limit} bytes this message may take")
     return int(length)
 
 
@@ -152,16 +190,45 @@ def result_message(result: BackendResult) -> Message:
 def _layout(data: Optional[Mapping[str, Any]]) -> Optional[TileLayout]:
     if data is None:
         return None
-    spans = tuple(TileSpan(**span) for span in data["spans"])
-    return TileLayout(data["tile_elements"], spans, data.get("align_elements", 1))
+    spans = tuple(_span(span) for span in data["spans"])
+    tile, align = data["tile_elements"], data.get("align_elements", 1)
+    if not (_is_int(tile) and _is_int(align) and tile > 0 and align > 0):
+        raise ValueError("tile_elements and align_elements must be positive integers")
+    return TileLayout(tile, spans, align)
+
+
+def _span(data: Mapping[str, Any]) -> TileSpan:
+    span = TileSpan(**data)
+    if not all(_is_int(v) and v >= 0 for v in (span.core, span.tile, span.start, span.length)) \
+            or not isinstance(span.is_tail, bool):
+        raise ValueError("a span needs non-negative integer core, tile, start and length")
+    return span
+
+
+def _hazard(data: Any) -> Hazard:
+    kind, index, cores = data["kind"], data["index"], data["cores"]
+    if not isinstance(kind, str) or not _is_int(index) or not all(_is_int(c) for c in cores):
+        raise TypeError("a hazard needs a kind string, an integer index and integer cores")
+    return Hazard(kind, index, tuple(cores))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def result_from(message: Message) -> BackendResult:
-    """The BackendResult a ``result`` message carries (its value is not checked here)."""
+    """The BackendResult a ``result`` message carries (its value is not checked here);
+    ProtocolError when its layout, hazards or refusal are not what the protocol says."""
     header = message.header
-    hazards = tuple(Hazard(h["kind"], h["index"], tuple(h["cores"])) for h in header.get("hazards") or ())
-    return BackendResult(message.arrays.get("value"), layout=_layout(header.get("layout")),
-                         hazards=hazards, rejected=header.get("rejected"))
+    rejected = header.get("rejected")
+    try:
+        hazards = tuple(_hazard(h) for h in header.get("hazards") or ())
+        layout = _layout(header.get("layout"))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ProtocolError(f"malformed layout or hazards in a result ({type(exc).__name__})") from None
+    if rejected is not None and not isinstance(rejected, str):
+        raise ProtocolError("a result's rejected field is not a string")
+    return BackendResult(message.arrays.get("value"), layout=layout, hazards=hazards, rejected=rejected)
 
 
 def error_message(kind: str, text: str) -> Message:
