@@ -29,6 +29,16 @@ def jax(dtype: str, direction: Direction) -> Semantics:
     return Semantics(slope_dtype=dtype, grad_rule="ge", grad_form=form, daz=flush, ftz=flush)
 
 
+def jax_fused_float16(dtype: str, direction: Direction) -> Semantics:
+    """:func:`jax` with the float16 backward fused into one multiply-add in float32, as
+    XLA:CPU compiles it on some hosts (measured on an Intel Xeon reporting avx512_bf16 and
+    amx_bf16; other hosts widen op by op, the branch sum of :func:`jax`)."""
+    model = jax(dtype, direction)
+    if dtype == "float16" and direction == "backward":
+        return Semantics(slope_dtype=dtype, grad_rule="ge", grad_form="fma")
+    return model
+
+
 def tensorflow(dtype: str, direction: Direction) -> Semantics:
     """``tf.nn.leaky_relu``: a float32 attribute converted to T; DAZ/FTZ where T computes in float32."""
     flush = dtype in ("bfloat16", "float32")
@@ -72,6 +82,10 @@ MODELS: dict[str, Model] = {
     "tensorflow": tensorflow, "keras[jax]": jax, "keras[numpy]": keras_numpy,
     "keras[tensorflow]": tensorflow,
 }
+
+#: A second model that holds instead on some hosts: the framework's code generation depends on
+#: the CPU it runs on.
+HOST_DEPENDENT: dict[str, Model] = {"jax": jax_fused_float16, "keras[jax]": jax_fused_float16}
 
 
 def known_semantics(backend: str, *, profile: Optional[str] = None, dtype: str,
