@@ -6,7 +6,7 @@ TORCH_SPEC ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-# Frameworks that cannot share the main environment get one each (README "Frameworks").
+# Frameworks that cannot share the main environment get one each (docs/explanation/frameworks.md).
 # The backends find them here; CONFORMANCE_PADDLE_PYTHON / CONFORMANCE_MINDSPORE_PYTHON override.
 PADDLE_VENV ?= .venv-paddle
 MINDSPORE_VENV ?= .venv-mindspore

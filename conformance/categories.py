@@ -2,7 +2,7 @@
 finding-detail field merges when two claims or findings of one category are joined.
 
 Triage claims only categories registered here; the gate's policy, the merge
-order, the JSON schema enum, selftest's expectations and the README table are
+order, the JSON schema enum, selftest's expectations and docs/reference/categories.md are
 derived from or checked against this table.  An unknown name is an error
 (:func:`check`), never a silent drop.
 """
@@ -129,7 +129,7 @@ def merge_detail(first: dict, second: dict, *, keep_first: frozenset[str] = froz
 
 
 def markdown_table() -> str:
-    """The README's category table, generated from the registry."""
+    """The category table of docs/reference/categories.md, generated from the registry."""
     lines = ["| category | group | meaning |", "|---|---|---|"]
     lines += [f"| `{c.name}` | {c.group} | {c.summary} |" for c in REGISTRY.values()]
     return "\n".join(lines)

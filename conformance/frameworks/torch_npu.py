@@ -3,8 +3,8 @@
 It only makes sense on an Ascend host with ``torch_npu`` installed, so by default
 it runs behind a worker (``conformance worker --backend torch_npu``), and a user
 reaches a remote host with ``--worker "ssh HOST /opt/venv/bin/conformance worker
---backend torch_npu"``.  Untested on hardware: no Ascend device was available
-when it was written; the worker protocol around it is tested with other backends.
+--backend torch_npu"``.  Not run on Ascend hardware by the project's tests; the worker protocol around it
+is tested with other backends.
 dtypes: FLOAT, FLOAT16, BFLOAT16 and DOUBLE, as hicann/ops-nn's
 ``activation/leaky_relu/README.md`` lists them for aclnnLeakyRelu.
 """

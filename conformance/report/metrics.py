@@ -1,6 +1,6 @@
 """How far off: abs/rel/ULP error, positional classes and msprobe-style indicators.
 
-Conventions (also in the README):
+Conventions:
 
 - Two elements *match* when their bit patterns are equal, or when both are NaN
   (any NaN equals any NaN).  Every other pair is a *mismatch*, +0 vs -0 included.

@@ -223,7 +223,7 @@ def _check_schema(db: sqlite3.Connection, path: Path) -> None:
     if version == SCHEMA_VERSION and tuple(columns) == _COLUMNS:
         return
     if version == 0 and "chunks" in tables and "checksum" not in columns:
-        raise UsageError(f"--store {str(path)!r} was written by an older conformance (no fingerprints or "
+        raise UsageError(f"--store {str(path)!r} comes from an older conformance (no fingerprints or "
                          "checksums); delete it or pass a new --store")
     raise UsageError(f"--store {str(path)!r} holds another schema (user_version {version}, tables "
                      f"{', '.join(sorted(tables))[:80]}), not a sweep store; delete it or pass a new --store")
