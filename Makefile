@@ -14,7 +14,7 @@ PADDLE_SPEC ?= paddlepaddle==3.3.1
 # mindspore 2.10 breaks under numpy 2.x although its metadata allows it.
 MINDSPORE_SPEC ?= mindspore==2.10.0 numpy==1.26.*
 # What `conformance worker` itself imports; the package goes in with --no-deps (no torch/TF there).
-WORKER_DEPS ?= numpy ml_dtypes hypothesis rich
+WORKER_DEPS ?= numpy "ml_dtypes<0.7" hypothesis rich
 FRAMEWORK_STAMPS := $(PADDLE_VENV)/.installed $(MINDSPORE_VENV)/.installed
 ALL_BACKENDS ?= golden,torch,tensorflow,cann,jax,onnxruntime,keras,paddle,mindspore
 # conformance-all gates like conformance: a FAIL verdict (exit 1) fails the target.
