@@ -1,0 +1,516 @@
+"""Proof that a change of layout changed no output: save every output once, check it later.
+
+``python -m benchmarks.unchanged save DIR`` runs, on the checkout in the current
+directory (``--checkout`` names another):
+
+- ``conformance``: ``conformance run`` with ``make conformance``'s arguments (the JSON report);
+- ``conformance-all``: the same with ``make conformance-all``'s backend set, paddle and
+  mindspore in their own environments;
+- ``selftest-generated``: ``conformance selftest --generated 2000``'s printed confusion
+  matrix (the command has no JSON option), printed 400 columns wide so no name is cut;
+- ``compare-<defect>``: ``conformance compare``'s JSON on eleven defect dumps, and
+  ``compare-msprobe-leaky3`` on the msprobe tensor dump in ``tests/fixtures``.
+
+Every command gets ``--seed 0`` and ``PYTHONHASHSEED=0``.  ``check DIR`` recomputes the
+same commands with the settings saved in ``DIR/meta.json`` and prints one line per output,
+``identical`` or ``differs: <first differing JSON path>``; it exits 1 on any difference.
+
+Which code runs: each command is ``sys.executable -m conformance ...`` started in the
+checkout, so ``-m`` puts the checkout first on ``sys.path`` (setuptools' editable finder
+comes after it).  The paddle and mindspore workers run in their own environments, whose
+editable install may point at another checkout; ``CONFORMANCE_PADDLE_PYTHON`` and
+``CONFORMANCE_MINDSPORE_PYTHON`` are therefore set to a wrapper that starts that
+environment's python on a bootstrap which puts the checkout first on ``sys.path``, drops
+the editable finders, logs ``conformance.__file__`` and runs ``-m conformance worker``.
+The script prints every ``conformance.__file__`` it saw and stops if one lies outside the
+checkout.  The environments' pythons come from ``--paddle-python``/``--mindspore-python``,
+else the variables above, else ``<checkout>/.venv-paddle`` and ``.venv-mindspore``.
+
+The dumps are made here with numpy alone (fixed seeds), so both sides read the same
+inputs whatever the checkout; their sha256 is saved and checked first.  The msprobe
+fixture is copied into ``DIR`` at save and read from there at check.
+
+Normalised before saving and comparing: the temporary directory and the checkout's path
+(in any string), fields whose name records time (``duration``, ``elapsed``, ``seconds``,
+``timestamp``, ...), durations in printed text, trailing blanks of printed lines, and
+``versions.conformance`` (the harness's own version).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+SEED = 0
+GENERATED = 2000
+ALL_BACKENDS = "golden,torch,tensorflow,cann,jax,onnxruntime,keras,paddle,mindspore"
+OWN_ENVIRONMENTS = {"paddle": ".venv-paddle", "mindspore": ".venv-mindspore"}
+MSPROBE_FIXTURE = Path("tests/fixtures/msprobe/leaky3")
+WIDTH = "400"
+TIME_KEY = re.compile(r"(^|_)(time|times|duration|durations|elapsed|seconds|timestamp|started|finished|took|wall)"
+                      r"(_|$)", re.IGNORECASE)
+TIME_TEXT = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|sec|seconds)\b")
+HARNESS_VERSION = ("versions", "conformance")
+F32 = np.float32
+F16 = np.float16
+
+
+class Failure(Exception):
+    """A set-up problem: printed as one line, exit 2."""
+
+
+# ----------------------------------------------------------------------------- the differ
+
+def normalise(doc: Any, *, paths: Mapping[str, str], at: tuple[str, ...] = ()) -> Any:
+    """``doc`` with time fields, the harness version and machine paths replaced by placeholders."""
+    if isinstance(doc, dict):
+        return {k: _normalise_field(k, v, paths=paths, at=(*at, k)) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [normalise(v, paths=paths, at=at) for v in doc]
+    if isinstance(doc, str):
+        return normalise_text(doc, paths=paths, durations=False)
+    return doc
+
+
+def _normalise_field(key: str, value: Any, *, paths: Mapping[str, str], at: tuple[str, ...]) -> Any:
+    if at == HARNESS_VERSION:
+        return "<harness version>"
+    if TIME_KEY.search(key) and not isinstance(value, (dict, list)):
+        return "<time>"
+    return normalise(value, paths=paths, at=at)
+
+
+def normalise_text(text: str, *, paths: Mapping[str, str], durations: bool = True) -> str:
+    """``text`` with each path in ``paths`` replaced by its placeholder (longest first)."""
+    for path in sorted(paths, key=len, reverse=True):
+        text = text.replace(path, paths[path])
+    return TIME_TEXT.sub("<time>", text) if durations else text
+
+
+def first_difference(old: Any, new: Any, *, path: str = "$") -> Optional[str]:
+    """The JSON path of the first place ``new`` differs from ``old`` (key order and types count)."""
+    if type(old) is not type(new):
+        return path
+    if isinstance(old, dict):
+        return _first_dict_difference(old, new, path=path)
+    if isinstance(old, list):
+        for i, (a, b) in enumerate(zip(old, new)):
+            found = first_difference(a, b, path=f"{path}[{i}]")
+            if found:
+                return found
+        return None if len(old) == len(new) else f"{path}[{min(len(old), len(new))}]"
+    if isinstance(old, float):
+        return None if repr(old) == repr(new) else path
+    return None if old == new else path
+
+
+def _first_dict_difference(old: dict, new: dict, *, path: str) -> Optional[str]:
+    for key in old:
+        if key not in new:
+            return f"{path}.{key}"
+        found = first_difference(old[key], new[key], path=f"{path}.{key}")
+        if found:
+            return found
+    extra = [k for k in new if k not in old]
+    if extra:
+        return f"{path}.{extra[0]}"
+    return None if list(old) == list(new) else f"{path} (key order)"
+
+
+# ----------------------------------------------------------------------------- the defect dumps
+
+@dataclass(frozen=True)
+class Dump:
+    """One defect dump: the arrays a device wrote and the ``compare`` arguments that read them."""
+
+    name: str
+    files: dict[str, np.ndarray]
+    args: tuple[str, ...]
+
+
+def _all_f16() -> np.ndarray:
+    return np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(F16)
+
+
+def _f32_bits(n: int, *, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32).view(F32)
+
+
+def _f32_normal(n: int, *, seed: int, scale: float = 1.0) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal(n) * scale).astype(F32)
+
+
+def _exact(x: np.ndarray, alpha: float, *, dy: Optional[np.ndarray] = None) -> np.ndarray:
+    """LeakyReLU (or its gradient) for an alpha with few mantissa bits: the float64 product is exact."""
+    scaled = (x if dy is None else dy).astype(np.float64) * alpha
+    return np.where(x > 0, x if dy is None else dy, scaled.astype(x.dtype))
+
+
+def _flush(a: np.ndarray) -> np.ndarray:
+    tiny = np.finfo(a.dtype).tiny
+    return np.where((a != 0) & (np.abs(a) < tiny), np.copysign(np.zeros_like(a), a), a)
+
+
+def _forward(name: str, x: np.ndarray, y: np.ndarray, alpha: str, *extra: str, y_file: str = "y.npy") -> Dump:
+    return Dump(name, {"x.npy": x, y_file: y}, ("--x", "x.npy", "--y", y_file, "--alpha", alpha, *extra))
+
+
+def _backward(name: str, x: np.ndarray, dy: np.ndarray, dx: np.ndarray, alpha: str) -> Dump:
+    return Dump(name, {"x.npy": x, "dy.npy": dy, "dx.npy": dx},
+                ("--x", "x.npy", "--dy", "dy.npy", "--dx", "dx.npy", "--alpha", alpha))
+
+
+def _bf16_truncated() -> Dump:
+    bits = np.arange(1 << 16, dtype=np.uint32)
+    x = (bits << 16).view(F32)
+    product = np.where(x > 0, x, (x.astype(np.float64) * 0.2).astype(F32))
+    y = (product.view(np.uint32) >> 16).astype(np.uint16)
+    return _forward("bf16-truncated-product", bits.astype(np.uint16), y, "0.2", "--dtype", "bfloat16")
+
+
+def _tail_garbage() -> Dump:
+    x = np.random.default_rng(4).permutation(_all_f16())
+    y = _exact(x, 0.25)
+    y[-300:] = np.random.default_rng(44).integers(0, 1 << 16, 300, dtype=np.uint32).astype(np.uint16).view(F16)
+    return _forward("fp16-tail-garbage", x, y, "0.25", "--profile", "ascend910b1")
+
+
+def _flushed_subnormals() -> Dump:
+    x = _f32_bits(100_000, seed=5)
+    x[::7] = (x[::7].view(np.uint32) & np.uint32(0x807FFFFF)).view(F32)
+    return _forward("fp32-flushed-subnormals", x, _flush(_exact(_flush(x), 0.25)), "0.25")
+
+
+def _lost_nan() -> Dump:
+    x = _f32_bits(100_000, seed=6)
+    y = _exact(x, 0.25)
+    y[np.isnan(x)] = 0
+    return _forward("fp32-lost-nan", x, y, "0.25")
+
+
+def _mask_multiply() -> Dump:
+    x = _f32_normal(100_000, seed=8)
+    x[:4] = [np.inf, -np.inf, np.nan, -0.0]
+    m = (x > 0).astype(F32)
+    return _forward("fp32-mask-multiply", x, x * m + F32(0.25) * x * (F32(1) - m), "0.25")
+
+
+def _stale_block() -> Dump:
+    x, dy = _f32_normal(100_000, seed=10), _f32_normal(100_000, seed=11)
+    dx = _exact(x, 0.25, dy=dy)
+    dx[8192:10240] = dx[6144:8192]
+    return _backward("fp32-backward-stale-block", x, dy, dx, "0.25")
+
+
+def _cast_first() -> Dump:
+    x = _f32_normal(100_000, seed=12, scale=3e4)
+    x16 = x.astype(F16)
+    y = np.where(x16 > 0, x16, (x16.astype(F32) * F32(0.25)).astype(F16))
+    return _forward("fp32-to-fp16-cast-first", x, y, "0.25", y_file="y16.npz")
+
+
+def defect_dumps() -> list[Dump]:
+    """The eleven defect dumps, made with numpy alone from fixed seeds."""
+    x16, xn = _all_f16(), _f32_normal(100_000, seed=1)
+    dy16 = np.random.default_rng(9).permutation(x16)
+    with np.errstate(all="ignore"):
+        return [
+            _forward("fp32-slope-0.01-for-0.2", xn, np.where(xn > 0, xn, xn * F32(0.01)), "0.2"),
+            _forward("fp16-slope-in-fp16", x16, np.where(x16 > 0, x16, (x16.astype(F32) * F32(F16(0.2))).astype(F16)),
+                     "0.2"),
+            _bf16_truncated(), _tail_garbage(), _flushed_subnormals(), _lost_nan(),
+            _forward("fp16-saturated", x16, np.clip(_exact(x16, 2.0), -65504, 65504), "2.0"),
+            _mask_multiply(),
+            _backward("fp16-backward-ge-at-zero", x16, dy16,
+                      np.where(x16 >= 0, dy16, (dy16.astype(np.float64) * 0.25).astype(F16)), "0.25"),
+            _stale_block(), _cast_first(),
+        ]
+
+
+def _array_sha256(a: np.ndarray) -> str:
+    return hashlib.sha256(f"{a.dtype.str}{a.shape}".encode() + np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+def _tree_sha256(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def write_dumps(dumps: Sequence[Dump], root: Path) -> dict[str, str]:
+    """Write each dump into ``root/<name>/``; the sha256 of every array (zip timestamps excluded)."""
+    hashes = {}
+    for dump in dumps:
+        (root / dump.name).mkdir(parents=True)
+        for file, array in dump.files.items():
+            if file.endswith(".npz"):
+                np.savez(root / dump.name / file, y=array)
+            else:
+                np.save(root / dump.name / file, array)
+            hashes[f"{dump.name}/{file}"] = _array_sha256(array)
+    return hashes
+
+
+# ----------------------------------------------------------------------------- running the checkout
+
+BOOTSTRAP = '''import runpy, sys
+checkout, log, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+if args[:1] != ["-m"]:
+    sys.exit("worker wrapper: expects -m MODULE ARGS, got " + " ".join(args))
+sys.path.insert(0, checkout)
+sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable__")]
+import conformance
+with open(log, "a") as f:
+    f.write(conformance.__file__ + "\\n")
+sys.argv = [args[1], *args[2:]]
+runpy.run_module(args[1], run_name="__main__", alter_sys=True)
+'''
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where the code under test lives and where this run writes."""
+
+    checkout: Path
+    tmp: Path
+    env: dict[str, str]
+    seed: int
+    generated: int
+
+    @property
+    def paths(self) -> dict[str, str]:
+        return {str(self.tmp): "<tmp>", str(self.checkout): "<checkout>"}
+
+    @property
+    def worker_log(self) -> Path:
+        return self.tmp / "workers.log"
+
+
+@dataclass(frozen=True)
+class Output:
+    """One saved output: its name, the CLI arguments, whether it is JSON, and where it runs."""
+
+    name: str
+    args: tuple[str, ...]
+    json_file: Optional[str] = None  # the report file the command writes; None: keep stdout
+    cwd: Optional[str] = None  # relative to the temporary directory; None: the checkout
+
+
+def _wrapper(ctx: Context, name: str, python: Path) -> Path:
+    wrapper = ctx.tmp / f"{name}-python"
+    wrapper.write_text(f'#!/bin/sh\nexec "{python}" "{ctx.tmp / "bootstrap.py"}" '
+                       f'"{ctx.checkout}" "{ctx.worker_log}" "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def make_context(checkout: Path, *, seed: int, generated: int, pythons: Mapping[str, Optional[str]]) -> Context:
+    """A temporary directory holding the worker wrappers, and the environment every command gets."""
+    tmp = Path(tempfile.mkdtemp(prefix="unchanged-")).resolve()
+    (tmp / "bootstrap.py").write_text(BOOTSTRAP)
+    env = {**os.environ, "PYTHONHASHSEED": "0", "COLUMNS": WIDTH, "TF_CPP_MIN_LOG_LEVEL": "3",
+           "PYTHONPATH": str(checkout)}
+    ctx = Context(checkout, tmp, env, seed, generated)
+    for name, venv in OWN_ENVIRONMENTS.items():
+        variable = f"CONFORMANCE_{name.upper()}_PYTHON"
+        python = Path(pythons.get(name) or os.environ.get(variable) or checkout / venv / "bin" / "python")
+        if not os.access(python, os.X_OK):
+            raise Failure(f"{python} is not a python; `make setup-frameworks` creates it "
+                             f"(or pass --{name}-python)")
+        env[variable] = str(_wrapper(ctx, name, python))
+    return ctx
+
+
+def outputs(ctx: Context, dumps: Sequence[Dump]) -> list[Output]:
+    """Every output of the proof, with explicit seeds."""
+    seed = ("--seed", str(ctx.seed))
+    run = ("run", *seed, "--results-dir")
+    result = [
+        Output("conformance", (*run, str(ctx.tmp / "results"), "--json", str(ctx.tmp / "conformance.json"),
+                               "--junit", str(ctx.tmp / "junit.xml")), "conformance.json"),
+        Output("conformance-all", (*run, str(ctx.tmp / "results-all"), "--backend", ALL_BACKENDS, "--json",
+                                   str(ctx.tmp / "conformance-all.json"), "--junit", str(ctx.tmp / "junit-all.xml")),
+               "conformance-all.json"),
+        Output("selftest-generated", ("selftest", "--generated", str(ctx.generated), *seed)),
+    ]
+    for dump in dumps:
+        result.append(Output(f"compare-{dump.name}", ("compare", *dump.args, "--json", "report.json"),
+                             "report.json", cwd=f"dumps/{dump.name}"))
+    result.append(Output("compare-msprobe-leaky3", ("compare", "--msprobe", "leaky3", "--json", "report.json"),
+                         "report.json", cwd="msprobe"))
+    return result
+
+
+def _started(ctx: Context, code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], cwd=ctx.tmp, env=ctx.env, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def run_output(ctx: Context, out: Output) -> tuple[dict, float]:
+    """Run one command of the checkout; its normalised record and its wall time."""
+    cwd = ctx.checkout if out.cwd is None else ctx.tmp / out.cwd
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "conformance", *out.args], cwd=cwd, env=ctx.env,
+                          capture_output=True, text=True)
+    took = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise Failure(f"{out.name} exited {done.returncode}: {last}")
+    if out.json_file is None:
+        lines = [normalise_text(line.rstrip(), paths=ctx.paths) for line in done.stdout.splitlines()]
+        return {"exit": done.returncode, "stdout": lines}, took
+    report = json.loads((cwd / out.json_file).read_text())
+    return {"exit": done.returncode, "report": normalise(report, paths=ctx.paths)}, took
+
+
+def _code_under_test(ctx: Context) -> None:
+    """Print where the main process and each worker found ``conformance``; stop if outside the checkout."""
+    main = _started(ctx, "import conformance; print(conformance.__file__)")
+    workers = sorted(set(ctx.worker_log.read_text().split())) if ctx.worker_log.exists() else []
+    for where in [main, *workers]:
+        print(f"code under test: {where}")
+        if not Path(where).resolve().is_relative_to(ctx.checkout):
+            raise Failure(f"{where} is not in the checkout {ctx.checkout}")
+    if not workers:
+        raise Failure("no paddle/mindspore worker logged its code; the wrapper was not used")
+
+
+def run_all(ctx: Context, todo: Sequence[Output], *, jobs: int) -> dict[str, dict]:
+    """Every output, ``jobs`` commands at a time, each line printed as it ends."""
+    def one(out: Output) -> tuple[str, dict]:
+        record, took = run_output(ctx, out)
+        print(f"  ran {out.name} (exit {record['exit']}) in {took:.0f} s", flush=True)
+        return out.name, record
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return dict(pool.map(one, todo))
+
+
+def _checkout_backends(checkout: Path) -> None:
+    makefile = checkout / "Makefile"
+    found = re.search(r"^ALL_BACKENDS \?= (\S+)", makefile.read_text(), re.M) if makefile.exists() else None
+    if found and found.group(1) != ALL_BACKENDS:
+        print(f"note: the checkout's Makefile sets ALL_BACKENDS={found.group(1)}; the proof runs {ALL_BACKENDS}")
+
+
+# ----------------------------------------------------------------------------- save and check
+
+def _record(ctx: Context, stored: Path, *, jobs: int) -> tuple[dict[str, str], dict[str, dict]]:
+    """Make the inputs, run every output; the inputs' hashes and the records."""
+    dumps = defect_dumps()
+    hashes = write_dumps(dumps, ctx.tmp / "dumps")
+    shutil.copytree(stored, ctx.tmp / "msprobe" / "leaky3")
+    hashes["msprobe/leaky3"] = _tree_sha256(stored)
+    _checkout_backends(ctx.checkout)
+    records = run_all(ctx, outputs(ctx, dumps), jobs=jobs)
+    _code_under_test(ctx)
+    return hashes, records
+
+
+def _write_json(path: Path, doc: Any) -> None:
+    path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+
+
+def save(directory: Path, ctx: Context, *, jobs: int) -> int:
+    fixture = ctx.checkout / MSPROBE_FIXTURE
+    if not fixture.is_dir():
+        raise Failure(f"{fixture} is missing; run save in a checkout that has it")
+    hashes, records = _record(ctx, fixture, jobs=jobs)
+    directory.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(directory / "msprobe-leaky3", ignore_errors=True)
+    shutil.copytree(fixture, directory / "msprobe-leaky3")
+    _write_json(directory / "meta.json", {"seed": ctx.seed, "generated": ctx.generated, "backends": ALL_BACKENDS,
+                                          "outputs": list(records)})
+    _write_json(directory / "inputs.json", hashes)
+    for name, record in records.items():
+        _write_json(directory / f"{name}.json", record)
+        print(f"{name}: saved (exit {record['exit']})")
+    return 0
+
+
+def compare_saved(directory: Path, hashes: Mapping[str, str], records: Mapping[str, dict]) -> list[tuple[str, str]]:
+    """One (name, verdict) per saved output, the inputs first; verdict "identical" or "differs: <path>"."""
+    lines = [("inputs", _verdict(json.loads((directory / "inputs.json").read_text()), dict(hashes)))]
+    for name in json.loads((directory / "meta.json").read_text())["outputs"]:
+        saved = json.loads((directory / f"{name}.json").read_text())
+        lines.append((name, _verdict(saved, records[name]) if name in records else "differs: not produced"))
+    return lines
+
+
+def _verdict(old: Any, new: Any) -> str:
+    found = first_difference(old, new)
+    return "identical" if found is None else f"differs: {found}"
+
+
+def check(directory: Path, ctx: Context, *, jobs: int) -> int:
+    hashes, records = _record(ctx, directory / "msprobe-leaky3", jobs=jobs)
+    lines = compare_saved(directory, hashes, records)
+    for name, verdict in lines:
+        print(f"{name}: {verdict}")
+    return 0 if all(v == "identical" for _, v in lines) else 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.unchanged", description=__doc__.splitlines()[0])
+    parser.add_argument("action", choices=("save", "check"))
+    parser.add_argument("directory", type=Path, metavar="DIR")
+    parser.add_argument("--checkout", type=Path, default=Path.cwd(), help="the code under test (default: here)")
+    parser.add_argument("--jobs", type=int, default=3, help="commands run at once (default 3)")
+    for name in OWN_ENVIRONMENTS:
+        parser.add_argument(f"--{name}-python", help=f"python of the {name} environment")
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> tuple[int, int]:
+    if args.action == "save":
+        return SEED, GENERATED
+    meta = args.directory / "meta.json"
+    if not meta.is_file():
+        raise Failure(f"{meta} does not exist; run `save {args.directory}` first")
+    saved = json.loads(meta.read_text())
+    return saved["seed"], saved["generated"]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _main(args)
+    except Failure as error:
+        print(f"unchanged: {error}", file=sys.stderr)
+        return 2
+
+
+def _main(args: argparse.Namespace) -> int:
+    checkout = args.checkout.resolve()
+    if not (checkout / "conformance" / "__init__.py").is_file():
+        raise Failure(f"{checkout} is not a checkout of conformance; run from its root or pass --checkout")
+    seed, generated = _settings(args)
+    ctx = make_context(checkout, seed=seed, generated=generated,
+                       pythons={n: getattr(args, f"{n}_python") for n in OWN_ENVIRONMENTS})
+    action: Callable[..., int] = save if args.action == "save" else check
+    start = time.perf_counter()
+    try:
+        code = action(args.directory.resolve(), ctx, jobs=args.jobs)
+    finally:
+        shutil.rmtree(ctx.tmp, ignore_errors=True)
+    print(f"{args.action} took {time.perf_counter() - start:.0f} s")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
