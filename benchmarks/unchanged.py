@@ -319,20 +319,28 @@ def _wrapper(ctx: Context, name: str, python: Path) -> Path:
     return wrapper
 
 
+def _pythons(checkout: Path, given: Mapping[str, Optional[str]]) -> dict[str, Path]:
+    """Each own environment's python: given, else ``CONFORMANCE_<NAME>_PYTHON``, else the checkout's venv."""
+    found = {}
+    for name, venv in OWN_ENVIRONMENTS.items():
+        python = given.get(name) or os.environ.get(f"CONFORMANCE_{name.upper()}_PYTHON")
+        found[name] = Path(python or checkout / venv / "bin" / "python")
+        if not os.access(found[name], os.X_OK):
+            raise Failure(f"{found[name]} is not a python; `make setup-frameworks` creates it "
+                          f"(or pass --{name}-python)")
+    return found
+
+
 def make_context(checkout: Path, *, seed: int, generated: int, pythons: Mapping[str, Optional[str]]) -> Context:
     """A temporary directory holding the worker wrappers, and the environment every command gets."""
+    found = _pythons(checkout, pythons)
     tmp = Path(tempfile.mkdtemp(prefix="unchanged-")).resolve()
     (tmp / "bootstrap.py").write_text(BOOTSTRAP)
     env = {**os.environ, "PYTHONHASHSEED": "0", "COLUMNS": WIDTH, "TF_CPP_MIN_LOG_LEVEL": "3",
            "PYTHONPATH": str(checkout)}
     ctx = Context(checkout, tmp, env, seed, generated)
-    for name, venv in OWN_ENVIRONMENTS.items():
-        variable = f"CONFORMANCE_{name.upper()}_PYTHON"
-        python = Path(pythons.get(name) or os.environ.get(variable) or checkout / venv / "bin" / "python")
-        if not os.access(python, os.X_OK):
-            raise Failure(f"{python} is not a python; `make setup-frameworks` creates it "
-                             f"(or pass --{name}-python)")
-        env[variable] = str(_wrapper(ctx, name, python))
+    for name, python in found.items():
+        env[f"CONFORMANCE_{name.upper()}_PYTHON"] = str(_wrapper(ctx, name, python))
     return ctx
 
 
