@@ -1,39 +1,33 @@
 """Proof that a change of layout changed no output: save every output once, check it later.
 
-``python -m benchmarks.unchanged save DIR`` runs, on the checkout in the current
-directory (``--checkout`` names another):
+``python -m benchmarks.unchanged save DIR`` (or ``python <path>/unchanged.py save DIR``: it
+imports only numpy and the standard library) runs, on the checkout in the current directory
+(``--checkout`` names another), each with ``--seed 0`` and ``PYTHONHASHSEED=0``:
 
-- ``conformance``: ``conformance run`` with ``make conformance``'s arguments (the JSON report);
-- ``conformance-all``: the same with ``make conformance-all``'s backend set, paddle and
-  mindspore in their own environments;
-- ``selftest-generated``: ``conformance selftest --generated 2000``'s printed confusion
-  matrix (the command has no JSON option), printed 400 columns wide so no name is cut;
-- ``compare-<defect>``: ``conformance compare``'s JSON on eleven defect dumps, and
-  ``compare-msprobe-leaky3`` on the msprobe tensor dump in ``tests/fixtures``.
+- ``conformance``: ``conformance run`` with ``make conformance``'s arguments (its JSON);
+- ``conformance-all``: the same with ``make conformance-all``'s backend set;
+- ``selftest-generated``: ``conformance selftest --generated 2000``'s printed confusion matrix
+  (the command has no JSON option), 400 columns wide so no name is cut;
+- ``compare-<defect>``: ``conformance compare``'s JSON on eleven defect dumps made here with
+  numpy alone, and ``compare-msprobe-leaky3`` on the msprobe dump of ``tests/fixtures``
+  (copied into ``DIR`` at save, read from there at check).  The inputs' sha256 is checked first.
 
-Every command gets ``--seed 0`` and ``PYTHONHASHSEED=0``.  ``check DIR`` recomputes the
-same commands with the settings saved in ``DIR/meta.json`` and prints one line per output,
-``identical`` or ``differs: <first differing JSON path>``; it exits 1 on any difference.
+``check DIR`` reruns them with the settings in ``DIR/meta.json`` and prints one line per
+output, ``identical`` or ``differs: <first differing JSON path>``; exit 1 on any difference.
 
-Which code runs: each command is ``sys.executable -m conformance ...`` started in the
-checkout, so ``-m`` puts the checkout first on ``sys.path`` (setuptools' editable finder
-comes after it).  The paddle and mindspore workers run in their own environments, whose
-editable install may point at another checkout; ``CONFORMANCE_PADDLE_PYTHON`` and
-``CONFORMANCE_MINDSPORE_PYTHON`` are therefore set to a wrapper that starts that
-environment's python on a bootstrap which puts the checkout first on ``sys.path``, drops
-the editable finders, logs ``conformance.__file__`` and runs ``-m conformance worker``.
-The script prints every ``conformance.__file__`` it saw and stops if one lies outside the
-checkout.  The environments' pythons come from ``--paddle-python``/``--mindspore-python``,
-else the variables above, else ``<checkout>/.venv-paddle`` and ``.venv-mindspore``.
+Which code runs: every command is ``sys.executable -m conformance ...`` with
+``PYTHONPATH=<checkout>``, ahead of setuptools' editable finder, which comes last.  Paddle
+and mindspore run in their own environments, whose editable install may point at another
+checkout: ``CONFORMANCE_PADDLE_PYTHON``/``CONFORMANCE_MINDSPORE_PYTHON`` name a wrapper that
+starts that environment's python on a bootstrap which puts the checkout first on
+``sys.path``, drops the editable finders, logs ``conformance.__file__`` and runs ``-m
+conformance worker``.  Every ``conformance.__file__`` seen is printed; one outside the
+checkout stops the run.  The environments' pythons: ``--paddle-python``/``--mindspore-python``,
+else those variables, else ``<checkout>/.venv-paddle`` and ``.venv-mindspore``.
 
-The dumps are made here with numpy alone (fixed seeds), so both sides read the same
-inputs whatever the checkout; their sha256 is saved and checked first.  The msprobe
-fixture is copied into ``DIR`` at save and read from there at check.
-
-Normalised before saving and comparing: the temporary directory and the checkout's path
-(in any string), fields whose name records time (``duration``, ``elapsed``, ``seconds``,
-``timestamp``, ...), durations in printed text, trailing blanks of printed lines, and
-``versions.conformance`` (the harness's own version).
+Normalised: the temporary directory and the checkout's path in any string, fields whose name
+records time (``duration``, ``elapsed``, ``timestamp``, ...), durations and trailing blanks
+in printed text, and ``versions.conformance`` (the harness's own version).
 """
 from __future__ import annotations
 
@@ -282,6 +276,25 @@ runpy.run_module(args[1], run_name="__main__", alter_sys=True)
 '''
 
 
+# What hypothesis adds to its draws from the source of every local module (integer and float
+# literals, 1 draw in 40): the examples of `run` change when the package's literals change.
+CONSTANTS = '''import importlib, pkgutil, conformance
+for name in sorted(m.name for m in pkgutil.walk_packages(conformance.__path__, "conformance.")
+                   if not m.name.endswith("__main__")):
+    try:
+        importlib.import_module(name)
+    except Exception:
+        pass
+from hypothesis.internal.conjecture import providers
+found = providers._get_local_constants()
+print("integers", sorted(found.integers))
+print("floats", sorted(found.floats))
+'''
+WITHOUT_CONSTANTS = '''from hypothesis.internal.conjecture import providers
+providers._get_local_constants = lambda: providers._local_constants  # never filled: empty
+'''
+
+
 @dataclass(frozen=True)
 class Context:
     """Where the code under test lives and where this run writes."""
@@ -291,6 +304,7 @@ class Context:
     env: dict[str, str]
     seed: int
     generated: int
+    local_constants: bool
 
     @property
     def paths(self) -> dict[str, str]:
@@ -307,7 +321,7 @@ class Output:
 
     name: str
     args: tuple[str, ...]
-    json_file: Optional[str] = None  # the report file the command writes; None: keep stdout
+    json_file: Optional[str] = None  # the report it writes, relative to cwd in the temporary directory; None: stdout
     cwd: Optional[str] = None  # relative to the temporary directory; None: the checkout
 
 
@@ -331,14 +345,22 @@ def _pythons(checkout: Path, given: Mapping[str, Optional[str]]) -> dict[str, Pa
     return found
 
 
-def make_context(checkout: Path, *, seed: int, generated: int, pythons: Mapping[str, Optional[str]]) -> Context:
-    """A temporary directory holding the worker wrappers, and the environment every command gets."""
+def make_context(checkout: Path, *, seed: int, generated: int, pythons: Mapping[str, Optional[str]],
+                 local_constants: bool = True) -> Context:
+    """A temporary directory holding the worker wrappers, and the environment every command gets.
+
+    Without ``local_constants``, a ``sitecustomize`` stops hypothesis drawing the source's literals.
+    """
     found = _pythons(checkout, pythons)
     tmp = Path(tempfile.mkdtemp(prefix="unchanged-")).resolve()
     (tmp / "bootstrap.py").write_text(BOOTSTRAP)
-    env = {**os.environ, "PYTHONHASHSEED": "0", "COLUMNS": WIDTH, "TF_CPP_MIN_LOG_LEVEL": "3",
-           "PYTHONPATH": str(checkout)}
-    ctx = Context(checkout, tmp, env, seed, generated)
+    path = str(checkout)
+    if not local_constants:
+        (tmp / "site").mkdir()
+        (tmp / "site" / "sitecustomize.py").write_text(WITHOUT_CONSTANTS)
+        path = f"{tmp / 'site'}{os.pathsep}{checkout}"
+    env = {**os.environ, "PYTHONHASHSEED": "0", "COLUMNS": WIDTH, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": path}
+    ctx = Context(checkout, tmp, env, seed, generated, local_constants)
     for name, python in found.items():
         env[f"CONFORMANCE_{name.upper()}_PYTHON"] = str(_wrapper(ctx, name, python))
     return ctx
@@ -355,6 +377,7 @@ def outputs(ctx: Context, dumps: Sequence[Dump]) -> list[Output]:
                                    str(ctx.tmp / "conformance-all.json"), "--junit", str(ctx.tmp / "junit-all.xml")),
                "conformance-all.json"),
         Output("selftest-generated", ("selftest", "--generated", str(ctx.generated), *seed)),
+        Output("hypothesis-local-constants", ("-c", CONSTANTS), cwd="."),
     ]
     for dump in dumps:
         result.append(Output(f"compare-{dump.name}", ("compare", *dump.args, "--json", "report.json"),
@@ -364,16 +387,12 @@ def outputs(ctx: Context, dumps: Sequence[Dump]) -> list[Output]:
     return result
 
 
-def _started(ctx: Context, code: str) -> str:
-    done = subprocess.run([sys.executable, "-c", code], cwd=ctx.tmp, env=ctx.env, capture_output=True, text=True)
-    return done.stdout.strip()
-
-
 def run_output(ctx: Context, out: Output) -> tuple[dict, float]:
     """Run one command of the checkout; its normalised record and its wall time."""
     cwd = ctx.checkout if out.cwd is None else ctx.tmp / out.cwd
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "conformance", *out.args], cwd=cwd, env=ctx.env,
+    argv = out.args if out.args[0] == "-c" else ("-m", "conformance", *out.args)
+    done = subprocess.run([sys.executable, *argv], cwd=cwd, env=ctx.env,
                           capture_output=True, text=True)
     took = time.perf_counter() - start
     if done.returncode not in (0, 1):
@@ -382,13 +401,14 @@ def run_output(ctx: Context, out: Output) -> tuple[dict, float]:
     if out.json_file is None:
         lines = [normalise_text(line.rstrip(), paths=ctx.paths) for line in done.stdout.splitlines()]
         return {"exit": done.returncode, "stdout": lines}, took
-    report = json.loads((cwd / out.json_file).read_text())
+    report = json.loads((ctx.tmp / (out.cwd or ".") / out.json_file).read_text())
     return {"exit": done.returncode, "report": normalise(report, paths=ctx.paths)}, took
 
 
 def _code_under_test(ctx: Context) -> None:
     """Print where the main process and each worker found ``conformance``; stop if outside the checkout."""
-    main = _started(ctx, "import conformance; print(conformance.__file__)")
+    main = subprocess.run([sys.executable, "-c", "import conformance; print(conformance.__file__)"], cwd=ctx.tmp,
+                          env=ctx.env, capture_output=True, text=True).stdout.strip()
     workers = sorted(set(ctx.worker_log.read_text().split())) if ctx.worker_log.exists() else []
     for where in [main, *workers]:
         print(f"code under test: {where}")
@@ -443,7 +463,7 @@ def save(directory: Path, ctx: Context, *, jobs: int) -> int:
     shutil.rmtree(directory / "msprobe-leaky3", ignore_errors=True)
     shutil.copytree(fixture, directory / "msprobe-leaky3")
     _write_json(directory / "meta.json", {"seed": ctx.seed, "generated": ctx.generated, "backends": ALL_BACKENDS,
-                                          "outputs": list(records)})
+                                          "local_constants": ctx.local_constants, "outputs": list(records)})
     _write_json(directory / "inputs.json", hashes)
     for name, record in records.items():
         _write_json(directory / f"{name}.json", record)
@@ -479,19 +499,21 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("directory", type=Path, metavar="DIR")
     parser.add_argument("--checkout", type=Path, default=Path.cwd(), help="the code under test (default: here)")
     parser.add_argument("--jobs", type=int, default=3, help="commands run at once (default 3)")
+    parser.add_argument("--without-local-constants", action="store_true",
+                        help="save: hypothesis draws no literals of the source (kept in DIR for check)")
     for name in OWN_ENVIRONMENTS:
         parser.add_argument(f"--{name}-python", help=f"python of the {name} environment")
     return parser
 
 
-def _settings(args: argparse.Namespace) -> tuple[int, int]:
+def _settings(args: argparse.Namespace) -> tuple[int, int, bool]:
     if args.action == "save":
-        return SEED, GENERATED
+        return SEED, GENERATED, not args.without_local_constants
     meta = args.directory / "meta.json"
     if not meta.is_file():
         raise Failure(f"{meta} does not exist; run `save {args.directory}` first")
     saved = json.loads(meta.read_text())
-    return saved["seed"], saved["generated"]
+    return saved["seed"], saved["generated"], saved.get("local_constants", True)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -507,8 +529,8 @@ def _main(args: argparse.Namespace) -> int:
     checkout = args.checkout.resolve()
     if not (checkout / "conformance" / "__init__.py").is_file():
         raise Failure(f"{checkout} is not a checkout of conformance; run from its root or pass --checkout")
-    seed, generated = _settings(args)
-    ctx = make_context(checkout, seed=seed, generated=generated,
+    seed, generated, local_constants = _settings(args)
+    ctx = make_context(checkout, seed=seed, generated=generated, local_constants=local_constants,
                        pythons={n: getattr(args, f"{n}_python") for n in OWN_ENVIRONMENTS})
     action: Callable[..., int] = save if args.action == "save" else check
     start = time.perf_counter()
