@@ -14,6 +14,10 @@ imports only numpy and the standard library) runs, on the checkout in the curren
 
 ``check DIR`` reruns them with the settings in ``DIR/meta.json`` and prints one line per
 output, ``identical`` or ``differs: <first differing JSON path>``; exit 1 on any difference.
+``diff DIR OTHER`` does the same against a second saved directory (two checkouts saved at once).
+``hypothesis-local-constants`` records the literals hypothesis mixes into its draws (it reads
+every local module's source), which ``run``'s examples depend on; ``save --without-local-constants``
+turns that off on both sides (the setting is kept in ``DIR``).
 
 Which code runs: every command is ``sys.executable -m conformance ...`` with
 ``PYTHONPATH=<checkout>``, ahead of setuptools' editable finder, which comes last.  Paddle
@@ -32,7 +36,6 @@ in printed text, and ``versions.conformance`` (the harness's own version).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import re
@@ -47,7 +50,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-import numpy as np
+try:
+    from benchmarks.unchanged_dumps import Dump, defect_dumps, tree_sha256, write_dumps
+except ImportError:  # run by path from another checkout: this file's directory is on sys.path
+    from unchanged_dumps import Dump, defect_dumps, tree_sha256, write_dumps
 
 SEED = 0
 GENERATED = 2000
@@ -59,8 +65,6 @@ TIME_KEY = re.compile(r"(^|_)(time|times|duration|durations|elapsed|seconds|time
                       r"(_|$)", re.IGNORECASE)
 TIME_TEXT = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|sec|seconds)\b")
 HARNESS_VERSION = ("versions", "conformance")
-F32 = np.float32
-F16 = np.float16
 
 
 class Failure(Exception):
@@ -123,141 +127,6 @@ def _first_dict_difference(old: dict, new: dict, *, path: str) -> Optional[str]:
     if extra:
         return f"{path}.{extra[0]}"
     return None if list(old) == list(new) else f"{path} (key order)"
-
-
-# ----------------------------------------------------------------------------- the defect dumps
-
-@dataclass(frozen=True)
-class Dump:
-    """One defect dump: the arrays a device wrote and the ``compare`` arguments that read them."""
-
-    name: str
-    files: dict[str, np.ndarray]
-    args: tuple[str, ...]
-
-
-def _all_f16() -> np.ndarray:
-    return np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(F16)
-
-
-def _f32_bits(n: int, *, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32).view(F32)
-
-
-def _f32_normal(n: int, *, seed: int, scale: float = 1.0) -> np.ndarray:
-    return (np.random.default_rng(seed).standard_normal(n) * scale).astype(F32)
-
-
-def _exact(x: np.ndarray, alpha: float, *, dy: Optional[np.ndarray] = None) -> np.ndarray:
-    """LeakyReLU (or its gradient) for an alpha with few mantissa bits: the float64 product is exact."""
-    scaled = (x if dy is None else dy).astype(np.float64) * alpha
-    return np.where(x > 0, x if dy is None else dy, scaled.astype(x.dtype))
-
-
-def _flush(a: np.ndarray) -> np.ndarray:
-    tiny = np.finfo(a.dtype).tiny
-    return np.where((a != 0) & (np.abs(a) < tiny), np.copysign(np.zeros_like(a), a), a)
-
-
-def _forward(name: str, x: np.ndarray, y: np.ndarray, alpha: str, *extra: str, y_file: str = "y.npy") -> Dump:
-    return Dump(name, {"x.npy": x, y_file: y}, ("--x", "x.npy", "--y", y_file, "--alpha", alpha, *extra))
-
-
-def _backward(name: str, x: np.ndarray, dy: np.ndarray, dx: np.ndarray, alpha: str) -> Dump:
-    return Dump(name, {"x.npy": x, "dy.npy": dy, "dx.npy": dx},
-                ("--x", "x.npy", "--dy", "dy.npy", "--dx", "dx.npy", "--alpha", alpha))
-
-
-def _bf16_truncated() -> Dump:
-    bits = np.arange(1 << 16, dtype=np.uint32)
-    x = (bits << 16).view(F32)
-    product = np.where(x > 0, x, (x.astype(np.float64) * 0.2).astype(F32))
-    y = (product.view(np.uint32) >> 16).astype(np.uint16)
-    return _forward("bf16-truncated-product", bits.astype(np.uint16), y, "0.2", "--dtype", "bfloat16")
-
-
-def _tail_garbage() -> Dump:
-    x = np.random.default_rng(4).permutation(_all_f16())
-    y = _exact(x, 0.25)
-    y[-300:] = np.random.default_rng(44).integers(0, 1 << 16, 300, dtype=np.uint32).astype(np.uint16).view(F16)
-    return _forward("fp16-tail-garbage", x, y, "0.25", "--profile", "ascend910b1")
-
-
-def _flushed_subnormals() -> Dump:
-    x = _f32_bits(100_000, seed=5)
-    x[::7] = (x[::7].view(np.uint32) & np.uint32(0x807FFFFF)).view(F32)
-    return _forward("fp32-flushed-subnormals", x, _flush(_exact(_flush(x), 0.25)), "0.25")
-
-
-def _lost_nan() -> Dump:
-    x = _f32_bits(100_000, seed=6)
-    y = _exact(x, 0.25)
-    y[np.isnan(x)] = 0
-    return _forward("fp32-lost-nan", x, y, "0.25")
-
-
-def _mask_multiply() -> Dump:
-    x = _f32_normal(100_000, seed=8)
-    x[:4] = [np.inf, -np.inf, np.nan, -0.0]
-    m = (x > 0).astype(F32)
-    return _forward("fp32-mask-multiply", x, x * m + F32(0.25) * x * (F32(1) - m), "0.25")
-
-
-def _stale_block() -> Dump:
-    x, dy = _f32_normal(100_000, seed=10), _f32_normal(100_000, seed=11)
-    dx = _exact(x, 0.25, dy=dy)
-    dx[8192:10240] = dx[6144:8192]
-    return _backward("fp32-backward-stale-block", x, dy, dx, "0.25")
-
-
-def _cast_first() -> Dump:
-    x = _f32_normal(100_000, seed=12, scale=3e4)
-    x16 = x.astype(F16)
-    y = np.where(x16 > 0, x16, (x16.astype(F32) * F32(0.25)).astype(F16))
-    return _forward("fp32-to-fp16-cast-first", x, y, "0.25", y_file="y16.npz")
-
-
-def defect_dumps() -> list[Dump]:
-    """The eleven defect dumps, made with numpy alone from fixed seeds."""
-    x16, xn = _all_f16(), _f32_normal(100_000, seed=1)
-    dy16 = np.random.default_rng(9).permutation(x16)
-    with np.errstate(all="ignore"):
-        return [
-            _forward("fp32-slope-0.01-for-0.2", xn, np.where(xn > 0, xn, xn * F32(0.01)), "0.2"),
-            _forward("fp16-slope-in-fp16", x16, np.where(x16 > 0, x16, (x16.astype(F32) * F32(F16(0.2))).astype(F16)),
-                     "0.2"),
-            _bf16_truncated(), _tail_garbage(), _flushed_subnormals(), _lost_nan(),
-            _forward("fp16-saturated", x16, np.clip(_exact(x16, 2.0), -65504, 65504), "2.0"),
-            _mask_multiply(),
-            _backward("fp16-backward-ge-at-zero", x16, dy16,
-                      np.where(x16 >= 0, dy16, (dy16.astype(np.float64) * 0.25).astype(F16)), "0.25"),
-            _stale_block(), _cast_first(),
-        ]
-
-
-def _array_sha256(a: np.ndarray) -> str:
-    return hashlib.sha256(f"{a.dtype.str}{a.shape}".encode() + np.ascontiguousarray(a).tobytes()).hexdigest()
-
-
-def _tree_sha256(root: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-def write_dumps(dumps: Sequence[Dump], root: Path) -> dict[str, str]:
-    """Write each dump into ``root/<name>/``; the sha256 of every array (zip timestamps excluded)."""
-    hashes = {}
-    for dump in dumps:
-        (root / dump.name).mkdir(parents=True)
-        for file, array in dump.files.items():
-            if file.endswith(".npz"):
-                np.savez(root / dump.name / file, y=array)
-            else:
-                np.save(root / dump.name / file, array)
-            hashes[f"{dump.name}/{file}"] = _array_sha256(array)
-    return hashes
 
 
 # ----------------------------------------------------------------------------- running the checkout
@@ -443,7 +312,7 @@ def _record(ctx: Context, stored: Path, *, jobs: int) -> tuple[dict[str, str], d
     dumps = defect_dumps()
     hashes = write_dumps(dumps, ctx.tmp / "dumps")
     shutil.copytree(stored, ctx.tmp / "msprobe" / "leaky3")
-    hashes["msprobe/leaky3"] = _tree_sha256(stored)
+    hashes["msprobe/leaky3"] = tree_sha256(stored)
     _checkout_backends(ctx.checkout)
     records = run_all(ctx, outputs(ctx, dumps), jobs=jobs)
     _code_under_test(ctx)
@@ -485,18 +354,37 @@ def _verdict(old: Any, new: Any) -> str:
     return "identical" if found is None else f"differs: {found}"
 
 
-def check(directory: Path, ctx: Context, *, jobs: int) -> int:
-    hashes, records = _record(ctx, directory / "msprobe-leaky3", jobs=jobs)
-    lines = compare_saved(directory, hashes, records)
+def _read(directory: Path, name: str) -> Any:
+    return json.loads((directory / name).read_text())
+
+
+def _report(lines: Sequence[tuple[str, str]]) -> int:
     for name, verdict in lines:
         print(f"{name}: {verdict}")
     return 0 if all(v == "identical" for _, v in lines) else 1
 
 
+def check(directory: Path, ctx: Context, *, jobs: int) -> int:
+    hashes, records = _record(ctx, directory / "msprobe-leaky3", jobs=jobs)
+    return _report(compare_saved(directory, hashes, records))
+
+
+def diff(directory: Path, other: Path) -> int:
+    """``check`` against a second saved directory instead of a fresh run (both saved, e.g. at once)."""
+    for meta in (directory / "meta.json", other / "meta.json"):
+        if not meta.is_file():
+            raise Failure(f"{meta} does not exist; run `save {meta.parent}` first")
+    settings = [{k: v for k, v in _read(d, "meta.json").items() if k != "outputs"} for d in (directory, other)]
+    records = {name: _read(other, f"{name}.json") for name in _read(other, "meta.json")["outputs"]}
+    lines = compare_saved(directory, _read(other, "inputs.json"), records)
+    return _report([("settings", _verdict(*settings)), *lines])
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.unchanged", description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=("save", "check"))
+    parser.add_argument("action", choices=("save", "check", "diff"))
     parser.add_argument("directory", type=Path, metavar="DIR")
+    parser.add_argument("other", type=Path, nargs="?", metavar="OTHER", help="diff: a second saved DIR")
     parser.add_argument("--checkout", type=Path, default=Path.cwd(), help="the code under test (default: here)")
     parser.add_argument("--jobs", type=int, default=3, help="commands run at once (default 3)")
     parser.add_argument("--without-local-constants", action="store_true",
@@ -526,6 +414,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    if args.action == "diff":
+        if args.other is None:
+            raise Failure("diff needs two saved directories: diff DIR OTHER")
+        return diff(args.directory, args.other)
     checkout = args.checkout.resolve()
     if not (checkout / "conformance" / "__init__.py").is_file():
         raise Failure(f"{checkout} is not a checkout of conformance; run from its root or pass --checkout")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import unchanged as u
+from benchmarks import unchanged_dumps as dumps
 
 PATHS = {"/tmp/unchanged-x": "<tmp>", "/work/checkout": "<checkout>"}
 
@@ -55,8 +56,8 @@ def test_equal_documents_have_no_difference_nan_included() -> None:
 
 
 def test_the_eleven_dumps_are_the_same_on_every_call(tmp_path: Path) -> None:
-    first = u.write_dumps(u.defect_dumps(), tmp_path / "a")
-    again = u.write_dumps(u.defect_dumps(), tmp_path / "b")
+    first = dumps.write_dumps(dumps.defect_dumps(), tmp_path / "a")
+    again = dumps.write_dumps(dumps.defect_dumps(), tmp_path / "b")
     assert first == again and len({name.split("/")[0] for name in first}) == 11
 
 
@@ -101,3 +102,17 @@ def test_the_worker_wrapper_runs_the_checkout_under_test(tmp_path: Path) -> None
 def test_a_missing_environment_is_one_line_saying_how_to_make_it(tmp_path: Path) -> None:
     with pytest.raises(u.Failure, match="make setup-frameworks"):
         u.make_context(tmp_path, seed=0, generated=1, pythons={"paddle": str(tmp_path / "none"), "mindspore": None})
+
+
+def test_diff_compares_two_saved_directories_settings_included(tmp_path: Path, capsys) -> None:
+    _saved(tmp_path / "a", {"one": {"exit": 0, "report": {"v": 1}}})
+    _saved(tmp_path / "b", {"one": {"exit": 0, "report": {"v": 2}}})
+    assert u.main(["diff", str(tmp_path / "a"), str(tmp_path / "a")]) == 0
+    assert u.main(["diff", str(tmp_path / "a"), str(tmp_path / "b")]) == 1
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-3:] == ["settings: identical", "inputs: identical", "one: differs: $.report.v"]
+
+
+def test_diff_without_a_second_directory_is_a_usage_error(tmp_path: Path, capsys) -> None:
+    assert u.main(["diff", str(tmp_path)]) == 2
+    assert "diff DIR OTHER" in capsys.readouterr().err
