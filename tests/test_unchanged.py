@@ -116,3 +116,19 @@ def test_diff_compares_two_saved_directories_settings_included(tmp_path: Path, c
 def test_diff_without_a_second_directory_is_a_usage_error(tmp_path: Path, capsys) -> None:
     assert u.main(["diff", str(tmp_path)]) == 2
     assert "diff DIR OTHER" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("local_constants", [True, False])
+def test_without_local_constants_hypothesis_draws_no_literal_of_the_source(tmp_path: Path, local_constants) -> None:
+    checkout = tmp_path / "checkout"
+    (checkout / "conformance").mkdir(parents=True)
+    (checkout / "conformance" / "__init__.py").write_text("LITERAL = 777777\n")
+    ctx = u.make_context(checkout, seed=0, generated=1, local_constants=local_constants,
+                         pythons={n: sys.executable for n in u.OWN_ENVIRONMENTS})
+    probe = ("import conformance; from hypothesis.internal.conjecture import providers; "
+             "print(777777 in providers._get_local_constants().integers)")
+    try:
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ctx.tmp, env=ctx.env)
+    finally:
+        shutil.rmtree(ctx.tmp)
+    assert done.stdout.strip() == str(local_constants), done.stderr
