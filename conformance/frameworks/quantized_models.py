@@ -17,6 +17,7 @@ import numpy as np
 from conformance.reference.quantized import QuantParams
 
 f32 = np.float32
+_XNN_NEGATIVE_MIN = float.fromhex("-0x1.FFFCp6")  # XNNPACK's lower bound on the negative scale
 QuantModelFn = Callable[..., np.ndarray]
 
 
@@ -124,7 +125,7 @@ def xnnpack_multipliers(alpha: float, *, params: QuantParams) -> tuple[int, int]
     ``|negative scale| < 2**-8``)."""
     positive = f32(params.s_in) / f32(params.s_out)
     negative = positive * f32(alpha)
-    if not (2.0 ** -8 <= positive <= 2.0 ** 7) or not (-0x1.FFFCp6 <= negative <= 2.0 ** 7):
+    if not (2.0 ** -8 <= positive <= 2.0 ** 7) or not (_XNN_NEGATIVE_MIN <= negative <= 2.0 ** 7):
         return None
     if abs(negative) < 2.0 ** -8:
         return None
