@@ -29,8 +29,10 @@ def torch(codes: np.ndarray, alpha: float, *, params: QuantParams) -> np.ndarray
     torch_mod = require("torch", backend="torch")
     functional = require("torch.ao.nn.quantized.functional", backend="torch")
     q = torch_mod.from_numpy(np.ascontiguousarray(codes, dtype=params.storage).reshape(-1))
-    qx = torch_mod._make_per_tensor_quantized_tensor(q, params.s_in, params.z_in)
-    y = functional.leaky_relu(qx, alpha, scale=params.s_out, zero_point=params.z_out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # quantized dtypes are deprecated, still computed
+        qx = torch_mod._make_per_tensor_quantized_tensor(q, params.s_in, params.z_in)
+        y = functional.leaky_relu(qx, alpha, scale=params.s_out, zero_point=params.z_out)
     return y.int_repr().numpy()
 
 
