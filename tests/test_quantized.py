@@ -3,6 +3,7 @@ real framework, bit for bit on all 256 codes; where the frameworks leave the exa
 from __future__ import annotations
 
 import functools
+import json
 from fractions import Fraction
 
 import numpy as np
@@ -204,3 +205,42 @@ def test_framework_models_are_within_one_code_of_exact(name: str) -> None:
 def test_every_model_cites_its_sources() -> None:
     assert set(models.MODELS) == {"torch", "tflite[builtin]", "tflite[xnnpack]", "onnxruntime"}
     assert all(m.sources and all(":" in s for s in m.sources) for m in models.MODELS.values())
+
+
+# --- The command -----------------------------------------------------------------------------
+
+def _quantized_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from conformance.cli import main
+
+    code = main(["quantized", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_quantized_command_reports_code_differences_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("onnxruntime")
+    code, out, _ = _quantized_cli(capsys, "--framework", "onnxruntime[qlinear]", "--settings", "2", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["verdict"] == "pass" and data["tolerance"] == 1
+    first = data["rows"][0]
+    params = QuantParams(first["s_in"], first["z_in"], first["s_out"], first["z_out"], first["dtype"])
+    expected = models.onnxruntime(all_codes(params), first["alpha"], params=params) != exact_table(
+        first["alpha"], params=params)
+    assert first["differing"] == int(expected.sum()) > 0 and first["max_code_diff"] == 1
+
+
+def test_quantized_command_fails_past_the_tolerance(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    code, out, _ = _quantized_cli(capsys, "--framework", "torch[tail]", "--settings", "1", "--tolerance", "0")
+    assert code == 1 and "torch[tail]" in out and "fail" in out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (("--tolerance", "-1"), "--tolerance must be >= 0"),
+    (("--framework", "tflite[gpu]"), "is not one of"),
+    (("--settings", "0"), "--settings must be in"),
+])
+def test_quantized_command_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: tuple[str, ...],
+                                               message: str) -> None:
+    code, out, err = _quantized_cli(capsys, *argv)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1

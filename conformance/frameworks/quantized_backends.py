@@ -11,14 +11,14 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from conformance.frameworks.loading import require
-from conformance.reference.quantized import QuantParams
+from conformance.reference.quantized import QuantParams, all_codes
 
 _ORT_LEVELS = ("off", "all")
 _ORT_GRAPHS = ("qlinear", "qdq")
@@ -163,3 +163,46 @@ def tflite(codes: np.ndarray, *, model: TFLiteModel, xnnpack: bool) -> np.ndarra
     interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
     interpreter.invoke()
     return interpreter.get_tensor(interpreter.get_output_details()[0]["index"]).reshape(-1)
+
+
+Runner = Callable[[float, QuantParams], tuple[QuantParams, np.ndarray]]
+
+
+def _torch_body(alpha: float, params: QuantParams) -> tuple[QuantParams, np.ndarray]:
+    """All codes in one tensor: every element takes the vector body."""
+    return params, torch(all_codes(params), alpha, params=params)
+
+
+def _torch_tail(alpha: float, params: QuantParams) -> tuple[QuantParams, np.ndarray]:
+    """All codes in 16-element tensors: every element takes the scalar op."""
+    codes = all_codes(params)
+    return params, np.concatenate([torch(codes[i:i + 16], alpha, params=params) for i in range(0, codes.size, 16)])
+
+
+def _onnxruntime(graph: str, optimization: str) -> Runner:
+    def run(alpha: float, params: QuantParams) -> tuple[QuantParams, np.ndarray]:
+        return params, onnxruntime(all_codes(params), alpha, params=params, graph=graph, optimization=optimization)
+    return run
+
+
+def _tflite(*, xnnpack: bool) -> Runner:
+    def run(alpha: float, params: QuantParams) -> tuple[QuantParams, np.ndarray]:
+        """Calibrated on the input range the setting's codes cover; the interpreter's own
+        parameters (float32 scales, the output's from calibration) are the ones returned."""
+        lo, hi = params.code_range
+        model = tflite_model(alpha, low=params.s_in * (lo - params.z_in), high=params.s_in * (hi - params.z_in),
+                             dtype=params.dtype)
+        return model.params, tflite(all_codes(model.params), model=model, xnnpack=xnnpack)
+    return run
+
+
+#: framework[profile] -> runner over all codes of a setting; the module each needs.
+RUNNERS: dict[str, tuple[Runner, str]] = {
+    "torch[vector]": (_torch_body, "torch"),
+    "torch[tail]": (_torch_tail, "torch"),
+    "tflite[builtin]": (_tflite(xnnpack=False), "tensorflow"),
+    "tflite[xnnpack]": (_tflite(xnnpack=True), "tensorflow"),
+    "onnxruntime[qlinear]": (_onnxruntime("qlinear", "all"), "onnxruntime"),
+    "onnxruntime[qdq-off]": (_onnxruntime("qdq", "off"), "onnxruntime"),
+    "onnxruntime[qdq-all]": (_onnxruntime("qdq", "all"), "onnxruntime"),
+}
