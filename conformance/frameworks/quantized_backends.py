@@ -127,8 +127,7 @@ def _convert(model: Any, *, low: float, high: float, dtype: str, size: int) -> b
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     converter.inference_input_type = converter.inference_output_type = (
         tf.int8 if dtype == "qint8" else tf.uint8)
-    with _quiet():
-        return converter.convert()
+    return converter.convert()
 
 
 def _interpreter(flatbuffer: bytes, *, xnnpack: bool) -> Any:
@@ -147,7 +146,8 @@ def tflite_model(alpha: float, *, low: float, high: float, dtype: str = "qint8",
     """A Keras ``LeakyReLU`` layer converted with full-integer post-training quantization,
     calibrated on ``[low, high]``; its parameters as the interpreter reports them."""
     require("tensorflow", backend="tflite")
-    flatbuffer = _convert(_keras_leaky_relu(alpha, size=size), low=low, high=high, dtype=dtype, size=size)
+    with _quiet():
+        flatbuffer = _convert(_keras_leaky_relu(alpha, size=size), low=low, high=high, dtype=dtype, size=size)
     interpreter = _interpreter(flatbuffer, xnnpack=False)
     s_in, z_in = interpreter.get_input_details()[0]["quantization"]
     s_out, z_out = interpreter.get_output_details()[0]["quantization"]
