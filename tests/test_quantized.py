@@ -71,7 +71,7 @@ def test_round_half_even(num: int, den: int, expected: int) -> None:
 
 @pytest.mark.parametrize("kwargs", [dict(s_in=0.0), dict(s_in=-0.1), dict(s_out=float("nan")),
                                     dict(s_out=float("inf")), dict(z_in=128), dict(z_out=-129),
-                                    dict(dtype="int8"), dict(z_in=1.5)])
+                                    dict(dtype="int8"), dict(z_in=1.5), dict(z_out=True)])
 def test_quant_params_reject_bad_settings(kwargs: dict) -> None:
     base = dict(s_in=0.1, z_in=0, s_out=0.1, z_out=0, dtype="qint8")
     with pytest.raises(ValueError, match=next(iter(kwargs)) if "dtype" not in kwargs else "dtype"):
@@ -148,6 +148,8 @@ TFLITE_SETTINGS = [
     (0.3, -2.55, 0.0, "qint8"), (0.001, -10.0, 2.0, "qint8"), (0.0005, -4.0, 4.0, "qint8"),
     (0.1, -1.28, 1.27, "quint8"), (0.2, -0.5, 12.25, "quint8"), (0.01, -5.1, 7.65, "qint8"),
     (1.5, -2.0, 3.0, "qint8"), (0.05, -0.02, 2.53, "quint8"), (0.25, -12.8, 0.5, "qint8"),
+    (1 / 3, -2.55, 2.55, "quint8"), (0.0, -1.0, 3.0, "qint8"), (0.02, -0.51, 0.0, "quint8"),
+    (0.3, -25.5, 25.5, "qint8"), (0.1, -0.3, 0.2, "qint8"), (0.01, -100.0, 27.5, "quint8"),
 ]
 
 
@@ -194,9 +196,9 @@ def test_tflite_example_is_one_code_below_exact() -> None:
     assert models.tflite_builtin(codes, 0.2, params=params)[0] == -128
 
 
-@pytest.mark.parametrize("name", ["torch", "tflite[builtin]", "tflite[xnnpack]", "onnxruntime"])
-def test_framework_models_are_within_one_code_of_exact(name: str) -> None:
-    model = models.MODELS[name].compute
+@pytest.mark.parametrize("model", [models.torch_vector, models.torch_scalar, models.tflite_builtin,
+                                   models.tflite_xnnpack, models.onnxruntime], ids=lambda m: m.__name__)
+def test_framework_models_are_within_one_code_of_exact(model: models.QuantModelFn) -> None:
     distances = [_code_distance(model(all_codes(p), a, params=p), exact_table(a, params=p)) for p, a in SETTINGS]
     assert max(distances) == 1  # some setting differs, none by more than one code (a Q8
     # multiplier is off by at most 1/512, under half a code over |q - z_in| <= 255)
@@ -244,3 +246,13 @@ def test_quantized_command_usage_errors_exit_2(capsys: pytest.CaptureFixture[str
                                                message: str) -> None:
     code, out, err = _quantized_cli(capsys, *argv)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_grid_covers_both_dtypes_ties_and_xnnpack_declining() -> None:
+    from conformance.cases.quantized import quant_grid
+
+    grid = quant_grid(12)
+    assert grid[0] == (QuantParams(0.05, 0, 0.04, -28, "qint8"), 0.2)
+    assert {p.dtype for p, _ in grid} == {"qint8", "quint8"}
+    assert any(models.xnnpack_multipliers(a, params=p) is None for p, a in grid)
+    assert quant_grid(12) == grid and len(quant_grid(40)) == 40

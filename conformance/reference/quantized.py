@@ -40,7 +40,7 @@ class QuantParams:
         lo, hi = self.code_range
         for name in ("z_in", "z_out"):
             value = getattr(self, name)
-            if not (isinstance(value, (int, np.integer)) and lo <= value <= hi):
+            if isinstance(value, bool) or not (isinstance(value, (int, np.integer)) and lo <= value <= hi):
                 raise ValueError(f"{name} must be an integer code in {lo}..{hi} for {self.dtype}, got {value!r}")
 
     @property
