@@ -150,6 +150,7 @@ TFLITE_SETTINGS = [
     (1.5, -2.0, 3.0, "qint8"), (0.05, -0.02, 2.53, "quint8"), (0.25, -12.8, 0.5, "qint8"),
     (1 / 3, -2.55, 2.55, "quint8"), (0.0, -1.0, 3.0, "qint8"), (0.02, -0.51, 0.0, "quint8"),
     (0.3, -25.5, 25.5, "qint8"), (0.1, -0.3, 0.2, "qint8"), (0.01, -100.0, 27.5, "quint8"),
+    (0.001, -10.0, 0.01, "qint8"), (300.0, -1.0, 0.0, "qint8"),
 ]
 
 
@@ -171,9 +172,13 @@ def test_tflite_models_equal_tflite(setting: tuple[float, float, float, str]) ->
     np.testing.assert_array_equal(models.tflite_xnnpack(codes, model.alpha, params=model.params), xnnpack)
 
 
-def test_xnnpack_declines_a_negative_scale_below_two_to_minus_8() -> None:
+@pytest.mark.parametrize("setting", [(0.0005, -4.0, 4.0, "qint8"), (0.0, -1.0, 3.0, "qint8"),
+                                     (0.001, -10.0, 0.01, "qint8"), (300.0, -1.0, 0.0, "qint8")],
+                         ids=["negative-scale-below-2^-8", "zero-slope", "positive-scale-above-2^7",
+                              "positive-scale-below-2^-8"])
+def test_xnnpack_declines_scales_outside_its_range(setting: tuple[float, float, float, str]) -> None:
     pytest.importorskip("tensorflow")
-    model, builtin, xnnpack = _tflite(0.0005, -4.0, 4.0, "qint8")
+    model, builtin, xnnpack = _tflite(*setting)
     assert models.xnnpack_multipliers(model.alpha, params=model.params) is None
     np.testing.assert_array_equal(xnnpack, builtin)
 

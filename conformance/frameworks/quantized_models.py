@@ -121,8 +121,9 @@ def tflite_builtin(codes: np.ndarray, alpha: float, *, params: QuantParams) -> n
 
 def xnnpack_multipliers(alpha: float, *, params: QuantParams) -> tuple[int, int] | None:
     """``lrintf(256*scale)`` for the positive and negative branch, or None where the
-    delegate declines the node (scales outside XNNPACK's asserted ranges, among them
-    ``|negative scale| < 2**-8``)."""
+    delegate declines the node: where XNNPACK's parameter asserts would fail (positive
+    scale outside [2**-8, 2**7], negative scale outside [-0x1.FFFCp6, 2**7] or of magnitude
+    below 2**-8; the positive bounds and the 2**-8 magnitude are measured with the interpreter)."""
     positive = f32(params.s_in) / f32(params.s_out)
     negative = positive * f32(alpha)
     if not (2.0 ** -8 <= positive <= 2.0 ** 7) or not (_XNN_NEGATIVE_MIN <= negative <= 2.0 ** 7):
@@ -173,8 +174,7 @@ MODELS: dict[str, QuantModel] = {m.name: m for m in (
         "gemmlowp: fixedpoint/fixedpoint.h (SaturatingRoundingDoublingHighMul, RoundingDivideByPOT)")),
     QuantModel("tflite[xnnpack]", tflite_xnnpack, (
         "XNNPACK: src/microparams-init.c (xnn_init_qs8_lrelu_scalar_params)",
-        "XNNPACK: src/qs8-vlrelu/scalar-select.c.in, avx2.c.in",
-        "tensorflow: tensorflow/lite/delegates/xnnpack/xnnpack_delegate.cc (VisitLeakyReluNode)")),
+        "XNNPACK: src/qs8-vlrelu/scalar-select.c.in, avx2.c.in")),
     QuantModel("onnxruntime", onnxruntime, (
         "onnxruntime: onnxruntime/contrib_ops/cpu/quantization/qlinear_lookup_table.cc",
         "onnxruntime: onnxruntime/core/mlas/lib/quantize.cpp (MlasQuantizeLinear)")),
