@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conformance.cases.defects import catalogue, generate
@@ -38,6 +38,7 @@ def test_generated_defects_are_named_with_their_planted_category() -> None:
 
 @settings(max_examples=120, deadline=None)
 @given(seed=st.integers(0, 2 ** 31 - 1))
+@example(seed=148719058)  # a stride of zeros over the only subnormal results a flush would explain
 def test_one_defect_on_a_sizable_tensor_is_named_exactly(seed: int) -> None:
     case = generate(seed, defects=1, min_size=64)
     scored = name_generated(case)

@@ -93,3 +93,48 @@ def test_errors_in_the_last_partial_block_are_tail_block_with_a_plan(cores: int,
     actual[-k:] = np.float16(0.0)
     row = judge(x, actual, 0.2, backend="dump", layout=run.layout)
     assert set(counts(row)) == {"tail-block"}, row.message
+
+
+def _with_subnormals_at(n: int, slots: np.ndarray) -> np.ndarray:
+    """float32 inputs of magnitude 1e-3 and more, with positive subnormals at ``slots`` only."""
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(n) * 10).astype(np.float32)
+    x[np.abs(x) < 1e-3] = np.float32(1.0)
+    x[slots] = np.float32(1e-40) * (1 + np.arange(slots.size, dtype=np.float32))
+    return x
+
+
+_ZEROED = {  # where a position defect writes zeros: every slot of it
+    "stride": np.arange(1, 4096, 4),
+    "block": np.arange(1200, 1600),
+    "tail": np.arange(3000, 4096),
+}
+
+
+@pytest.mark.parametrize("where", sorted(_ZEROED))
+def test_a_flush_seen_only_inside_a_zeroed_position_is_the_position(where: str) -> None:
+    # Flushing reproduces the zeros written over the subnormal results, but every element
+    # it explains lies where the position defect wrote zeros: the position alone explains
+    # them all, a second cause explains nothing more.
+    zeroed = _ZEROED[where]
+    x = _with_subnormals_at(4096, zeroed[5::40])
+    actual = ref.leaky_relu(x, 0.2)
+    actual[zeroed] = np.float32(0.0)
+    row = judge_named(x, actual, 0.2)
+    category = "tail-block" if where == "tail" else "stale-block"
+    assert counts(row) == {category: differs(actual, ref.leaky_relu(x, 0.2))}, row.message
+
+
+def test_a_flush_over_the_whole_batch_beside_a_stale_block_names_both() -> None:
+    # The flush explains subnormal results outside the block too, so it is a cause of its
+    # own and keeps the zeroed subnormal results inside the block (both explain those).
+    x = _with_subnormals_at(4096, np.arange(3, 4096, 97))
+    exact = ref.leaky_relu(x, 0.2)
+    block = np.arange(1200, 1600)
+    actual = ref.flush_to_zero(exact)
+    actual[block] = np.float32(0.0)
+    row = judge_named(x, actual, 0.2)
+    flushed = np.flatnonzero(exact != ref.flush_to_zero(exact))
+    inside = np.intersect1d(flushed, block)
+    assert flushed.size > 30 and inside.size > 2
+    assert counts(row) == {"subnormal-flush": flushed.size, "stale-block": block.size - inside.size}, row.message

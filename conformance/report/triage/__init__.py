@@ -9,7 +9,9 @@ Categories come from the registry (``conformance.categories``); the passes run i
   a description-length beam search (``search``, on the scope ``sampling`` gives it); each
   element the chosen stack reproduces goes to the rule it needs that moves its value most;
 - ``location``: ``tail-block`` by confinement to the tail regions of the tiling plan or
-  the end of the tensor, then ``stale-block`` for a block or a stride;
+  the end of the tensor, then ``stale-block`` for a block or a stride; a rule's claim
+  whose every element lies where a location claim explains them is withdrawn and its
+  elements go to the location (``location.absorb_contained``: the rule explains nothing more);
 - ``value_classes``: overflow, NaN and signed zero, and the residue (``rounding`` within
   1 ULP, else ``unexplained``) take what is left.
 

@@ -29,7 +29,7 @@ def claim_semantics(batch: Batch, state: State) -> None:
     if stack:
         sel.keep([stack] + [stack[:i] + stack[i + 1:] for i in range(len(stack))])
         for claim in attribute(sel, state.remaining, stack, alternatives):
-            state.claim(claim)
+            state.claim(claim, by_rule=True)
 
 
 def sampled_round(batch: Batch, state: State) -> bool:
@@ -45,7 +45,7 @@ def sampled_round(batch: Batch, state: State) -> bool:
         return False
     claims = attribute(Selector(batch, full_scope), mis, stack, alternatives)
     for claim in claims:
-        state.claim(claim)
+        state.claim(claim, by_rule=True)
     return state.remaining.size < mis.size
 
 

@@ -106,15 +106,25 @@ class Claim:
 
 @dataclass
 class State:
-    """What is still unexplained, and the claims so far."""
+    """What is still unexplained, and the claims so far (``by_rules``: those the
+    semantic pass proved by recomputing golden under a rule)."""
 
     remaining: np.ndarray
     claims: list = field(default_factory=list)
+    by_rules: list = field(default_factory=list)
 
-    def claim(self, claim: Claim) -> None:
+    def claim(self, claim: Claim, *, by_rule: bool = False) -> None:
         self.claims.append(claim)
+        if by_rule:
+            self.by_rules.append(claim)
         if claim.in_tensor:
             self.remaining = without(self.remaining, claim.index)
+
+    def withdraw(self, claims: list) -> None:
+        """Drop ``claims`` (their elements stay explained: the caller claims them again)."""
+        gone = {id(c) for c in claims}
+        self.claims = [c for c in self.claims if id(c) not in gone]
+        self.by_rules = [c for c in self.by_rules if id(c) not in gone]
 
 
 _MARKED = 8  # an index holding at least 1/8 of the places below its top is removed by marking

@@ -7,6 +7,7 @@ Tile layouts are read as data.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Optional
 
 import numpy as np
@@ -119,6 +120,9 @@ def claim_tail(batch: Batch, state: State, layout: Optional[TileLayout]) -> None
     n = batch.tensor_size
     used = _confined(batch.flat(rest), tail_regions(layout, n), n) if layout is not None else []
     if used:
+        spans = [(d["start"], d["stop"]) for d in used]
+        rest = absorb_contained(state, rest, covers=lambda at: _in_spans(batch.flat(at), spans)
+                                and beyond_rounding(batch, at).size == at.size)
         lo, hi = int(batch.flat(rest).min()), int(batch.flat(rest).max()) + 1
         state.claim(Claim(
             "tail-block", rest, rest.size,
@@ -171,6 +175,7 @@ def _run_start(remaining: np.ndarray, lo: int) -> int:
 
 def _claim_end(batch: Batch, state: State, index: np.ndarray, n: int, *, proved: bool) -> None:
     lo = int(batch.flat(index).min())
+    index = absorb_contained(state, index, covers=lambda at: bool((batch.flat(at) >= lo).all()))
     why = "the same kinds of input before them are right" if proved else "the rest is clean"
     state.claim(Claim(
         "tail-block", index, index.size,
@@ -221,7 +226,8 @@ def claim_blocks(batch: Batch, state: State) -> None:
     kinds = _value_kinds(batch.x)
     if 2 * int(np.isin(kinds[rest], kinds[~inside]).sum()) < rest.size or _sorted_inputs(batch.x[rest]):
         return  # inputs of kinds seen nowhere else, or sorted: a value defect may explain it
-    index = state.remaining[inside[state.remaining]]
+    index = absorb_contained(state, state.remaining[inside[state.remaining]],
+                             covers=lambda at: bool(inside[at].all()))
     where = f"[{lo}, {hi})" if step == 1 else f"every {step}th element of [{lo}, {hi})"
     state.claim(Claim(
         "stale-block", index, index.size,
@@ -269,3 +275,30 @@ def _stale_values(batch: Batch, index: np.ndarray) -> str:
                 if 10 * int(match_mask(y, a).sum()) >= 9 * index.size:
                     return f"computed with slope {slope!r}" + (f" held as {held}" if held else "")
     return "other values"
+
+
+def _in_spans(flat: np.ndarray, spans: list[tuple[int, int]]) -> bool:
+    """Every one of the flat indices ``flat`` lies in one of the [start, stop) ``spans``."""
+    inside = np.zeros(flat.size, dtype=bool)
+    for lo, hi in spans:
+        inside |= (flat >= lo) & (flat < hi)
+    return bool(inside.all())
+
+
+def absorb_contained(state: State, index: np.ndarray, *, covers: Callable[[np.ndarray], bool]) -> np.ndarray:
+    """A location claim's elements ``index``, joined by those of every claim the semantic
+    pass proved by a rule whose elements all lie where the location claim explains them
+    (``covers``); those claims are withdrawn.
+
+    Minimal description: such a rule explains no element the location does not, so it
+    adds its cost and explains nothing more.  When a real flush coincides with a stride
+    the rule is no better: a flush-to-zero kernel flushes every subnormal result, so if
+    the only ones it explains lie in the stride both explain them, and the stride
+    explains strictly more; the one explanation is the location.  A rule that also
+    explains an element outside (a flush over the whole batch beside a stale block)
+    keeps every element it explains."""
+    inside = [c for c in state.by_rules if c.in_tensor and c.index.size and covers(c.index)]
+    if not inside:
+        return index
+    state.withdraw(inside)
+    return np.union1d(index, np.concatenate([c.index for c in inside]))
