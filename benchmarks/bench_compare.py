@@ -54,8 +54,8 @@ def peak_rss_mb(args: list[str]) -> float:
 def _write_fp32(d: Path) -> np.ndarray:
     x = np.random.default_rng(0).standard_normal(N).astype(np.float32)
     np.save(d / "x.npy", x)
-    np.save(d / "y.npy", golden.leaky_relu(x, 0.2))
-    np.save(d / "y_torch_default.npy", golden.leaky_relu(x, 0.01))
+    np.save(d / "y.npy", golden.forward(x, 0.2))
+    np.save(d / "y_torch_default.npy", golden.forward(x, 0.01))
     return x
 
 
@@ -66,7 +66,7 @@ def _write_big_fp16(d: Path, *, step: int = 1 << 24) -> None:
     rng = np.random.default_rng(1)
     for lo in range(0, BIG, step):
         part = rng.standard_normal(step).astype(np.float16)
-        x[lo:lo + step], y[lo:lo + step] = part, golden.leaky_relu(part, 0.2)
+        x[lo:lo + step], y[lo:lo + step] = part, golden.forward(part, 0.2)
     x.flush(), y.flush()
     del x, y
 
@@ -83,7 +83,7 @@ def _fp32_cases(d: Path) -> None:
     inputs_mb = 2 * x.nbytes / _MB
     for name, y, target in (("clean", "y.npy", 6), ("torch-default-slope defect", "y_torch_default.npy", 12)):
         args = _compare_args(d, "x.npy", y)
-        alone, took = side_by_side(lambda: golden.leaky_relu(x, 0.2), lambda a=args: _compare_in_process(a))
+        alone, took = side_by_side(lambda: golden.forward(x, 0.2), lambda a=args: _compare_in_process(a))
         rss = peak_rss_mb(args)
         print(f"16M fp32, {name:<27} compare {took:6.2f} s   golden alone {alone:5.2f} s   "
               f"ratio {took / alone:5.1f}x (target <= {target}x)   peak RSS {rss:6.0f} MB "

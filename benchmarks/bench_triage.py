@@ -14,6 +14,7 @@ from benchmarks.timing import best_time
 from conformance.dtypes import all_patterns
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
+from conformance.reference.semantics import Semantics
 from conformance.report.evaluate import evaluate
 from conformance.report.gate import GateConfig
 
@@ -23,12 +24,14 @@ def _cases() -> list[tuple[str, np.ndarray, np.ndarray, float]]:
     bits = np.random.default_rng(0).integers(0, 2 ** 32, 1 << 20, dtype=np.uint64).astype(np.uint32)
     f32 = bits.view(np.float32)
     return [
-        ("tf fp16 alpha 0.2 (slope in fp16)", f16, ref.leaky_relu(f16, 0.2, slope_dtype="float16"), 0.2),
+        ("tf fp16 alpha 0.2 (slope in fp16)", f16,
+         ref.forward(f16, 0.2, semantics=Semantics(slope_dtype="float16")), 0.2),
         ("tf bf16 alpha 0.2 (slope + flush)", bf16,
-         ref.leaky_relu(bf16, 0.2, slope_dtype="bfloat16", flush_subnormals=True), 0.2),
+         ref.forward(bf16, 0.2, semantics=Semantics(slope_dtype="bfloat16", daz=True, ftz=True)), 0.2),
         ("jax fp32 1M alpha 0.3 (DAZ, FTZ, x >= 0)", f32,
-         ref.leaky_relu(f32, 0.3, slope_dtype="float32", daz=True, ftz=True, predicate="ge"), 0.3),
-        ("torch fp16 alpha 0.01 (1-ULP rounding)", f16, ref.leaky_relu(f16, 0.01, opmath="float32"), 0.01),
+         ref.forward(f32, 0.3, semantics=Semantics(slope_dtype="float32", daz=True, ftz=True, predicate="ge")), 0.3),
+        ("torch fp16 alpha 0.01 (1-ULP rounding)", f16,
+         ref.forward(f16, 0.01, semantics=Semantics(opmath="float32")), 0.01),
     ]
 
 
@@ -39,7 +42,7 @@ def main() -> None:
             return evaluate(x, alpha, BackendResult(y), direction="forward", backend="dump", config=config)
 
         with_triage = best_time(judged, repeat=3)
-        clean = best_time(lambda judged=judged, x=x, alpha=alpha: judged(ref.leaky_relu(x, alpha)), repeat=3)
+        clean = best_time(lambda judged=judged, x=x, alpha=alpha: judged(ref.forward(x, alpha)), repeat=3)
         print(f"{name}: {with_triage:.3f} s judged with triage, {clean:.3f} s clean "
               f"({with_triage / clean:.1f}x)")
 

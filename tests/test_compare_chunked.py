@@ -17,6 +17,7 @@ from conformance.dtypes import all_patterns
 from conformance.ingest import dumps
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
+from conformance.reference.semantics import Semantics
 from conformance.report.evaluate import Row, evaluate, evaluate_chunks
 from conformance.report.gate import load_config
 from tests.helpers import run_cli
@@ -38,7 +39,7 @@ class Dumped:
 
 
 def _default_alpha() -> dict[str, np.ndarray]:
-    return {"x": X16, "y": ref.leaky_relu(X16, 0.01)}
+    return {"x": X16, "y": ref.forward(X16, 0.01)}
 
 
 def _tail_dropped() -> dict[str, np.ndarray]:
@@ -55,23 +56,23 @@ def _special_values() -> dict[str, np.ndarray]:
     x[5::211], x[7::223] = np.inf, -np.inf
     x[11::101] = np.float32(-1e-40)
     x[13::103] = -0.0
-    y = ref.leaky_relu(x, 0.2)
+    y = ref.forward(x, 0.2)
     y[3::500] = np.nextafter(np.nextafter(np.nextafter(y[3::500], np.float32(0)), 0), 0)
     y[::970] = 0.0  # some NaN results become numbers
     y[17::1300] = np.nan  # spurious NaN
     y[19::1700] = np.inf  # overflow
     dy = rng.standard_normal(x.size).astype(np.float32)
-    dx = ref.leaky_relu_backward(dy, x, 0.2, grad_rule="ge")
+    dx = ref.backward(dy, x, 0.2, semantics=Semantics(grad_rule="ge"))
     return {"x": x, "y": y, "dy": dy, "dx": dx}
 
 
 def _two_dimensional() -> dict[str, np.ndarray]:
     x = X16.reshape(256, 256)
-    return {"x": x, "y": ref.leaky_relu(x, 0.2, slope_dtype="float16")}
+    return {"x": x, "y": ref.forward(x, 0.2, semantics=Semantics(slope_dtype="float16"))}
 
 
 CASES = [
-    Dumped("clean", lambda: {"x": X16, "y": ref.leaky_relu(X16, 0.2)}),
+    Dumped("clean", lambda: {"x": X16, "y": ref.forward(X16, 0.2)}),
     Dumped("default-alpha-defect", _default_alpha),
     Dumped("tail-defect-with-profile", _tail_dropped, ("--profile", "ascend910b1")),
     Dumped("nan-inf-forward-and-backward", _special_values),
@@ -145,7 +146,7 @@ def test_the_cases_exercise_findings_and_both_verdicts(tmp_path: Path, capsys: p
 def test_offenders_carry_global_flat_indices(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     x = np.linspace(-4, 4, 10_000, dtype=np.float32)
-    y = ref.leaky_relu(x, 0.2)
+    y = ref.forward(x, 0.2)
     wrong = [4321, 8765]
     y[wrong] = np.nextafter(np.nextafter(np.nextafter(y[wrong], np.float32(0)), 0), 0)
     np.save(tmp_path / "x.npy", x)

@@ -13,6 +13,7 @@ import pytest
 
 from conformance.dtypes import all_patterns
 from conformance.reference import golden as ref
+from conformance.reference.semantics import Semantics
 from tests.helpers import CliResult, assert_usage_error, cli_subprocess, run_cli
 
 X16 = all_patterns("float16")
@@ -31,19 +32,19 @@ def run(capsys: pytest.CaptureFixture[str]):
 def dumps(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("dumps")
     np.save(d / "x.npy", X16)
-    np.save(d / "y.npy", ref.leaky_relu(X16, 0.2))
-    np.save(d / "y_torch_default.npy", ref.leaky_relu(X16, 0.01))
+    np.save(d / "y.npy", ref.forward(X16, 0.2))
+    np.save(d / "y_torch_default.npy", ref.forward(X16, 0.01))
     dy = np.random.default_rng(2).permutation(X16)
     np.save(d / "dy.npy", dy)
-    np.save(d / "dx.npy", ref.leaky_relu_backward(dy, X16, 0.2))
+    np.save(d / "dx.npy", ref.backward(dy, X16, 0.2))
     bf = all_patterns("bfloat16")
     np.save(d / "xb_bits.npy", bf.view(np.uint16))
-    np.save(d / "yb_bits.npy", ref.leaky_relu(bf, 0.2).view(np.uint16))
+    np.save(d / "yb_bits.npy", ref.forward(bf, 0.2).view(np.uint16))
     np.save(d / "xb.npy", bf)  # ml_dtypes bfloat16: numpy stores it as '<V2'
-    np.save(d / "yb_tf.npy", ref.leaky_relu(bf, 0.2, slope_dtype="bfloat16"))
+    np.save(d / "yb_tf.npy", ref.forward(bf, 0.2, semantics=Semantics(slope_dtype="bfloat16")))
     x32 = np.linspace(-1e5, 1e5, 4001, dtype=np.float32)
     np.save(d / "x32.npy", x32)
-    np.savez(d / "y16.npz", y=ref.leaky_relu(x32, 0.2, out_dtype="float16"))
+    np.savez(d / "y16.npz", y=ref.forward(x32, 0.2, out_dtype="float16"))
     return d
 
 
@@ -67,7 +68,7 @@ def test_ml_dtypes_bfloat16_npy_is_read_as_bfloat16(run, dumps: Path) -> None:
 
 def test_float64_dumps_with_an_error_are_triaged(run, dumps: Path) -> None:
     x = np.linspace(-10, 10, 1001)
-    y = ref.leaky_relu(x, 1 / 3)
+    y = ref.forward(x, 1 / 3)
     y[17] = np.nextafter(np.nextafter(np.nextafter(y[17], 0), 0), 0)  # 3 ULP off
     np.save(dumps / "x64.npy", x)
     np.save(dumps / "y64.npy", y)
@@ -78,7 +79,7 @@ def test_float64_dumps_with_an_error_are_triaged(run, dumps: Path) -> None:
 
 def test_negative_fraction_alpha_is_a_value_not_an_option(run, dumps: Path) -> None:
     bf = all_patterns("float16")
-    np.save(dumps / "y_neg.npy", ref.leaky_relu(bf, -1 / 3))
+    np.save(dumps / "y_neg.npy", ref.forward(bf, -1 / 3))
     out = run("--x", "x.npy", "--y", "y_neg.npy", "--alpha", "-1/3", cwd=dumps)
     assert out.code == 0, out.err
 
@@ -134,7 +135,7 @@ def _object(d: Path) -> list[str]:
 
 
 def _shape(d: Path) -> list[str]:
-    np.save(d / "short.npy", ref.leaky_relu(X16[:100], 0.2))
+    np.save(d / "short.npy", ref.forward(X16[:100], 0.2))
     return ["--x", "x.npy", "--y", "short.npy", "--alpha", "0.2"]
 
 

@@ -19,6 +19,7 @@ from conformance.dtypes import all_patterns, to_bits
 from conformance.ingest.arrays import load
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
+from conformance.reference.semantics import Semantics
 from conformance.report import metrics as met
 from conformance.report.evaluate import Chunk, Row, evaluate, evaluate_chunks
 from conformance.report.gate import load_config
@@ -47,12 +48,12 @@ def _normal(n: int = N, *, seed: int = 0) -> np.ndarray:
 
 def _torch_slope() -> tuple[np.ndarray, np.ndarray, None]:
     x = _normal()
-    return x, ref.leaky_relu(x, 0.01), None
+    return x, ref.forward(x, 0.01), None
 
 
 def _torch_slope_with_a_garbled_end() -> tuple[np.ndarray, np.ndarray, None]:
     x = _normal(seed=1)
-    y = ref.leaky_relu(x, 0.01)
+    y = ref.forward(x, 0.01)
     y[-3_000:] = np.float32(0.5)
     y[::7_919] = np.nan
     return x, y, None
@@ -60,14 +61,14 @@ def _torch_slope_with_a_garbled_end() -> tuple[np.ndarray, np.ndarray, None]:
 
 def _bfloat16_flushed_and_rounded_slope() -> tuple[np.ndarray, np.ndarray, None]:
     x = np.tile(all_patterns("bfloat16"), 4)
-    return x, ref.leaky_relu(x, 0.1, daz=True, ftz=True, slope_dtype="bfloat16"), None
+    return x, ref.forward(x, 0.1, semantics=Semantics(daz=True, ftz=True, slope_dtype="bfloat16")), None
 
 
 def _backward_torch_slope_ge() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     x = _normal(seed=2)
     x[::101] = 0.0
     dy = _normal(seed=3)
-    return x, ref.leaky_relu_backward(dy, x, 0.01, grad_rule="ge"), dy
+    return x, ref.backward(dy, x, 0.01, semantics=Semantics(grad_rule="ge")), dy
 
 
 DEFECTS = [
@@ -141,8 +142,8 @@ def test_contradictions_by_the_sampled_elements_are_weighted(chunk: int) -> None
     """The slope is wrong on the first two thirds only: the matching negative elements after
     them contradict it, and the sample of them, weighted, stands for all of them."""
     x = _normal()
-    y = ref.leaky_relu(x, 0.2)
-    y[:200_000] = ref.leaky_relu(x[:200_000], 0.01)
+    y = ref.forward(x, 0.2)
+    y[:200_000] = ref.forward(x[:200_000], 0.01)
     config = load_config(None)
     (whole,) = evaluate(x, 0.2, BackendResult(y), direction="forward", backend="dump",
                         config=config).findings

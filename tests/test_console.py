@@ -11,6 +11,7 @@ from rich.console import Console
 
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
+from conformance.reference.semantics import Semantics
 from conformance.report import console as show
 from conformance.report.evaluate import Row, evaluate
 from conformance.report.export import SCHEMA, report_dict, validate
@@ -35,9 +36,9 @@ def _row(actual: np.ndarray, *, alpha: float = 0.2, backend: str = "cann", x: np
 
 def _verdicts() -> tuple[Row, Row, Row]:
     """A passing, a warning (fp16 slope: allowed) and a failing (a spurious NaN) row."""
-    clean = _row(ref.leaky_relu(X16, 0.2))
-    warn = _row(ref.leaky_relu(X16, 0.2, slope_dtype="float16"), backend="tensorflow")
-    bad = ref.leaky_relu(X16, 0.2)
+    clean = _row(ref.forward(X16, 0.2))
+    warn = _row(ref.forward(X16, 0.2, semantics=Semantics(slope_dtype="float16")), backend="tensorflow")
+    bad = ref.forward(X16, 0.2)
     bad[7] = np.nan
     return clean, warn, _row(bad)
 
@@ -105,7 +106,7 @@ def test_unknown_details_level_is_a_usage_error(tmp_path: Path, capsys: pytest.C
 
 def test_compare_takes_the_same_view_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     np.save(tmp_path / "x.npy", X16)
-    np.save(tmp_path / "y.npy", ref.leaky_relu(X16, 0.2, slope_dtype="float16"))
+    np.save(tmp_path / "y.npy", ref.forward(X16, 0.2, semantics=Semantics(slope_dtype="float16")))
     args = ["compare", "--x", "x.npy", "--y", "y.npy", "--alpha", "0.2"]
     default = run_cli(args, capsys, cwd=tmp_path)
     warn = run_cli([*args, "--details", "warn"], capsys, cwd=tmp_path)
@@ -132,9 +133,9 @@ def test_details_warn_adds_warning_panels_and_all_adds_the_per_alpha_table() -> 
 
 
 def test_folded_line_names_the_alphas_that_did_not_pass() -> None:
-    rows = [_row(ref.leaky_relu(X16, a, slope_dtype="float16"), alpha=a, backend="tensorflow")
+    rows = [_row(ref.forward(X16, a, semantics=Semantics(slope_dtype="float16")), alpha=a, backend="tensorflow")
             for a in (0.0, 0.1, 0.2, 1.0)]
-    bad = ref.leaky_relu(X16, 0.3)
+    bad = ref.forward(X16, 0.3)
     bad[0] = np.nan
     rows.append(_row(bad, alpha=0.3, backend="tensorflow"))
     (group,) = show.fold(rows)
@@ -169,7 +170,7 @@ def test_index_of_a_2d_dump_keeps_its_shape() -> None:
     assert position(11256, (100, 1000)) == (11, 256) and position(10 ** 5, (100, 1000)) is None
     assert index_text(11256, (100, 1000)) == "(11, 256)" and index_text(7, (4096,)) == "(7,)"
     x = np.linspace(-5, 5, 100_000, dtype=np.float32).reshape(100, 1000)
-    y = ref.leaky_relu(x, 0.2)
+    y = ref.forward(x, 0.2)
     y.flat[11256] = np.float32(1e30)
     for row in (_row(y, x=x), _row(y.reshape(-1), x=x.reshape(-1), shape=x.shape)):  # whole, or flat + shape
         message = failure_message(row)
@@ -184,11 +185,11 @@ def test_index_of_a_2d_dump_keeps_its_shape() -> None:
 
 def test_a_backend_whose_every_line_passes_is_one_line() -> None:
     x32 = X16.astype(np.float32)
-    rows = [_row(ref.leaky_relu(x, 0.2), x=x, backend="golden") for x in (X16, x32)]
-    bad = ref.leaky_relu(X16, 0.2)
+    rows = [_row(ref.forward(x, 0.2), x=x, backend="golden") for x in (X16, x32)]
+    bad = ref.forward(X16, 0.2)
     bad[0] = np.nan
-    rows += [_row(ref.leaky_relu(X16, 0.2), backend="torch"), _row(bad, x=X16, backend="torch"),
-             _row(ref.leaky_relu(x32, 0.2), x=x32, backend="torch")]
+    rows += [_row(ref.forward(X16, 0.2), backend="torch"), _row(bad, x=X16, backend="torch"),
+             _row(ref.forward(x32, 0.2), x=x32, backend="torch")]
     console = Console(record=True, width=120)
     show.render_folded(rows, console=console)
     lines = [line for line in console.export_text().splitlines() if line.startswith(("golden", "torch"))]

@@ -12,6 +12,7 @@ from rich.console import Console
 from conformance.dtypes import all_patterns, is_nan
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
+from conformance.reference.semantics import Semantics
 from conformance.report import console as render
 from conformance.report.evaluate import Row, evaluate, merge_rows
 from conformance.report.export import SCHEMA, report_dict, validate, write_json, write_junit
@@ -27,9 +28,9 @@ def _row(actual: np.ndarray, *, backend: str = "cann", label: str = "", x: np.nd
 
 
 def _rows() -> list[Row]:
-    clean = _row(ref.leaky_relu(F16, 0.2))
-    warn = _row(ref.leaky_relu(F16, 0.2, slope_dtype="float16"), backend="tensorflow")
-    spurious = ref.leaky_relu(F16, 0.2)
+    clean = _row(ref.forward(F16, 0.2))
+    warn = _row(ref.forward(F16, 0.2, semantics=Semantics(slope_dtype="float16")), backend="tensorflow")
+    spurious = ref.forward(F16, 0.2)
     spurious[::1000] = np.nan
     return [clean, warn, _row(spurious)]
 
@@ -88,13 +89,13 @@ def test_junit_has_one_testcase_per_row_and_failures(tmp_path: Path) -> None:
 
 def test_message_follows_torch_testing_grammar() -> None:
     text = _rows()[2].message
-    n = int((~is_nan(ref.leaky_relu(F16, 0.2)[::1000])).sum())  # NaN over NaN is no mismatch
+    n = int((~is_nan(ref.forward(F16, 0.2)[::1000])).sum())  # NaN over NaN is no mismatch
     assert text.startswith(f"Mismatched elements: {n} / {F16.size} (")
     assert "Greatest ULP difference:" in text
 
 
 def test_merge_rows_sums_counts_and_keeps_first_examples() -> None:
-    actual = ref.leaky_relu(F16, 0.2, slope_dtype="float16")
+    actual = ref.forward(F16, 0.2, semantics=Semantics(slope_dtype="float16"))
     parts = [_row(actual[:30000], x=F16[:30000], label="a", backend="tensorflow"),
              _row(actual[30000:], x=F16[30000:], label="b", backend="tensorflow")]
     merged = merge_rows(parts, config=CONFIG)
@@ -107,7 +108,7 @@ def test_merge_rows_sums_counts_and_keeps_first_examples() -> None:
 
 def test_merge_rows_refuses_mixed_keys() -> None:
     rows = _rows()
-    other = evaluate(F16, 0.3, BackendResult(ref.leaky_relu(F16, 0.3)), direction="forward",
+    other = evaluate(F16, 0.3, BackendResult(ref.forward(F16, 0.3)), direction="forward",
                      backend="cann", config=CONFIG)
     with pytest.raises(ValueError, match="merge_rows needs rows of one key"):
         merge_rows([rows[0], other], config=CONFIG)

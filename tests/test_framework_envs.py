@@ -10,8 +10,8 @@ from conformance.backends import default_worker, load
 from conformance.errors import BackendUnavailable
 from conformance.frameworks.default_probes import NOT_SET_UP, has_probe, probe
 from conformance.frameworks.environments import ROOT
+from conformance.reference import golden
 from conformance.reference.defaults import DEFAULTS
-from conformance.reference.golden import leaky_relu, leaky_relu_backward
 from conformance.worker.protocol import Message
 from conformance.worker.server import answer
 from tests.helpers import assert_same_bits, assert_usage_error, run_cli
@@ -106,11 +106,11 @@ def test_round_trip_through_the_real_worker(name: str, close_workers) -> None:
     assert backend.name == name and backend.versions.get(load(name).packages[0]) not in (None, "not installed")
     forward = backend.forward(_X, 0.25)
     assert forward.rejected is None, forward.rejected
-    assert_same_bits(forward.value, leaky_relu(_X, 0.25), what=f"{name} forward")
+    assert_same_bits(forward.value, golden.forward(_X, 0.25), what=f"{name} forward")
     dy = np.linspace(-2, 2, _X.size).astype(np.float32)
     backward = backend.backward(dy, _X, 0.25)
     assert backward.rejected is None, backward.rejected
-    assert_same_bits(backward.value, leaky_relu_backward(dy, _X, 0.25), what=f"{name} backward")
+    assert_same_bits(backward.value, golden.backward(dy, _X, 0.25), what=f"{name} backward")
 
 
 # ----------------------------------------------------------------------------- default slopes

@@ -10,6 +10,7 @@ from conformance.dtypes import all_patterns
 from conformance.errors import UsageError
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
+from conformance.reference.semantics import Semantics
 from conformance.report.evaluate import evaluate
 from conformance.report.gate import GateConfig, load_config
 
@@ -73,22 +74,22 @@ def _verdict(actual: np.ndarray, *, backend: str, config: GateConfig = GateConfi
 
 
 def test_policy_turns_an_allowed_category_into_a_warning() -> None:
-    flushed = ref.leaky_relu(F16, 0.2, flush_subnormals=True)  # violates max ULP 1
+    flushed = ref.forward(F16, 0.2, semantics=Semantics(daz=True, ftz=True))  # violates max ULP 1
     assert _verdict(flushed, backend="tensorflow") == "warn"
     assert _verdict(flushed, backend="torch") == "fail"
 
 
 def test_clean_row_passes_and_rounding_within_tolerance_warns() -> None:
-    assert _verdict(ref.leaky_relu(F16, 0.2), backend="cann") == "pass"
+    assert _verdict(ref.forward(F16, 0.2), backend="cann") == "pass"
     x = all_patterns("float16")
-    torch_like = ref.leaky_relu(x, 0.01, opmath="float32")
+    torch_like = ref.forward(x, 0.01, semantics=Semantics(opmath="float32"))
     row = evaluate(x, 0.01, BackendResult(torch_like), direction="forward", backend="torch",
                    config=GateConfig())
     assert row.verdict == "warn" and all(f.category == "rounding" for f in row.findings)
 
 
 def test_max_ulp_zero_makes_rounding_fail() -> None:
-    torch_like = ref.leaky_relu(F16, 0.01, opmath="float32")
+    torch_like = ref.forward(F16, 0.01, semantics=Semantics(opmath="float32"))
     row = evaluate(F16, 0.01, BackendResult(torch_like), direction="forward", backend="torch",
                    config=GateConfig(max_ulp=0))
     assert row.verdict == "fail"

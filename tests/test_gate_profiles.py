@@ -10,6 +10,7 @@ from conformance.dtypes import all_patterns
 from conformance.errors import UsageError
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
+from conformance.reference.semantics import Semantics
 from conformance.report.evaluate import evaluate
 from conformance.report.gate import load_config
 
@@ -34,7 +35,7 @@ def test_a_profile_entry_overrides_the_backend_entry_for_that_profile_only(tmp_p
 def test_keras_numpy_max_formulation_fails_only_its_own_profile(tmp_path: Path) -> None:
     """max(x, a*x) at alpha 1.5 (Keras's numpy backend) fails keras[numpy], not keras[jax]."""
     config, x = _config(tmp_path), all_patterns("float16")
-    y = BackendResult(ref.leaky_relu(x, 1.5, slope_dtype="float16", formulation="max"))
+    y = BackendResult(ref.forward(x, 1.5, semantics=Semantics(slope_dtype="float16", formulation="max")))
     rows = {p: evaluate(x, 1.5, y, direction="forward", backend="keras", profile=p, config=config)
             for p in ("numpy", "jax")}
     assert "formulation" in {f.category for f in rows["numpy"].findings}
@@ -61,6 +62,6 @@ def test_profile_keys_leave_other_dtypes_alone(tmp_path: Path) -> None:
     """A float32 row of keras[numpy] at alpha 0.2: max(x, a*x) equals the select; nothing fails."""
     config = _config(tmp_path)
     x = np.linspace(-4, 4, 101, dtype=np.float32)
-    y = BackendResult(ref.leaky_relu(x, 0.2, slope_dtype="float32", formulation="max"))
+    y = BackendResult(ref.forward(x, 0.2, semantics=Semantics(slope_dtype="float32", formulation="max")))
     assert evaluate(x, 0.2, y, direction="forward", backend="keras", profile="numpy",
                     config=config).verdict in ("pass", "warn")

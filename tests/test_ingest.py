@@ -36,7 +36,7 @@ def _rows(d: Path, capsys: pytest.CaptureFixture[str], *files: str, extra: tuple
     return rows
 
 
-@pytest.mark.parametrize("x, y", [(X16, ref.leaky_relu(X16, 0.01)), (X32, ref.leaky_relu(X32, 0.01))],
+@pytest.mark.parametrize("x, y", [(X16, ref.forward(X16, 0.01)), (X32, ref.forward(X32, 0.01))],
                          ids=["float16", "float32"])
 def test_big_endian_and_mixed_byte_order_give_the_little_endian_rows(
         x: np.ndarray, y: np.ndarray, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -54,7 +54,7 @@ def test_big_endian_raw_bfloat16_bits_are_read_as_bfloat16(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     bf = all_patterns("bfloat16")
     np.save(tmp_path / "x.npy", bf.view(np.uint16).astype(">u2"))
-    np.save(tmp_path / "y.npy", ref.leaky_relu(bf, 0.2).view(np.uint16))
+    np.save(tmp_path / "y.npy", ref.forward(bf, 0.2).view(np.uint16))
     result = run_cli(["compare", "--x", "x.npy", "--y", "y.npy", "--alpha", "0.2", "--dtype", "bfloat16"],
                      capsys, cwd=tmp_path)
     assert result.code == 0, result.text
@@ -120,7 +120,7 @@ def _npy_bytes(path: Path, array: np.ndarray) -> bytes:
 def _cases(d: Path) -> dict[str, tuple[list[str], str]]:
     """Bad inputs: argv for compare and a word of the one-line message."""
     np.save(d / "x.npy", X32)
-    good = _npy_bytes(d / "y_ok.npy", ref.leaky_relu(X32, 0.2))
+    good = _npy_bytes(d / "y_ok.npy", ref.forward(X32, 0.2))
     _huge_header(d / "huge.npy")
     (d / "cut.npy").write_bytes(good[: len(good) - 100])
     _npz_with(d / "text.npz", {"y.txt": b"1,2,3\n"})

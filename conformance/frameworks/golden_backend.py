@@ -25,8 +25,8 @@ class GoldenBackend(BackendBase):
         return (dtype, out_dtype) in golden.SUPPORTED_PAIRS
 
     def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
-        return BackendResult(golden.leaky_relu(x, alpha, out_dtype=out_dtype))
+        return BackendResult(golden.forward(x, alpha, out_dtype=out_dtype))
 
     def backward(self, dy: np.ndarray, x: np.ndarray, alpha: float, *,
                  out_dtype: Optional[str] = None) -> BackendResult:
-        return BackendResult(golden.leaky_relu_backward(dy, x, alpha, out_dtype=out_dtype))
+        return BackendResult(golden.backward(dy, x, alpha, out_dtype=out_dtype))

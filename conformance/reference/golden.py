@@ -11,7 +11,6 @@ framework models compute with.  :func:`compute` is the one forward/backward disp
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import replace
 from typing import Optional
 
@@ -46,9 +45,8 @@ from conformance.reference.semantics import (
 )
 
 __all__ = ["SUPPORTED_PAIRS", "EXACT", "Semantics", "backward", "cast_exact", "check_alpha", "compute",
-           "effective_slope", "flush_to_zero", "ftz_float32", "forward", "leaky_relu",
-           "leaky_relu_backward", "resolve_pair", "round_directed", "round_float64", "saturated",
-           "scale_exact"]
+           "effective_slope", "flush_to_zero", "ftz_float32", "forward", "resolve_pair", "round_directed",
+           "round_float64", "saturated", "scale_exact"]
 
 _CHUNK = 1 << 20  # elements per chunk: bounds peak extra memory, stays cache-friendly
 
@@ -385,39 +383,3 @@ def backward(dy: np.ndarray, x: np.ndarray, alpha: float, *, out_dtype: Optional
     """Exact ``dx = dy if x > 0 else alpha*dy`` (x = ±0 and NaN take ``alpha*dy``), or the
     variant ``semantics`` describes."""
     return compute("backward", x, alpha, dy=dy, out_dtype=out_dtype, semantics=semantics)
-
-
-def semantics_of(**keywords: object) -> Semantics:
-    """The record the golden keywords describe: :class:`Semantics`'s fields, with
-    ``flush_subnormals`` for ``daz`` and ``ftz`` together and ``alpha`` for ``slope``."""
-    try:
-        return _semantics_of(tuple(sorted(keywords.items())))
-    except TypeError:  # an unhashable value: built (and rejected) uncached
-        return _record(keywords)
-
-
-@functools.lru_cache(maxsize=4096)
-def _semantics_of(items: tuple[tuple[str, object], ...]) -> Semantics:
-    return _record(dict(items))
-
-
-def _record(keywords: dict) -> Semantics:
-    if keywords.pop("flush_subnormals", False):
-        keywords.update(daz=True, ftz=True)
-    if "alpha" in keywords:
-        keywords["slope"] = keywords.pop("alpha")
-    if keywords.get("formulation") == "mask":
-        keywords["formulation"] = "mask-multiply"
-    return Semantics(**keywords)
-
-
-def leaky_relu(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike] = None,
-               **keywords: object) -> np.ndarray:
-    """:func:`forward` with the semantics given as keywords (see :func:`semantics_of`)."""
-    return forward(x, alpha, out_dtype=out_dtype, semantics=semantics_of(**keywords))
-
-
-def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
-                        out_dtype: Optional[DTypeLike] = None, **keywords: object) -> np.ndarray:
-    """:func:`backward` with the semantics given as keywords (see :func:`semantics_of`)."""
-    return backward(dy, x, alpha, out_dtype=out_dtype, semantics=semantics_of(**keywords))

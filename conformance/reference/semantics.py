@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
+from functools import cached_property
 from typing import Literal, Optional, Union, get_args
 
 import numpy as np
@@ -113,12 +114,26 @@ class Semantics:
 
     def settings(self) -> dict[str, object]:
         """The fields that differ from the exact reference, in field order."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
+        return dict(self._settings)
+
+    @cached_property
+    def _settings(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name, default in _DEFAULTS if getattr(self, name) != default}
 
     def combined(self, other: Semantics) -> Semantics:
         """This record with ``other``'s settings on top (where both set a field, ``other`` wins)."""
-        return replace(self, **other.settings())
+        if not other._settings:
+            return self
+        if not self._settings:
+            return other
+        # both fields' values are already checked: triage combines records per stack it scores,
+        # and checking them again would cost as much as a small batch's golden
+        out = object.__new__(Semantics)
+        out.__dict__.update({name: getattr(self, name) for name, _ in _DEFAULTS}, **other._settings)
+        return out
 
+
+_DEFAULTS: tuple[tuple[str, object], ...] = tuple((f.name, f.default) for f in fields(Semantics))
 
 
 def _check_choice(name: str, value: object, choices: tuple) -> None:

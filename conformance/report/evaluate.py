@@ -135,15 +135,6 @@ def _judged(claims: Sequence[Claim], values: Values, *, violations: Sequence[int
 
 # ----------------------------------------------------------------------------- evaluate
 
-def _golden(x: np.ndarray, alpha: float, *, direction: str, dy: Optional[np.ndarray],
-            out_dtype: str) -> np.ndarray:
-    if direction == "forward":
-        return ref.leaky_relu(x, alpha, out_dtype=out_dtype)
-    if dy is None:
-        raise ValueError("backward evaluation needs dy")
-    return ref.leaky_relu_backward(dy, x, alpha, out_dtype=out_dtype)
-
-
 def _actual(result: BackendResult, *, numel: int, out_dtype: str) -> np.ndarray:
     value = np.asarray(result.value)
     if value.size != numel or info(value.dtype).name != out_dtype:
@@ -224,8 +215,8 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
         return Row(**head, metrics=metrics, findings=findings, verdict=verdict([f.allowed for f in findings]))
     dy_flat = None if dy is None else np.asarray(dy).reshape(-1)
     actual = _actual(result, numel=x.size, out_dtype=head["out_dtype"])
-    expected = golden if golden is not None else _golden(x.reshape(-1), head["alpha"], direction=direction,
-                                                         dy=dy_flat, out_dtype=head["out_dtype"])
+    expected = golden if golden is not None else ref.compute(direction, x.reshape(-1), head["alpha"],
+                                                             dy=dy_flat, out_dtype=head["out_dtype"])
     comp = met.compare(actual, expected, tolerance=config.tolerance(head["out_dtype"]), part=label)
     findings: tuple[Finding, ...] = ()
     if comp.mismatch_index.size or result.hazards:
@@ -308,8 +299,7 @@ def _evidence(chunk: Chunk, expected: np.ndarray, mismatches: np.ndarray) -> tup
 def _scan(chunk: Chunk, ctx: _Context, *, where: np.dtype) -> _Scan:
     """Golden and metrics of one chunk, and the elements triage keeps (``where``: the
     dtype of their flat indices)."""
-    expected = _golden(chunk.x, ctx.alpha, direction=ctx.direction, dy=chunk.dy,
-                       out_dtype=ctx.out_dtype)
+    expected = ref.compute(ctx.direction, chunk.x, ctx.alpha, dy=chunk.dy, out_dtype=ctx.out_dtype)
     comp = met.compare(chunk.actual, expected, tolerance=ctx.tolerance, part=ctx.label,
                        offset=chunk.offset)
     evidence, weight = _evidence(chunk, expected, comp.mismatch_index)

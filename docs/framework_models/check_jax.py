@@ -5,6 +5,7 @@ import ml_dtypes
 import numpy as np
 
 from conformance.reference import golden as ref
+from conformance.reference.semantics import Semantics
 from conformance.report.metrics import match_mask
 
 d = np.load("/tmp/jaxdata/jax.npz")
@@ -19,7 +20,8 @@ for name in ("float16", "bfloat16", "float32"):
         fw, bw = arr(f"{name}_fwd_{a}", name), arr(f"{name}_bwd_{a}", name)
         res = []
         for daz, ftz in itertools.product((False, True), repeat=2):
-            m = ref.leaky_relu(x, a, slope_dtype=sd, daz=daz, ftz=ftz, predicate="ge")
-            mb = ref.leaky_relu_backward(dy, x, a, slope_dtype=sd, daz=daz, ftz=ftz, grad_rule="ge", grad_form="sum")
+            held = Semantics(slope_dtype=sd, daz=daz, ftz=ftz)
+            m = ref.forward(x, a, semantics=held.combined(Semantics(predicate="ge")))
+            mb = ref.backward(dy, x, a, semantics=held.combined(Semantics(grad_rule="ge", grad_form="sum")))
             res.append(f"daz={int(daz)}ftz={int(ftz)}: f{int((~match_mask(m, fw)).sum())} b{int((~match_mask(mb, bw)).sum())}")
         print(name, a, " | ".join(res)); sys.stdout.flush()

@@ -1,7 +1,8 @@
 # Run in the project venv: PYTHONPATH=. python docs/framework_models/check_mindspore.py /tmp/ms.npz
 # Bit mismatches of the golden MindSpore model against probe_mindspore.py's outputs (NaN payloads aside).
 import sys, numpy as np
-from conformance.reference.golden import leaky_relu, leaky_relu_backward
+from conformance.reference import golden
+from conformance.reference.semantics import Semantics
 from conformance.dtypes import is_nan
 A = np.load(sys.argv[1])
 ALPHAS = [0.0, 0.01, 0.1, 0.2, 0.3, 1/3, 1.0, 1.5]
@@ -16,8 +17,9 @@ for name in ("float32", "float16", "gridfloat32", "gridfloat16"):
     for a in ALPHAS:
         f, b = A[f"{name}_f_{a!r}_0"], A[f"{name}_b_{a!r}_0"]
         rep = (~same(f, A[f"{name}_f_{a!r}_1"])).sum() + (~same(b, A[f"{name}_b_{a!r}_1"])).sum()
-        mf = leaky_relu(x, a, slope_dtype=dt, formulation="max_or_min", nan_operand="x", daz=fl, ftz=fl)
-        mb = leaky_relu_backward(dy, x, a, slope_dtype=dt, grad_rule="max", grad_form="sum", daz=fl, ftz=fl)
+        held = Semantics(slope_dtype=dt, daz=fl, ftz=fl)
+        mf = golden.forward(x, a, semantics=held.combined(Semantics(formulation="max_or_min", nan_operand="x")))
+        mb = golden.backward(dy, x, a, semantics=held.combined(Semantics(grad_rule="max", grad_form="sum")))
         nf, nb = ~same(f, mf), ~same(b, mb)
         tot += nf.sum() + nb.sum() + rep
         print(name, round(a, 4), "fwd", nf.sum(), "bwd", nb.sum(), "repeat-diffs", rep)

@@ -31,7 +31,7 @@ class Backend:
 {body}
 
     def backward(self, dy, x, alpha, *, out_dtype=None):
-        return BackendResult(golden.leaky_relu_backward(dy, x, alpha))
+        return BackendResult(golden.backward(dy, x, alpha))
 
 
 def backend():
@@ -41,7 +41,7 @@ def backend():
 # A kernel that writes ReLU into its input and returns it: golden of the written x agrees.
 RELU_IN_PLACE = "        np.maximum(x, 0, out=x)\n        return BackendResult(x)"
 # A kernel whose output is right but which leaves ReLU in its input behind.
-RIGHT_BUT_WRITES = ("        y = golden.leaky_relu(x, alpha)\n        np.maximum(x, 0, out=x)\n"
+RIGHT_BUT_WRITES = ("        y = golden.forward(x, alpha)\n        np.maximum(x, 0, out=x)\n"
                     "        return BackendResult(y)")
 
 
@@ -76,7 +76,7 @@ def test_a_backend_that_writes_into_its_input_fails_its_row(tmp_path: Path, caps
 def test_a_wrong_kernel_after_a_writing_one_still_fails(tmp_path: Path, capsys) -> None:
     """The second backend gets the untouched batch: its wrong slope is seen."""
     writer = _kernel(tmp_path, "writer", RELU_IN_PLACE)
-    wrong = _kernel(tmp_path, "wrong", "        return BackendResult(golden.leaky_relu(x, 0.25))")
+    wrong = _kernel(tmp_path, "wrong", "        return BackendResult(golden.forward(x, 0.25))")
     argv, out = _report(tmp_path, writer, wrong)
     assert run_cli(argv, capsys).code == 1
     rows = json.loads(out.read_text())["rows"]
@@ -94,7 +94,7 @@ def test_golden_is_computed_from_an_untouched_copy() -> None:
 
         def forward(self, x, alpha, *, out_dtype=None):
             from conformance.reference import golden
-            y = golden.leaky_relu(x, alpha)
+            y = golden.forward(x, alpha)
             x[...] = 0
             return suite.BackendResult(y)
 
@@ -197,7 +197,7 @@ def test_a_sweep_backend_that_writes_into_its_input_fails(tmp_path: Path, capsys
     from conformance.reference import golden
 
     def right_but_writes(self, x, alpha, *, out_dtype=None):
-        y = golden.leaky_relu(x, alpha, out_dtype=out_dtype)
+        y = golden.forward(x, alpha, out_dtype=out_dtype)
         np.maximum(x, 0, out=x)
         return suite.BackendResult(y)
 

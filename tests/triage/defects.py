@@ -39,8 +39,8 @@ def exact_result(x: np.ndarray, alpha: float, *, direction: str = "forward", dy:
           out_dtype: Optional[str] = None) -> np.ndarray:
     """The exact result of the inputs a case's ``build`` gives."""
     if direction == "forward":
-        return ref.leaky_relu(x, alpha, out_dtype=out_dtype)
-    return ref.leaky_relu_backward(dy, x, alpha, out_dtype=out_dtype)
+        return ref.forward(x, alpha, out_dtype=out_dtype)
+    return ref.backward(dy, x, alpha, out_dtype=out_dtype)
 
 
 def f32_product(v: np.ndarray, alpha: float) -> np.ndarray:
@@ -137,7 +137,7 @@ def selected_on_result(alpha: float) -> Built:
 
 def _nan_x_gives_nan() -> Built:
     """dx = dy * (y / x) style kernels propagate x's NaN into the gradient."""
-    actual = np.where(is_nan(F16), np.float16(np.nan), ref.leaky_relu_backward(DY16, F16, 0.2))
+    actual = np.where(is_nan(F16), np.float16(np.nan), ref.backward(DY16, F16, 0.2))
     return F16, actual, 0.2, {"direction": "backward", "dy": DY16}
 
 
@@ -172,7 +172,7 @@ def _fp64_product_in_fp32() -> Built:
 
 
 def _exact32(alpha: float = 0.2) -> np.ndarray:
-    return ref.leaky_relu(X32, alpha)
+    return ref.forward(X32, alpha)
 
 
 def _lane_never_written() -> Built:
@@ -193,7 +193,7 @@ def _tile_from_previous_tile() -> Built:
 
 def _zeroed_row() -> Built:
     x = X32[:20000].reshape(100, 200)
-    exact = ref.leaky_relu(x, 0.01)
+    exact = ref.forward(x, 0.01)
     actual = exact.copy()
     actual[37] = 0
     return x, actual, 0.01, {}
@@ -207,21 +207,21 @@ def _one_element_late() -> Built:
 def _fp16_eight_elements_early() -> Built:
     """The 8 elements at the edge, with no source, are claimed too."""
     x = np.random.default_rng(9).standard_normal(5000).astype(np.float16)
-    exact = ref.leaky_relu(x, 0.01)
+    exact = ref.forward(x, 0.01)
     return x, np.concatenate([exact[8:], np.zeros(8, np.float16)]), 0.01, {}
 
 
 def _row_with_its_own_slope() -> Built:
     """A per-channel parameter read from the wrong place: one row's negative side has slope 0.3."""
     x = np.random.default_rng(10).standard_normal((64, 128)).astype(np.float32)
-    exact = ref.leaky_relu(x, 0.2)
+    exact = ref.forward(x, 0.2)
     actual = exact.copy()
     actual[5] = np.where(x[5] > 0, x[5], x[5] * np.float32(0.3))
     return x, actual, 0.2, {}
 
 
 def _tail_holding_the_block_before() -> Built:
-    exact = ref.leaky_relu(X32[:1000], 0.2)
+    exact = ref.forward(X32[:1000], 0.2)
     actual = exact.copy()
     actual[-8:] = exact[-16:-8]
     return X32[:1000], actual, 0.2, {}
@@ -237,14 +237,14 @@ def _relu_over_many_zeros() -> Built:
 def _clamp_over_sorted_patterns() -> Built:
     """All fp16 patterns are sorted by bits, so x > 6 is one contiguous range; a clamp at 6
     changes inputs of kinds found nowhere else, so no position is proved."""
-    exact = ref.leaky_relu(F16, 0.2)
+    exact = ref.forward(F16, 0.2)
     return F16, np.minimum(exact, np.float16(6)), 0.2, {}
 
 
 def _every_16th_pattern() -> Built:
     """Over an enumeration of bit patterns a stride is a mantissa bit, not a position: inputs
     sorted along the stride prove nothing about the position."""
-    exact = ref.leaky_relu(F16, 0.2)
+    exact = ref.forward(F16, 0.2)
     actual = exact.copy()
     actual[5::16] = np.float16(1.0)
     return F16, actual, 0.2, {}
@@ -252,7 +252,7 @@ def _every_16th_pattern() -> Built:
 
 def _two_ulp_low_over_sorted_patterns() -> Built:
     """Over an enumeration of patterns a neighbour's result is the value 1 ULP away."""
-    exact = ref.leaky_relu(F16, 0.2)
+    exact = ref.forward(F16, 0.2)
     actual = exact.copy()
     pos = np.flatnonzero((F16 > 1) & (F16 < 1000))
     actual[pos] = exact[pos - 2]

@@ -9,6 +9,7 @@ import numpy as np
 from conformance.dtypes import from_bits, info, to_bits
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
+from conformance.reference.semantics import Semantics
 from conformance.report.evaluate import evaluate
 from tests.helpers import CONFIG, F16, counts, judge, judge_named
 
@@ -32,7 +33,7 @@ def test_rejected_input_is_one_finding_over_every_element() -> None:
 
 
 def test_each_mismatch_gets_exactly_one_category_when_defects_mix() -> None:
-    exact = ref.leaky_relu(F16, 0.2, slope_dtype="float16")
+    exact = ref.forward(F16, 0.2, semantics=Semantics(slope_dtype="float16"))
     normal = _finite_normal(exact)
     actual = _edit(exact, normal[::53], lambda v: from_bits(to_bits(v) ^ 0x0100, v.dtype))
     actual = _edit(actual, normal[7::211], lambda v: np.full_like(v, np.nan))
@@ -45,7 +46,7 @@ def test_findings_carry_explained_and_contradicted_in_json_and_panel() -> None:
     from conformance.report.console import make_console, render_details
     from conformance.report.export import row_dict
 
-    row = judge_named(F16, ref.leaky_relu(F16, 0.01), 0.2)
+    row = judge_named(F16, ref.forward(F16, 0.01), 0.2)
     (finding,) = row.findings
     (data,) = row_dict(row)["findings"]
     assert data["detail"]["explained"] == finding.count and data["detail"]["contradicted"] == 0

@@ -41,7 +41,7 @@ def _garbage_in(exact: np.ndarray, start: int, stop: int) -> tuple[np.ndarray, i
 def test_errors_confined_to_tail_tiles_are_tail_block() -> None:
     layout = _layout(F16.size, cores=4, tile=5000)
     tail = next(s for s in layout.spans if s.is_tail and s.core == 2)
-    exact = ref.leaky_relu(F16, 0.2)
+    exact = ref.forward(F16, 0.2)
     actual, edited = _garbage_in(exact, tail.start, tail.stop)
     row = judge(F16, actual, 0.2, layout=layout)
     assert counts(row) == {"tail-block": edited}
@@ -54,7 +54,7 @@ def test_errors_confined_to_tail_tiles_are_tail_block() -> None:
 def test_errors_outside_tail_tiles_are_not_tail_block() -> None:
     layout = _layout(F16.size, cores=4, tile=5000)
     body = next(s for s in layout.spans if not s.is_tail)
-    exact = ref.leaky_relu(F16, 0.2)
+    exact = ref.forward(F16, 0.2)
     actual, _ = _garbage_in(exact, body.start, body.stop)
     assert "tail-block" not in counts(judge(F16, actual, 0.2, layout=layout))
 
@@ -75,7 +75,7 @@ def test_a_misplaced_output_is_named_by_its_position_only_when_proved(defect: De
 @pytest.mark.parametrize("k", [1, 3, 17])
 def test_errors_at_the_end_are_tail_block_without_a_plan(n: int, k: int) -> None:
     x = F16[np.random.default_rng(n).permutation(F16.size)[:n]]
-    actual = ref.leaky_relu(x, 0.2)
+    actual = ref.forward(x, 0.2)
     actual[-k:] = np.float16(123.0)
     row = judge_named(x, actual, 0.2)
     assert set(counts(row)) == {"tail-block"}
@@ -89,7 +89,7 @@ def test_errors_in_the_last_partial_block_are_tail_block_with_a_plan(cores: int,
 
     x = F16[:4099]  # 4099 halves: the last 32-byte block holds 3
     run = npu.leaky_relu(x, 0.2, cores=cores)
-    actual = ref.leaky_relu(x, 0.2)
+    actual = ref.forward(x, 0.2)
     actual[-k:] = np.float16(0.0)
     row = judge(x, actual, 0.2, backend="dump", layout=run.layout)
     assert set(counts(row)) == {"tail-block"}, row.message

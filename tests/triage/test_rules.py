@@ -13,6 +13,7 @@ from conformance.frameworks.tensorflow_backend import tensorflow
 from conformance.npu_impl.backend import CannBackend
 from conformance.npu_impl.variants import VARIANTS
 from conformance.reference import golden as ref
+from conformance.reference.semantics import EXACT, Semantics
 from conformance.report.evaluate import evaluate
 from conformance.report.metrics import match_mask
 from tests.helpers import CONFIG, F16, counts, differs, from_torch, judge, to_torch
@@ -25,7 +26,7 @@ class VariantCase:
     category: str
     dtype: str
     alpha: float
-    rule: dict
+    rule: Semantics
     direction: str = "forward"
     wrong_alpha: Optional[float] = None
 
@@ -34,18 +35,18 @@ class VariantCase:
 
 
 VARIANT_CASES = [
-    VariantCase("alpha-mismatch", "float16", 0.2, {}, wrong_alpha=0.01),
-    VariantCase("alpha-mismatch", "bfloat16", 0.01, {}, wrong_alpha=0.0),
-    VariantCase("alpha-mismatch", "float16", 0.01, {}, "backward", wrong_alpha=0.3),
-    VariantCase("alpha-precision", "float16", 0.2, {"slope_dtype": "float16"}),
-    VariantCase("alpha-precision", "bfloat16", 0.3, {"slope_dtype": "bfloat16"}, "backward"),
-    VariantCase("subnormal-flush", "float16", 1.0, {"flush_subnormals": True}),
-    VariantCase("subnormal-flush", "bfloat16", 0.5, {"flush_subnormals": True}, "backward"),
-    VariantCase("saturation", "float16", 1.5, {"saturate": True}),
-    VariantCase("saturation", "bfloat16", 0.2, {"saturate": True}),
-    VariantCase("grad-at-zero", "float16", 0.2, {"grad_rule": "ge"}, "backward"),
-    VariantCase("nan-gradient", "float16", 0.2, {"nan_grad": "zero"}, "backward"),
-    VariantCase("nan-gradient", "bfloat16", 0.3, {"nan_grad": "dy"}, "backward"),
+    VariantCase("alpha-mismatch", "float16", 0.2, EXACT, wrong_alpha=0.01),
+    VariantCase("alpha-mismatch", "bfloat16", 0.01, EXACT, wrong_alpha=0.0),
+    VariantCase("alpha-mismatch", "float16", 0.01, EXACT, "backward", wrong_alpha=0.3),
+    VariantCase("alpha-precision", "float16", 0.2, Semantics(slope_dtype="float16")),
+    VariantCase("alpha-precision", "bfloat16", 0.3, Semantics(slope_dtype="bfloat16"), "backward"),
+    VariantCase("subnormal-flush", "float16", 1.0, Semantics(daz=True, ftz=True)),
+    VariantCase("subnormal-flush", "bfloat16", 0.5, Semantics(daz=True, ftz=True), "backward"),
+    VariantCase("saturation", "float16", 1.5, Semantics(saturate=True)),
+    VariantCase("saturation", "bfloat16", 0.2, Semantics(saturate=True)),
+    VariantCase("grad-at-zero", "float16", 0.2, Semantics(grad_rule="ge"), "backward"),
+    VariantCase("nan-gradient", "float16", 0.2, Semantics(nan_grad="zero"), "backward"),
+    VariantCase("nan-gradient", "bfloat16", 0.3, Semantics(nan_grad="dy"), "backward"),
 ]
 
 
@@ -55,18 +56,16 @@ def _inputs(case: VariantCase) -> tuple[np.ndarray, Optional[np.ndarray]]:
     return x, dy
 
 
-def _variant(case: VariantCase, x: np.ndarray, dy: Optional[np.ndarray], **rule) -> np.ndarray:
+def _variant(case: VariantCase, x: np.ndarray, dy: Optional[np.ndarray]) -> np.ndarray:
     alpha = case.wrong_alpha if case.wrong_alpha is not None else case.alpha
-    if case.direction == "forward":
-        return ref.leaky_relu(x, alpha, **rule)
-    return ref.leaky_relu_backward(dy, x, alpha, **rule)
+    return ref.compute(case.direction, x, alpha, dy=dy, semantics=case.rule)
 
 
 @pytest.mark.parametrize("case", VARIANT_CASES, ids=str)
 def test_golden_variant_is_named_with_its_exact_count(case: VariantCase) -> None:
     x, dy = _inputs(case)
-    actual = _variant(case, x, dy, **case.rule)
-    exact = ref.leaky_relu(x, case.alpha) if dy is None else ref.leaky_relu_backward(dy, x, case.alpha)
+    actual = _variant(case, x, dy)
+    exact = ref.forward(x, case.alpha) if dy is None else ref.backward(dy, x, case.alpha)
     expected = differs(actual, exact)
     assert expected > 0, "the defect must change something"
     row = judge(x, actual, case.alpha, direction=case.direction, dy=dy)
@@ -75,7 +74,7 @@ def test_golden_variant_is_named_with_its_exact_count(case: VariantCase) -> None
 
 
 def test_alpha_mismatch_reports_effective_alpha_and_frameworks() -> None:
-    row = judge(F16, ref.leaky_relu(F16, 0.01), 0.2)
+    row = judge(F16, ref.forward(F16, 0.01), 0.2)
     (finding,) = row.findings
     assert finding.detail["effective_alpha"] == 0.01
     assert {"torch", "ONNX", "JAX", "Paddle"} <= set(finding.detail["default_of"])
@@ -83,14 +82,14 @@ def test_alpha_mismatch_reports_effective_alpha_and_frameworks() -> None:
 
 
 def test_alpha_mismatch_to_cann_default_zero() -> None:
-    row = judge(F16, ref.leaky_relu(F16, 0.0), 0.2)
+    row = judge(F16, ref.forward(F16, 0.0), 0.2)
     (finding,) = row.findings
     assert finding.detail["effective_alpha"] == 0.0
     assert finding.detail["default_of"] == ["CANN"]
 
 
 def test_alpha_precision_summary_names_the_rounded_slope() -> None:
-    row = judge(F16, ref.leaky_relu(F16, 0.2, slope_dtype="float16"), 0.2)
+    row = judge(F16, ref.forward(F16, 0.2, semantics=Semantics(slope_dtype="float16")), 0.2)
     assert row.findings[0].summary == "slope rounded to float16 (0.199951171875) before multiplying"
 
 
@@ -108,10 +107,10 @@ def test_tensorflow_float32_random_bits_flushes_subnormals() -> None:
     x = np.random.default_rng(3).integers(0, 2 ** 32, 200_000, dtype=np.uint64).astype(np.uint32)
     x = x.view(np.float32)
     actual = tf.nn.leaky_relu(tf.constant(x), alpha=0.01).numpy()
-    exact = ref.leaky_relu(x, 0.01)
+    exact = ref.forward(x, 0.01)
     tiny = is_subnormal(x) | is_subnormal(exact)
     flushed = int((tiny & ~match_mask(actual, exact)).sum())
-    slope32 = int((~tiny & ~match_mask(ref.leaky_relu(x, 0.01, slope_dtype="float32"), exact)).sum())
+    slope32 = int((~tiny & ~match_mask(ref.forward(x, 0.01, semantics=Semantics(slope_dtype="float32")), exact)).sum())
     row = judge(x, actual, 0.01, backend="tensorflow")
     found = counts(row)
     assert flushed > 0 and found["subnormal-flush"] == flushed
@@ -122,8 +121,8 @@ def test_torch_fp16_alpha_001_is_only_rounding() -> None:
     import torch
 
     actual = from_torch(torch.nn.functional.leaky_relu(to_torch(F16), 0.01), "float16")
-    exact = ref.leaky_relu(F16, 0.01)
-    expected = differs(ref.leaky_relu(F16, 0.01, opmath="float32"), exact)
+    exact = ref.forward(F16, 0.01)
+    expected = differs(ref.forward(F16, 0.01, semantics=Semantics(opmath="float32")), exact)
     row = judge(F16, actual, 0.01, backend="torch")
     assert expected > 0
     assert counts(row) == {"rounding": expected}
@@ -188,8 +187,8 @@ def fp16_normal_float32(n: int, *, seed: int) -> np.ndarray:
 @pytest.mark.parametrize("narrow", ("float16", "bfloat16"))
 def test_inputs_narrowed_before_computing_are_input_precision(narrow: str) -> None:
     x = fp16_normal_float32(20_000, seed=11)
-    actual = ref.leaky_relu(x, 0.3, input_dtype=narrow)
-    expected = differs(actual, ref.leaky_relu(x, 0.3))
+    actual = ref.forward(x, 0.3, semantics=Semantics(input_dtype=narrow))
+    expected = differs(actual, ref.forward(x, 0.3))
     assert expected > 0
     row = judge(x, actual, 0.3)
     assert counts(row) == {"input-precision": expected}
@@ -202,13 +201,13 @@ def test_a_bfloat16_slope_in_an_fp16_kernel_is_alpha_precision() -> None:
     with np.errstate(all="ignore"):
         actual = np.where(F16 > 0, F16, (F16.astype(np.float32) * slope).astype(np.float16))
     row = judge(F16, actual, 0.2)
-    assert counts(row) == {"alpha-precision": differs(actual, ref.leaky_relu(F16, 0.2))}
+    assert counts(row) == {"alpha-precision": differs(actual, ref.forward(F16, 0.2))}
     assert "bfloat16" in row.findings[0].summary
 
 
 def test_infinities_clamped_while_nan_is_kept_is_saturation_of_the_infinities() -> None:
     """A saturating cast or clamp: ±inf become ±65504, NaN stays NaN."""
-    exact = ref.leaky_relu(F16, 0.2)
+    exact = ref.forward(F16, 0.2)
     actual = np.clip(exact, np.float16(-65504), np.float16(65504))
     row = judge(F16, actual, 0.2)
     assert counts(row) == {"saturation": differs(actual, exact)}
@@ -224,4 +223,4 @@ def test_gradients_read_with_subnormal_dy_flushed_on_both_sides_are_subnormal_fl
     with np.errstate(all="ignore"):
         actual = np.where(F16 > 0, read, (read.astype(np.float32) * np.float32(0.2)).astype(np.float16))
     row = judge(F16, actual, 0.2, direction="backward", dy=dy)
-    assert counts(row) == {"subnormal-flush": differs(actual, ref.leaky_relu_backward(dy, F16, 0.2))}
+    assert counts(row) == {"subnormal-flush": differs(actual, ref.backward(dy, F16, 0.2))}

@@ -7,6 +7,7 @@ import pytest
 
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
+from conformance.reference.semantics import Semantics
 from conformance.report.evaluate import evaluate
 from conformance.report.gate import GateConfig
 
@@ -20,13 +21,13 @@ RANGES = [("positive-subnormal-x", 0x00000001), ("negative-subnormal-x", 0x80000
 @pytest.mark.parametrize("first", [r[1] for r in RANGES], ids=[r[0] for r in RANGES])
 def test_a_chunk_of_flushed_subnormals_is_subnormal_flush(first: int) -> None:
     x = np.arange(first, first + CHUNK, dtype=np.uint32).view(np.float32)
-    flushed = ref.leaky_relu(x, 0.2, flush_subnormals=True)
-    assert np.count_nonzero(flushed.view(np.uint32) != ref.leaky_relu(x, 0.2).view(np.uint32)) > CHUNK // 2
+    flushed = ref.forward(x, 0.2, semantics=Semantics(daz=True, ftz=True))
+    assert np.count_nonzero(flushed.view(np.uint32) != ref.forward(x, 0.2).view(np.uint32)) > CHUNK // 2
     row = evaluate(x, 0.2, BackendResult(flushed), direction="forward", backend="tensorflow",
                    config=GateConfig())
     assert [f.category for f in row.findings] == ["subnormal-flush"]
     # the same behaviour with contrasting values in the batch is named the same
     mixed = np.concatenate([x, np.linspace(-100, 100, CHUNK, dtype=np.float32)])
-    row = evaluate(mixed, 0.2, BackendResult(ref.leaky_relu(mixed, 0.2, flush_subnormals=True)),
+    row = evaluate(mixed, 0.2, BackendResult(ref.forward(mixed, 0.2, semantics=Semantics(daz=True, ftz=True))),
                    direction="forward", backend="tensorflow", config=GateConfig())
     assert {f.category for f in row.findings} == {"subnormal-flush"}

@@ -16,6 +16,7 @@ import pytest
 from conformance.dtypes import all_patterns
 from conformance.frameworks.tensorflow_backend import tensorflow
 from conformance.reference import golden as ref
+from conformance.reference.semantics import Semantics
 from tests.helpers import F16, counts, judge_named
 
 BF16 = all_patterns("bfloat16")
@@ -35,12 +36,11 @@ DY32 = f32_bits(100_000, seed=6)
 
 def jax_model(x: np.ndarray, alpha: float, *, dy: Optional[np.ndarray] = None) -> np.ndarray:
     """JAX/XLA:CPU, verified bit for bit (fp16 widens to normal fp32: no DAZ there)."""
-    kw = dict(slope_dtype=x.dtype.name if x.dtype != np.float16 else "float16")
-    if x.dtype != np.float16:
-        kw.update(daz=True, ftz=True)
+    flush = x.dtype != np.float16
+    held = Semantics(slope_dtype=x.dtype.name, daz=flush, ftz=flush)
     if dy is None:
-        return ref.leaky_relu(x, alpha, predicate="ge", **kw)
-    return ref.leaky_relu_backward(dy, x, alpha, grad_rule="ge", grad_form="sum", **kw)
+        return ref.forward(x, alpha, semantics=held.combined(Semantics(predicate="ge")))
+    return ref.backward(dy, x, alpha, semantics=held.combined(Semantics(grad_rule="ge", grad_form="sum")))
 
 
 @pytest.mark.parametrize("alpha", ALPHAS)
@@ -71,15 +71,14 @@ def test_keras_numpy_backend(x: np.ndarray, alpha: float) -> None:
 
 @pytest.mark.parametrize("alpha", ALPHAS)
 def test_paddle_backward(alpha: float) -> None:
-    actual = ref.leaky_relu_backward(DY32, X32, alpha, slope_dtype="float32", grad_rule="ge",
-                                     nan_grad="dy*0")
+    actual = ref.backward(DY32, X32, alpha, semantics=Semantics(slope_dtype="float32", grad_rule="ge", nan_grad="dy*0"))
     found = counts(judge_named(X32, actual, alpha, dy=DY32))
     assert ("nan-gradient" in found) == (alpha != 0)  # at alpha 0, dy*0 is alpha*dy
 
 
 @pytest.mark.parametrize("alpha", ALPHAS)
 def test_mindspore_backward(alpha: float) -> None:
-    actual = ref.leaky_relu_backward(DY16, F16, alpha, slope_dtype="float16", grad_rule="max")
+    actual = ref.backward(DY16, F16, alpha, semantics=Semantics(slope_dtype="float16", grad_rule="max"))
     assert "formulation" in counts(judge_named(F16, actual, alpha, dy=DY16))
 
 
@@ -106,14 +105,14 @@ def test_grad_at_zero_on_zero_heavy_tensors_is_not_a_slope() -> None:
     x = rng.standard_normal(50_000).astype(np.float32)
     x[rng.random(x.size) < 0.6] = 0
     dy = rng.standard_normal(x.size).astype(np.float32)
-    row = judge_named(x, ref.leaky_relu_backward(dy, x, 0.2, grad_rule="ge"), 0.2, dy=dy)
+    row = judge_named(x, ref.backward(dy, x, 0.2, semantics=Semantics(grad_rule="ge")), 0.2, dy=dy)
     assert set(counts(row)) == {"grad-at-zero"}
 
 
 def test_equally_good_explanations_are_reported_both() -> None:
     x = np.abs(F16[np.isfinite(F16.astype(np.float64))])  # no negative x: the two gradients tie
     dy = np.random.default_rng(1).permutation(x)
-    row = judge_named(x, ref.leaky_relu_backward(dy, x, 0.2, grad_rule="ge"), 0.2, dy=dy)
+    row = judge_named(x, ref.backward(dy, x, 0.2, semantics=Semantics(grad_rule="ge")), 0.2, dy=dy)
     (finding,) = row.findings
     assert "or equally" in finding.summary and finding.detail["alternatives"]
 
@@ -128,7 +127,7 @@ def test_forgotten_select_is_a_formulation() -> None:
 
 def test_fp32_computed_in_fp16_is_input_precision() -> None:
     x = np.random.default_rng(2).standard_normal(20_000).astype(np.float32) * 100
-    actual = ref.leaky_relu(x.astype(np.float16), 0.2, slope_dtype="float16").astype(np.float32)
+    actual = ref.forward(x.astype(np.float16), 0.2, semantics=Semantics(slope_dtype="float16")).astype(np.float32)
     row = judge_named(x, actual, 0.2)
     assert set(counts(row)) == {"input-precision"}
     assert "computed in float16" in row.findings[0].summary

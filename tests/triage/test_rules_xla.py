@@ -8,6 +8,7 @@ import pytest
 
 from conformance.records import BackendResult
 from conformance.reference import golden
+from conformance.reference.semantics import Semantics
 from conformance.report.evaluate import evaluate
 from conformance.report.gate import GateConfig
 
@@ -27,8 +28,8 @@ def _inputs(dtype: str, n: int, *, seed: int, zeros: bool) -> tuple[np.ndarray, 
     return x, dy
 
 
-def _xla_backward(dtype: str) -> dict:
-    return dict(slope_dtype=dtype, grad_rule="ge", grad_form="fma", daz=True, ftz=True)
+def _xla_backward(dtype: str) -> Semantics:
+    return Semantics(slope_dtype=dtype, grad_rule="ge", grad_form="fma", daz=True, ftz=True)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -36,7 +37,7 @@ def _xla_backward(dtype: str) -> dict:
 @pytest.mark.parametrize("zeros", [True, False], ids=["with-zeros", "no-zeros"])
 def test_xla_backward_is_named_with_nothing_unexplained(dtype: str, alpha: float, zeros: bool) -> None:
     x, dy = _inputs(dtype, 400, seed=int(alpha * 10) + zeros, zeros=zeros)
-    dx = golden.leaky_relu_backward(dy, x, alpha, **_xla_backward(dtype))
+    dx = golden.backward(dy, x, alpha, semantics=_xla_backward(dtype))
     row = evaluate(x, alpha, BackendResult(dx), direction="backward", dy=dy, backend="jax",
                    config=GateConfig())
     found = {f.category: f for f in row.findings}
@@ -53,7 +54,7 @@ def test_the_fused_form_is_what_names_a_flushed_product_with_its_sign() -> None:
     x = np.concatenate([np.full(64, -1.0, np.float32), np.linspace(-9.87, 9.87, 200, dtype=np.float32)])
     dy = np.concatenate([-np.linspace(1.2e-38, 3.9e-38, 64, dtype=np.float32),  # 0.3*dy subnormal
                          np.linspace(1.2345, 7.777, 200, dtype=np.float32)])
-    dx = golden.leaky_relu_backward(dy, x, 0.3, **_xla_backward("float32"))
+    dx = golden.backward(dy, x, 0.3, semantics=_xla_backward("float32"))
     assert np.signbit(dx[:64]).all() and (dx[:64] == 0).all()
     row = evaluate(x, 0.3, BackendResult(dx), direction="backward", dy=dy, backend="jax", config=GateConfig())
     named = {f.category: f.count for f in row.findings}

@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 
 from conformance.reference import golden as ref
+from conformance.reference.semantics import EXACT, Semantics
 from conformance.report import triage as tri
 from conformance.report.metrics import match_mask
 from conformance.report.triage import attribution, sampling
-from conformance.report.triage.search import sorted_median
+from conformance.report.triage.rules import catalogue
+from conformance.report.triage.search import sorted_median, stack_semantics
 
 N = 1 << 20
 FLUSHED, NANS = 3, 5  # rare planted defects a sample of the mismatches would miss
@@ -32,7 +34,7 @@ def _torch_like(direction: str) -> tuple[tri.Batch, np.ndarray]:
     v[tiny] = -np.float32(2.0 ** -126) * np.float32(0.75)  # subnormal inputs
     x = v if direction == "forward" else np.full(N, -1.0, dtype=np.float32)
     dy = None if direction == "forward" else v
-    golden = ref.leaky_relu(x, 0.2) if dy is None else ref.leaky_relu_backward(dy, x, 0.2)
+    golden = ref.forward(x, 0.2) if dy is None else ref.backward(dy, x, 0.2)
     with np.errstate(all="ignore"):
         actual = np.where(v > 0, v, v * np.float32(0.2)).astype(np.float32) if dy is None \
             else (v * np.float32(0.2)).astype(np.float32)
@@ -103,7 +105,7 @@ def test_sampled_rounds_stop_when_nothing_is_claimed(monkeypatch: pytest.MonkeyP
     """Mismatches no rule explains end in the value classes, sampled or not."""
     rng = np.random.default_rng(3)
     x = rng.standard_normal(1 << 18).astype(np.float32)
-    golden = ref.leaky_relu(x, 0.2)
+    golden = ref.forward(x, 0.2)
     actual = rng.standard_normal(x.size).astype(np.float32) * np.float32(1e6)
     batch = tri.Batch(x, None, 0.2, "forward", "float32", golden, actual)
     mismatches = np.flatnonzero(~match_mask(actual, golden))
@@ -120,3 +122,16 @@ def test_the_median_of_sorted_slopes_is_numpys(n: int) -> None:
     for _ in range(50):
         ratio = np.round(rng.standard_normal(n), int(rng.integers(1, 8)))
         assert sorted_median(np.sort(ratio)) == float(np.median(ratio))
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_a_stack_computes_the_record_its_rules_set_together(direction: str) -> None:
+    """A stack's record, combined from its rules' records, is the one built from their
+    settings and checked, for every pair of rules the search may stack (no field in common)."""
+    rules = catalogue(alpha=0.2, direction=direction, dtypes=("float16", "float32"), estimates=[0.01])
+    pairs = [(a, b) for a in rules for b in rules if a is not b and not a.keys & b.keys]
+    assert pairs
+    for a, b in pairs:
+        built = Semantics(**a.semantics.settings(), **b.semantics.settings())
+        assert stack_semantics([a, b]) == built and str(stack_semantics([a, b])) == str(built)
+    assert stack_semantics([]) == EXACT and stack_semantics(rules[:1]) is rules[0].semantics

@@ -14,7 +14,7 @@ from conformance.report.metrics import match_mask
 from conformance.report.triage.claims import Batch, Claim, State, max_ulp, merge_claims
 from conformance.report.triage.rules import Rule
 from conformance.report.triage.sampling import scope_of, thinned_scope
-from conformance.report.triage.search import Selector, beam_search, candidates_for, stack_keywords
+from conformance.report.triage.search import Selector, beam_search, candidates_for, stack_semantics
 
 
 def claim_semantics(batch: Batch, state: State) -> None:
@@ -93,7 +93,7 @@ def _contradicted(sel: Selector, stack: list[Rule], i: int) -> int:
     batch = sel.batch
     full = sel.predict_batch(stack)
     wrong = np.flatnonzero(~match_mask(full, batch.actual))
-    without = batch.variant(wrong, **stack_keywords(stack[:i] + stack[i + 1:]))
+    without = batch.variant(wrong, semantics=stack_semantics(stack[:i] + stack[i + 1:]))
     changed = ~match_mask(full[wrong], without)
     if batch.weight is None:
         return int(changed.sum())

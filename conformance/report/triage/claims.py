@@ -15,6 +15,7 @@ import numpy as np
 from conformance import categories
 from conformance.dtypes import info, to_bits, ulp_distance
 from conformance.reference import golden as ref
+from conformance.reference.semantics import EXACT, Semantics
 
 
 @dataclass(frozen=True)
@@ -61,32 +62,17 @@ class Batch:
             out[tail] = self.weight[index[tail] - lead]
         return out
 
-    def variant(self, index: Optional[np.ndarray] = None, **rule: Any) -> np.ndarray:
-        """Golden recomputed under ``rule`` (golden keywords, plus ``alpha``)."""
-        if not rule:
+    def variant(self, index: Optional[np.ndarray] = None, *, semantics: Semantics = EXACT) -> np.ndarray:
+        """Golden recomputed under ``semantics``, on the elements ``index`` (default: all)."""
+        if semantics == EXACT:
             return self.golden if index is None else self.golden[index]
-        alpha = rule.pop("alpha", self.alpha)
-        flush_output, sat_inputs = rule.pop("flush_output", False), rule.pop("saturate_inputs", False)
         x = self.x if index is None else self.x[index]
         dy = None if self.dy is None else (self.dy if index is None else self.dy[index])
-        if sat_inputs:  # per-op saturation: operands saturate when widened to float32
-            x, dy = _saturated_float32(x), None if dy is None else _saturated_float32(dy)
-        if rule.pop("flush_inputs", False):  # DAZ on every read, selected values included
-            x, dy = ref.flush_to_zero(x), None if dy is None else ref.flush_to_zero(dy)
-        if self.direction == "forward":
-            y = ref.leaky_relu(x, alpha, out_dtype=self.out_dtype, **rule)
-        else:
-            y = ref.leaky_relu_backward(dy, x, alpha, out_dtype=self.out_dtype, **rule)
-        return ref.flush_to_zero(y) if flush_output else y
+        return ref.compute(self.direction, x, self.alpha, dy=dy, out_dtype=self.out_dtype, semantics=semantics)
 
     @cached_property
     def dtypes(self) -> tuple[str, str]:
         return info(self.x.dtype).name, self.out_dtype
-
-
-def _saturated_float32(v: np.ndarray) -> np.ndarray:
-    """Operands as a saturating float32 unit reads them: NaN -> 0, ±inf -> ±max."""
-    return ref.saturated(v.astype(np.float32), info("float32"))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import numpy as np
 
 from conformance.dtypes import info, is_nan, ordered, to_bits
 from conformance.records import TileLayout
+from conformance.reference.semantics import Semantics
 from conformance.report.metrics import match_mask
 from conformance.report.triage.claims import Batch, Claim, State, beyond_rounding, comparable, observed_slopes
 from conformance.report.triage.rules import slope_dtypes
@@ -271,7 +272,7 @@ def _stale_values(batch: Batch, index: np.ndarray) -> str:
         for digits in range(1, 8):
             slope = float(f"{c:.{digits}g}")
             for held in (None, *slope_dtypes(batch.dtypes)):  # exact, or held in a narrower dtype
-                y = batch.variant(index, alpha=slope, slope_dtype=held)
+                y = batch.variant(index, semantics=Semantics(slope=slope, slope_dtype=held))
                 if 10 * int(match_mask(y, a).sum()) >= 9 * index.size:
                     return f"computed with slope {slope!r}" + (f" held as {held}" if held else "")
     return "other values"

@@ -1,9 +1,9 @@
 """The catalogue of candidate explanations: each a golden variant and the category it proves.
 
-A :class:`Rule` is a set of golden keywords (``conformance.reference.golden``, plus
-``alpha`` and the batch-level ``flush_output``/``flush_inputs``/``saturate_inputs``).
-Triage (``search``) scores every rule, and stacks of them, by recomputing golden
-under them; this module only says which rules are worth trying for a batch.
+A :class:`Rule` carries a :class:`~conformance.reference.semantics.Semantics` record (the
+golden variant it stands for, built once with the rule).  Triage (``search``) scores every
+rule, and stacks of them, by recomputing golden under them; this module only says which
+rules are worth trying for a batch.
 A rule with ``category=None`` is neutral context (float32 opmath): it may be part of
 an explanation, but the elements only it explains stay ``rounding``.
 """
@@ -19,6 +19,7 @@ from conformance import categories
 from conformance.dtypes import info, is_nan
 from conformance.reference import golden as ref
 from conformance.reference.defaults import default_slopes, frameworks_with_default
+from conformance.reference.semantics import Semantics
 
 Groups = Callable[[np.ndarray], list]
 
@@ -28,31 +29,25 @@ class Rule:
     """One candidate explanation."""
 
     category: Optional[str]
-    keywords: tuple[tuple[str, object], ...]
+    semantics: Semantics
     summary: str
     detail: dict = field(default_factory=dict, compare=False)
     complexity: float = 1.0  # description length of the rule, in rules
     groups: Optional[Groups] = field(default=None, compare=False)  # each group must gain
     reach: Optional[str] = None  # the only elements it can change: "nan", "zero", "special", "tiny"
+    keys: frozenset[str] = field(init=False, compare=False, repr=False)  # the fields its semantics sets
 
     def __post_init__(self) -> None:
         if self.category is not None:
             categories.check(self.category)
-
-    @property
-    def kw(self) -> dict:
-        return dict(self.keywords)
-
-    @property
-    def keys(self) -> frozenset[str]:
-        return frozenset(k for k, _ in self.keywords)
+        object.__setattr__(self, "keys", frozenset(self.semantics.settings()))
 
 
 def rule(category: Optional[str], summary: str, detail: Optional[dict] = None, *,
          complexity: float = 1.0, groups: Optional[Groups] = None, reach: Optional[str] = None,
-         **keywords: object) -> Rule:
-    return Rule(category, tuple(sorted(keywords.items())), summary, detail or {}, complexity, groups,
-                reach)
+         **settings: object) -> Rule:
+    """A rule whose variant sets ``settings`` (:class:`Semantics` fields)."""
+    return Rule(category, Semantics(**settings), summary, detail or {}, complexity, groups, reach)
 
 
 # ----------------------------------------------------------------------------- slopes
@@ -101,14 +96,14 @@ def _alpha_rules(alpha: float, dtypes: tuple[str, str], estimates: list[float]) 
             continue
         base = {"effective_alpha": c, "expected_alpha": alpha, "default_of": list(frameworks_with_default(c))}
         rules.append(rule("alpha-mismatch", f"negative side computed with slope {c!r} instead of {alpha!r}"
-                          f"{_plain(c)}", base, complexity=1 + 1e-3 * k, alpha=c))
+                          f"{_plain(c)}", base, complexity=1 + 1e-3 * k, slope=c))
         for d in slope_dtypes(dtypes):
             slope = ref.effective_slope(c, slope_dtype=d)
             if slope != c and not _close_to(alpha, slope):
                 rules.append(rule("alpha-mismatch", f"negative side computed with slope {c!r} rounded to "
                                   f"{d} ({slope!r}) instead of {alpha!r}{_plain(c)}",
                                   {**base, "slope_dtype": d, "slope": slope},
-                                  complexity=1 + 1e-3 * k, alpha=c, slope_dtype=d))
+                                  complexity=1 + 1e-3 * k, slope=c, slope_dtype=d))
     return rules
 
 
@@ -134,7 +129,7 @@ def _precision_rules(alpha: float, dtypes: tuple[str, str]) -> list[Rule]:
 # ----------------------------------------------------------------------------- the rest
 
 _FORMULAS = {"max": "max(x, a*x)", "min": "min(x, a*x)", "maxmin": "max(x, 0) + a*min(x, 0)",
-             "mask": "x*m + a*x*(1-m) with m = (x > 0)", "scale": "a*x on both sides (no select)"}
+             "mask-multiply": "x*m + a*x*(1-m) with m = (x > 0)", "scale": "a*x on both sides (no select)"}
 
 
 def _more_formulations(alpha: float, direction: str) -> list[Rule]:

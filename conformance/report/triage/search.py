@@ -17,6 +17,7 @@ import numpy as np
 import conformance.report.triage.sampling as sampling
 from conformance.dtypes import info, is_nan, is_subnormal, to_bits
 from conformance.reference import golden as ref
+from conformance.reference.semantics import EXACT, Semantics
 from conformance.report.metrics import match_mask
 from conformance.report.triage.claims import PIECE, Batch, comparable, observed_slopes, special_values
 from conformance.report.triage.rules import Rule, catalogue
@@ -72,24 +73,21 @@ def _plausible(rule: Rule, ratios: np.ndarray) -> bool:
     informative element every slope is.  ``ratios`` are sorted, without NaN: the
     nearest ratio below the slope and the nearest above are the closest (a rounded
     difference is monotone), so only they are tested."""
-    kw = rule.kw
-    if rule.category != "alpha-mismatch" or "alpha" not in kw or ratios.size == 0:
+    sem = rule.semantics
+    if rule.category != "alpha-mismatch" or sem.slope is None or ratios.size == 0:
         return True
-    slope = ref.effective_slope(kw["alpha"], slope_dtype=kw.get("slope_dtype"))
+    slope = ref.effective_slope(sem.slope, slope_dtype=sem.slope_dtype)
     at = int(np.searchsorted(ratios, slope))
     near = ratios[max(at - 1, 0):at + 1]
     return bool((np.abs(near - slope) <= abs(slope) * 2.0 ** -6).any())  # inputs may be narrowed
 
 
-def stack_keywords(stack: Sequence[Rule]) -> dict:
-    out: dict = {}
+def stack_semantics(stack: Sequence[Rule]) -> Semantics:
+    """The variant a stack of rules computes: each rule's settings on those below it."""
+    out = EXACT
     for r in stack:
-        out.update(r.kw)
+        out = out.combined(r.semantics)
     return out
-
-
-def _stack_key(stack: Sequence[Rule]) -> tuple:
-    return tuple(sorted(stack_keywords(stack).items(), key=lambda i: i[0]))
 
 
 class Selector:
@@ -104,18 +102,14 @@ class Selector:
 
     def predict(self, stack: Sequence[Rule]) -> np.ndarray:
         """The stack's prediction on the whole scope."""
-        key = _stack_key(stack)
-        if key not in self._cache:
-            kw, index = dict(key), self.scope.index
-            if index is None:  # the scope is the batch in order
-                self._cache[key] = self.batch.variant(**kw)
-            else:
-                self._cache[key] = self.batch.variant(index, **kw) if kw else self.batch.golden[index]
+        key = stack_semantics(stack)
+        if key not in self._cache:  # a scope without index is the batch in order
+            self._cache[key] = self.batch.variant(self.scope.index, semantics=key)
         return self._cache[key]
 
     def keep(self, stacks: Sequence[Sequence[Rule]]) -> None:
         """Forget every prediction but those of ``stacks`` (a large batch's are big)."""
-        keys = {_stack_key(s) for s in stacks}
+        keys = {stack_semantics(s) for s in stacks}
         self._cache = {k: v for k, v in self._cache.items() if k in keys}
         self._right.clear()
 
@@ -127,7 +121,7 @@ class Selector:
         """The stack's prediction on the whole batch: the scope's, put in place when the
         scope is every element."""
         if self.scope.size != self.batch.x.size:
-            return self.batch.variant(**stack_keywords(stack))
+            return self.batch.variant(semantics=stack_semantics(stack))
         if self.scope.index is None:
             return self.predict(stack)
         out = np.empty_like(self.batch.golden)
@@ -173,7 +167,7 @@ class Selector:
     def reproduced(self, trial: Sequence[Rule], some: np.ndarray) -> np.ndarray:
         """Which of the mismatches ``some`` (scope positions) ``trial`` reproduces, computed
         on them alone."""
-        pred = self.batch.variant(self.scope.positions(some), **stack_keywords(trial))
+        pred = self.batch.variant(self.scope.positions(some), semantics=stack_semantics(trial))
         return match_mask(pred, self.actual[some])
 
     def fixes(self, trial: Sequence[Rule], wrong: np.ndarray) -> np.ndarray:
