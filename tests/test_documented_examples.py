@@ -9,7 +9,8 @@ The convention, in README.md and docs/**/*.md:
   ``conformance`` script (not ``python -m``, which would import from the current directory) with
   ``COLUMNS=100``, in a scratch directory that links the repository's ``examples/``, ``tests/``
   and ``pyproject.toml`` (and what a page says its example finds there, :data:`PREPARED`), and
-  asserts the exit code and that every documented output line appears in the output, in order.  A line ``...`` stands for lines left out; progress bars are not compared.
+  asserts the exit code and that every documented output line appears in the output, in order.
+  A line ``...`` stands for lines left out; progress bars are not compared.
 - Any other ``conformance ...`` line of a ``sh``/``console`` block, and of an ``examples/*.py``
   docstring, is an illustration: it must parse (its flags exist, its values are accepted by
   argparse), and an import path it passes to ``--backend`` must load.
