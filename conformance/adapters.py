@@ -6,8 +6,8 @@
   autograd's (``fn(x).backward(dy)``), unless it has none.
 
 Dtype pairs: ``dtypes`` names the pairs the kernel runs (``"float16"``, or
-``"fp32:fp16"`` and ``"float32->float16"`` for a pair).  Without it, the four same-dtype pairs are probed once
-each on a few values; a pair whose probe raises or returns another dtype or shape
+``"fp32:fp16"`` and ``"float32->float16"`` for a pair).  Without it, the four
+same-dtype pairs are probed once each on a few values; a pair whose probe raises or returns another dtype or shape
 is skipped with that reason, never faked.  A declared pair is never probed: a
 call that raises, or returns the wrong dtype or shape, becomes that row's
 ``rejected-input`` finding ("my_kernel raised ValueError: ..."), not a crash.

@@ -41,7 +41,7 @@ def parse_dtype(text: str, *, flag: str = "--dtype") -> str:
     return src if src == out and ":" not in text and "->" not in text else f"{src}->{out}"
 
 
-DTYPE_HELP = "fp16, bf16, fp32, fp64, or a pair such as fp32:fp16 (the same as the quoted \"fp32->fp16\")"
+DTYPE_HELP = "fp16, bf16, fp32, fp64, or a pair such as fp32:fp16 (or the quoted \"fp32->fp16\")"
 
 
 def shown(text: str, *, limit: int = 24) -> str:

@@ -45,9 +45,10 @@ HELP = "run the conformance suite (golden, torch, tensorflow, cann, ...) and gat
 def configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--backend", action="append", metavar="NAME",
-        help=f"one of {', '.join(backend_names())}, or your own as package.module:factory "
+        help=f"one of {', '.join(backend_names())}, or your own as module:NAME or file.py:NAME, NAME a "
+             "factory, a backend object or a kernel fn(x, alpha) "
              f"(repeat or comma-separate; default: {', '.join(default_backends())})")
-    add("--dtype", action="append", metavar="D", help=f"{DTYPE_HELP} (repeat or comma-separate)")
+    add("--dtype", action="append", metavar="D", help=f"{DTYPE_HELP}; repeat or comma-separate")
     add("--alpha", action="append", metavar="A", help="slope(s), e.g. 0.2 or 1/3 (default: the suite's 8)")
     add("--direction", action="append", metavar="DIR", help="forward or backward (default: both)")
     add_kernel_options(parser)
