@@ -21,10 +21,6 @@ The kernel's Python warnings (numpy's "overflow encountered in multiply" on the
 suite's inf, NaN and largest finite inputs) never reach stderr call by call: each
 distinct message is shown once per kernel as a note, and :attr:`KernelBackend.warned`
 counts them per row (dtype, output dtype, direction, alpha).
-
-A kernel backend is a plain object with the protocol's methods; it does not
-subclass ``backends.BackendBase``, so that the registry can wrap a plain function
-without an import cycle (the facts it does not declare get the registry's defaults).
 """
 from __future__ import annotations
 
@@ -37,6 +33,7 @@ from typing import Any, Literal, Optional
 
 import numpy as np
 
+from conformance.backends import BackendBase
 from conformance.dtypes import DTYPES, info
 from conformance.errors import UsageError
 from conformance.records import BackendResult, Direction, Pair
@@ -88,11 +85,8 @@ class WarningTally:
 RowKey = tuple[str, str, Direction, float]  # dtype, out_dtype, direction, alpha
 
 
-class KernelBackend:
+class KernelBackend(BackendBase):
     """A kernel function as a backend; build one with :func:`from_numpy` or :func:`from_torch`."""
-
-    profile: Optional[str] = None
-    variant: Optional[str] = None
 
     def __init__(self, fn: Forward, *, backward: Optional[Backward] = None, kind: Kind = "numpy",
                  dtypes: Optional[Iterable[str]] = None, name: Optional[str] = None):

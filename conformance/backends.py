@@ -301,6 +301,9 @@ def is_backend(obj: Any) -> bool:
                                              for a in ("supports", "forward", "backward"))
 
 
+#: What wraps a plain kernel function, imported by name as the backends are (the adapters build on
+#: this module, so it cannot import them).
+KERNEL_WRAPPER = "conformance.adapters:from_function"
 ACCEPTED = ("a factory taking no required argument that returns a backend, a backend object, "
             "or a kernel function fn(x, alpha) -> array")
 
@@ -332,9 +335,7 @@ def made(factory: Any, *, name: str, **kwargs: str) -> Backend:
         return factory
     shape = kernel_or_factory(factory) if callable(factory) else ""
     if shape == "kernel":
-        from conformance.adapters import from_function
-
-        return from_function(factory)
+        return load(KERNEL_WRAPPER)(factory)
     if not shape:
         described = f"a {type(factory).__name__}" if not callable(factory) else \
             f"{getattr(factory, '__name__', type(factory).__name__)}{_signature(factory)}"
