@@ -262,3 +262,13 @@ def test_a_kernels_warnings_do_not_flood_stderr_in_a_real_process(kernel_file: P
     lines = proc.stderr.splitlines()
     assert lines and all(line.startswith("conformance: note: leaky: RuntimeWarning: ") for line in lines), lines
     assert len(lines) == len(set(lines)) <= 4
+
+
+def test_a_plain_kernel_function_fails_and_replays_under_its_import_path(tmp_path: Path, capsys) -> None:
+    name = f"{my_kernel.__file__}:max_leaky_relu"
+    result = run_cli(["run", "--backend", name, "--dtype", "fp16", "--alpha", "1.5", "--direction", "forward",
+                      "-q", "--results-dir", str(tmp_path / "res")], capsys)
+    assert result.code == 1 and "1 failed" in result.out, result.text
+    (repro,) = sorted((tmp_path / "res").glob("*formulation*.npz"))
+    replayed = run_cli(["replay", str(repro), "--backend", name, "-q"], capsys)
+    assert replayed.code == 1 and "still fails (same finding: formulation)" in replayed.text
