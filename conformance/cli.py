@@ -108,6 +108,8 @@ def _executed(args: argparse.Namespace) -> int:
     try:
         return int(args._execute(args))
     except SystemExit as exc:
+        if isinstance(exc.__context__, BrokenPipeError):  # rich's answer to output piped into `head`
+            raise exc.__context__ from None
         raise UsageError(f"code it loaded (a backend, kernel or model factory) called sys.exit({exc.code!r}); "
                          "code must not exit when imported or called (guard it with if __name__ == '__main__')"
                          ) from None

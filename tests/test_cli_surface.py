@@ -147,3 +147,13 @@ def test_the_worker_serves_a_pipe() -> None:
     proc = subprocess.run([sys.executable, "-m", "conformance", "worker", "--backend", "golden"],
                           stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
     assert proc.stdout.startswith(b"LRW"), proc.stderr  # the hello frame
+
+
+def test_output_piped_into_head_stops_quietly() -> None:
+    """rich answers a closed pipe with SystemExit(1): that is the reader leaving, not loaded code exiting."""
+    proc = subprocess.Popen([sys.executable, "-m", "conformance", "tiling", "--numel", "100", "--dtype", "fp16"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line, as `| head -0` leaves
+    code, err = proc.wait(timeout=120), proc.stderr.read().decode()
+    assert code == 1 and err == "", err
