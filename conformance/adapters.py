@@ -7,8 +7,8 @@
 
 Dtype pairs: ``dtypes`` names the pairs the kernel runs (``"float16"``, or
 ``"fp32:fp16"`` and ``"float32->float16"`` for a pair).  Without it, the four
-same-dtype pairs are probed once each on a few values; a pair whose probe raises or returns another dtype or shape
-is skipped with that reason, never faked.  A declared pair is never probed: a
+same-dtype pairs are probed once each on a few values; a pair whose probe raises
+or returns another dtype or shape is skipped with that reason, never faked.  A declared pair is never probed: a
 call that raises, or returns the wrong dtype or shape, becomes that row's
 ``rejected-input`` finding ("my_kernel raised ValueError: ..."), not a crash.
 
@@ -47,7 +47,6 @@ _PROBE = (1.0, -1.0, 0.0, -2.5)
 #: How a dtype pair is written: ``fp32:fp16`` is safe in every shell; ``"fp32->fp16"`` needs quotes
 #: (unquoted, the shell reads ``>`` as a redirection and the harness sees ``fp32-``).
 PAIR_EXAMPLE = "fp32:fp16"
-_PAIR_SEPARATORS = ("->", ":")
 
 
 def parse_pair(text: str, *, what: str = "dtype") -> Pair:
@@ -58,9 +57,8 @@ def parse_pair(text: str, *, what: str = "dtype") -> Pair:
         raise UsageError(f"{what} {spelled!r}: the shell took '>' of an unquoted pair as a redirection "
                          f"(and may have written a file named after the output dtype); write the pair "
                          f"as {PAIR_EXAMPLE}")
-    parts = spelled.replace(_PAIR_SEPARATORS[0], _PAIR_SEPARATORS[1]).split(_PAIR_SEPARATORS[1])
     try:
-        names = [info(part.strip()).name for part in parts]
+        names = [info(part.strip()).name for part in spelled.replace("->", ":").split(":")]
     except ValueError:
         raise UsageError(f"{what} {spelled!r} is unknown; use fp16, bf16, fp32, fp64 (or float16, ...) "
                          f"or a pair such as {PAIR_EXAMPLE}") from None
