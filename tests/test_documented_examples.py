@@ -13,6 +13,7 @@ The convention, in README.md and docs/**/*.md:
 - Any other ``conformance ...`` line of a ``sh``/``console`` block, and of an ``examples/*.py``
   docstring, is an illustration: it must parse (its flags exist, its values are accepted by
   argparse), and an import path it passes to ``--backend`` must load.
+- A ``python`` block runs as written from the repository root; its ``assert``s are its expectations.
 
 Runnable examples that cannot run here are listed in :data:`NOT_RUN` with the reason.
 """
@@ -192,3 +193,15 @@ def test_the_matcher_reports_a_documented_line_that_was_not_printed() -> None:
     assert _in_order(["b", "a"], printed) == ["a"]  # out of order
     assert _in_order(["1 row: 0 passed, 0 warned, 1 failed: FAIL"], printed) == \
         ["1 row: 0 passed, 0 warned, 1 failed: FAIL"]
+
+
+PYTHON_BLOCKS = [(f"{page.relative_to(ROOT)}:{start}", "\n".join(lines)) for page in _pages()
+                 for lang, start, lines in _blocks(page.read_text(encoding="utf-8")) if lang == "python"]
+
+
+@pytest.mark.parametrize(("where", "source"), PYTHON_BLOCKS, ids=[w for w, _ in PYTHON_BLOCKS])
+def test_a_python_example_runs(where: str, source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each ``python`` block runs as written from the repository root (its asserts are its expectations)."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(sys, "path", [str(ROOT), *sys.path])
+    exec(compile(source, where, "exec"), {"__name__": "documented_example"})
