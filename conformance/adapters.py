@@ -5,21 +5,30 @@
 - :func:`from_torch` wraps a torch function (tensors in and out); its backward is
   autograd's (``fn(x).backward(dy)``), unless it has none.
 
-Dtype pairs: ``dtypes`` names the pairs the kernel runs (``"float16"`` or
-``"float32->float16"``).  Without it, the four same-dtype pairs are probed once
-each on a few values; a pair whose probe raises or returns another dtype or shape
-is skipped with that reason, never faked.  A declared pair is never probed: a
+Dtype pairs: ``dtypes`` names the pairs the kernel runs (``"float16"``, or
+``"fp32:fp16"`` and ``"float32->float16"`` for a pair).  Without it, the four
+same-dtype pairs are probed once each on a few values; a pair whose probe raises
+or returns another dtype or shape is skipped with that reason, never faked.  A declared pair is never probed: a
 call that raises, or returns the wrong dtype or shape, becomes that row's
 ``rejected-input`` finding ("my_kernel raised ValueError: ..."), not a crash.
 
-The same adapter serves ``conformance run --backend package.module:factory``
-(the factory returns ``from_numpy(...)``), :func:`conformance.check` and the
-pytest fixture ``leakyrelu_conformance``.
+The same adapter serves ``conformance run --backend package.module:NAME`` (NAME a
+factory returning ``from_numpy(...)``, or a plain ``fn(x, alpha)`` wrapped by
+:func:`from_function`), :func:`conformance.check` and the pytest fixture
+``leakyrelu_conformance``.
+
+The kernel's Python warnings (numpy's "overflow encountered in multiply" on the
+suite's inf, NaN and largest finite inputs) never reach stderr call by call: each
+distinct message is shown once per kernel as a note, and :attr:`KernelBackend.warned`
+counts them per row (dtype, output dtype, direction, alpha).
 """
 from __future__ import annotations
 
 import functools
+import sys
+import warnings
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
 import numpy as np
@@ -35,19 +44,43 @@ Backward = Callable[[Any, Any, float], Any]
 _PROBE = (1.0, -1.0, 0.0, -2.5)
 
 
+#: How a dtype pair is written: ``fp32:fp16`` is safe in every shell; ``"fp32->fp16"`` needs quotes
+#: (unquoted, the shell reads ``>`` as a redirection and the harness sees ``fp32-``).
+PAIR_EXAMPLE = "fp32:fp16"
+
+
+def parse_pair(text: str, *, what: str = "dtype") -> Pair:
+    """``fp16``, ``fp32:fp16`` or ``float32->float16`` as a pair of table names; a UsageError
+    naming the fix otherwise (``what`` names the value in it, e.g. ``--dtype``)."""
+    spelled = str(text).strip()
+    if spelled.endswith("-"):
+        raise UsageError(f"{what} {spelled!r}: the shell took '>' of an unquoted pair as a redirection "
+                         f"(and may have written a file named after the output dtype); write the pair "
+                         f"as {PAIR_EXAMPLE}")
+    try:
+        names = [info(part.strip()).name for part in spelled.replace("->", ":").split(":")]
+    except ValueError:
+        raise UsageError(f"{what} {spelled!r} is unknown; use fp16, bf16, fp32, fp64 (or float16, ...) "
+                         f"or a pair such as {PAIR_EXAMPLE}") from None
+    if len(names) > 2:
+        raise UsageError(f"{what} {spelled!r}: a pair has two dtypes, such as {PAIR_EXAMPLE}")
+    return names[0], names[-1]
+
+
 def parse_pairs(dtypes: Iterable[str]) -> tuple[Pair, ...]:
-    """``["fp16", "float32->float16"]`` as table-name pairs; a UsageError for an unknown dtype."""
-    pairs = []
-    for text in dtypes:
-        try:
-            parts = [info(p.strip()).name for p in str(text).replace(":", "->").split("->")]
-        except ValueError:
-            raise UsageError(f"dtype {text!r} is unknown; use float16, bfloat16, float32, float64 "
-                             "or a pair like float32->float16") from None
-        if len(parts) > 2:
-            raise UsageError(f"dtype {text!r}: a pair has two dtypes, like float32->float16")
-        pairs.append((parts[0], parts[-1]))
-    return tuple(dict.fromkeys(pairs))
+    """``["fp16", "fp32:fp16", "float32->float16"]`` as table-name pairs, de-duplicated."""
+    return tuple(dict.fromkeys(parse_pair(text) for text in dtypes))
+
+
+@dataclass(frozen=True)
+class WarningTally:
+    """The Python warnings a kernel raised on one row: how many, and the first one's text."""
+
+    count: int
+    first: str
+
+
+RowKey = tuple[str, str, Direction, float]  # dtype, out_dtype, direction, alpha
 
 
 class KernelBackend(BackendBase):
@@ -61,6 +94,9 @@ class KernelBackend(BackendBase):
         self.name = name or getattr(fn, "__name__", "kernel")
         self.declared = parse_pairs(dtypes) if dtypes is not None else None
         self._probe = functools.cache(self._probe_pair)
+        #: Warnings the kernel raised, per row; each distinct message is noted on stderr once.
+        self.warned: dict[RowKey, WarningTally] = {}
+        self._noted: set[str] = set()
 
     def __repr__(self) -> str:
         return f"<{self.kind} kernel {self.name}>"
@@ -91,7 +127,7 @@ class KernelBackend(BackendBase):
     def _probe_pair(self, dtype: str, direction: Direction) -> str:
         """"" when the kernel runs ``dtype`` on a few values, else what went wrong."""
         x = np.array(_PROBE, dtype=info(dtype).dtype)
-        result = self._call(direction, x, 0.5, dy=x[::-1].copy(), out_dtype=dtype)
+        result = self._call(direction, x, 0.5, dy=x[::-1].copy(), out_dtype=dtype, tally=False)
         return "" if result.rejected is None else f"probe failed: {result.rejected}"
 
     # ------------------------------------------------------------------ calls
@@ -104,14 +140,35 @@ class KernelBackend(BackendBase):
         return self._call("backward", x, alpha, dy=dy, out_dtype=out_dtype or info(x.dtype).name)
 
     def _call(self, direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[np.ndarray],
-              out_dtype: str) -> BackendResult:
-        """One call, with anything the kernel raises or returns amiss turned into a refusal."""
+              out_dtype: str, tally: bool = True) -> BackendResult:
+        """One call, with anything the kernel raises or returns amiss turned into a refusal, and
+        its warnings counted instead of printed."""
         compute = _numpy_call if self.kind == "numpy" else _torch_call
-        try:
-            value = compute(self, direction, x, alpha, dy)
-        except Exception as exc:  # the user's code: any failure is this row's finding
-            return BackendResult(value=None, rejected=f"{self.name} raised {type(exc).__name__}: {exc}")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                value = compute(self, direction, x, alpha, dy)
+            except Exception as exc:  # the user's code: any failure is this row's finding
+                return BackendResult(value=None, rejected=f"{self.name} raised {type(exc).__name__}: {exc}")
+            finally:
+                if tally:
+                    self._count((info(x.dtype).name, out_dtype, direction, alpha), caught)
         return _checked(value, name=self.name, like=x, out_dtype=out_dtype)
+
+    def _count(self, key: RowKey, caught: list[warnings.WarningMessage]) -> None:
+        """Add ``caught`` to row ``key``'s tally; note each message the first time it appears."""
+        if not caught:
+            return
+        texts = [f"{w.category.__name__}: {w.message}" for w in caught]
+        before = self.warned.get(key)
+        self.warned[key] = WarningTally((before.count if before else 0) + len(texts),
+                                        before.first if before else texts[0])
+        for text in dict.fromkeys(texts):
+            if text not in self._noted:
+                self._noted.add(text)
+                dtype, out, direction, alpha = key
+                print(f"conformance: note: {self.name}: {text} (first on {dtype}->{out} {direction} "
+                      f"alpha={alpha:g}; each warning is shown once)", file=sys.stderr)
 
 
 def _numpy_call(k: KernelBackend, direction: Direction, x: np.ndarray, alpha: float,
@@ -152,6 +209,20 @@ def from_numpy(fn: Forward, *, backward: Optional[Backward] = None, dtypes: Opti
                name: Optional[str] = None) -> KernelBackend:
     """A numpy kernel ``fn(x, alpha) -> y`` (and ``backward(dy, x, alpha) -> dx``) as a backend."""
     return KernelBackend(fn, backward=backward, kind="numpy", dtypes=dtypes, name=name)
+
+
+def _companion_backward(fn: Forward) -> Optional[Backward]:
+    """``<fn>_backward`` beside ``fn`` in its module, when there is one."""
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    found = getattr(module, f"{getattr(fn, '__name__', '')}_backward", None)
+    return found if callable(found) else None
+
+
+def from_function(fn: Forward) -> KernelBackend:
+    """A plain numpy ``fn(x, alpha)`` named on the command line (``--backend mod:fn``), with its
+    companion ``fn_backward(dy, x, alpha)`` from the same module when there is one; its dtype pairs
+    are probed."""
+    return from_numpy(fn, backward=_companion_backward(fn))
 
 
 def from_torch(fn: Forward, *, backward: Optional[Backward] = None, dtypes: Optional[Iterable[str]] = None,

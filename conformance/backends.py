@@ -15,10 +15,12 @@ Modules are imported only when their backend is asked for, and framework
 modules only when a backend computes.
 
 A name with a colon is an import path instead of a registered name:
-``package.module:factory`` (or ``path/to/file.py:factory``) names a callable
-that returns a backend, or a backend object itself.  It is what rows, reports
-and reproducers record, so ``conformance replay`` loads it again.  See
-:mod:`conformance.adapters` for wrapping a plain kernel function.
+``package.module:NAME`` (or ``path/to/file.py:NAME``) names a factory (a callable
+taking no required argument that returns a backend), a backend object, or a plain
+kernel ``fn(x, alpha)``, which :func:`conformance.adapters.from_function` wraps.  A
+dotted module that is not importable from ``sys.path`` is looked for in the
+current directory, as ``python -m`` would.  The import path is what rows, reports
+and reproducers record, so ``conformance replay`` loads it again.
 
 A backend owns its facts (see :class:`BackendBase`): the dtype pairs it runs
 in the default suite, the tiling boundary sizes worth probing, its profiles
@@ -29,6 +31,8 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
+import os
 import sys
 import warnings
 from dataclasses import dataclass
@@ -186,10 +190,23 @@ def is_import_path(name: str) -> bool:
     return ":" in name
 
 
+def _import_dotted(module: str) -> Any:
+    """``module`` from ``sys.path``, else from the current directory (``python -m`` puts it first on
+    ``sys.path``; the ``conformance`` script does not, and here it comes last, so it shadows nothing)."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        here = os.getcwd()
+        if exc.name != module.partition(".")[0] or here in sys.path:
+            raise
+        sys.path.append(here)
+        return importlib.import_module(module)
+
+
 def _import(module: str) -> Any:
     """A module by dotted name, or a ``.py`` file by path (imported under a name of its own)."""
     if not module.endswith(".py"):
-        return importlib.import_module(module)
+        return _import_dotted(module)
     from importlib import util
     from pathlib import Path
 
@@ -284,15 +301,45 @@ def is_backend(obj: Any) -> bool:
                                              for a in ("supports", "forward", "backward"))
 
 
+#: What wraps a plain kernel function, imported by name as the backends are (the adapters build on
+#: this module, so it cannot import them).
+KERNEL_WRAPPER = "conformance.adapters:from_function"
+ACCEPTED = ("a factory taking no required argument that returns a backend, a backend object, "
+            "or a kernel function fn(x, alpha) -> array")
+
+
+def kernel_or_factory(obj: Any) -> str:
+    """``"kernel"`` for a plain ``fn(x, alpha)`` (two required positional parameters, any others
+    optional), ``"factory"`` for a class or a callable with no required parameter, else ``""``."""
+    if isinstance(obj, type):
+        return "factory"
+    try:
+        params = inspect.signature(obj).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: call it as a factory
+        return "factory"
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = [p for p in params if p.default is inspect.Parameter.empty
+                and p.kind in (*positional, inspect.Parameter.KEYWORD_ONLY)]
+    if not required:
+        return "factory"
+    if len(required) == 2 and all(p.kind in positional for p in required):
+        return "kernel"
+    return ""
+
+
 def made(factory: Any, *, name: str, **kwargs: str) -> Backend:
-    """``factory(**kwargs)``, or ``factory`` itself when it already is a backend object; a
-    UsageError when it makes something that is not a backend, or when the factory of an
-    import path fails."""
+    """``factory(**kwargs)``, ``factory`` itself when it already is a backend object, or a plain
+    kernel function wrapped by :func:`conformance.adapters.from_function`; a UsageError when it makes
+    something that is not a backend, or when the factory of an import path fails."""
     if is_backend(factory):
         return factory
-    if not callable(factory):
-        raise UsageError(f"backend {name} names a {type(factory).__name__}, not a factory or a backend; "
-                         "point it at a function that returns one")
+    shape = kernel_or_factory(factory) if callable(factory) else ""
+    if shape == "kernel":
+        return load(KERNEL_WRAPPER)(factory)
+    if not shape:
+        described = f"a {type(factory).__name__}" if not callable(factory) else \
+            f"{getattr(factory, '__name__', type(factory).__name__)}{_signature(factory)}"
+        raise UsageError(f"backend {name} names {described}; expected {ACCEPTED}")
     try:
         backend = factory(**kwargs)
     except UsageError:
@@ -308,6 +355,13 @@ def made(factory: Any, *, name: str, **kwargs: str) -> Backend:
                          "(an object with supports, forward and backward); wrap a kernel function with "
                          "conformance.adapters.from_numpy or from_torch")
     return backend
+
+
+def _signature(obj: Any) -> str:
+    try:
+        return str(inspect.signature(obj))
+    except (TypeError, ValueError):
+        return "(...)"
 
 
 def call(backend: Backend, direction: Direction, x: np.ndarray, alpha: float, *,

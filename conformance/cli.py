@@ -1,4 +1,4 @@
-"""``conformance run|compare|diff|audit|export-cases|tiling|defaults|replay|selftest|worker|sweep``.
+"""The conformance command line: one sub-command per task, each in ``conformance/commands/``.
 
 Each sub-command lives in ``conformance/commands/<name>.py``; this module only
 builds the parser and maps errors to exit codes: 0 pass, 1 gate failure,
@@ -17,6 +17,7 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Sequence
+from importlib import metadata
 from typing import Optional
 
 from conformance.errors import UsageError
@@ -33,8 +34,23 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see {self.prog} --help)")
 
 
+DESCRIPTION = ("Prove LeakyReLU implementations bit-exact against an exact reference, and name the cause "
+               "of every element that differs. Exit codes: 0 pass, 1 gate failure, 2 usage or input error, "
+               "3 internal error, 130/143 interrupted.")
+
+
+def version() -> str:
+    """The installed package's version ("unknown" when run from a checkout that was never installed)."""
+    try:
+        return metadata.version("conformance")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="conformance", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="conformance", description=DESCRIPTION,
+                     epilog="Run 'conformance COMMAND --help' for the options of one command.")
+    parser.add_argument("--version", action="version", version=f"conformance {version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in COMMANDS:
         module = importlib.import_module(f"conformance.commands.{name.replace('-', '_')}")
@@ -92,6 +108,8 @@ def _executed(args: argparse.Namespace) -> int:
     try:
         return int(args._execute(args))
     except SystemExit as exc:
+        if isinstance(exc.__context__, BrokenPipeError):  # rich's answer to output piped into `head`
+            raise exc.__context__ from None
         raise UsageError(f"code it loaded (a backend, kernel or model factory) called sys.exit({exc.code!r}); "
                          "code must not exit when imported or called (guard it with if __name__ == '__main__')"
                          ) from None

@@ -13,8 +13,8 @@
 
 Run them three ways (from the repository root):
 
-    conformance run --backend examples.my_kernel:backend --dtype fp16 --alpha 0.1
-    conformance run --backend examples.my_kernel:naive_backend --dtype fp16 --alpha 0.1
+    conformance run --backend examples/my_kernel.py:backend --dtype fp16 --alpha 0.1
+    conformance run --backend examples/my_kernel.py:naive_leaky_relu --dtype fp16 --alpha 0.1
 
     import conformance
     conformance.check(exact_leaky_relu, backward=exact_leaky_relu_backward, dtypes=["float16"], alphas=[0.1])
@@ -79,16 +79,18 @@ def exact_leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float) -> np
 
 
 def backend() -> KernelBackend:
-    """``--backend examples.my_kernel:backend``: the exact kernel, forward and backward."""
+    """``--backend examples/my_kernel.py:backend``: the exact kernel, forward and backward."""
     return from_numpy(exact_leaky_relu, backward=exact_leaky_relu_backward, dtypes=EXACT_DTYPES,
                       name="exact_leaky_relu")
 
 
 def max_backend() -> KernelBackend:
-    """``--backend examples.my_kernel:max_backend``: the max(x, alpha*x) kernel, forward only."""
+    """``--backend examples/my_kernel.py:max_backend``: the max(x, alpha*x) kernel, forward only."""
     return from_numpy(max_leaky_relu, dtypes=EXACT_DTYPES)
 
 
 def naive_backend() -> KernelBackend:
-    """``--backend examples.my_kernel:naive_backend``: the naive kernel on its default (probed) pairs."""
+    """``--backend examples/my_kernel.py:naive_backend``: the naive kernel on its default (probed) pairs,
+    as ``--backend examples/my_kernel.py:naive_leaky_relu`` gives it (the plain function, its
+    ``naive_leaky_relu_backward`` beside it), here with a name of its own."""
     return from_numpy(naive_leaky_relu, backward=naive_leaky_relu_backward, name="naive_leaky_relu")

@@ -1,6 +1,11 @@
 """Your own kernel: the numpy and torch adapters, ``--backend module:factory``, the example kernels."""
 from __future__ import annotations
 
+import json
+import sys
+import warnings
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -8,7 +13,7 @@ from conformance import adapters, backends, suite
 from conformance.api import check
 from conformance.errors import UsageError
 from examples import my_kernel
-from tests.helpers import assert_usage_error, run_cli
+from tests.helpers import assert_usage_error, cli_subprocess, run_cli
 
 FP16 = np.array([1.0, -1.0, -0.0, -2.5], np.float16)
 
@@ -99,8 +104,7 @@ def test_a_file_path_factory_loads_too(capsys) -> None:
 @pytest.mark.parametrize(("name", "mentions"), [
     ("examples.no_such_module:backend", "No module named 'examples.no_such_module'"),
     ("examples.my_kernel:no_such_factory", "has no attribute 'no_such_factory'"),
-    ("examples.my_kernel:EXACT_DTYPES", "names a tuple, not a factory or a backend"),
-    ("examples.my_kernel:exact_leaky_relu", "factory raised TypeError"),
+    ("examples.my_kernel:EXACT_DTYPES", "names a tuple; expected a factory"),
 ])
 def test_a_bad_import_path_is_exit_2_in_one_line(name, mentions, capsys) -> None:
     backends.load.cache_clear()
@@ -139,3 +143,132 @@ def test_a_users_kernel_can_run_behind_a_worker(capsys, tmp_path) -> None:
                       "--results-dir", str(tmp_path)], capsys, cwd=Path(my_kernel.__file__).parent.parent)
     assert result.code == 1, result.text
     assert '"backend": "max_leaky_relu"' in out.read_text()
+
+
+# ----------------------------------------------------------------------------- plain functions on --backend
+
+KERNELS = """
+import numpy as np
+
+def leaky(x, alpha):
+    return np.where(x > 0, x, x * x.dtype.type(alpha))
+
+def leaky_backward(dy, x, alpha):
+    return np.where(x > 0, dy, dy * dy.dtype.type(alpha))
+
+def forward_only(x, alpha, *, scale=1.0):
+    return np.where(x > 0, x, x * x.dtype.type(alpha))
+
+def one_argument(x):
+    return x
+
+def three_arguments(x, alpha, beta):
+    return x
+
+def needs_a_keyword(x, alpha, *, mode):
+    return x
+"""
+
+
+@pytest.fixture
+def kernel_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user's ``mykernels.py`` in ``tmp_path`` (not on ``sys.path``); the import leaves no trace."""
+    (tmp_path / "mykernels.py").write_text(KERNELS)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "mykernels", raising=False)
+    backends.load.cache_clear()
+    suite.backend_for.cache_clear()
+    yield tmp_path / "mykernels.py"
+    sys.modules.pop("mykernels", None)
+    backends.load.cache_clear()
+    suite.backend_for.cache_clear()
+
+
+@pytest.mark.parametrize(("fn", "shape"), [
+    (lambda x, alpha: x, "kernel"),
+    (lambda x, alpha, out=None: x, "kernel"),
+    (lambda: None, "factory"),
+    (lambda profile=None, variant=None: None, "factory"),
+    (adapters.KernelBackend, "factory"),
+    (lambda x: x, ""),
+    (lambda x, alpha, beta: x, ""),
+    (lambda *, x, alpha: x, ""),
+])
+def test_a_callable_is_told_apart_by_its_signature(fn, shape: str) -> None:
+    assert backends.kernel_or_factory(fn) == shape
+
+
+def test_a_plain_kernel_function_runs_with_its_companion_backward(kernel_file: Path, capsys, tmp_path) -> None:
+    out = tmp_path / "r.json"
+    result = run_cli(["run", "--backend", "mykernels:leaky", "--dtype", "fp32", "--alpha", "0.3", "-q",
+                      "--json", str(out)], capsys, cwd=kernel_file.parent)
+    assert result.code == 0, result.text
+    rows = json.loads(out.read_text())["rows"]
+    assert {(r["backend"], r["direction"]) for r in rows} == {("mykernels:leaky", "forward"),
+                                                              ("mykernels:leaky", "backward")}
+
+
+def test_a_plain_kernel_from_a_file_path_without_a_backward_skips_backward(kernel_file: Path, capsys) -> None:
+    result = run_cli(["run", "--backend", f"{kernel_file}:forward_only", "--dtype", "fp32", "--alpha", "0.3"],
+                     capsys)
+    assert result.code == 0, result.text
+    assert "1 row:" in result.out and "forward_only has no backward" in result.out
+
+
+@pytest.mark.parametrize("fn", ["one_argument", "three_arguments", "needs_a_keyword"])
+def test_a_callable_that_is_neither_says_what_is_accepted(kernel_file: Path, fn: str, capsys) -> None:
+    result = run_cli(["run", "--backend", f"mykernels:{fn}", "--dtype", "fp16", "-q"], capsys, cwd=kernel_file.parent)
+    assert_usage_error(result, mentions=f"names {fn}(")
+    assert "a kernel function fn(x, alpha)" in result.err and "a factory taking no required argument" in result.err
+
+
+def test_a_dotted_module_is_found_in_the_current_directory_after_sys_path(kernel_file: Path, capsys) -> None:
+    result = run_cli(["run", "--backend", "mykernels:leaky", "--dtype", "fp32", "--alpha", "0.3",
+                      "--direction", "forward", "-q"], capsys, cwd=kernel_file.parent)
+    assert result.code == 0, result.text
+    assert sys.path[-1] == str(kernel_file.parent)  # appended: an installed module of that name wins
+
+
+def test_a_missing_dotted_module_still_names_the_module(kernel_file: Path, capsys) -> None:
+    result = run_cli(["run", "--backend", "nomodule_here:leaky", "--dtype", "fp32", "-q"], capsys,
+                     cwd=kernel_file.parent)
+    assert_usage_error(result, mentions="No module named 'nomodule_here'")
+
+
+# ----------------------------------------------------------------------------- the kernel's warnings
+
+def _overflowing(x, alpha):
+    return np.where(x > 0, x, x * x.dtype.type(alpha))  # fp16 times 1e4: overflow; inf times 0: invalid
+
+
+def test_a_kernels_warnings_are_counted_per_row_not_raised(capsys) -> None:
+    kernel = adapters.from_numpy(_overflowing, dtypes=["float16"], name="overflowing")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning that escaped the adapter would reject the row
+        report = check(kernel, alphas=[1e4, 0.2], directions=["forward"])
+    assert all(f.category != "rejected-input" for r in report.rows for f in r.findings)
+    key = ("float16", "float16", "forward", 1e4)
+    assert kernel.warned[key].count >= 1 and "RuntimeWarning: overflow" in kernel.warned[key].first
+    notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("conformance: note:")]
+    messages = {w.first for w in kernel.warned.values()}
+    assert len(notes) == len(set(notes)) and len(notes) <= sum(w.count for w in kernel.warned.values())
+    assert messages <= {note.split(": ", 3)[3].split(" (first on")[0] for note in notes}
+
+
+def test_a_kernels_warnings_do_not_flood_stderr_in_a_real_process(kernel_file: Path) -> None:
+    proc = cli_subprocess("run", "--backend", f"{kernel_file}:leaky", "--dtype", "fp16,fp32",
+                          "--alpha", "0.2,1e30", "-q", cwd=kernel_file.parent)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines and all(line.startswith("conformance: note: leaky: RuntimeWarning: ") for line in lines), lines
+    assert len(lines) == len(set(lines)) <= 4
+
+
+def test_a_plain_kernel_function_fails_and_replays_under_its_import_path(tmp_path: Path, capsys) -> None:
+    name = f"{my_kernel.__file__}:max_leaky_relu"
+    result = run_cli(["run", "--backend", name, "--dtype", "fp16", "--alpha", "1.5", "--direction", "forward",
+                      "-q", "--results-dir", str(tmp_path / "res")], capsys)
+    assert result.code == 1 and "1 failed" in result.out, result.text
+    (repro,) = sorted((tmp_path / "res").glob("*formulation*.npz"))
+    replayed = run_cli(["replay", str(repro), "--backend", name, "-q"], capsys)
+    assert replayed.code == 1 and "still fails (same finding: formulation)" in replayed.text

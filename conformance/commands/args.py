@@ -32,6 +32,18 @@ _NON_FINITE = re.compile(r"[+-]?(?:inf|infinity|nan)", re.ASCII | re.IGNORECASE)
 _INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 
+def parse_dtype(text: str, *, flag: str = "--dtype") -> str:
+    """A dtype (aliases allowed) or a pair (``fp32:fp16``, or the quoted ``"fp32->fp16"``) as table
+    names, a pair written ``src->out``; a UsageError naming the shell-safe spelling otherwise."""
+    from conformance.adapters import parse_pair
+
+    src, out = parse_pair(text, what=flag)
+    return src if src == out and ":" not in text and "->" not in text else f"{src}->{out}"
+
+
+DTYPE_HELP = "fp16, bf16, fp32, fp64, or a pair such as fp32:fp16 (or the quoted \"fp32->fp16\")"
+
+
 def shown(text: str, *, limit: int = 24) -> str:
     """``text`` quoted for a one-line message, its middle elided when it is long."""
     return repr(text) if len(text) <= limit else repr(f"{text[:limit - 9]}...{text[-6:]}")

@@ -16,7 +16,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Optional
 
-from conformance.commands.args import add_view_options, parse_alpha, parse_int, view_from
+from conformance.commands.args import add_view_options, parse_alpha, parse_dtype, parse_int, shown, view_from
 from conformance.errors import UsageError
 from conformance.ingest.arrays import Dump, load
 from conformance.ingest.dumps import check_pair, chunks, plan_layout, progress
@@ -36,8 +36,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", help="the slope the device was given")
     parser.add_argument("--dy", help="upstream gradient dy (backward)")
     parser.add_argument("--dx", help="gradient dx computed by the device (backward)")
-    parser.add_argument("--dtype", choices=_BITS_DTYPES,
-                        help="dtype of arrays stored as raw uint16 bits (e.g. bfloat16)")
+    parser.add_argument("--dtype", metavar="D",
+                        help="dtype of arrays stored as raw uint16 bits: bf16 or fp16 (or bfloat16, float16)")
     sources = parser.add_argument_group("other sources (instead of --x, --y, --dy, --dx, --alpha)")
     sources.add_argument("--msprobe", metavar="DUMP_DIR",
                          help="an msprobe tensor dump: one row per LeakyReLU call it recorded")
@@ -52,6 +52,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_view_options(parser)
 
 
+def _bits_dtype(text: Optional[str]) -> Optional[str]:
+    """``--dtype`` as a table name, with the aliases ``run`` takes; a 16-bit dtype only."""
+    if text is None:
+        return None
+    name = parse_dtype(text)
+    if name not in _BITS_DTYPES:
+        raise UsageError(f"--dtype {shown(text)}: raw bits are read as bf16 or fp16 only (compare reads "
+                         "other dtypes, and pairs, from the arrays themselves)")
+    return name
+
+
 def _cores(text: Optional[str]) -> Optional[int]:
     if text is None:
         return None
@@ -61,7 +72,7 @@ def _cores(text: Optional[str]) -> Optional[int]:
 # ----------------------------------------------------------------------------- run
 
 def _rows(args: argparse.Namespace, *, alpha: float, config: GateConfig) -> list[Row]:
-    bits = args.dtype
+    bits = _bits_dtype(args.dtype)
     x = load(args.x, flag="--x", bits_dtype=bits)
     if x.size == 0:
         raise UsageError(f"--x {args.x} holds no elements (shape {list(x.shape)}); an empty comparison "
@@ -100,6 +111,7 @@ def _evaluate(args: argparse.Namespace, x: Dump, out: Dump, *, dy: Optional[Dump
 
 
 def _check_flags(args: argparse.Namespace) -> None:
+    _bits_dtype(args.dtype)
     if args.msprobe is not None or args.manifest is not None:
         given = [f for f in ("--x", "--y", "--dy", "--dx", "--alpha") if getattr(args, f[2:]) is not None]
         if args.msprobe is not None and args.manifest is not None:

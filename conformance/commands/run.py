@@ -17,8 +17,16 @@ from rich.markup import escape
 
 from conformance.backends import WorkerSpec, default_backends, is_import_path, load, profiles_of
 from conformance.backends import names as backend_names
-from conformance.commands.args import add_kernel_options, add_view_options, items, parse_alpha, parse_int, view_from
-from conformance.dtypes import info
+from conformance.commands.args import (
+    DTYPE_HELP,
+    add_kernel_options,
+    add_view_options,
+    items,
+    parse_alpha,
+    parse_dtype,
+    parse_int,
+    view_from,
+)
 from conformance.errors import UsageError
 from conformance.interrupts import exit_code
 from conformance.report import console as show
@@ -37,9 +45,10 @@ HELP = "run the conformance suite (golden, torch, tensorflow, cann, ...) and gat
 def configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--backend", action="append", metavar="NAME",
-        help=f"one of {', '.join(backend_names())}, or your own as package.module:factory "
+        help=f"one of {', '.join(backend_names())}, or your own as module:NAME or file.py:NAME, NAME a "
+             "factory, a backend object or a kernel fn(x, alpha) "
              f"(repeat or comma-separate; default: {', '.join(default_backends())})")
-    add("--dtype", action="append", metavar="D", help="fp16, bf16, fp32, fp64, or a pair like fp32->fp16")
+    add("--dtype", action="append", metavar="D", help=f"{DTYPE_HELP}; repeat or comma-separate")
     add("--alpha", action="append", metavar="A", help="slope(s), e.g. 0.2 or 1/3 (default: the suite's 8)")
     add("--direction", action="append", metavar="DIR", help="forward or backward (default: both)")
     add_kernel_options(parser)
@@ -61,17 +70,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 # ----------------------------------------------------------------------------- argument parsing
-
-def parse_dtype(text: str) -> str:
-    """A dtype name (aliases allowed) or a ``src->out`` pair, normalised to table names."""
-    try:
-        names = [info(part.strip()).name for part in text.replace(":", "->").split("->")]
-    except ValueError:
-        raise UsageError(f"--dtype {text!r} is unknown; use fp16, bf16, fp32, fp64 or a pair like fp32->fp16") from None
-    if len(names) > 2:
-        raise UsageError(f"--dtype {text!r}: a pair has two dtypes, like fp32->fp16")
-    return "->".join(names)
-
 
 def _choice(value: Optional[str], choices: Sequence[str], *, flag: str) -> Optional[str]:
     if value is not None and value not in choices:

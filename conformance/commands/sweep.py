@@ -53,7 +53,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--backend", action="append", metavar="NAME",
         help=f"one of {', '.join(backend_names())} (repeat or comma-separate; default: "
              f"{', '.join(DEFAULT_BACKENDS)})")
-    add("--dtype", default="fp32", metavar="D", help="fp32 (default), fp16, bf16, or a pair like fp32->fp16")
+    add("--dtype", default="fp32", metavar="D", help="fp32 (default), fp16, bf16, or a pair such as fp32:fp16")
     add("--alpha", metavar="A", help="the slope, e.g. 0.2 or 1/3 (default 0.2; not with --sweep-alpha)")
     add("--direction", default="forward", metavar="DIR", help="forward (default) or backward")
     add_kernel_options(parser)

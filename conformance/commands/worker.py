@@ -6,11 +6,12 @@ not meant to be typed by hand.  Stdout carries only protocol frames.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from conformance.errors import UsageError
 
-HELP = "serve one backend over stdin/stdout (started by `run --worker`; frames, not text)"
+HELP = "serve one backend over stdin/stdout (started by 'run --worker'; binary frames, not text)"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +25,9 @@ def execute(args: argparse.Namespace) -> int:
     from conformance.backends import get_backend
     from conformance.worker.server import frames_only_stdout, refuse, serve
 
+    if os.isatty(1):  # the descriptor the frames go to
+        raise UsageError("worker writes binary protocol frames to stdout, not text for a terminal; "
+                         "it is started by 'conformance run --worker CMD' (or pipe its stdout)")
     frames = frames_only_stdout()
     try:
         backend = get_backend(args.backend, profile=args.profile, variant=args.variant)
