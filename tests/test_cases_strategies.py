@@ -108,3 +108,22 @@ def test_boundary_sizes_exist_for_dtypes_the_chip_does_not_run() -> None:
     """Other backends run float64 too: their core-boundary sizes still come from the plan."""
     sizes = cs.boundary_sizes("float64", tiles=False)
     assert sizes and all(n >= 0 for n in sizes)
+
+
+def test_draws_do_not_depend_on_the_literals_of_local_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hypothesis mixes local modules' literals into its draws; collect() must not, or the
+    same seed draws other inputs in another directory or installation."""
+    from hypothesis import strategies as hst
+    from hypothesis.internal.conjecture import providers
+
+    from conformance.cases import strategies
+
+    baseline = strategies.collect(hst.integers(), count=300, seed=5)
+    literals = providers.Constants(integers={777_777_777, -424_242})
+    monkeypatch.setattr(providers, "_get_local_constants", lambda: literals)
+    providers.CONSTANTS_CACHE.clear()
+    assert strategies.collect(hst.integers(), count=300, seed=5) == baseline
+    with strategies.without_source_constants():
+        assert not providers._get_local_constants().integers  # the literals are hidden inside
+        assert not providers.CONSTANTS_CACHE or all(not local for _, local in providers.CONSTANTS_CACHE.values())
+    assert providers._get_local_constants() is literals  # and the collector is back outside

@@ -9,15 +9,11 @@ report which edge classes they used, so meta-tests can count them.
 from __future__ import annotations
 
 import contextlib
-import functools
-import importlib
 import math
 import os
-import pkgutil
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional, TypeVar
 
 import numpy as np
@@ -188,19 +184,37 @@ def tensors(dtype: DTypeLike | DTypeInfo, *, direction: Direction = "forward",
     return build()
 
 
-@functools.lru_cache(maxsize=1)
-def _import_package() -> int:
-    """Import every ``conformance`` module (none imports a framework eagerly); return how many.
+@contextlib.contextmanager
+def without_source_constants() -> Iterator[None]:
+    """Hypothesis draws no literal of the loaded local modules' source for the duration.
 
-    Hypothesis mixes literal constants of the *loaded local modules* into its
-    draws, so what is loaded must not depend on which backends ran first.
+    Hypothesis mixes the integer and float literals of every *local* module (one not in
+    site-packages) into its draws.  Which modules count as local depends on how the
+    package was installed (editable or not), on the current directory and on the user's
+    own kernel file, so the same seed would draw other inputs in another directory or
+    after a change that adds one literal.  With the collector returning nothing, the
+    draws depend only on the seed, the strategy and hypothesis's version.  The collector
+    and its per-kind cache are private (``hypothesis.internal.conjecture.providers``:
+    ``_get_local_constants``, ``CONSTANTS_CACHE``); both are restored afterwards, and where
+    a hypothesis version lacks them nothing is replaced (a test then fails).
     """
-    package = Path(__file__).resolve().parents[1]  # the package directory; imports nothing
-    names = [m.name for m in pkgutil.walk_packages([str(package)], "conformance.")
-             if not m.name.endswith("__main__")]
-    for name in names:
-        importlib.import_module(name)
-    return len(names)
+    from hypothesis.internal.conjecture import providers
+
+    collector = getattr(providers, "_get_local_constants", None)
+    empty = getattr(providers, "Constants", None)
+    cache = getattr(providers, "CONSTANTS_CACHE", None)  # the constants chosen per choice kind
+    if collector is None or empty is None or not isinstance(cache, dict):
+        yield
+        return
+    kept = dict(cache)
+    cache.clear()
+    providers._get_local_constants = empty
+    try:
+        yield
+    finally:
+        providers._get_local_constants = collector
+        cache.clear()
+        cache.update(kept)
 
 
 STORAGE_ENV = "HYPOTHESIS_STORAGE_DIRECTORY"
@@ -237,11 +251,10 @@ def collect(strategy: st.SearchStrategy[T], *, count: int, seed: int) -> list[T]
 
     Hypothesis drives generation (``@seed``, no database, generate phase only),
     so the draws are hypothesis's own distribution yet reproducible: the same
-    seed, hypothesis version and code give the same examples (the whole package
-    is imported first; see :func:`_import_package`).
+    seed and hypothesis version give the same examples in any directory and
+    installation (see :func:`without_source_constants`).
     """
     _check_count("count", count)
-    _import_package()
     drawn: list[T] = []
 
     @hypothesis_seed(seed)
@@ -252,6 +265,6 @@ def collect(strategy: st.SearchStrategy[T], *, count: int, seed: int) -> list[T]
         drawn.append(value)
 
     if count:
-        with private_storage():
+        with private_storage(), without_source_constants():
             run()
     return drawn[:count]
