@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import math
 
 import numpy as np
@@ -121,9 +122,11 @@ def test_draws_do_not_depend_on_the_literals_of_local_source(monkeypatch: pytest
     baseline = strategies.collect(hst.integers(), count=300, seed=5)
     literals = providers.Constants(integers={777_777_777, -424_242})
     monkeypatch.setattr(providers, "_get_local_constants", lambda: literals)
-    providers.CONSTANTS_CACHE.clear()
+    providers.CONSTANTS_CACHE.cache.clear()
     assert strategies.collect(hst.integers(), count=300, seed=5) == baseline
     with strategies.without_source_constants():
         assert not providers._get_local_constants().integers  # the literals are hidden inside
-        assert not providers.CONSTANTS_CACHE or all(not local for _, local in providers.CONSTANTS_CACHE.values())
     assert providers._get_local_constants() is literals  # and the collector is back outside
+    monkeypatch.setattr(strategies, "without_source_constants", contextlib.nullcontext)
+    providers.CONSTANTS_CACHE.cache.clear()
+    assert strategies.collect(hst.integers(), count=300, seed=5) != baseline  # the guard matters

@@ -203,18 +203,16 @@ def without_source_constants() -> Iterator[None]:
     collector = getattr(providers, "_get_local_constants", None)
     empty = getattr(providers, "Constants", None)
     cache = getattr(providers, "CONSTANTS_CACHE", None)  # the constants chosen per choice kind
-    if collector is None or empty is None or not isinstance(cache, dict):
+    if collector is None or empty is None or cache is None:
         yield
         return
-    kept = dict(cache)
-    cache.clear()
     providers._get_local_constants = empty
+    providers.CONSTANTS_CACHE = type(cache)(1024)  # a cache filled without the local literals
     try:
         yield
     finally:
         providers._get_local_constants = collector
-        cache.clear()
-        cache.update(kept)
+        providers.CONSTANTS_CACHE = cache
 
 
 STORAGE_ENV = "HYPOTHESIS_STORAGE_DIRECTORY"
