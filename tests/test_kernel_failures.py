@@ -12,6 +12,7 @@ from conformance.api import check
 from conformance.errors import UsageError
 from tests.helpers import assert_usage_error, run_cli
 
+pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = '''
 import numpy as np
