@@ -91,9 +91,9 @@ def test_run_with_a_baseline_gates_only_on_what_is_new_or_larger(reports, capsys
 def test_a_baseline_run_gives_one_verdict_on_console_exit_json_and_junit(reports, capsys, tmp_path) -> None:
     """Known failures warn everywhere; a new failure fails everywhere."""
     run = ["run", *SELECT, "--variant", "default-slope", "--results-dir", str(tmp_path)]
-    for baseline, code, verdict in (("slope", 0, "pass"), ("reference", 1, "fail")):
-        out, xml = tmp_path / f"{baseline}.json", tmp_path / f"{baseline}.xml"
-        result = run_cli([*run, "--baseline", str(reports[baseline]), "--json", str(out), "--junit", str(xml)],
+    for old, code, verdict in (("slope", 0, "pass"), ("reference", 1, "fail")):
+        out, xml = tmp_path / f"{old}.json", tmp_path / f"{old}.xml"
+        result = run_cli([*run, "--baseline", str(reports[old]), "--json", str(out), "--junit", str(xml)],
                          capsys)
         doc, suite = json.loads(out.read_text()), ET.parse(xml).getroot().find("testsuite")
         failed = sum(r["verdict"] == "fail" for r in doc["rows"])

@@ -142,8 +142,10 @@ def execute(args: argparse.Namespace) -> int:
     rows: list[Row] = []
     with partial_on_interrupt(paths, lambda: rows, seed=None, config=config):  # Ctrl-C/SIGTERM: partial
         rows = source(config)
-    console = render.make_console()
-    render.render_rows(rows, console=console, view=view_from(args))
+    console, view = render.make_console(), view_from(args)
+    if not view.quiet:
+        console.print(config.described, markup=False, soft_wrap=True)
+    render.render_rows(rows, console=console, view=view)
     for row in rows:
         for note in row.notes:
             console.print(f"note: {row.variant or row.title}: {note}", markup=False)

@@ -234,6 +234,8 @@ def execute(args: argparse.Namespace) -> int:
     paths = files.prepare(ReportPaths(args.json, args.junit), inputs={"--config": args.config})
     console, view = show.make_console(), view_from(args)
     config = config_from(args)
+    if not view.quiet:
+        console.print(config.described, markup=False, soft_wrap=True)
     start, stop = parse_range(args.range)
     chunk, workers = parse_chunk(args.chunk), _workers(args)
     if args.scheduler is not None:
@@ -249,7 +251,7 @@ def execute(args: argparse.Namespace) -> int:
         judged = sweeping.report_rows(plan, store, config=config)
     rows = [row for _, row in judged]
     render(judged, plan, console=console, view=view, interrupted=interruption is not None)
-    written = export.write_reports(rows, paths, seed=None, partial=interruption is not None)
+    written = export.write_reports(rows, paths, seed=None, partial=interruption is not None, config=config)
     if interruption is not None:
         if not view.quiet:
             where = f"; partial report written to {', '.join(written)}" if written else ""
