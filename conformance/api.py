@@ -120,9 +120,10 @@ def check(fn: Any, *, dtypes: Optional[Sequence[str]] = None, alphas: Sequence[f
     ``fn``: a kernel ``fn(x, alpha)`` (numpy arrays, or tensors with ``kind="torch"``), a
     backend object, or a backend name (``"torch"``, ``"cann"`` with ``profile``/``variant``,
     ``"package.module:factory"``).  ``dtypes``: input dtypes or ``"src->out"`` pairs (None:
-    the backend's defaults; a kernel's are probed).  ``backward``: ``bwd(dy, x, alpha)`` for a
-    numpy kernel (torch kernels use autograd).  ``config``: the gate, or a TOML file as for
-    ``--config`` (default: ``./pyproject.toml``'s ``[tool.conformance]``, as the CLI reads it); a
+    the backend's defaults; a kernel runs the four same-dtype pairs).  ``backward``:
+    ``bwd(dy, x, alpha)`` for a numpy kernel (torch kernels use autograd).  ``config``: the
+    gate, or a TOML file as for ``--config`` (default: the backends' built-in policy under
+    ``./pyproject.toml``'s ``[tool.conformance]``, as the CLI reads it); a
     ``GateConfig`` may give a kernel's name a policy.  ``strict``: any bit difference fails
     (``--strict``); ``allow``: categories any backend may show (``--allow``).  ``results_dir``:
     where failing rows' reproducers go (None: none are written).
