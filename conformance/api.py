@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -19,7 +19,7 @@ from conformance.errors import UsageError
 from conformance.records import Direction
 from conformance.report import export
 from conformance.report.evaluate import Row
-from conformance.report.gate import GateConfig, load_config, overall
+from conformance.report.gate import GateConfig, allowed_categories, load_config, overall
 from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, RowSpec, Selection, SuiteResult, plan, run_suite
 
 
@@ -100,21 +100,33 @@ def _dtypes(dtypes: Optional[Iterable[str]]) -> Optional[tuple[str, ...]]:
     return tuple(a if a == b else f"{a}->{b}" for a, b in adapters.parse_pairs(dtypes))
 
 
+def _gate(config: Optional[GateConfig | str | Path], *, strict: bool, allow: Sequence[str]) -> GateConfig:
+    """The gate ``check`` judges under: ``config`` (a GateConfig, or a TOML file over
+    ./pyproject.toml's table), with ``strict`` and ``allow`` on top."""
+    chosen = allowed_categories([allow] if isinstance(allow, str) else allow, flag="allow")
+    if not isinstance(config, GateConfig):
+        return load_config(None if config is None else str(config), strict=strict, allow=chosen)
+    return replace(config, strict=config.strict or strict, allowed=config.allowed | chosen)
+
+
 def check(fn: Any, *, dtypes: Optional[Sequence[str]] = None, alphas: Sequence[float] = SUITE_ALPHAS,
           directions: Sequence[Direction] = DIRECTIONS, backward: Any = None, kind: str = "numpy",
           name: Optional[str] = None, seed: int = 0, max_examples: int = 100,
           config: Optional[GateConfig | str | Path] = None, results_dir: Optional[str | Path] = None,
-          profile: Optional[str] = None, variant: Optional[str] = None) -> Report:
+          profile: Optional[str] = None, variant: Optional[str] = None, strict: bool = False,
+          allow: Sequence[str] = ()) -> Report:
     """Run the conformance suite on ``fn`` and judge it as ``conformance run`` would.
 
     ``fn``: a kernel ``fn(x, alpha)`` (numpy arrays, or tensors with ``kind="torch"``), a
     backend object, or a backend name (``"torch"``, ``"cann"`` with ``profile``/``variant``,
     ``"package.module:factory"``).  ``dtypes``: input dtypes or ``"src->out"`` pairs (None:
-    the backend's defaults; a kernel's are probed).  ``backward``: ``bwd(dy, x, alpha)`` for a
-    numpy kernel (torch kernels use autograd).  ``config``: the gate, or a TOML file as for
-    ``--config`` (default: ``./pyproject.toml``'s ``[tool.conformance]``, as the CLI reads it); a
-    ``GateConfig`` may give a kernel's name a policy.  ``results_dir``: where failing rows'
-    reproducers go (None: none are written).
+    the backend's defaults; a kernel runs the four same-dtype pairs).  ``backward``:
+    ``bwd(dy, x, alpha)`` for a numpy kernel (torch kernels use autograd).  ``config``: the
+    gate, or a TOML file as for ``--config`` (default: the backends' built-in policy under
+    ``./pyproject.toml``'s ``[tool.conformance]``, as the CLI reads it); a
+    ``GateConfig`` may give a kernel's name a policy.  ``strict``: any bit difference fails
+    (``--strict``); ``allow``: categories any backend may show (``--allow``).  ``results_dir``:
+    where failing rows' reproducers go (None: none are written).
     """
     selection = _selection(fn, name=name, dtypes=_dtypes(dtypes), kind=kind, backward=backward,
                            alphas=_alphas(alphas), directions=tuple(directions),
@@ -122,7 +134,7 @@ def check(fn: Any, *, dtypes: Optional[Sequence[str]] = None, alphas: Sequence[f
     for d in selection.directions:
         if d not in DIRECTIONS:
             raise UsageError(f"direction {d!r}: pass forward and/or backward")
-    gate = config if isinstance(config, GateConfig) else load_config(None if config is None else str(config))
+    gate = _gate(config, strict=strict, allow=allow)
     options = Options(config=gate, seed=seed, max_examples=max_examples,
                       results_dir=None if results_dir is None else Path(results_dir))
     specs, skipped = plan(selection)

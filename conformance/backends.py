@@ -99,6 +99,14 @@ class BackendBase:
     #: interpreter; a framework with its own environment names that one's python).
     #: None runs the backend in-process.
     worker_command: Optional[tuple[str, ...]] = None
+    #: Triage categories the gate allows this backend: the framework's documented behaviours
+    #: (docs/explanation/framework-behaviours.md), shown as warnings rather than failures.
+    allowed: frozenset[str] = frozenset()
+
+    @classmethod
+    def allowed_on(cls, profile: Optional[str] = None) -> frozenset[str]:
+        """The categories allowed on ``profile`` (a backend whose profiles behave apart overrides this)."""
+        return cls.allowed
 
     @classmethod
     def worker_argv(cls) -> Optional[tuple[str, ...]]:
@@ -246,6 +254,34 @@ def load(name: str) -> Any:
             raise
         raise BackendUnavailable(f"backend {name}: cannot load {target} ({raised(exc)})") from None
     return obj
+
+
+def declared_policy(name: str) -> dict[str, frozenset[str]]:
+    """The categories backend ``name`` declares allowed: an entry ``name``, and ``name[profile]``
+    for each profile that differs from it (a UsageError when it does not load)."""
+    cls = load(name)
+    allowed_on = getattr(cls, "allowed_on", None)
+    if allowed_on is None:
+        return {name: frozenset(getattr(cls, "allowed", ()))}
+    base = frozenset(allowed_on(None))
+    policy = {name: base}
+    for profile in getattr(cls, "profiles", ()):
+        if frozenset(allowed_on(profile)) != base:
+            policy[f"{name}[{profile}]"] = frozenset(allowed_on(profile))
+    return policy
+
+
+@functools.cache
+def builtin_policy() -> dict[str, frozenset[str]]:
+    """Every registered backend's declared policy, and ``dump`` allowed nothing (a backend that
+    does not load here declares nothing)."""
+    policy: dict[str, frozenset[str]] = {"dump": frozenset()}
+    for name in names():
+        try:
+            policy.update(declared_policy(name))
+        except UsageError:
+            continue
+    return policy
 
 
 def default_backends() -> tuple[str, ...]:

@@ -89,13 +89,15 @@ class Selection:
         return given if given is not None else backend_for(name, *self.identity(name))
 
     def pairs_for(self, backend: str) -> tuple[Pair, ...]:
-        """Default pairs of ``backend`` whose input dtype was selected, plus explicit pairs."""
+        """Default pairs of ``backend`` whose input dtype was selected, plus explicit pairs; a
+        selected dtype none of its pairs takes is planned as (T, T), so its skip says why."""
         default = suite_pairs(self.backend(backend))
         if self.dtypes is None:
             return default
         explicit = tuple(tuple(d.split("->")) for d in self.dtypes if "->" in d)
         kept = tuple(p for p in default if p[0] in self.dtypes and p not in explicit)
-        return kept + explicit  # type: ignore[return-value]
+        untaken = tuple((d, d) for d in self.dtypes if "->" not in d and all(p[0] != d for p in default))
+        return kept + untaken + explicit  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)

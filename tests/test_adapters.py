@@ -38,7 +38,7 @@ def test_a_wrong_dtype_result_is_refused_with_what_was_expected() -> None:
     assert result.value is None and "widening returned float32[4]; expected float16[4]" in result.rejected
 
 
-def test_undeclared_pairs_are_probed_and_skipped_with_the_reason() -> None:
+def test_undeclared_same_dtype_pairs_run_and_only_declared_gaps_skip() -> None:
     def fp32_only(x, alpha):
         if x.dtype != np.float32:
             raise TypeError(f"no {x.dtype} kernel")
@@ -46,10 +46,9 @@ def test_undeclared_pairs_are_probed_and_skipped_with_the_reason() -> None:
 
     kernel = adapters.from_numpy(fp32_only)
     assert kernel.supports("float32", "float32", "forward")
-    assert not kernel.supports("float16", "float16", "forward")
-    assert "probe failed: fp32_only raised TypeError: no float16 kernel" in \
-        kernel.skip_reason("float16", "float16", "forward")
+    assert kernel.supports("float16", "float16", "forward")  # asked for: it runs, and fails
     assert "has no backward" in kernel.skip_reason("float32", "float32", "backward")
+    assert "same-dtype pairs only" in kernel.skip_reason("float32", "float16", "forward")
 
 
 def test_unknown_declared_dtype_is_a_usage_error() -> None:

@@ -7,6 +7,7 @@ examples (so its findings are smaller), on fp16 forward at two slopes.
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -80,11 +81,27 @@ def test_run_with_a_baseline_gates_only_on_what_is_new_or_larger(reports, capsys
     run = ["run", *SELECT, "--variant", "default-slope", "--results-dir", str(tmp_path)]
     same = run_cli([*run, "--baseline", str(reports["slope"])], capsys)
     assert same.code == 0 and "nothing new or grown fails: PASS" in same.out, same.text
-    assert "2 failed" in same.out  # the rows still fail; the baseline already had those failures
+    assert "2 warned, 0 failed: PASS" in same.out  # the baseline already had those failures
     worse = run_cli([*run, "--baseline", str(reports["reference"])], capsys)
     assert worse.code == 1 and "2 new or grown failing: FAIL" in worse.out, worse.text
     smaller = run_cli([*run, "--baseline", str(reports["slope-small"])], capsys)
     assert smaller.code == 1 and "2 grown" in smaller.out
+
+
+def test_a_baseline_run_gives_one_verdict_on_console_exit_json_and_junit(reports, capsys, tmp_path) -> None:
+    """Known failures warn everywhere; a new failure fails everywhere."""
+    run = ["run", *SELECT, "--variant", "default-slope", "--results-dir", str(tmp_path)]
+    for old, code, verdict in (("slope", 0, "pass"), ("reference", 1, "fail")):
+        out, xml = tmp_path / f"{old}.json", tmp_path / f"{old}.xml"
+        result = run_cli([*run, "--baseline", str(reports[old]), "--json", str(out), "--junit", str(xml)],
+                         capsys)
+        doc, suite = json.loads(out.read_text()), ET.parse(xml).getroot().find("testsuite")
+        failed = sum(r["verdict"] == "fail" for r in doc["rows"])
+        assert result.code == code and doc["verdict"] == verdict, result.text
+        assert int(suite.get("failures")) == failed == (2 if code else 0)
+        assert result.out.splitlines()[-1].endswith(verdict.upper())
+        known = [n for r in doc["rows"] for n in r.get("notes", ()) if "fails as in the baseline" in n]
+        assert len(known) == (0 if code else 2)
 
 
 @pytest.mark.parametrize(("content", "mentions"), [

@@ -12,6 +12,7 @@ from conformance.errors import UsageError
 
 if TYPE_CHECKING:
     from conformance.report.console import View
+    from conformance.report.gate import GateConfig
 
 
 def items(values: Optional[Sequence[str]], *, flag: str) -> Optional[tuple[str, ...]]:
@@ -104,6 +105,25 @@ def add_kernel_options(parser: argparse.ArgumentParser) -> None:
     """``--profile`` and ``--variant`` of the backends that have them (cann)."""
     parser.add_argument("--profile", help="chip profile of the backends that have one (cann: default ascend910b1)")
     parser.add_argument("--variant", help="kernel variant of the backends that have one (cann: default reference)")
+
+
+def add_gate_options(parser: argparse.ArgumentParser) -> None:
+    """``--strict-zeros``, ``--strict`` and ``--allow CATEGORY`` of the commands that gate."""
+    add = parser.add_argument
+    add("--strict-zeros", action="store_true", help="a zero of the wrong sign fails the row")
+    add("--strict", action="store_true",
+        help="any bit difference from golden fails the row, allowed behaviours and 1-ULP rounding included")
+    add("--allow", action="append", metavar="CATEGORY",
+        help="a triage category every backend may show without failing (repeat or comma-separate)")
+
+
+def config_from(args: argparse.Namespace) -> GateConfig:
+    """The gate configuration the flags ask for: --config (over pyproject.toml), --strict-zeros,
+    --strict and --allow."""
+    from conformance.report.gate import load_config
+
+    return load_config(args.config, strict_zeros=args.strict_zeros, strict=args.strict,
+                       allow=items(args.allow, flag="--allow"))
 
 
 def ascii_int(text: str) -> int:

@@ -16,7 +16,16 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Optional
 
-from conformance.commands.args import add_view_options, parse_alpha, parse_dtype, parse_int, shown, view_from
+from conformance.commands.args import (
+    add_gate_options,
+    add_view_options,
+    config_from,
+    parse_alpha,
+    parse_dtype,
+    parse_int,
+    shown,
+    view_from,
+)
 from conformance.errors import UsageError
 from conformance.ingest.arrays import Dump, load
 from conformance.ingest.dumps import check_pair, chunks, plan_layout, progress
@@ -24,7 +33,7 @@ from conformance.report import console as render
 from conformance.report import files
 from conformance.report.evaluate import Row, evaluate_chunks
 from conformance.report.export import partial_on_interrupt, write_reports
-from conformance.report.gate import GateConfig, load_config
+from conformance.report.gate import GateConfig
 
 HELP = "triage arrays from a real device (x, y and/or dy, dx) against the exact reference"
 _BITS_DTYPES = ("bfloat16", "float16")
@@ -48,7 +57,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", help="write the JSON report here")
     parser.add_argument("--junit", help="write JUnit XML here")
     parser.add_argument("--config", help="gate configuration TOML file")
-    parser.add_argument("--strict-zeros", action="store_true", help="a wrong zero sign fails")
+    add_gate_options(parser)
     add_view_options(parser)
 
 
@@ -150,12 +159,14 @@ def execute(args: argparse.Namespace) -> int:
     paths = files.prepare(files.ReportPaths(args.json, args.junit), inputs=inputs)
     _check_flags(args)
     source = _source(args)
-    config = load_config(args.config, strict_zeros=args.strict_zeros)
+    config = config_from(args)
     rows: list[Row] = []
     with partial_on_interrupt(paths, lambda: rows, seed=None, config=config):  # Ctrl-C/SIGTERM: partial
         rows = source(config)
-    console = render.make_console()
-    render.render_rows(rows, console=console, view=view_from(args))
+    console, view = render.make_console(), view_from(args)
+    if not view.quiet:
+        console.print(config.described, markup=False, soft_wrap=True)
+    render.render_rows(rows, console=console, view=view)
     for row in rows:
         for note in row.notes:
             console.print(f"note: {row.variant or row.title}: {note}", markup=False)

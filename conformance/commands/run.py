@@ -19,8 +19,10 @@ from conformance.backends import WorkerSpec, default_backends, is_import_path, l
 from conformance.backends import names as backend_names
 from conformance.commands.args import (
     DTYPE_HELP,
+    add_gate_options,
     add_kernel_options,
     add_view_options,
+    config_from,
     items,
     parse_alpha,
     parse_dtype,
@@ -31,11 +33,10 @@ from conformance.errors import UsageError
 from conformance.interrupts import exit_code
 from conformance.report import console as show
 from conformance.report import export, files
-from conformance.report.baseline import compare, load_report
+from conformance.report.baseline import compare, judged_against, load_report
 from conformance.report.baseline import render as render_diff
 from conformance.report.evaluate import Row
 from conformance.report.files import ReportPaths
-from conformance.report.gate import load_config
 from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, RowSpec, Selection, SuiteResult, plan, run_suite
 
 MAX_EXAMPLES = 10_000  # hypothesis examples per dtype pair; more only slows the run
@@ -65,7 +66,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--config", metavar="FILE", help="TOML gate configuration ([tool.conformance] table)")
     add("--baseline", metavar="OLD.json",
         help="gate only on findings that are new or larger than in this earlier --json report")
-    add("--strict-zeros", action="store_true", help="a zero of the wrong sign fails the row")
+    add_gate_options(parser)
     add_view_options(parser)
 
 
@@ -158,7 +159,7 @@ def selection_from(args: argparse.Namespace) -> Selection:
 
 
 def options_from(args: argparse.Namespace) -> Options:
-    config = load_config(args.config, strict_zeros=args.strict_zeros)
+    config = config_from(args)
     return Options(config=config, seed=parse_int(args.seed, flag="--seed"),
                    max_examples=parse_int(args.max_examples, flag="--max-examples", maximum=MAX_EXAMPLES),
                    results_dir=Path(args.results_dir))
@@ -191,11 +192,12 @@ def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
     a (path, report) pair, when given).  An interruption outside the rows (planning, rendering,
     writing) still leaves a partial report."""
     result, done = SuiteResult(), []
+    if not view.quiet:
+        console.print(options.config.described, markup=False, soft_wrap=True)
     with export.partial_on_interrupt(paths, lambda: done, seed=options.seed, config=options.config):
         specs, skipped = plan(selection)
         if not specs:
-            raise UsageError("the selection runs no rows: its backends support none of its dtypes "
-                             "(e.g. cann has no float64, torch no mixed pairs); pick a supported --dtype")
+            raise UsageError(no_rows(skipped))
         with show.make_progress(console=console, disable=view.quiet) as progress:
             task = progress.add_task(title, total=len(specs))
             def finished(spec: RowSpec, row: Row) -> None:
@@ -205,6 +207,8 @@ def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
             result = run_suite(selection, options, specs=specs, on_row=finished)
             progress.update(task, description=f"{title}: {show.plural(len(result.rows), 'row')}")
         result.skipped = skipped
+        if baseline is not None and not result.interrupted:
+            result.rows = gate_against(result.rows, baseline, console=console, view=view)
         render(result, console=console, view=view)
         written = export.write_reports(result.rows, paths, seed=options.seed, partial=result.interrupted,
                                        config=options.config)
@@ -213,17 +217,23 @@ def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
         if not view.quiet:
             console.print(f"interrupted after {len(result.rows)} of {len(specs)} rows{where}")
         return exit_code(result.interruption)
-    if baseline is not None:
-        return gate_against(result.rows, baseline, console=console, view=view)
     return 1 if any(r.verdict == "fail" for r in result.rows) else 0
 
 
-def gate_against(rows: Sequence[Row], baseline: tuple[str, dict], *, console: Console, view: show.View) -> int:
-    """Exit 1 only for findings that are new or grown since the baseline (see ``report.baseline``)."""
+def no_rows(skipped: Sequence[tuple[RowSpec, str]]) -> str:
+    """The usage error of a selection that plans no row, naming its own backends' reasons."""
+    reasons = "; ".join(skip_lines(skipped)[:3]) or "no dtype, alpha or direction selected"
+    return f"the selection runs no rows ({reasons}); pick a --dtype or --direction the backend supports"
+
+
+def gate_against(rows: Sequence[Row], baseline: tuple[str, dict], *, console: Console,
+                 view: show.View) -> list[Row]:
+    """``rows`` judged against the baseline: only findings that are new or grown since it fail
+    (see ``report.baseline``); the changes are printed before the rows."""
     path, doc = baseline
     diff = compare(doc["rows"], [export.row_dict(r) for r in rows])
     render_diff(diff, console=console, against=path, quiet=view.quiet)
-    return 1 if diff.gating else 0
+    return judged_against(rows, doc, against=path)
 
 
 def execute(args: argparse.Namespace) -> int:

@@ -27,7 +27,15 @@ from rich.text import Text
 
 from conformance.backends import names as backend_names
 from conformance.backends import skip_reason
-from conformance.commands.args import add_kernel_options, add_view_options, items, parse_alpha, view_from
+from conformance.commands.args import (
+    add_gate_options,
+    add_kernel_options,
+    add_view_options,
+    config_from,
+    items,
+    parse_alpha,
+    view_from,
+)
 from conformance.commands.run import _check_profile, _choice, parse_dtype
 from conformance.dtypes import info
 from conformance.errors import UsageError
@@ -36,7 +44,7 @@ from conformance.report import console as show
 from conformance.report import export, files
 from conformance.report.evaluate import Row
 from conformance.report.files import ReportPaths
-from conformance.report.gate import GateConfig, load_config
+from conformance.report.gate import GateConfig
 from conformance.suite import Selection
 from conformance.sweep import run as sweeping
 from conformance.sweep.spec import DIRECTIONS, MAX_CHUNK, MIN_CHUNK, X_CLASS_IDS, SweepSpec
@@ -76,7 +84,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--json", metavar="PATH", help="write the JSON report here")
     add("--junit", metavar="PATH", help="write JUnit XML here")
     add("--config", metavar="FILE", help="TOML gate configuration ([tool.conformance] table)")
-    add("--strict-zeros", action="store_true", help="a zero of the wrong sign fails the row")
+    add_gate_options(parser)
     add_view_options(parser)
 
 
@@ -225,7 +233,9 @@ def _executor(args: argparse.Namespace, *, workers: int):  # noqa: ANN202 - a co
 def execute(args: argparse.Namespace) -> int:
     paths = files.prepare(ReportPaths(args.json, args.junit), inputs={"--config": args.config})
     console, view = show.make_console(), view_from(args)
-    config = load_config(args.config, strict_zeros=args.strict_zeros)
+    config = config_from(args)
+    if not view.quiet:
+        console.print(config.described, markup=False, soft_wrap=True)
     start, stop = parse_range(args.range)
     chunk, workers = parse_chunk(args.chunk), _workers(args)
     if args.scheduler is not None:
@@ -241,7 +251,7 @@ def execute(args: argparse.Namespace) -> int:
         judged = sweeping.report_rows(plan, store, config=config)
     rows = [row for _, row in judged]
     render(judged, plan, console=console, view=view, interrupted=interruption is not None)
-    written = export.write_reports(rows, paths, seed=None, partial=interruption is not None)
+    written = export.write_reports(rows, paths, seed=None, partial=interruption is not None, config=config)
     if interruption is not None:
         if not view.quiet:
             where = f"; partial report written to {', '.join(written)}" if written else ""

@@ -21,6 +21,7 @@ class JaxBackend(SameDtypeBackend):
     name = "jax"
     default_suite = True
     packages = ("jax", "jaxlib")
+    allowed = frozenset({"alpha-precision", "subnormal-flush", "grad-at-zero"})  # XLA:CPU DAZ/FTZ; x >= 0
 
     def __init__(self) -> None:
         self.jax = require("jax", backend=self.name)

@@ -27,6 +27,7 @@ _DTYPES = {"tensorflow": ("float16", "bfloat16", "float32", "float64"),
            "jax": ("float16", "bfloat16", "float32"),  # float64 needs jax_enable_x64
            "torch": ("float16", "bfloat16", "float32", "float64"),
            "numpy": ("float16", "bfloat16", "float32")}  # float64 comes back float32 (below)
+_ALLOWED_BY_PROFILE = {"numpy": frozenset({"alpha-precision"}), "torch": frozenset()}
 _LAYER_PAIRS: tuple[Pair, ...] = (("float16", "float32"), ("bfloat16", "float32"), ("float32", "float32"))
 
 
@@ -53,6 +54,14 @@ class KerasBackend(BackendBase):
     variants = VARIANTS
     packages = ("keras", "tensorflow", "tensorflow-cpu", "jax", "torch")
     worker_command: Optional[tuple[str, ...]] = ("{python}", "-m", "conformance", "worker", "--backend", "keras")
+    #: its tensorflow and jax profiles: their framework's slope attribute and DAZ/FTZ
+    allowed = frozenset({"alpha-precision", "subnormal-flush"})
+
+    @classmethod
+    def allowed_on(cls, profile: Optional[str] = None) -> frozenset[str]:
+        """numpy's ``max(x, a*x)`` is not allowed ``formulation`` (it is wrong for alpha > 1); torch
+        computes as torch does."""
+        return _ALLOWED_BY_PROFILE.get(profile or "", cls.allowed)
 
     def __init__(self, *, profile: Optional[str] = None, variant: Optional[str] = None):
         self.profile = profile or os.environ.get("KERAS_BACKEND", "tensorflow")

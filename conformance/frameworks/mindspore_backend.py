@@ -37,6 +37,7 @@ class MindSporeBackend(OwnEnvironmentBackend):
     name = "mindspore"
     environment = ENVIRONMENT
     packages = ("mindspore",)
+    allowed = frozenset({"alpha-precision", "formulation", "subnormal-flush"})
     dtypes = ("float16", "float32")
 
     def __init__(self) -> None:

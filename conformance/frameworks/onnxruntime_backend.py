@@ -27,6 +27,7 @@ class OnnxRuntimeBackend(BackendBase):
     name = "onnxruntime"
     default_suite = True
     packages = ("onnx", "onnxruntime")
+    allowed = frozenset({"alpha-precision"})  # the float32 alpha attribute
 
     def __init__(self) -> None:
         self.onnx = require("onnx", backend=self.name)

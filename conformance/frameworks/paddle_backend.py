@@ -23,6 +23,7 @@ class PaddleBackend(OwnEnvironmentBackend):
     name = "paddle"
     environment = ENVIRONMENT
     packages = ("paddlepaddle",)
+    allowed = frozenset({"alpha-precision", "formulation", "grad-at-zero", "nan-gradient"})
     dtypes = ("float32", "float64")
 
     def __init__(self) -> None:

@@ -48,6 +48,7 @@ class TensorFlowBackend(SameDtypeBackend):
     name = "tensorflow"
     default_suite = True
     packages = ("tensorflow", "tensorflow-cpu")
+    allowed = frozenset({"alpha-precision", "subnormal-flush"})  # a float32 attribute; DAZ/FTZ
 
     def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
         tf = tensorflow()

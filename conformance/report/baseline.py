@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from conformance.errors import UsageError
 from conformance.report import export
+
+if TYPE_CHECKING:
+    from conformance.report.evaluate import Row
 
 DIFF_SCHEMA = "leakyrelu-conformance-diff/1"
 STATUSES = ("new", "grown", "now-fails", "shrunk", "fixed")
@@ -186,6 +189,35 @@ def compare(old_rows: Sequence[dict], new_rows: Sequence[dict]) -> Diff:
     return Diff(tuple(sorted(changes, key=lambda c: order[c.status])),
                 tuple(row_title(r) for k, r in old.items() if k not in new),
                 tuple(row_title(r) for k, r in new.items() if k not in old))
+
+
+def known_failures(old_rows: Sequence[dict], new_rows: Sequence[dict]) -> list[frozenset[str]]:
+    """Per new row, the categories that fail it and do not gate: the baseline has them at the
+    same or a larger size (what ``run --baseline`` judges as known, not failing)."""
+    full = not (_unique(old_rows) and _unique(new_rows))
+    old = _by_key(old_rows, full=full)
+    known = []
+    for row in new_rows:
+        gating = {c.category for c in _row_changes(row, old.get(row_key(row, full=full))) if c.gates}
+        known.append(frozenset(f["category"] for f in row["findings"]
+                               if not f["allowed"] and f["category"] not in gating))
+    return known
+
+
+def judged_against(rows: Sequence[Row], doc: dict, *, against: str) -> list[Row]:
+    """``rows`` judged against the baseline report ``doc``: a row whose every failing finding the
+    baseline already has (at the same or a larger size) warns, with a note naming the baseline,
+    so the console, the exit code, JSON and JUnit give the one verdict of the baseline gate."""
+    known = known_failures(doc["rows"], [export.row_dict(r) for r in rows])
+    return [_known(row, cats, against=against) for row, cats in zip(rows, known, strict=True)]
+
+
+def _known(row: Row, known: frozenset[str], *, against: str) -> Row:
+    failing = {f.category for f in row.findings if not f.allowed}
+    if row.verdict != "fail" or not failing or not failing <= known:
+        return row
+    note = f"fails as in the baseline {against} ({', '.join(sorted(failing))}): not gated"
+    return replace(row, verdict="warn", notes=(*row.notes, note))
 
 
 # ----------------------------------------------------------------------------- showing

@@ -124,15 +124,21 @@ class Folded:
         return [(c, *counts[c]) for c in CATEGORIES if c in counts]
 
     def not_passing(self) -> str:
-        """Alphas whose row did not pass: ``0.01 0.3``, ``all``, ``all but 0 1``, or
-        ``fail 0.2; warn 0.01 0.1`` when both verdicts occur."""
-        bad = [r for r in self.rows if r.verdict != "pass"]
-        if len({r.verdict for r in bad}) > 1:
-            return "; ".join(f"{v} {_alphas(r for r in bad if r.verdict == v)}" for v in ("fail", "warn"))
-        if len(bad) > 1 and 2 * len(bad) > len(self.rows):
-            good = [r for r in self.rows if r.verdict == "pass"]
-            return f"all but {_alphas(good)}" if good else "all"
-        return _alphas(bad)
+        """The failing alphas, then the warning ones marked apart: ``0.3``, ``all``, ``all but
+        0 1``, ``0.3; warn 0.1 0.2``, ``warn all``."""
+        fail = [r for r in self.rows if r.verdict == "fail"]
+        warn = [r for r in self.rows if r.verdict == "warn"]
+        parts = [self._span(fail)] if fail else []
+        return "; ".join(parts + ([f"warn {self._span(warn)}"] if warn else []))
+
+    def _span(self, chosen: Sequence[Row]) -> str:
+        """``chosen`` alphas, as ``all`` or ``all but ...`` when they are most of the group."""
+        if len(chosen) == len(self.rows):
+            return "all"
+        others = [r for r in self.rows if r not in chosen]
+        if len(chosen) > 1 and 2 * len(chosen) > len(self.rows):
+            return f"all but {_alphas(others)}"
+        return _alphas(chosen)
 
 
 def fold(rows: Sequence[Row]) -> list[Folded]:

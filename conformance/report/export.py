@@ -78,7 +78,9 @@ _CONFIG = {"type": "object", "additionalProperties": False,
                "max_ulp": {"type": "integer"}, "strict_zeros": {"type": "boolean"},
                "policy": {"type": "object",
                           "additionalProperties": {"type": "array", "items": {"enum": list(CATEGORIES)}}},
-               "sources": {"type": "array", "items": {"type": "string"}}}}
+               "sources": {"type": "array", "items": {"type": "string"}},
+               "strict": {"type": "boolean"},
+               "allowed": {"type": "array", "items": {"enum": list(CATEGORIES)}}}}
 SCHEMA: dict = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": SCHEMA_ID,
@@ -285,13 +287,17 @@ def _testcase(suite: ET.Element, row: Row) -> None:
         ET.SubElement(case, "system-out").text = "warning (allowed findings)\n" + row.message
 
 
-def junit_bytes(rows: Sequence[Row], *, partial: bool = False) -> bytes:
+def junit_bytes(rows: Sequence[Row], *, partial: bool = False, config: Optional[GateConfig] = None) -> bytes:
     """One testcase per row; failures carry the torch.testing-style message.  A run cut
-    short by Ctrl-C or SIGTERM gets an ``interrupted`` error case, so CI never reads it as green."""
+    short by Ctrl-C or SIGTERM gets an ``interrupted`` error case, so CI never reads it as green.
+    ``config`` is named in the suite's ``config`` property."""
     root = ET.Element("testsuites")
     failures = sum(r.verdict == "fail" for r in rows)
     suite = ET.SubElement(root, "testsuite", name="leakyrelu-conformance", tests=str(len(rows) + partial),
                           failures=str(failures), errors=str(int(partial)), skipped="0")
+    if config is not None:
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", name="config", value=config.described)
     if partial:
         case = ET.SubElement(suite, "testcase", classname="conformance", name="interrupted")
         ET.SubElement(case, "error", message="run interrupted (Ctrl-C or SIGTERM): the report is partial")
@@ -300,9 +306,10 @@ def junit_bytes(rows: Sequence[Row], *, partial: bool = False) -> bytes:
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
 
 
-def write_junit(rows: Sequence[Row], path: str | Path, *, partial: bool = False, flag: str = "--junit") -> None:
+def write_junit(rows: Sequence[Row], path: str | Path, *, partial: bool = False, flag: str = "--junit",
+                config: Optional[GateConfig] = None) -> None:
     """The JUnit XML report, written atomically (see ``report.files``)."""
-    write_atomic(path, junit_bytes(rows, partial=partial), flag=flag)
+    write_atomic(path, junit_bytes(rows, partial=partial, config=config), flag=flag)
 
 
 # ----------------------------------------------------------------------------- both reports
@@ -317,7 +324,7 @@ def write_reports(rows: Sequence[Row], paths: ReportPaths, *, seed: Optional[int
                    verdict="fail" if partial else None, config=config)
         written.append(paths.json)
     if paths.junit:
-        write_junit(rows, paths.junit, partial=partial)
+        write_junit(rows, paths.junit, partial=partial, config=config)
         written.append(paths.junit)
     return written
 

@@ -1,13 +1,15 @@
 """Tolerances and per-backend policy -> a verdict (pass / warn / fail).
 
-A row **fails** when some element violates the tolerance (see ``metrics``) or
-the hazards/refusal checks, unless every such element lies in a finding whose
-category the backend's policy allows.  It **warns** when it has findings that
-do not fail it (allowed categories, or differences within tolerance such as
-1-ULP rounding or an informational signed zero).  Otherwise it **passes**.
+A row **passes** when it is bit-identical to golden.  It **fails** when some
+element violates the tolerance (see ``metrics``) or the hazards/refusal checks,
+unless every such element lies in a finding whose category the backend's policy
+allows.  It **warns** when it has findings that do not fail it (the backend's
+documented behaviours, or differences within tolerance such as 1-ULP rounding or
+an informational signed zero).  ``strict`` fails any bit difference; ``allowed``
+adds categories every backend may show.
 
-Configuration: defaults below (torch.testing's tolerances, max ULP 1,
-tensorflow allowed ``alpha-precision`` and ``subnormal-flush``), then
+Configuration: defaults below (torch.testing's tolerances, max ULP 1, and the
+policy each backend declares, see ``BackendBase.allowed``), then
 ``[tool.conformance]`` of ``./pyproject.toml``, then a ``--config`` TOML file
 (top-level keys or a ``[tool.conformance]`` table).
 """
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
+from conformance.backends import builtin_policy
 from conformance.backends import names as backend_names
 from conformance.categories import NAMES
 from conformance.dtypes import DTYPES
@@ -39,7 +42,7 @@ def _default_tolerances() -> dict[str, tuple[float, float]]:
 
 
 def _default_policy() -> dict[str, frozenset[str]]:
-    return {"tensorflow": frozenset({"alpha-precision", "subnormal-flush"})}
+    return dict(builtin_policy())
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ class GateConfig:
     strict_zeros: bool = False
     policy: Mapping[str, frozenset[str]] = field(default_factory=_default_policy)
     sources: tuple[str, ...] = ()  # the files read, in order (empty: the defaults)
+    strict: bool = False  # any bit difference fails
+    allowed: frozenset[str] = frozenset()  # categories every backend may show (--allow)
 
     def tolerance(self, dtype: str) -> Tolerance:
         rtol, atol = self.tolerances[dtype]
@@ -59,10 +64,21 @@ class GateConfig:
     def allows(self, backend: str, category: str, *, profile: Optional[str] = None) -> bool:
         """Whether ``backend`` (run on ``profile``) may show ``category``: the entry
         ``backend[profile]`` when the policy has one, else the backend's own entry."""
+        if self.strict:
+            return False
         entry = self.policy.get(policy_key(backend, profile))
         if entry is None:
             entry = self.policy.get(backend, frozenset())
-        return category in entry
+        return category in entry or category in self.allowed
+
+    @property
+    def described(self) -> str:
+        """Which configuration judged the run, for the first console line and JUnit."""
+        where = (f"config: {', '.join(self.sources)}" if self.sources
+                 else "no [tool.conformance] found; built-in policy")
+        extra = [*(["--strict: any bit difference fails"] if self.strict else []),
+                 *([f"--allow {', '.join(sorted(self.allowed))}"] if self.allowed else [])]
+        return "; ".join([where, *extra])
 
 
 def policy_key(backend: str, profile: Optional[str]) -> str:
@@ -81,7 +97,10 @@ def _split_key(key: str) -> tuple[str, Optional[str]]:
 
 def finding_allowed(category: str, *, violations: int, backend: str, config: GateConfig,
                     profile: Optional[str] = None) -> bool:
-    """A finding does not fail its row when its elements are within tolerance or policy allows it."""
+    """A finding does not fail its row when its elements are within tolerance or policy allows it
+    (under ``strict`` every finding fails)."""
+    if config.strict:
+        return False
     return violations == 0 or config.allows(backend, category, profile=profile)
 
 
@@ -216,9 +235,20 @@ def _conformance_table(doc: dict, *, source: str) -> Optional[dict]:
     return table
 
 
+def allowed_categories(names: Optional[Iterable[str]], *, flag: str = "--allow") -> frozenset[str]:
+    """Category names checked against the registry; a UsageError naming the choices otherwise."""
+    chosen = frozenset(names or ())
+    unknown = sorted(chosen - set(CATEGORIES))
+    if unknown:
+        raise UsageError(f"{flag} {', '.join(unknown)}: unknown category; choose from {', '.join(CATEGORIES)}")
+    return chosen
+
+
 def load_config(path: Optional[str] = None, *, pyproject: Optional[str] = None,
-                strict_zeros: Optional[bool] = None) -> GateConfig:
-    """Defaults, then ``[tool.conformance]`` in pyproject.toml, then the ``--config`` file."""
+                strict_zeros: Optional[bool] = None, strict: bool = False,
+                allow: Optional[Iterable[str]] = None) -> GateConfig:
+    """Defaults, then ``[tool.conformance]`` in pyproject.toml, then the ``--config`` file; then
+    ``strict`` (any bit difference fails) and ``allow`` (categories every backend may show)."""
     config = GateConfig()
     project = Path(pyproject) if pyproject is not None else Path("pyproject.toml")
     if project.is_file():
@@ -235,6 +265,7 @@ def load_config(path: Optional[str] = None, *, pyproject: Optional[str] = None,
                              f"or at the top level ({', '.join(_KEYS)})")
         config = apply_table(config, table if table is not None else doc, source=path)
         config = replace(config, sources=(*config.sources, path))
+    config = replace(config, strict=strict, allowed=allowed_categories(allow))
     return replace(config, strict_zeros=True) if strict_zeros else config
 
 
@@ -244,4 +275,5 @@ def config_dict(config: GateConfig) -> dict[str, Any]:
     return {"tolerances": {d: {"rtol": r, "atol": a} for d, (r, a) in sorted(config.tolerances.items())},
             "max_ulp": config.max_ulp, "strict_zeros": config.strict_zeros,
             "policy": {k: sorted(v) for k, v in sorted(config.policy.items())},
-            "sources": list(config.sources)}
+            "sources": list(config.sources), "strict": config.strict,
+            "allowed": sorted(config.allowed)}
