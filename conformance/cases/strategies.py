@@ -115,19 +115,19 @@ def boundary_sizes(dtype: DTypeLike | DTypeInfo, *, profile: Optional[str] = Non
 
     The plan (opbase ``elewise_tiling.cpp``) takes one more core per ``per_core``
     elements (32768 bits) up to the core limit, and cuts blocks of 512-element
-    multiples.  Core boundaries: one core full and +1 (a second block of one
-    element), two cores +1, every core full -1/0/+1 (the +1 makes longer blocks
-    and a shorter last one).  Tile boundaries: every core one full tile -1/+1 (the
-    +1 gives every block a second, 512-element tile and the last block a short one).
+    multiples.  Core boundaries: one core full and +1 (a second, shorter block),
+    two cores +1 (a third).  With ``tiles``: every core full -1/0/+1 (the +1 makes
+    longer blocks and a shorter last one) and every core one full tile -1/+1 (the
+    +1 gives every block a second, shorter tile).
     Backward has the most UB buffers, hence the smallest tile, so it is the default plan to probe.
-    ``tiles=False`` keeps only the (small) core-boundary sizes.
+    ``tiles=False`` keeps only the (small) one- and two-core sizes.
     """
     tile, per_core, cores = _plan_facts(dtype, profile=profile, out_dtype=out_dtype,
                                         direction=direction, variant=variant)
-    full = cores * per_core
-    sizes = {per_core, per_core + 1, 2 * per_core + 1, full - 1, full, full + 1}
+    sizes = {per_core, per_core + 1, 2 * per_core + 1}
     if tiles:
-        sizes |= {cores * tile - 1, cores * tile + 1}
+        full = cores * per_core
+        sizes |= {full - 1, full, full + 1, cores * tile - 1, cores * tile + 1}
     return tuple(sorted(n for n in sizes if n > 0))
 
 

@@ -27,6 +27,7 @@ _INI_910B = "CANN platform_config/Ascend910B1.ini (docs/domain.md)"
 _INI_256K = "CANN platform_config (910A/310P: 256 KiB UB, 248 KiB usable; docs/domain.md)"
 _SUBNORMAL_NOTE = "assumed: sources do not say; kept (IEEE) by default, 'flush' is a knob"
 _MAXMIN_NOTE = "assumed: sources do not say; NaN-propagating by default, 'number' is a knob"
+_NO_BF16 = "ops-nn activation/leaky_relu/docs/aclnnLeakyRelu&aclnnInplaceLeakyRelu.md: BF16 only on 910B/950"
 _ELEWISE = ("opbase src/op_common/atvoss/elewise/elewise_tiling.cpp (ElewiseTiling), "
             "pkg_inc/op_common/atvoss/elewise/elewise_tiling.h (DoTiling: bufferDivisor)")
 _TILING_ASSUMED = ("assumed: the opbase elementwise formula with this chip's UB and vector cores "
@@ -103,7 +104,7 @@ PROFILES["ascend910a"] = _profile(
      "vector_cores": "assumed: 32 AI cores, a vector unit in each",
      "float_modes": "docs/domain.md: 910A supports only saturation mode",
      "has_datacopy_pad": "docs/domain.md: DataCopyPad only from 910B/A2",
-     "dtypes": "ops-nn activation/leaky_relu/docs/aclnnLeakyRelu&aclnnInplaceLeakyRelu.md: BF16 only on 910B/950",
+     "dtypes": _NO_BF16,
      "gm_bytes_per_s": "assumed: ~1.2 TB/s HBM2 quoted for Ascend 910",
      "kernel_path": "assumed: same fp32-upcast select path as 910B",
      "tiling": _TILING_ASSUMED},
@@ -115,7 +116,7 @@ PROFILES["ascend310p3"] = replace(
     sources=MappingProxyType({**PROFILES["ascend910a"].sources,
                               "vector_cores": "assumed: 8 AI cores on 310P3 (Atlas 300I Pro)",
                               "float_modes": "docs/domain.md: 310P supports only saturation mode",
-                              "dtypes": "ops-nn activation/leaky_relu/docs/aclnnLeakyRelu&aclnnInplaceLeakyRelu.md: BF16 only on 910B/950",
+                              "dtypes": _NO_BF16,
                               "gm_bytes_per_s": "assumed: 204.8 GB/s LPDDR4X quoted for Atlas 300I Pro"}))
 PROFILES["ascend950"] = replace(
     PROFILES["ascend910b1"], name="ascend950", ub_bytes=256 * KIB, ub_usable_bytes=253952,
