@@ -2,9 +2,9 @@
 
 Each core runs one :class:`LeakyReluKernel` over its tiles with two buffers per
 queue: tile ``i + 1`` is copied in before tile ``i`` is copied out, which is
-what double buffering allows (and what keeps an in-place shifted tail copy
-correct).  Cores run round-robin, one tile per turn, highest core id first
-within a turn, so a late overlapping write lands on top of a neighbour's.
+what double buffering allows (ping-pong slot ``i & 1``).  Cores run round-robin,
+one tile per turn, highest core id first within a turn, so a late overlapping
+write lands on top of a neighbour's.
 
 Formulations: ``select`` (Compare + Select, ops-nn arch35), ``maxmin``
 (``max(x,0) + alpha*min(x,0)``, TBE), ``vlrelu`` (the LeakyRelu instruction)
