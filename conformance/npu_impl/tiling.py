@@ -193,8 +193,8 @@ def make_plan(numel: int, *, profile: ChipProfile, params: ComputeParams, gm_ite
               split: CoreSplit = "aligned") -> TilingPlan:
     """The plan for ``numel`` elements; ``gm_itemsizes`` are the GM tensors' element sizes.
 
-    ``split="even"`` keeps the plan's block count but deals the elements evenly over
-    the blocks, unaligned (the ``core-overlap`` defect)."""
+    ``split="even"`` ignores the plan's blocks and deals the elements evenly over every
+    core, unaligned (the ``core-overlap`` defect: a host that splits by hand)."""
     if numel < 0:
         raise ValueError(f"numel must be >= 0, got {numel}")
     align = max(block_elements(size) for size in gm_itemsizes)
@@ -206,7 +206,7 @@ def make_plan(numel: int, *, profile: ChipProfile, params: ComputeParams, gm_ite
     tile = ub_former(ub, params)
     ranges = elewise_blocks(numel, min_dtype_bits=params.min_dtype_bits, core_limit=limit)
     if split == "even" and ranges:
-        ranges = split_even(numel, len(ranges))
+        ranges = split_even(numel, limit)
     return TilingPlan(numel, tile, align, _core_ranges(ranges, tile), ub,
                       tile * params.buffer_divisor // BITS_NUM, max(0, len(ranges) - 1), "elewise", params)
 
