@@ -63,16 +63,23 @@ def test_small_shapes_cover_scalar_empty_single_and_sub_block() -> None:
 
 
 def test_boundary_sizes_follow_the_tiling_plan() -> None:
-    from conformance.npu_impl.chips import get_profile
+    """Each size sits on an edge of the elementwise plan: a core added, a shorter last block or tile."""
+    from conformance.npu_impl.kernel import build_spec, plan_for
 
-    cores = get_profile("ascend910b1").vector_cores
-    unit = cs.block_elements("float16")
-    sizes = cs.boundary_sizes("float16", profile="ascend910b1")
-    assert {cores * unit - 1, cores * unit, cores * unit + 1} <= set(sizes)
-    big = [n for n in sizes if n > 10 * cores * unit]
-    assert len(big) == 2 and big[1] - big[0] == 2 and (big[0] + 1) % cores == 0
-    assert cs.boundary_sizes("float16", profile="ascend910b1", tiles=False) == tuple(
-        n for n in sizes if n not in big)
+    spec = build_spec("backward", "float16", "float16", profile="ascend910b1")
+    blocks = {n: [c.length for c in plan_for(n, spec).cores] for n in cs.boundary_sizes("float16")}
+    one_core = min(blocks)
+    assert blocks[one_core] == [one_core]
+    assert len(blocks[one_core + 1]) == 2 and blocks[one_core + 1][1] < blocks[one_core + 1][0]
+    assert len(blocks[2 * one_core + 1]) == 3
+    full = spec.profile.vector_cores * one_core
+    assert blocks[full] == [one_core] * spec.profile.vector_cores and blocks[full + 1][-1] < blocks[full + 1][0]
+    big = [n for n in blocks if n > full + 1]
+    assert len(big) == 2 and big[1] - big[0] == 2
+    tail = plan_for(big[1], spec).cores[-1].tiles[-1].length
+    assert tail < plan_for(big[1], spec).tile_elements
+    assert cs.boundary_sizes("float16", profile="ascend910b1", tiles=False) == (
+        one_core, one_core + 1, 2 * one_core + 1)
 
 
 def test_boundary_sizes_depend_on_the_profile() -> None:

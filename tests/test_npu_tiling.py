@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance.dtypes import info
-from conformance.npu_impl.chips import BLOCK_BYTES, PROFILES
+from conformance.npu_impl.chips import PROFILES
 from conformance.npu_impl.kernel import KernelSpec, buffer_spec, plan_for
-from conformance.npu_impl.tiling import TilingPlan, ub_bytes
+from conformance.npu_impl.tiling import CACHE_LINE_BYTE_LENGTH, REPEAT_BYTES, TilingPlan
 from conformance.npu_impl.variants import VARIANTS
 from tests.helpers import assert_usage_error, cli_subprocess, run_cli
 
@@ -51,24 +51,25 @@ def test_every_element_is_covered_exactly_once(case: tuple[int, KernelSpec, int 
 
 @settings(max_examples=150, deadline=None)
 @given(plans)
-def test_no_tile_exceeds_the_ub_budget(case: tuple[int, KernelSpec, int | None]) -> None:
+def test_the_tile_is_the_largest_aligned_one_the_ub_holds(case: tuple[int, KernelSpec, int | None]) -> None:
     numel, spec, cores = case
     plan = plan_for(numel, spec, cores=cores)
-    assert ub_bytes(buffer_spec(spec), plan.tile_elements) <= spec.profile.ub_usable_bytes
-    assert ub_bytes(buffer_spec(spec), plan.tile_elements + plan.align_elements) > spec.profile.ub_usable_bytes
+    ub, params = spec.profile.ub_usable_bytes, plan.params
+    assert sum(b.bytes_for(plan.tile_elements) for b in buffer_spec(spec)) <= ub
+    align = REPEAT_BYTES * 8 // params.min_dtype_bits
+    assert plan.tile_elements % align == 0
+    assert (plan.tile_elements + align) * params.buffer_divisor > ub * 8
     assert all(t.length <= plan.tile_elements for c in plan.cores for t in c.tiles)
 
 
 @settings(max_examples=150, deadline=None)
 @given(plans)
-def test_core_ranges_are_aligned_and_differ_by_at_most_one_unit(case: tuple[int, KernelSpec, int | None]) -> None:
+def test_blocks_are_equal_512_multiples_but_the_last(case: tuple[int, KernelSpec, int | None]) -> None:
     numel, spec, cores = case
     plan = plan_for(numel, spec, cores=cores)
-    unit = plan.align_elements
-    assert unit * min(spec.src.bits, spec.out.bits) // 8 >= BLOCK_BYTES
-    assert all(c.start % unit == 0 for c in plan.cores)
     lengths = [c.length for c in plan.cores]
-    assert max(lengths) - min(lengths) <= unit
+    assert all(n == lengths[0] and n % CACHE_LINE_BYTE_LENGTH == 0 for n in lengths[:-1])
+    assert not lengths or 0 < lengths[-1] <= lengths[0]
     assert len(plan.cores) <= (cores or spec.profile.vector_cores)
 
 
@@ -84,17 +85,21 @@ def test_only_each_cores_last_tile_is_shorter(case: tuple[int, KernelSpec, int |
     assert [(s.core, s.start) for s in tails] == [(c.core, c.tiles[-1].start) for c in expected]
 
 
-@pytest.mark.parametrize("numel", [0, 1, 5, 7])
-def test_numel_zero_and_below_one_block(numel: int) -> None:
-    plan = plan_for(numel, _spec("float32", "float32"))
-    assert len(plan.cores) == 1 and plan.cores[0].length == numel
-    assert plan.tiles == (1 if numel else 0) and (_covered(plan) == 1).all()
+def test_an_empty_tensor_has_no_blocks() -> None:
+    plan = plan_for(0, _spec("float32", "float32"))
+    assert plan.cores == () and plan.tiles == 0
 
 
-def test_former_cores_get_one_more_unit() -> None:
-    plan = plan_for(8 * 100 + 3, _spec("float32", "float32"), cores=7)  # 100 units over 7 cores
-    assert [c.length for c in plan.cores] == [120, 120, 112, 112, 112, 112, 112 + 3]
-    assert plan.former_cores == 2
+@pytest.mark.parametrize("numel", [1, 5, 31, 1024])
+def test_up_to_4_kb_of_data_takes_one_core(numel: int) -> None:
+    plan = plan_for(numel, _spec("float32", "float32", "ascend950"))
+    assert len(plan.cores) == 1 and plan.cores[0].length == numel and plan.tiles == 1
+
+
+def test_4097_bf16_on_ascend950_is_three_blocks() -> None:
+    plan = plan_for(4097, _spec("bfloat16", "bfloat16", "ascend950"))
+    assert [c.length for c in plan.cores] == [1536, 1536, 1025]
+    assert plan.former_cores == 2 and plan.ub_budget_bytes == 253_952
 
 
 def test_the_articles_worked_example() -> None:
@@ -105,7 +110,7 @@ def test_the_articles_worked_example() -> None:
     assert plan.tiles == -(-1_000_000 // expected_tile) == 34
 
 
-def test_temporaries_shrink_the_tile() -> None:
+def test_cast_results_shrink_the_tile() -> None:
     native = plan_for(1 << 20, _spec("float16", "float16", variant="fp16-slope"))
     upcast = plan_for(1 << 20, _spec("float16", "float16"))
     assert native.tile_elements > upcast.tile_elements
@@ -116,11 +121,12 @@ def test_cli_json_has_the_documented_keys(tmp_path: Path) -> None:
     run = cli_subprocess("tiling", "--numel", "100000", "--dtype", "float16", "--cores", "4", "--json", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
-    assert {"tile_elements", "tiles", "cores", "roofline"} <= data.keys()
+    assert {"ub_budget_bytes", "tile_elements", "tiles", "cores", "roofline", "sources"} <= data.keys()
     assert data["tiles"] == sum(len(c["tiles"]) for c in data["cores"])
     assert set(data["cores"][0]) == {"core", "start", "length", "tiles"}
     assert set(data["cores"][0]["tiles"][0]) == {"start", "length"}
     assert sum(c["length"] for c in data["cores"]) == 100000
+    assert all(data["sources"].values()) and "elewise_tiling.cpp" in data["sources"]["tiling"]
     roof = data["roofline"]
     assert roof["single_buffered_us"] >= roof["double_buffered_us"] > 0 and roof["gm_bytes_per_s_source"]
 

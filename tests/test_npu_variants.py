@@ -200,9 +200,11 @@ def test_tail_dropped_leaves_gm_garbage_in_the_last_tile_only() -> None:
 
 
 def test_core_overlap_races_on_a_few_thousand_elements() -> None:
+    """The defect deals the elements over every core by hand, where the plan would use one block."""
     r = leaky_relu(suite("float16"), ALPHA, variant="core-overlap")
     races = [h for h in r.hazards if h.kind == "write-race"]
-    assert len(races) >= 20 and all(len(h.cores) == 2 for h in races)
+    assert len(r.plan.cores) == 48 and len(races) >= 20 and all(len(h.cores) == 2 for h in races)
+    assert len(leaky_relu(suite("float16"), ALPHA).plan.cores) == 2
 
 
 def test_saturation_mode_on_a_saturation_only_chip_is_the_reference_behaviour() -> None:
@@ -220,8 +222,8 @@ def test_backend_reports_result_layout_and_hazards() -> None:
 
 
 def test_backend_turns_host_rejections_into_rejected_results() -> None:
-    res = CannBackend().forward(np.ones(4, np.float32), float("nan"))
-    assert res.value is None and "alpha must be finite" in res.rejected
+    res = CannBackend().forward(np.ones(4, np.float32), "slope")
+    assert res.value is None and "alpha must be a number" in res.rejected
 
 
 @pytest.mark.parametrize("profile,dtype,out,expected", [

@@ -93,30 +93,37 @@ def small_shapes(dtype: DTypeLike | DTypeInfo, *, max_elements: int = 64) -> st.
 
 def _plan_facts(dtype: DTypeLike | DTypeInfo, *, profile: Optional[str], out_dtype: Optional[str],
                 direction: Direction, variant: Optional[str]) -> tuple[int, int, int]:
-    """(tile elements, elements per aligned unit, cores) from the emulator's tiling plan."""
+    """(tile elements, elements one core takes before a second is used, core limit) from the plan."""
     from conformance.npu_impl.kernel import build_spec, plan_for
+    from conformance.npu_impl.tiling import MIN_TILING_BITS_SIZE_PER_CORE
 
     rec = info(dtype)
     spec = build_spec(direction, rec, out_dtype or rec, profile=profile, variant=variant, check_pair=False)
     plan = plan_for(0, spec)
-    return plan.tile_elements, plan.align_elements, spec.profile.vector_cores
+    bits = plan.params.min_dtype_bits if plan.params else rec.bits
+    return plan.tile_elements, MIN_TILING_BITS_SIZE_PER_CORE // bits, spec.profile.vector_cores
 
 
 def boundary_sizes(dtype: DTypeLike | DTypeInfo, *, profile: Optional[str] = None,
                    out_dtype: Optional[str] = None, direction: Direction = "backward",
                    variant: Optional[str] = None, tiles: bool = True) -> tuple[int, ...]:
-    """Element counts on the tiling plan's edges for ``profile`` (default: the default chip).
+    """Element counts on the edges of the elementwise plan for ``profile`` (default: the default chip).
 
-    Core boundaries: every core one aligned unit, -1/+1, and one former core more.
-    Tile boundaries: every core one full tile, -1/+1 (the +1 gives the last core a 1-element tail tile).
+    The plan (opbase ``elewise_tiling.cpp``) takes one more core per ``per_core``
+    elements (32768 bits) up to the core limit, and cuts blocks of 512-element
+    multiples.  Core boundaries: one core full and +1 (a second, shorter block),
+    two cores +1 (a third).  With ``tiles``: every core full -1/0/+1 (the +1 makes
+    longer blocks and a shorter last one) and every core one full tile -1/+1 (the
+    +1 gives every block a second, shorter tile).
     Backward has the most UB buffers, hence the smallest tile, so it is the default plan to probe.
-    ``tiles=False`` keeps only the (small) core-boundary sizes.
+    ``tiles=False`` keeps only the (small) one- and two-core sizes.
     """
-    tile, unit, cores = _plan_facts(dtype, profile=profile, out_dtype=out_dtype,
-                                    direction=direction, variant=variant)
-    sizes = {cores * unit - 1, cores * unit, cores * unit + 1, (cores + 1) * unit + 1}
+    tile, per_core, cores = _plan_facts(dtype, profile=profile, out_dtype=out_dtype,
+                                        direction=direction, variant=variant)
+    sizes = {per_core, per_core + 1, 2 * per_core + 1}
     if tiles:
-        sizes |= {cores * tile - 1, cores * tile + 1}
+        full = cores * per_core
+        sizes |= {full - 1, full, full + 1, cores * tile - 1, cores * tile + 1}
     return tuple(sorted(n for n in sizes if n > 0))
 
 

@@ -1,4 +1,7 @@
-"""`conformance tiling`: print the emulated kernel's tiling plan and a roofline estimate."""
+"""`conformance tiling`: print the emulated kernel's tiling plan and a roofline estimate.
+
+The plan is opbase's elementwise tiling (``src/op_common/atvoss/elewise/elewise_tiling.cpp``);
+``--usable-fraction`` switches to the source article's UB-budget model."""
 from __future__ import annotations
 
 import argparse
@@ -22,7 +25,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", default="ascend910b1", help=f"chip: {', '.join(PROFILES)}")
     parser.add_argument("--cores", type=ascii_int, default=None, help="cores to use (default: all vector cores)")
     parser.add_argument("--usable-fraction", type=ascii_float, default=None,
-                        help="article model: this fraction of the total UB holds one tile")
+                        help="the article's model instead of the elementwise formula: this fraction of "
+                             "the total UB holds one tile (the article uses 0.6)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -44,6 +48,20 @@ def _check(args: argparse.Namespace, prof: ChipProfile) -> None:
         raise UsageError(f"--usable-fraction must be in (0, 1], got {args.usable_fraction}")
 
 
+def plan_sources(plan: TilingPlan, prof: ChipProfile) -> dict[str, str]:
+    """Where each figure of the plan comes from."""
+    ub = "ub_usable_bytes" if plan.model == "elewise" else "ub_bytes"
+    tiling = prof.source("tiling") if plan.model == "elewise" else \
+        "the source article's model: usable fraction of the total UB holds one tile"
+    return {"ub_budget_bytes": prof.source(ub), "vector_cores": prof.source("vector_cores"), "tiling": tiling}
+
+
+def _params_json(plan: TilingPlan) -> dict[str, int] | None:
+    p = plan.params
+    return None if p is None else {"min_dtype_bits": p.min_dtype_bits, "max_dtype_bits": p.max_dtype_bits,
+                                   "buffer_num": p.buffer_num, "buffer_divisor": p.buffer_divisor}
+
+
 def plan_json(plan: TilingPlan, spec: KernelSpec, est: Roofline) -> dict[str, Any]:
     """The plan as JSON-ready data (keys: tile_elements, tiles, cores, roofline, ...)."""
     return {
@@ -52,6 +70,7 @@ def plan_json(plan: TilingPlan, spec: KernelSpec, est: Roofline) -> dict[str, An
         "ub_tile_bytes": plan.ub_tile_bytes, "align_elements": plan.align_elements,
         "tile_elements": plan.tile_elements, "tiles": plan.tiles,
         "former_cores": plan.former_cores, "tail_cores": len(plan.cores) - plan.former_cores,
+        "params": _params_json(plan), "sources": plan_sources(plan, spec.profile),
         "cores": [{"core": c.core, "start": c.start, "length": c.length,
                    "tiles": [{"start": t.start, "length": t.length} for t in c.tiles]} for c in plan.cores],
         "roofline": {
@@ -74,6 +93,8 @@ def _render(data: dict[str, Any]) -> None:
                   f"({data['ub_tile_bytes']:,} of {data['ub_budget_bytes']:,} B UB), {data['tiles']:,} tiles, "
                   f"{data['former_cores']} former + {data['tail_cores']} tail cores, "
                   f"align {data['align_elements']} elements")
+    for figure, source in data["sources"].items():
+        console.print(f"  {figure}: {source}", highlight=False)
     table = Table("core", "start", "length", "tiles", "last tile")
     for c in data["cores"]:
         last = c["tiles"][-1]["length"] if c["tiles"] else 0

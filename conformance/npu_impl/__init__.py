@@ -4,6 +4,16 @@
 side of an aclnn operator (one :class:`HostValidationError` per rejection),
 build the tiling plan, launch the per-core kernels on emulated GM/UB, and
 return the output with its plan, tile layout and memory hazards.
+
+The contract follows ops-nn ``activation/leaky_relu/op_api/aclnn_leaky_relu.cpp`` and
+``activation/leaky_relu_grad/op_api/aclnn_leaky_relu_backward.cpp``:
+- the slope is not checked (``CheckParams``: null, dtype, shape), so +/-inf and NaN are computed;
+- the rank is at most 8 (``OP_CHECK_MAX_DIM``);
+- DOUBLE is in the supported list but runs on AICPU, not the AICore kernel emulated here
+  (:class:`Unsupported`, not a rejection);
+- an empty tensor returns at once, without a launch;
+- ``aclnnInplaceLeakyRelu`` computes into a fresh buffer and ``ViewCopy``s it back, so
+  input and output never alias in GM; aclnn has no in-place backward.
 """
 from __future__ import annotations
 
@@ -14,14 +24,15 @@ from typing import Optional
 import numpy as np
 
 from conformance.dtypes import DTypeInfo, DTypeLike
-from conformance.errors import HostValidationError
+from conformance.errors import HostValidationError, Unsupported
 from conformance.npu_impl.chips import DEFAULT_PROFILE, PROFILES, ChipProfile, supported_pairs
 from conformance.npu_impl.kernel import KernelSpec, build_spec, launch, plan_for
 from conformance.npu_impl.memory import GmInput, GmTensor
 from conformance.npu_impl.tiling import TilingPlan
 from conformance.npu_impl.variants import DEFAULT_VARIANT, VARIANTS
 from conformance.records import Direction, Hazard, TileLayout
-from conformance.reference.golden import check_alpha
+
+MAX_RANK = 8  # OP_CHECK_MAX_DIM in aclnn_leaky_relu.cpp / aclnn_leaky_relu_backward.cpp
 
 __all__ = ["leaky_relu", "leaky_relu_backward", "HostValidationError", "KernelResult", "ForwardResult",
            "BackwardResult", "PROFILES", "VARIANTS", "supported_pairs"]
@@ -56,16 +67,22 @@ def _fail(message: str) -> HostValidationError:
 
 
 def _check_alpha(alpha: float) -> float:
+    """The slope as a float: any value, +/-inf and NaN included, as aclnn computes them."""
     try:
-        return check_alpha(alpha)
-    except ValueError as exc:
-        raise _fail(str(exc)) from None
+        return float(alpha)
+    except (TypeError, ValueError):
+        raise _fail(f"alpha must be a number, got {alpha!r}") from None
 
 
 def _check_tensors(arrays: Sequence[np.ndarray]) -> None:
     for a in arrays:
         if not isinstance(a, np.ndarray):
             raise _fail(f"expected numpy arrays, got {type(a).__name__}")
+    if arrays[0].ndim > MAX_RANK:
+        raise _fail(f"the rank of the input must be at most {MAX_RANK}, got {arrays[0].ndim} "
+                    f"(aclnn OP_CHECK_MAX_DIM)")
+    if arrays[0].dtype == np.float64:
+        raise Unsupported("float64 (DOUBLE) LeakyRelu runs on AICPU, not the emulated AICore kernel")
     if len({(a.shape, a.dtype) for a in arrays}) > 1:
         shown = " and ".join(f"{a.dtype}{a.shape}" for a in arrays)
         raise _fail(f"dy and x must have the same shape and dtype, got {shown}")
@@ -103,7 +120,7 @@ def _run(direction: Direction, arrays: Sequence[np.ndarray], alpha: float, *, pr
     _check_tensors(arrays)
     spec = _build(direction, arrays, profile=profile, variant=variant, out_dtype=out_dtype)
     a = _check_alpha(alpha)
-    if self_is_result and a < 0:
+    if self_is_result and a < 0:  # -0.0 and NaN pass this check, as in aclnn
         raise _fail(f"backward from the forward result needs alpha >= 0, got {a!r} "
                     "(aclnn rejects selfIsResult with a negative slope)")
     n_cores = _check_cores(spec.profile, cores)
@@ -114,11 +131,15 @@ def _run(direction: Direction, arrays: Sequence[np.ndarray], alpha: float, *, pr
 
 
 def _execute(spec: KernelSpec, arrays: Sequence[np.ndarray], *, cores: int, inplace: bool) -> KernelResult:
+    """Launch into a fresh output tensor; in-place copies it back over the input (``ViewCopy``)."""
     flat = [np.ascontiguousarray(a).reshape(-1) for a in arrays]
     plan = plan_for(flat[0].size, spec, cores=cores)
+    if flat[0].size == 0:  # aclnn returns at once for an empty tensor
+        value = np.empty(arrays[0].shape, spec.out.dtype)
+        return KernelResult(arrays[0] if inplace else value, plan, (), plan.layout())
     zone = plan.tile_elements + plan.align_elements
-    output = GmTensor(flat[0].size, spec.out.dtype, red_zone=zone, init=flat[0] if inplace else None)
-    inputs = tuple(output if inplace and i == 0 else GmInput(a, red_zone=zone) for i, a in enumerate(flat))
+    output = GmTensor(flat[0].size, spec.out.dtype, red_zone=zone)
+    inputs = tuple(GmInput(a, red_zone=zone) for a in flat)
     with np.errstate(all="ignore"):  # inf/NaN/overflow are emulated on purpose
         launch(spec, plan, inputs=inputs, output=output)
     value = output.body.reshape(arrays[0].shape)
@@ -140,11 +161,10 @@ def leaky_relu(x: np.ndarray, alpha: float, *, profile: Optional[str] = DEFAULT_
 def leaky_relu_backward(dy: np.ndarray, x: np.ndarray, alpha: float, *,
                         profile: Optional[str] = DEFAULT_PROFILE, variant: Optional[str] = DEFAULT_VARIANT,
                         out_dtype: Optional[DTypeLike] = None, cores: Optional[int] = None,
-                        self_is_result: bool = False, inplace: bool = False) -> BackwardResult:
-    """``dx = x > 0 ? dy : alpha*dy``.
+                        self_is_result: bool = False) -> BackwardResult:
+    """``dx = x > 0 ? dy : alpha*dy`` (``self_is_result``: ``x`` is the forward output).
 
-    ``self_is_result`` says ``x`` is the forward output; ``inplace`` writes dx over dy.
-    """
+    aclnn has no in-place backward (``aclnn_leaky_relu_backward.h`` declares none), so neither has this."""
     run = _run("backward", [dy, x], alpha, profile=profile, variant=variant, out_dtype=out_dtype,
-               cores=cores, inplace=inplace, self_is_result=self_is_result)
+               cores=cores, inplace=False, self_is_result=self_is_result)
     return BackwardResult(**vars(run))

@@ -2,7 +2,10 @@
 
 Facts come from docs/domain.md's hardware section (CANN ``platform_config/*.ini``,
 Ascend C ``kernel_utils_constants.h``, ops-nn ``activation/leaky_relu``).
-Semantics the sources leave open are explicit knobs whose source says
+The tiling plan is opbase's elementwise formula on every profile, fed with
+``ub_usable_bytes`` (what ``GetCoreMemSize(UB)`` reports) and ``vector_cores``
+(``GetCoreNumAiv``); only ascend950 runs it by source, elsewhere the ``tiling``
+source says it is assumed.  Semantics the sources leave open are explicit knobs whose source says
 "assumed" and why; bandwidth figures are estimates and say so.
 """
 from __future__ import annotations
@@ -24,6 +27,13 @@ _INI_910B = "CANN platform_config/Ascend910B1.ini (docs/domain.md)"
 _INI_256K = "CANN platform_config (910A/310P: 256 KiB UB, 248 KiB usable; docs/domain.md)"
 _SUBNORMAL_NOTE = "assumed: sources do not say; kept (IEEE) by default, 'flush' is a knob"
 _MAXMIN_NOTE = "assumed: sources do not say; NaN-propagating by default, 'number' is a knob"
+_NO_BF16 = "ops-nn activation/leaky_relu/docs/aclnnLeakyRelu&aclnnInplaceLeakyRelu.md: BF16 only on 910B/950"
+_ELEWISE = ("opbase src/op_common/atvoss/elewise/elewise_tiling.cpp (ElewiseTiling), "
+            "pkg_inc/op_common/atvoss/elewise/elewise_tiling.h (DoTiling: bufferDivisor)")
+_TILING_ASSUMED = ("assumed: the opbase elementwise formula with this chip's UB and vector cores "
+                   "(its AICore LeakyRelu is a TBE kernel whose tiling is not public); " + _ELEWISE)
+_FIXTURE_950 = ("ops-nn activation/p_relu/tests/ut/op_host/arch35/test_p_relu_tiling.cpp "
+                "(Ascend950 platform fixture; the same figure in the other arch35 tiling tests)")
 
 
 @dataclass(frozen=True)
@@ -77,7 +87,8 @@ PROFILES: dict[str, ChipProfile] = {
          "has_datacopy_pad": "docs/domain.md: DataCopyPad on 910B/A2 and later",
          "dtypes": "ops-nn leaky_relu_def.cpp: float16, bfloat16, float32",
          "gm_bytes_per_s": "assumed: ~1.6 TB/s HBM commonly quoted for Atlas 800T A2",
-         "kernel_path": "ops-nn activation/leaky_relu: fp32 upcast, Muls/Compare/Select, RINT back"},
+         "kernel_path": "ops-nn activation/leaky_relu: fp32 upcast, Muls/Compare/Select, RINT back",
+         "tiling": _TILING_ASSUMED},
         ub_bytes=192 * KIB, ub_usable_bytes=184 * KIB, vector_cores=48,
         float_modes=("inf_nan", "saturation"), has_datacopy_pad=True,
         dtypes=("float16", "bfloat16", "float32"), gm_bytes_per_s=1.6e12,
@@ -90,12 +101,13 @@ PROFILES["ascend910b3"] = replace(
 PROFILES["ascend910a"] = _profile(
     "ascend910a",
     {"ub_bytes": _INI_256K, "ub_usable_bytes": _INI_256K,
-     "vector_cores": "issue 3: 32 cores (AI cores, vector units inside)",
+     "vector_cores": "assumed: 32 AI cores, a vector unit in each",
      "float_modes": "docs/domain.md: 910A supports only saturation mode",
      "has_datacopy_pad": "docs/domain.md: DataCopyPad only from 910B/A2",
-     "dtypes": "issue 3: no bf16 on 910A",
+     "dtypes": _NO_BF16,
      "gm_bytes_per_s": "assumed: ~1.2 TB/s HBM2 quoted for Ascend 910",
-     "kernel_path": "assumed: same fp32-upcast select path as 910B"},
+     "kernel_path": "assumed: same fp32-upcast select path as 910B",
+     "tiling": _TILING_ASSUMED},
     ub_bytes=256 * KIB, ub_usable_bytes=248 * KIB, vector_cores=32,
     float_modes=("saturation",), has_datacopy_pad=False, dtypes=("float16", "float32"),
     gm_bytes_per_s=1.2e12, vector_bytes_per_cycle=256, clock_hz=1.8e9, kernel_path="select-fp32")
@@ -104,16 +116,17 @@ PROFILES["ascend310p3"] = replace(
     sources=MappingProxyType({**PROFILES["ascend910a"].sources,
                               "vector_cores": "assumed: 8 AI cores on 310P3 (Atlas 300I Pro)",
                               "float_modes": "docs/domain.md: 310P supports only saturation mode",
-                              "dtypes": "issue 3: no bf16 on 310P",
+                              "dtypes": _NO_BF16,
                               "gm_bytes_per_s": "assumed: 204.8 GB/s LPDDR4X quoted for Atlas 300I Pro"}))
 PROFILES["ascend950"] = replace(
-    PROFILES["ascend910b1"], name="ascend950", ub_bytes=256 * KIB, ub_usable_bytes=248 * KIB,
+    PROFILES["ascend910b1"], name="ascend950", ub_bytes=256 * KIB, ub_usable_bytes=253952,
     vector_cores=64, float_modes=("inf_nan",),
     sources=MappingProxyType({**PROFILES["ascend910b1"].sources,
                               "ub_bytes": "assumed: 256 KiB UB (arch35), not from a platform ini",
-                              "ub_usable_bytes": "assumed: 248 KiB usable, as on other 256 KiB chips",
-                              "vector_cores": "assumed: 64 vector cores",
-                              "float_modes": "issue 3: INF_NAN only",
+                              "ub_usable_bytes": f'"UB_SIZE": 253952 in {_FIXTURE_950}',
+                              "vector_cores": f'"CORE_NUM": 64 in {_FIXTURE_950}',
+                              "tiling": _ELEWISE,
+                              "float_modes": "assumed: INF_NAN only",
                               "kernel_path": "ops-nn op_kernel/arch35/leaky_relu_dag.h: cast fp32, "
                                              "Muls/Compare/Select, cast back RINT"}))
 

@@ -2,9 +2,9 @@
 
 Each core runs one :class:`LeakyReluKernel` over its tiles with two buffers per
 queue: tile ``i + 1`` is copied in before tile ``i`` is copied out, which is
-what double buffering allows (and what keeps an in-place shifted tail copy
-correct).  Cores run round-robin, one tile per turn, highest core id first
-within a turn, so a late overlapping write lands on top of a neighbour's.
+what double buffering allows (ping-pong slot ``i & 1``).  Cores run round-robin,
+one tile per turn, highest core id first within a turn, so a late overlapping
+write lands on top of a neighbour's.
 
 Formulations: ``select`` (Compare + Select, ops-nn arch35), ``maxmin``
 (``max(x,0) + alpha*min(x,0)``, TBE), ``vlrelu`` (the LeakyRelu instruction)
@@ -22,7 +22,7 @@ import numpy as np
 from conformance.dtypes import DTypeInfo, DTypeLike, info
 from conformance.npu_impl.chips import BUFFER_NUM, ChipProfile, get_profile, supported_pairs
 from conformance.npu_impl.memory import GmInput, GmTensor, UbArena
-from conformance.npu_impl.tiling import CoreRange, Tile, TilingPlan, UbBuffer, make_plan
+from conformance.npu_impl.tiling import ComputeParams, CoreRange, Tile, TilingPlan, UbBuffer, make_plan
 from conformance.npu_impl.variants import KernelFormulation, Variant, get_variant
 from conformance.npu_impl.vector import CopyHow, RoundMode, VectorUnit, copy_in, copy_out
 from conformance.records import Direction
@@ -77,7 +77,11 @@ _OPS = {"select": 3, "maxmin": 4, "vlrelu": 1, "mask-multiply": 9}
 
 
 def buffer_spec(spec: KernelSpec) -> tuple[UbBuffer, ...]:
-    """Every tile-sized UB buffer the kernel allocates in Init (the tiling budget uses it too)."""
+    """Every tile-sized UB buffer the kernel allocates in Init: the queues and the cast results.
+
+    The formulation's intermediates (masks, products) live in vector registers
+    (``MicroAPI::RegTensor``/``MaskReg`` in ops-nn ``op_kernel/arch35/leaky_relu_dag.h``),
+    so they take no UB and do not count in the tiling's ``BufferNum``."""
     c = spec.compute.name
     bufs = [UbBuffer(f"in{i}", spec.src.name, BUFFER_NUM) for i in range(spec.inputs)]
     bufs.append(UbBuffer("out", spec.out.name, BUFFER_NUM))
@@ -87,8 +91,21 @@ def buffer_spec(spec: KernelSpec) -> tuple[UbBuffer, ...]:
         bufs += [UbBuffer(f"wide{i}", c) for i in range(spec.inputs)]
     if spec.compute != spec.out:
         bufs.append(UbBuffer("result", c))
-    bufs += [UbBuffer(name, c if kind == "compute" else "bool") for name, kind in _TEMPS[spec.formulation]]
     return tuple(bufs)
+
+
+def register_temps(spec: KernelSpec) -> tuple[UbBuffer, ...]:
+    """The formulation's intermediates, held in vector registers (one tile's worth each)."""
+    c = spec.compute.name
+    return tuple(UbBuffer(name, c if kind == "compute" else "bool") for name, kind in _TEMPS[spec.formulation])
+
+
+def compute_params(spec: KernelSpec) -> ComputeParams:
+    """The DAG's tiling inputs: forward fp32 gives BufferNum 4 (in, out, ping-pong) and fp16/bf16
+    6 (plus the fp32 cast results), maxDtypeBits 32 (opbase ``DoTiling``, ops-nn
+    ``op_host/arch35/leaky_relu_tiling_arch35.cpp``).  The backward runs ``BroadcastBaseTiling``;
+    its plan here is assumed to be the same elementwise one over its own buffers."""
+    return ComputeParams.of(buffer_spec(spec), gm_bits=(spec.src.bits, spec.out.bits))
 
 
 def vector_ops(spec: KernelSpec) -> int:
@@ -114,8 +131,8 @@ def build_spec(direction: Direction, src: DTypeLike, out: DTypeLike, *, profile:
 def plan_for(numel: int, spec: KernelSpec, *, cores: Optional[int] = None,
              usable_fraction: Optional[float] = None) -> TilingPlan:
     """The tiling plan this kernel build uses for ``numel`` elements."""
-    return make_plan(numel, profile=spec.profile, buffers=buffer_spec(spec),
-                     itemsizes=(spec.src.bits // 8, spec.out.bits // 8), cores=cores,
+    return make_plan(numel, profile=spec.profile, params=compute_params(spec),
+                     gm_itemsizes=(spec.src.bits // 8, spec.out.bits // 8), cores=cores,
                      usable_fraction=usable_fraction, split=spec.variant.split)
 
 
@@ -230,10 +247,11 @@ class LeakyReluKernel:
         """Init: carve the queues and temporaries out of this core's UB."""
         ub = UbArena(self.spec.profile.ub_usable_bytes)
         for b in buffer_spec(self.spec):
-            dt = np.dtype(np.bool_) if b.dtype == "bool" else info(b.dtype).dtype
-            self.buf[b.name] = [ub.alloc(dt, self.plan.tile_elements, name=f"{b.name}[{k}]")
+            self.buf[b.name] = [ub.alloc(_np(b.dtype), self.plan.tile_elements, name=f"{b.name}[{k}]")
                                 for k in range(b.count)]
         self.temps = {name: bufs[0] for name, bufs in self.buf.items()}
+        for reg in register_temps(self.spec):
+            self.temps[reg.name] = np.empty(self.plan.tile_elements, dtype=_np(reg.dtype))
 
     def process(self) -> Iterator[None]:
         """Process: CopyIn(i+1) overlaps Compute(i) and CopyOut(i) (two buffers per queue)."""
@@ -287,6 +305,10 @@ class LeakyReluKernel:
             self.vec.cast(self.buf[f"wide{i}"][0], lanes, mode=RoundMode.NONE, count=n)
             lanes = self.buf[f"wide{i}"][0]
         return lanes
+
+
+def _np(dtype: str) -> np.dtype:
+    return np.dtype(np.bool_) if dtype == "bool" else info(dtype).dtype
 
 
 def launch(spec: KernelSpec, plan: TilingPlan, *, inputs: tuple[Gm, ...], output: GmTensor) -> None:

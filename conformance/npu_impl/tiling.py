@@ -1,15 +1,22 @@
-"""The tiling plan: elements over cores, each core's range over UB-sized tiles.
+"""The tiling plan: elements over cores (blocks), each block over UB-sized tiles.
 
-1. Cores: the elements are split into contiguous ranges of whole 32-byte
-   units; the first ("former") cores get one unit more than the rest ("tail"
-   cores), and the unaligned remainder (< one unit) goes to the last core.
-2. Tiles: the tile size is the largest aligned element count whose buffers
-   (double-buffered queues plus the formulation's temporaries) fit in the UB
-   budget.  Each core's last tile is the shorter tail tile.
+The default model is opbase's elementwise tiling, ``ElewiseTiling`` in
+``src/op_common/atvoss/elewise/elewise_tiling.cpp`` (hicann/opbase), fed by
+``ElewiseBaseTiling::DoTiling`` in ``pkg_inc/op_common/atvoss/elewise/elewise_tiling.h``:
 
-``usable_fraction`` switches to the source article's model: that fraction of
-the *total* UB holds one tile of the input dtype (the article leaves the rest
-for temporaries and overhead: ``blockLen = floor(usable / sizeof(T))``).
+1. ``coreNum = ceil(n * minDtypeBits / MIN_TILING_BITS_SIZE_PER_CORE)``, capped at the
+   vector cores (``GetCoreNumAiv``);
+2. ``blockFormer = roundup(ceil(n / coreNum), CACHE_LINE_BYTE_LENGTH)`` *elements*;
+   ``blockNum = ceil(n / blockFormer)``; the last block takes the remainder;
+3. ``ubFormer = (ubSize - extraSize) * 8 / bufferDivisor`` aligned down to
+   ``REPEAT_BYTES * 8 / minDtypeBits`` elements, with
+   ``bufferDivisor = (BufferNum + extraBufferNum) * maxDtypeBits``;
+4. each block loops over tiles of ``ubFormer``, the last one shorter.
+
+``usable_fraction`` switches to the source article's model instead: that
+fraction of the *total* UB holds one tile of the widest GM dtype
+(``blockLen = floor(usable / sizeof(T))``), the elements split over cores in
+whole 32-byte units, former cores one unit more.
 """
 from __future__ import annotations
 
@@ -25,7 +32,13 @@ from conformance.npu_impl.memory import round_up
 from conformance.records import TileLayout, TileSpan
 
 CoreSplit = Literal["aligned", "even"]
-TilingModel = Literal["ub-budget", "article"]
+TilingModel = Literal["elewise", "article"]
+
+# opbase src/op_common/atvoss/elewise/elewise_tiling.cpp
+REPEAT_BYTES = 256
+MIN_TILING_BITS_SIZE_PER_CORE = 32768  # 4 KB of data per core at least
+CACHE_LINE_BYTE_LENGTH = 512  # named for bytes, applied to the element count
+BITS_NUM = 8
 
 
 @dataclass(frozen=True)
@@ -36,12 +49,70 @@ class UbBuffer:
     dtype: str
     count: int = 1
 
+    @property
+    def bits(self) -> int:
+        return _np_dtype(self.dtype).itemsize * 8
+
     def bytes_for(self, tile_elements: int) -> int:
-        return self.count * round_up(tile_elements * np.dtype(_np_dtype(self.dtype)).itemsize, 32)
+        return self.count * round_up(tile_elements * _np_dtype(self.dtype).itemsize, 32)
 
 
 def _np_dtype(name: str) -> np.dtype:
     return info(name).dtype if name != "bool" else np.dtype(np.bool_)
+
+
+@dataclass(frozen=True)
+class ComputeParams:
+    """opbase's ``ComputeParams`` for one DAG: dtype widths and the UB buffer count."""
+
+    min_dtype_bits: int
+    max_dtype_bits: int
+    buffer_num: int
+    extra_size: int = 0
+    extra_buffer_num: int = 0
+
+    @property
+    def buffer_divisor(self) -> int:
+        return (self.buffer_num + self.extra_buffer_num) * self.max_dtype_bits
+
+    @classmethod
+    def of(cls, buffers: tuple[UbBuffer, ...], *, gm_bits: tuple[int, ...]) -> ComputeParams:
+        """The DAG's params from its UB buffers (each counts as one maxDtypeBits slot)."""
+        bits = [b.bits for b in buffers] + list(gm_bits)
+        return cls(min(bits), max(bits), sum(b.count for b in buffers))
+
+
+def ub_former(ub_size: int, params: ComputeParams) -> int:
+    """Elements per tile: ``GetMaxElemNum`` in opbase ``elewise_tiling.cpp``."""
+    if ub_size < params.extra_size:
+        raise ValueError(f"UB of {ub_size} B is smaller than the extra size {params.extra_size} B")
+    elements = (ub_size - params.extra_size) * BITS_NUM // params.buffer_divisor
+    align = REPEAT_BYTES * BITS_NUM // params.min_dtype_bits
+    tile = elements // align * align
+    if tile <= 0:
+        raise ValueError(f"UB of {ub_size} B cannot hold one aligned tile of {align} elements")
+    return tile
+
+
+def core_num(numel: int, *, min_dtype_bits: int, core_limit: int) -> int:
+    """Cores the plan asks for: one per 32768 bits of data, at most ``core_limit``."""
+    wanted = -(-numel * min_dtype_bits // MIN_TILING_BITS_SIZE_PER_CORE)
+    return max(1, min(wanted, core_limit))
+
+
+def block_former(numel: int, *, min_dtype_bits: int, core_limit: int) -> int:
+    """Elements per block: ``ceil(n / coreNum)`` rounded up to 512 elements."""
+    cores = core_num(numel, min_dtype_bits=min_dtype_bits, core_limit=core_limit)
+    per_core = -(-numel // cores)
+    return -(-per_core // CACHE_LINE_BYTE_LENGTH) * CACHE_LINE_BYTE_LENGTH
+
+
+def elewise_blocks(numel: int, *, min_dtype_bits: int, core_limit: int) -> list[tuple[int, int]]:
+    """(start, length) per block: all ``blockFormer`` long but the last, which takes the remainder."""
+    if numel == 0:
+        return []
+    former = block_former(numel, min_dtype_bits=min_dtype_bits, core_limit=core_limit)
+    return [(start, min(former, numel - start)) for start in range(0, numel, former)]
 
 
 @dataclass(frozen=True)
@@ -52,7 +123,7 @@ class Tile:
 
 @dataclass(frozen=True)
 class CoreRange:
-    """One core's contiguous range and its tiles (absolute element indices)."""
+    """One core's (block's) contiguous range and its tiles (absolute element indices)."""
 
     core: int
     start: int
@@ -66,12 +137,13 @@ class TilingPlan:
 
     numel: int
     tile_elements: int
-    align_elements: int
+    align_elements: int  # elements per 32-byte DataCopy block of the widest GM dtype
     cores: tuple[CoreRange, ...]
     ub_budget_bytes: int
     ub_tile_bytes: int  # UB bytes the buffers take at tile_elements
     former_cores: int
-    model: TilingModel = "ub-budget"
+    model: TilingModel = "elewise"
+    params: Optional[ComputeParams] = None  # the elewise model's inputs
 
     @property
     def tiles(self) -> int:
@@ -85,24 +157,8 @@ class TilingPlan:
         return TileLayout(self.tile_elements, spans, self.align_elements)
 
 
-def ub_bytes(buffers: tuple[UbBuffer, ...], tile_elements: int) -> int:
-    """UB bytes all ``buffers`` take for a tile of ``tile_elements``."""
-    return sum(b.bytes_for(tile_elements) for b in buffers)
-
-
-def tile_elements_for(budget: int, buffers: tuple[UbBuffer, ...], *, align: int) -> int:
-    """The largest multiple of ``align`` whose buffers fit in ``budget`` bytes."""
-    per_element = sum(b.count * _np_dtype(b.dtype).itemsize for b in buffers)
-    tile = (budget // per_element) // align * align
-    while tile > 0 and ub_bytes(buffers, tile) > budget:
-        tile -= align
-    if tile <= 0:
-        raise ValueError(f"UB budget of {budget} B cannot hold one aligned tile of {align} elements")
-    return tile
-
-
 def split_cores(numel: int, cores: int, *, align: int) -> list[tuple[int, int]]:
-    """(start, length) per used core: whole ``align`` units, former cores one unit more."""
+    """(start, length) per used core: whole ``align`` units, former cores one unit more (article model)."""
     units, rest = divmod(numel, align)
     used = max(1, min(cores, units))
     base, former = divmod(units, used)
@@ -128,32 +184,45 @@ def split_tiles(start: int, length: int, tile: int) -> tuple[Tile, ...]:
     return tuple(Tile(s, min(tile, start + length - s)) for s in range(start, start + length, tile))
 
 
-def make_plan(numel: int, *, profile: ChipProfile, buffers: tuple[UbBuffer, ...], itemsizes: tuple[int, ...],
+def _core_ranges(ranges: list[tuple[int, int]], tile: int) -> tuple[CoreRange, ...]:
+    return tuple(CoreRange(i, s, n, split_tiles(s, n, tile)) for i, (s, n) in enumerate(ranges))
+
+
+def make_plan(numel: int, *, profile: ChipProfile, params: ComputeParams, gm_itemsizes: tuple[int, ...],
               cores: Optional[int] = None, usable_fraction: Optional[float] = None,
               split: CoreSplit = "aligned") -> TilingPlan:
-    """The plan for ``numel`` elements; ``itemsizes`` are the GM tensors' element sizes."""
+    """The plan for ``numel`` elements; ``gm_itemsizes`` are the GM tensors' element sizes.
+
+    ``split="even"`` ignores the plan's blocks and deals the elements evenly over every
+    core, unaligned (the ``core-overlap`` defect: a host that splits by hand)."""
     if numel < 0:
         raise ValueError(f"numel must be >= 0, got {numel}")
-    align = max(block_elements(size) for size in itemsizes)
-    budget, model, buffers = _budget(profile, buffers, itemsizes, usable_fraction)
-    tile = tile_elements_for(budget, buffers, align=align)
-    n_cores = profile.vector_cores if cores is None else cores
-    ranges = split_cores(numel, n_cores, align=align) if split == "aligned" else split_even(numel, n_cores)
-    core_ranges = tuple(CoreRange(i, s, n, split_tiles(s, n, tile)) for i, (s, n) in enumerate(ranges))
-    former = divmod(numel // align, len(ranges))[1] if split == "aligned" and numel >= align else 0
-    return TilingPlan(numel, tile, align, core_ranges, budget, ub_bytes(buffers, tile), former, model)
+    align = max(block_elements(size) for size in gm_itemsizes)
+    limit = profile.vector_cores if cores is None else cores
+    if usable_fraction is not None:
+        return _article_plan(numel, profile=profile, gm_itemsizes=gm_itemsizes, cores=limit,
+                             usable_fraction=usable_fraction, align=align)
+    ub = profile.ub_usable_bytes
+    tile = ub_former(ub, params)
+    ranges = elewise_blocks(numel, min_dtype_bits=params.min_dtype_bits, core_limit=limit)
+    if split == "even" and ranges:
+        ranges = split_even(numel, limit)
+    return TilingPlan(numel, tile, align, _core_ranges(ranges, tile), ub,
+                      tile * params.buffer_divisor // BITS_NUM, max(0, len(ranges) - 1), "elewise", params)
 
 
-def _budget(profile: ChipProfile, buffers: tuple[UbBuffer, ...], itemsizes: tuple[int, ...],
-            usable_fraction: Optional[float]) -> tuple[int, TilingModel, tuple[UbBuffer, ...]]:
-    """(budget bytes, model, buffers that must fit) for the UB-budget or the article model."""
-    if usable_fraction is None:
-        return profile.ub_usable_bytes, "ub-budget", buffers
+def _article_plan(numel: int, *, profile: ChipProfile, gm_itemsizes: tuple[int, ...], cores: int,
+                  usable_fraction: float, align: int) -> TilingPlan:
+    """The article's model: ``usable_fraction`` of the total UB holds one tile of the widest GM dtype."""
     if not 0 < usable_fraction <= 1:
         raise ValueError(f"usable_fraction must be in (0, 1], got {usable_fraction}")
-    widest = max(itemsizes)
-    dtype = {2: "float16", 4: "float32", 8: "float64"}[widest]
-    return math.floor(profile.ub_bytes * usable_fraction), "article", (UbBuffer("tile", dtype, 1),)
+    budget, widest = math.floor(profile.ub_bytes * usable_fraction), max(gm_itemsizes)
+    tile = budget // widest // align * align
+    if tile <= 0:
+        raise ValueError(f"UB budget of {budget} B cannot hold one aligned tile of {align} elements")
+    ranges = split_cores(numel, cores, align=align)
+    former = divmod(numel // align, len(ranges))[1] if numel >= align else 0
+    return TilingPlan(numel, tile, align, _core_ranges(ranges, tile), budget, tile * widest, former, "article")
 
 
 @dataclass(frozen=True)
