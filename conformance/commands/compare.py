@@ -28,7 +28,7 @@ from conformance.commands.args import (
 )
 from conformance.errors import UsageError
 from conformance.ingest.arrays import Dump, load
-from conformance.ingest.dumps import check_pair, chunks, plan_layout, progress
+from conformance.ingest.dumps import check_elements, check_pair, chunks, plan_layout, progress
 from conformance.report import console as render
 from conformance.report import files
 from conformance.report.evaluate import Row, evaluate_chunks
@@ -83,9 +83,7 @@ def _cores(text: Optional[str]) -> Optional[int]:
 def _rows(args: argparse.Namespace, *, alpha: float, config: GateConfig) -> list[Row]:
     bits = _bits_dtype(args.dtype)
     x = load(args.x, flag="--x", bits_dtype=bits)
-    if x.size == 0:
-        raise UsageError(f"--x {args.x} holds no elements (shape {list(x.shape)}); an empty comparison "
-                         "proves nothing, so it is no PASS: pass the dumps of a call with data")
+    check_elements(x.shape, what=f"--x {args.x}", fix="pass the dumps of a call with data")
     jobs: list[tuple[str, Dump, Optional[Dump]]] = []
     if args.y is not None:
         y = load(args.y, flag="--y", bits_dtype=bits)

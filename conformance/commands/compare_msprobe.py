@@ -11,14 +11,15 @@ from dataclasses import replace
 from typing import Optional
 
 from conformance.errors import UsageError
-from conformance.ingest.dumps import check_pair, chunks, plan_layout, progress
-from conformance.ingest.msprobe import Call, read_calls
+from conformance.ingest.dumps import check_elements, check_pair, chunks, plan_layout, progress
+from conformance.ingest.msprobe import REDUMP, Call, read_calls
 from conformance.report.evaluate import LayoutFn, Row, evaluate_chunks
 from conformance.report.gate import GateConfig
 
 
 def _check(call: Call) -> None:
     where = f"{call.name} ({call.out_file})"
+    check_elements(call.x.shape, what=f"{call.name} x", fix=REDUMP + " of a call with data")
     check_pair(call.x, call.out, flag=where, src_flag=f"{call.name} x")
     if call.dy is not None and (call.dy.shape != call.x.shape or call.dy.dtype != call.x.dtype):
         raise UsageError(f"{call.name}: dy is {call.dy.dtype}{list(call.dy.shape)} but x is "

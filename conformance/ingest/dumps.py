@@ -8,6 +8,7 @@ bar when large.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import Optional
@@ -23,6 +24,14 @@ from conformance.report.evaluate import Chunk, LayoutFn
 
 CHUNK_ELEMENTS = 1 << 21  # elements judged at a time: bounds memory, keeps the work in cache
 PROGRESS_ELEMENTS = 1 << 24  # inputs at least this large show a progress bar (on stderr)
+
+
+def check_elements(shape: tuple[int, ...], *, what: str, fix: str) -> None:
+    """A UsageError when an input of ``shape`` holds no elements: an empty comparison
+    proves nothing, so it is never a PASS."""
+    if math.prod(shape) == 0:
+        raise UsageError(f"{what} holds no elements (shape {list(shape)}); an empty comparison "
+                         f"proves nothing, so it is no PASS: {fix}")
 
 
 def check_pair(x: Dump, out: Dump, *, flag: str, src_flag: str = "--x") -> None:

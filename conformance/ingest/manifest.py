@@ -29,6 +29,7 @@ from conformance.dtypes import info
 from conformance.errors import UsageError
 from conformance.ingest import bounded
 from conformance.ingest.arrays import load_array
+from conformance.ingest.dumps import check_elements
 from conformance.records import BackendResult
 from conformance.report.evaluate import Row, merge_rows
 from conformance.report.gate import GateConfig
@@ -147,6 +148,7 @@ def _judge_case(root: Path, spec: RowSpec, case: dict, *, config: GateConfig) ->
     x = _array(root, case["x"], dtype=spec.dtype, what=f"case {case['id']} x")
     dy = _array(root, case["dy"], dtype=spec.dtype, what=f"case {case['id']} dy")
     assert x is not None
+    check_elements(x.shape, what=f"{root / case['x']} (case {case['id']} x)", fix="export the cases again")
     batch = InputBatch(case["label"], x, dy)
     return judge_batch(spec, batch, _result(root, case, x), config=config)
 
