@@ -159,13 +159,17 @@ def test_a_savedmodel_with_an_unreadable_pb_is_exit_2(tmp_path: Path, capsys) ->
     assert len(result.err.strip().splitlines()) == 1
 
 
-def test_the_report_records_the_gate_configuration(tmp_path: Path, capsys) -> None:
+SWEEP_ONE = ["--dtype", "fp16", "--range", "0x8000:0x8100", "--workers", "1", "--store", "s.sqlite"]
+
+
+@pytest.mark.parametrize("command", [["run", *ONE_ROW], ["sweep", *SWEEP_ONE]], ids=["run", "sweep"])
+def test_the_report_records_the_gate_configuration(tmp_path: Path, capsys, command: list[str]) -> None:
     config = tmp_path / "gate.toml"
     config.write_text("max_ulp = 3\n[tolerances]\nfloat16 = { rtol = 1e300, atol = 1e300 }\n"
                       '[policy]\ngolden = ["rounding"]\n')
     out = tmp_path / "r.json"
-    result = run_cli(["run", "--backend", "golden", *ONE_ROW, "--config", str(config), "--json", str(out),
-                      "-q"], capsys, cwd=tmp_path)
+    result = run_cli([*command, "--backend", "golden", "--config", str(config), "--json", str(out), "-q"],
+                     capsys, cwd=tmp_path)
     assert result.code == 0, result.text
     doc = json.loads(out.read_text())
     assert export.validate(doc, export.SCHEMA) == []
