@@ -247,8 +247,9 @@ def execute(args: argparse.Namespace) -> int:
                                       fresh=args.fresh)
         except ValueError as exc:
             raise UsageError(f"--range/--chunk: {exc}") from None
-        interruption = _run(plan, store, args, workers=workers, console=console, view=view)
-        judged = sweeping.report_rows(plan, store, config=config)
+        with export.placeholder(paths, seed=None, config=config):  # a vanished process leaves a fail
+            interruption = _run(plan, store, args, workers=workers, console=console, view=view)
+            judged = sweeping.report_rows(plan, store, config=config)
     rows = [row for _, row in judged]
     render(judged, plan, console=console, view=view, interrupted=interruption is not None)
     written = export.write_reports(rows, paths, seed=None, partial=interruption is not None, config=config)

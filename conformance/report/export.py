@@ -24,7 +24,7 @@ import numpy as np
 from conformance.dtypes import DTYPES, hex_value, info
 from conformance.errors import UsageError
 from conformance.report.evaluate import Finding, Row
-from conformance.report.files import ReportPaths, write_atomic
+from conformance.report.files import ReportPaths, is_stream, remove_stale, write_atomic
 from conformance.report.gate import CATEGORIES, VERDICTS, GateConfig, config_dict, overall
 from conformance.report.messages import Offender
 from conformance.report.text import position
@@ -300,7 +300,8 @@ def junit_bytes(rows: Sequence[Row], *, partial: bool = False, config: Optional[
         ET.SubElement(props, "property", name="config", value=config.described)
     if partial:
         case = ET.SubElement(suite, "testcase", classname="conformance", name="interrupted")
-        ET.SubElement(case, "error", message="run interrupted (Ctrl-C or SIGTERM): the report is partial")
+        ET.SubElement(case, "error", message="the run did not finish (interrupted, or ended before "
+                                             "its report): the report is partial")
     for row in rows:
         _testcase(suite, row)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
@@ -329,17 +330,39 @@ def write_reports(rows: Sequence[Row], paths: ReportPaths, *, seed: Optional[int
     return written
 
 
+def _files_only(paths: ReportPaths) -> ReportPaths:
+    """``paths`` without the streams (``/dev/stdout``, a FIFO), which are appended to, never replaced."""
+    return ReportPaths(*(None if p is None or is_stream(p) else p for p in (paths.json, paths.junit)))
+
+
+@contextmanager
+def placeholder(paths: ReportPaths, *, seed: Optional[int],
+                config: Optional[GateConfig] = None) -> Iterator[None]:
+    """A failing partial report with no rows at each report file for the block, which the final
+    report replaces atomically: a process that vanishes mid-run (``os._exit`` in in-process
+    code, SIGKILL, the OOM killer) leaves a failing report behind, never none.  A usage error
+    inside the block removes it again (exit 2 writes nothing)."""
+    files_only = _files_only(paths)
+    write_reports([], files_only, seed=seed, partial=True, config=config)
+    try:
+        yield
+    except UsageError:
+        remove_stale(files_only)
+        raise
+
+
 @contextmanager
 def partial_on_interrupt(paths: ReportPaths, rows: Callable[[], Sequence[Row]], *,
                          seed: Optional[int], config: Optional[GateConfig] = None) -> Iterator[None]:
     """Ctrl-C, SIGTERM or an internal error inside the block writes ``rows()`` (the rows
     finished so far) as a partial report, then goes on to the CLI, which exits 130, 143 or 3.
     A usage error (exit 2) writes nothing: it is raised before there is anything to report,
-    or by the report writing itself."""
-    try:
-        yield
-    except UsageError:
-        raise
-    except (KeyboardInterrupt, Exception):
-        write_reports(rows(), paths, seed=seed, partial=True, config=config)
-        raise
+    or by the report writing itself.  Until the block ends, a placeholder report stands in."""
+    with placeholder(paths, seed=seed, config=config):
+        try:
+            yield
+        except UsageError:
+            raise
+        except (KeyboardInterrupt, Exception):
+            write_reports(rows(), paths, seed=seed, partial=True, config=config)
+            raise

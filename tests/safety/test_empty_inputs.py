@@ -67,6 +67,8 @@ def test_a_source_with_data_passes(tmp_path: Path, capsys, flag: str, build) -> 
 def test_a_source_whose_x_holds_no_elements_is_exit_2(tmp_path: Path, capsys, flag: str, build,
                                                        shape: tuple[int, ...]) -> None:
     root = build(tmp_path / "src", np.zeros(shape, np.float16))
-    result = run_cli(["compare", flag, str(root)], capsys)
+    report = tmp_path / "r.json"
+    result = run_cli(["compare", flag, str(root), "--json", str(report)], capsys)
     assert_usage_error(result, mentions="holds no elements")
     assert "proves nothing" in result.err
+    assert not report.exists()  # exit 2 leaves no report, not even the placeholder of a run

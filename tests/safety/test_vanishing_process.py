@@ -1,0 +1,92 @@
+"""A plug-in that ends the process with ``os._exit`` cannot be caught in-process: the exit code
+is the one it chose, but the report it leaves behind fails (a placeholder written before the
+first backend call); behind ``--worker`` the same kernel is a failing row."""
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers import cli_subprocess
+
+ONE_ROW = ["--dtype", "fp16", "--alpha", "0.2", "--direction", "forward", "--max-examples", "5"]
+KERNEL = '''
+import os
+
+import numpy as np
+from conformance.records import BackendResult
+
+
+class Backend:
+    name, profile, variant = "vanishing", None, None
+
+    def supports(self, dtype, out_dtype, direction):
+        return dtype == out_dtype == "float16"
+
+    def forward(self, x, alpha, *, out_dtype=None):
+        os._exit({code})
+
+    def backward(self, dy, x, alpha, *, out_dtype=None):
+        os._exit({code})
+
+
+def backend():
+    return Backend()
+'''
+
+
+def _kernel(tmp_path: Path, *, code: int = 0) -> str:
+    path = tmp_path / "vanishing.py"
+    path.write_text(KERNEL.format(code=code))
+    return f"{path}:backend"
+
+
+def test_an_os_exit_in_a_run_leaves_a_failing_partial_report(tmp_path: Path) -> None:
+    (tmp_path / "r.json").write_text('{"verdict": "pass"}')  # an older report: removed, never kept
+    done = cli_subprocess("run", "--backend", _kernel(tmp_path), *ONE_ROW, "--json", "r.json",
+                          "--junit", "r.xml", "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr  # the code the plug-in chose: nothing in-process can change it
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["verdict"] == "fail" and doc["partial"] is True and doc["rows"] == []
+    assert 'errors="1"' in (tmp_path / "r.xml").read_text()
+
+
+def test_a_run_that_finishes_replaces_the_placeholder(tmp_path: Path) -> None:
+    done = cli_subprocess("run", "--backend", "golden", *ONE_ROW, "--json", "r.json", "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["verdict"] == "pass" and not doc.get("partial") and len(doc["rows"]) == 1
+
+
+# sweep runs built-in backends only: golden's forward is made to vanish, in a process of its own
+SWEEP_VANISHING = """
+import os, sys
+from conformance import cli
+from conformance.frameworks.golden_backend import GoldenBackend
+GoldenBackend.forward = lambda self, x, alpha, *, out_dtype=None: os._exit(0)
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_an_os_exit_in_a_sweep_leaves_a_failing_partial_report(tmp_path: Path) -> None:
+    argv = ["sweep", "--backend", "golden", "--dtype", "fp16", "--range", "0x8000:0x8100", "--workers", "1",
+            "--store", "s.sqlite", "--json", "r.json", "-q"]
+    done = subprocess.run([sys.executable, "-c", SWEEP_VANISHING, *argv], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["verdict"] == "fail" and doc["partial"] is True and doc["rows"] == []
+
+
+def test_the_same_kernel_behind_a_worker_is_a_failing_row(tmp_path: Path) -> None:
+    worker = shlex.join([sys.executable, "-m", "conformance", "worker", "--backend", _kernel(tmp_path)])
+    done = cli_subprocess("run", "--worker", worker, "--worker-timeout", "60", *ONE_ROW, "--json", "r.json",
+                          "-q", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["verdict"] == "fail" and not doc.get("partial")
+    assert doc["rows"] and all(r["verdict"] == "fail" for r in doc["rows"])
+    assert all(r["findings"][0]["category"] == "rejected-input" for r in doc["rows"])
+    assert "worker" in doc["rows"][0]["findings"][0]["summary"]
