@@ -329,7 +329,7 @@ def run_suite(selection: Selection, options: Options, *,
         result.agreement = collector.found
     try:
         for spec in todo:
-            row = run_row(spec, inputs, options=options, collector=collector)
+            row = run_row(spec, inputs, options=options, **({} if collector is None else {"collector": collector}))
             result.rows.append(row)
             if on_row is not None:
                 on_row(spec, row)
