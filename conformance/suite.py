@@ -46,6 +46,7 @@ from conformance.dtypes import info
 from conformance.errors import Unsupported, UsageError
 from conformance.guard import guarded_call, input_modified, shaped_like
 from conformance.records import BackendResult, Direction, Pair
+from conformance.report.agreement import Agreement, Collector, Output
 from conformance.report.evaluate import Finding, Row, evaluate, merge_rows
 from conformance.report.gate import GateConfig
 
@@ -69,6 +70,7 @@ class Selection:
     workers: tuple[tuple[str, WorkerSpec], ...] = ()  # (backend name, worker) from --worker
     worker_timeout: float = WorkerSpec.timeout  # per call, for backends served by their default worker
     objects: tuple[tuple[str, Backend], ...] = ()  # backends given as objects (conformance.check), by row name
+    reference: Optional[str] = None  # every other row is also compared bit for bit with this backend's
 
     def identity(self, name: str) -> tuple[Optional[str], Optional[str], Optional[WorkerSpec]]:
         """The profile, variant and worker backend ``name`` runs with in this selection."""
@@ -146,6 +148,7 @@ class SuiteResult:
 
     rows: list[Row] = field(default_factory=list)
     skipped: list[tuple[RowSpec, str]] = field(default_factory=list)
+    agreement: list[Agreement] = field(default_factory=list)  # with the selection's reference, if any
     interruption: Optional[KeyboardInterrupt] = None
 
     @property
@@ -277,13 +280,19 @@ def _backend(spec: RowSpec) -> Backend:
 def run_batch(spec: RowSpec, batch: InputBatch, *, config: GateConfig) -> Row:
     """Call the backend on its own copy of one batch and judge the result against golden of the
     untouched batch; a backend that wrote into its copy gets an ``input-modified`` finding."""
+    return run_batch_output(spec, batch, config=config).row
+
+
+def run_batch_output(spec: RowSpec, batch: InputBatch, *, config: GateConfig) -> Output:
+    """:func:`run_batch`, keeping the backend's actual output next to the judged row."""
     backend = _backend(spec)
     out = spec.out_dtype if spec.out_dtype != spec.dtype else None
     x, dy = batch.x.copy(), None if batch.dy is None else batch.dy.copy()
     result = shaped_like(guarded_call(backend, spec.direction, x, spec.alpha, dy=dy, out_dtype=out),
                          numel=batch.x.size, out_dtype=spec.out_dtype)
     row = judge_batch(spec, batch, result, config=config)
-    return input_modified(row, kept=(batch.x, batch.dy), handed=(x, dy), config=config)
+    row = input_modified(row, kept=(batch.x, batch.dy), handed=(x, dy), config=config)
+    return Output(batch.label, batch.x, batch.dy, result.value, row)
 
 
 def judge_batch(spec: RowSpec, batch: InputBatch, result: BackendResult, *, config: GateConfig) -> Row:
@@ -293,9 +302,14 @@ def judge_batch(spec: RowSpec, batch: InputBatch, result: BackendResult, *, conf
                     variant=spec.variant, config=config, label=batch.label)
 
 
-def run_row(spec: RowSpec, inputs: Inputs, *, options: Options) -> Row:
-    """Every batch of one row, judged and merged; failing rows get reproducers."""
-    parts = [(b, run_batch(spec, b, config=options.config)) for b in inputs.batches(spec)]
+def run_row(spec: RowSpec, inputs: Inputs, *, options: Options, collector: Optional[Collector] = None) -> Row:
+    """Every batch of one row, judged and merged; failing rows get reproducers.  A ``collector``
+    gets the row's actual outputs, for the agreement with a reference backend."""
+    batches = inputs.batches(spec)
+    outputs = [run_batch_output(spec, b, config=options.config) for b in batches]
+    if collector is not None:
+        collector.add(outputs)
+    parts = [(b, o.row) for b, o in zip(batches, outputs)]
     row = merge_rows([r for _, r in parts], config=options.config)
     if row.verdict != "fail" or options.results_dir is None:
         return row
@@ -309,9 +323,13 @@ def run_suite(selection: Selection, options: Options, *,
     todo, skipped = plan(selection) if specs is None else (specs, [])
     inputs = Inputs(seed=options.seed, max_examples=options.max_examples, alphas=selection.alphas)
     result = SuiteResult(skipped=skipped)
+    collector = None if selection.reference is None else Collector(selection.reference)
+    if collector is not None:  # the reference's outputs are kept for the rows compared with them
+        todo = sorted(todo, key=lambda s: s.backend != selection.reference)
+        result.agreement = collector.found
     try:
         for spec in todo:
-            row = run_row(spec, inputs, options=options)
+            row = run_row(spec, inputs, options=options, **({} if collector is None else {"collector": collector}))
             result.rows.append(row)
             if on_row is not None:
                 on_row(spec, row)

@@ -35,7 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--variant", help="kernel variant of the backends that have one")
     add("--seed", default="0", help="seed for random inputs and hypothesis examples (default 0)")
     add("--max-examples", default="100", help="hypothesis examples per dtype and direction (default 100)")
-    parser.set_defaults(worker=None, worker_timeout="600")
+    parser.set_defaults(worker=None, worker_timeout="600", reference=None)
 
 
 def _exported(specs: list, target: str, **how: Any) -> dict:

@@ -52,6 +52,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--dtype", action="append", metavar="D", help=f"{DTYPE_HELP}; repeat or comma-separate")
     add("--alpha", action="append", metavar="A", help="slope(s), e.g. 0.2 or 1/3 (default: the suite's 8)")
     add("--direction", action="append", metavar="DIR", help="forward or backward (default: both)")
+    add("--reference", metavar="NAME",
+        help="also compare every other backend's rows bit for bit with this backend's output on the "
+             "same inputs (a --backend name; added to the run if not selected)")
     add_kernel_options(parser)
     add("--worker", action="append", metavar="CMD",
         help="run the backend a worker serves through it, e.g. \"ssh npu-host /opt/venv/bin/conformance "
@@ -150,12 +153,22 @@ def selection_from(args: argparse.Namespace) -> Selection:
     alphas = SUITE_ALPHAS if alphas is None else tuple(dict.fromkeys(map(parse_alpha, alphas)))
     workers = workers_from(args)  # last: starting a worker is the slow part
     served = tuple(name for name, _ in workers)
-    backends = tuple(dict.fromkeys((chosen or (() if workers else default_backends())) + served))
+    reference = _reference(args.reference)
+    given = () if reference is None else (reference,)
+    backends = tuple(dict.fromkeys(given + (chosen or (() if workers else default_backends())) + served))
     profile, variant = _check_profile(args, [b for b in backends if b not in served])
     return Selection(backends=backends, workers=workers,
                      worker_timeout=parse_seconds(args.worker_timeout, flag="--worker-timeout"),
                      dtypes=dtypes, alphas=alphas, directions=tuple(directions),  # type: ignore[arg-type]
-                     profile=profile, variant=variant)
+                     profile=profile, variant=variant, reference=reference)
+
+
+def _reference(name: Optional[str]) -> Optional[str]:
+    """The --reference backend, validated as --backend is."""
+    if name is not None and is_import_path(name):
+        load(name)  # an import path that does not load is exit 2 before any work
+        return name
+    return _choice(name, backend_names(), flag="--reference")
 
 
 def options_from(args: argparse.Namespace) -> Options:
@@ -178,6 +191,8 @@ def skip_lines(skipped: Sequence[tuple[RowSpec, str]]) -> list[str]:
 def render(result: SuiteResult, *, console: Console, view: show.View = show.View()) -> None:
     """Panels and the folded table as ``view`` asks, skipped rows, the one-line summary."""
     show.render_rows(result.rows, console=console, view=view)
+    if not view.quiet:
+        show.render_agreement(result.agreement, console=console)
     if result.skipped and not view.quiet:
         console.print(f"skipped {show.plural(len(result.skipped), 'row')} the backends do not support:")
         for line in skip_lines(result.skipped):
@@ -211,7 +226,8 @@ def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
             result.rows = gate_against(result.rows, baseline, console=console, view=view)
         render(result, console=console, view=view)
         written = export.write_reports(result.rows, paths, seed=options.seed, partial=result.interrupted,
-                                       config=options.config)
+                                       config=options.config,
+                                       agreement=result.agreement if selection.reference else None)
     if result.interruption is not None:
         where = f"; partial report written to {', '.join(written)}" if written else ""
         if not view.quiet:

@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from conformance.dtypes import info
+from conformance.report.agreement import Agreement
 from conformance.report.evaluate import Row
 from conformance.report.gate import CATEGORIES, VERDICTS
 from conformance.report.messages import MAX_EXAMPLES, describe, metric_lines
@@ -245,6 +246,23 @@ def render_rows(rows: Sequence[Row], *, console: Console, view: View) -> None:
         render_table(rows, console=console)
     render_details(rows, console=console, details=view.details)
     render_folded(rows, console=console)
+
+
+def render_agreement(found: Sequence[Agreement], *, console: Console) -> None:
+    """One line per compared row: ✓ when bit-identical to the reference, else the count and why."""
+    if not found:
+        return
+    table = Table(title=f"agreement with {found[0].reference}, same inputs, bit for bit", header_style="bold",
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, padding=(0, 1))
+    for name in ("backend", "pair", "dir", "alpha", "differing", "why"):
+        table.add_column(name, no_wrap=name != "why")
+    for a in found:
+        pair = info(a.dtype).short + (f"→{info(a.out_dtype).short}" if a.out_dtype != a.dtype else "")
+        who = a.backend + (f"[{a.profile}]" if a.profile else "")
+        cell = Text("✓", style="green") if a.identical else Text(f"{a.differing:,} / {a.elements:,}", style="red")
+        table.add_row(Text(who), pair, _DIRECTION[a.direction], short_float(a.alpha), cell,
+                      Text("" if a.identical else a.why))
+    console.print(table)
 
 
 # ----------------------------------------------------------------------------- summary

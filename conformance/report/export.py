@@ -23,6 +23,7 @@ import numpy as np
 
 from conformance.dtypes import DTYPES, hex_value, info
 from conformance.errors import UsageError
+from conformance.report.agreement import Agreement
 from conformance.report.evaluate import Finding, Row
 from conformance.report.files import ReportPaths, is_stream, remove_stale, write_atomic
 from conformance.report.gate import CATEGORIES, VERDICTS, GateConfig, config_dict, overall
@@ -81,6 +82,15 @@ _CONFIG = {"type": "object", "additionalProperties": False,
                "sources": {"type": "array", "items": {"type": "string"}},
                "strict": {"type": "boolean"},
                "allowed": {"type": "array", "items": {"enum": list(CATEGORIES)}}}}
+_AGREEMENT = {"type": "object", "additionalProperties": False,
+              "required": ["reference", "backend", "profile", "dtype", "out_dtype", "direction", "alpha",
+                           "identical", "differing", "elements", "why"],
+              "properties": {"reference": {"type": "string"}, "backend": {"type": "string"},
+                             "profile": {"type": ["string", "null"]}, "dtype": {"enum": _DTYPES},
+                             "out_dtype": {"enum": _DTYPES}, "direction": {"enum": ["forward", "backward"]},
+                             "alpha": _VALUE, "identical": {"type": "boolean"},
+                             "differing": {"type": "integer"}, "elements": {"type": "integer"},
+                             "why": {"type": "string"}}}
 SCHEMA: dict = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": SCHEMA_ID,
@@ -94,6 +104,7 @@ SCHEMA: dict = {
         "rows": {"type": "array", "items": {"type": "object", "additionalProperties": False,
                                             "required": list(_ROW_PROPS),
                                             "properties": {**_ROW_PROPS, **_OPTIONAL_ROW_PROPS}}},
+        "agreement": {"type": "array", "items": _AGREEMENT},  # optional: with run --reference
     },
 }
 
@@ -171,14 +182,26 @@ def row_dict(row: Row) -> dict:
     }
 
 
+def agreement_dict(a: Agreement) -> dict:
+    """One agreement between a row and the reference backend's row, as JSON."""
+    return {"reference": a.reference, "backend": a.backend, "profile": a.profile, "dtype": a.dtype,
+            "out_dtype": a.out_dtype, "direction": a.direction, "alpha": encode_value(a.alpha),
+            "identical": a.identical, "differing": a.differing, "elements": a.elements, "why": a.why}
+
+
 def report_dict(rows: Sequence[Row], *, seed: Optional[int], versions: dict,
-                verdict: Optional[str] = None, config: Optional[GateConfig] = None) -> dict:
-    """The whole report document; ``config`` records the gate configuration it was judged under."""
+                verdict: Optional[str] = None, config: Optional[GateConfig] = None,
+                agreement: Optional[Sequence[Agreement]] = None) -> dict:
+    """The whole report document; ``config`` records the gate configuration it was judged under,
+    ``agreement`` the comparison with a reference backend (None: none was asked for)."""
     doc = {"schema": SCHEMA_ID, "verdict": verdict or overall(r.verdict for r in rows),
            "seed": seed, "versions": _jsonable(dict(versions))}
     if config is not None:
         doc["config"] = config_dict(config)
-    return {**doc, "rows": [row_dict(r) for r in rows]}
+    doc["rows"] = [row_dict(r) for r in rows]
+    if agreement is not None:
+        doc["agreement"] = [agreement_dict(a) for a in agreement]
+    return doc
 
 
 def dumps(doc: dict) -> str:
@@ -188,10 +211,10 @@ def dumps(doc: dict) -> str:
 
 def json_bytes(rows: Sequence[Row], *, seed: Optional[int], versions: dict,
                verdict: Optional[str] = None, partial: bool = False,
-               config: Optional[GateConfig] = None) -> bytes:
+               config: Optional[GateConfig] = None, agreement: Optional[Sequence[Agreement]] = None) -> bytes:
     """The strict JSON report as bytes; ``partial`` marks a run cut short (Ctrl-C, SIGTERM,
     an internal error)."""
-    doc = report_dict(rows, seed=seed, versions=versions, verdict=verdict, config=config)
+    doc = report_dict(rows, seed=seed, versions=versions, verdict=verdict, config=config, agreement=agreement)
     if partial:
         doc["partial"] = True
     return dumps(doc).encode("utf-8")
@@ -199,10 +222,10 @@ def json_bytes(rows: Sequence[Row], *, seed: Optional[int], versions: dict,
 
 def write_json(rows: Sequence[Row], path: str | Path, *, seed: Optional[int], versions: dict,
                verdict: Optional[str] = None, partial: bool = False, flag: str = "--json",
-               config: Optional[GateConfig] = None) -> None:
+               config: Optional[GateConfig] = None, agreement: Optional[Sequence[Agreement]] = None) -> None:
     """The strict JSON report, written atomically (see ``report.files``)."""
     write_atomic(path, json_bytes(rows, seed=seed, versions=versions, verdict=verdict, partial=partial,
-                                  config=config), flag=flag)
+                                  config=config, agreement=agreement), flag=flag)
 
 
 _PACKAGES = ("numpy", "ml_dtypes", "torch", "tensorflow-cpu", "hypothesis", "rich", "conformance")
@@ -316,13 +339,14 @@ def write_junit(rows: Sequence[Row], path: str | Path, *, partial: bool = False,
 # ----------------------------------------------------------------------------- both reports
 
 def write_reports(rows: Sequence[Row], paths: ReportPaths, *, seed: Optional[int],
-                  partial: bool = False, config: Optional[GateConfig] = None) -> list[str]:
+                  partial: bool = False, config: Optional[GateConfig] = None,
+                  agreement: Optional[Sequence[Agreement]] = None) -> list[str]:
     """Write the JSON and JUnit reports asked for and return their paths.  A partial report
     says so and fails: an interrupted gate is not a pass."""
     written = []
     if paths.json:
         write_json(rows, paths.json, seed=seed, versions=versions(), partial=partial,
-                   verdict="fail" if partial else None, config=config)
+                   verdict="fail" if partial else None, config=config, agreement=agreement)
         written.append(paths.json)
     if paths.junit:
         write_junit(rows, paths.junit, partial=partial, config=config)
