@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -169,3 +169,16 @@ def f32_specials() -> np.ndarray:
     bits = np.random.default_rng(7).integers(0, 1 << 32, 20000, dtype=np.uint64).astype(np.uint32)
     extra = np.float32([0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 7e4, -7e4, 1e5, 65519, -65520])
     return np.concatenate([bits.view(np.float32), extra])
+
+
+def edit_at(exact: np.ndarray, index: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """A copy of ``exact`` with ``fn`` applied at ``index``: a hand-built defect."""
+    out = exact.copy()
+    out[index] = fn(out[index])
+    return out
+
+
+def finite_normal_indices(a: np.ndarray) -> np.ndarray:
+    """Flat indices of the finite, nonzero, normal elements of ``a``."""
+    w = a.astype(np.float64)
+    return np.flatnonzero(np.isfinite(w) & (np.abs(w) >= info(a.dtype).smallest_normal) & (w != 0))

@@ -2,27 +2,14 @@
 and contradicts; a refused input is one finding."""
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from conformance.dtypes import from_bits, info, to_bits
+from conformance.dtypes import from_bits, to_bits
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
 from conformance.report.evaluate import evaluate
-from tests.helpers import CONFIG, F16, counts, judge, judge_named
-
-
-def _edit(exact: np.ndarray, index: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    out = exact.copy()
-    out[index] = fn(out[index])
-    return out
-
-
-def _finite_normal(a: np.ndarray) -> np.ndarray:
-    w = a.astype(np.float64)
-    return np.flatnonzero(np.isfinite(w) & (np.abs(w) >= info(a.dtype).smallest_normal) & (w != 0))
+from tests.helpers import CONFIG, F16, counts, edit_at, finite_normal_indices, judge, judge_named
 
 
 def test_rejected_input_is_one_finding_over_every_element() -> None:
@@ -34,9 +21,9 @@ def test_rejected_input_is_one_finding_over_every_element() -> None:
 
 def test_each_mismatch_gets_exactly_one_category_when_defects_mix() -> None:
     exact = ref.forward(F16, 0.2, semantics=Semantics(slope_dtype="float16"))
-    normal = _finite_normal(exact)
-    actual = _edit(exact, normal[::53], lambda v: from_bits(to_bits(v) ^ 0x0100, v.dtype))
-    actual = _edit(actual, normal[7::211], lambda v: np.full_like(v, np.nan))
+    normal = finite_normal_indices(exact)
+    actual = edit_at(exact, normal[::53], lambda v: from_bits(to_bits(v) ^ 0x0100, v.dtype))
+    actual = edit_at(actual, normal[7::211], lambda v: np.full_like(v, np.nan))
     row = judge(F16, actual, 0.2)
     assert sum(counts(row).values()) == row.metrics.mismatches
     assert set(counts(row)) == {"alpha-precision", "spurious-nan", "unexplained"}

@@ -11,7 +11,7 @@ from conformance.dtypes import from_bits, info, is_nan, to_bits
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
 from conformance.report.gate import GateConfig
-from tests.helpers import F16, counts, differs, judge
+from tests.helpers import F16, counts, differs, edit_at, finite_normal_indices, judge
 
 
 def test_lost_nan_is_not_saturation_when_infinities_are_kept() -> None:
@@ -20,17 +20,6 @@ def test_lost_nan_is_not_saturation_when_infinities_are_kept() -> None:
     actual = np.where(is_nan(F16), np.float16(0), exact)
     row = judge(F16, actual, 0.2)
     assert counts(row) == {"lost-nan": int(is_nan(F16).sum())}
-
-
-def _edit(exact: np.ndarray, index: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    out = exact.copy()
-    out[index] = fn(out[index])
-    return out
-
-
-def _finite_normal(a: np.ndarray) -> np.ndarray:
-    w = a.astype(np.float64)
-    return np.flatnonzero(np.isfinite(w) & (np.abs(w) >= info(a.dtype).smallest_normal) & (w != 0))
 
 
 @dataclass(frozen=True)
@@ -46,7 +35,7 @@ class EditCase:
 
 
 def _every(k: int) -> Callable[[np.ndarray], np.ndarray]:
-    return lambda exact: _finite_normal(exact)[::k]
+    return lambda exact: finite_normal_indices(exact)[::k]
 
 
 EDIT_CASES = [
@@ -64,7 +53,7 @@ EDIT_CASES = [
 def test_bit_edit_is_named_with_the_number_of_edited_elements(case: EditCase) -> None:
     exact = ref.forward(F16, 0.2)
     index = case.pick(exact)
-    actual = _edit(exact, index, case.edit)
+    actual = edit_at(exact, index, case.edit)
     edited = differs(actual, exact)
     assert edited == index.size > 0
     row = judge(F16, actual, 0.2)
@@ -74,7 +63,7 @@ def test_bit_edit_is_named_with_the_number_of_edited_elements(case: EditCase) ->
 def test_signed_zero_warns_unless_strict() -> None:
     exact = ref.forward(F16, 0.2)
     zeros = np.flatnonzero(exact.astype(np.float64) == 0)
-    actual = _edit(exact, zeros, np.negative)
+    actual = edit_at(exact, zeros, np.negative)
     assert judge(F16, actual, 0.2).verdict == "warn"
     strict = GateConfig(strict_zeros=True)
     assert judge(F16, actual, 0.2, config=strict).verdict == "fail"
