@@ -43,7 +43,7 @@ import numpy as np
 
 from conformance.dtypes import DTYPES
 from conformance.errors import BackendUnavailable, UsageError
-from conformance.interrupts import from_signal
+from conformance.interrupts import ProcessExit, from_signal
 from conformance.records import BackendResult, Direction, Pair
 
 GROUP = "conformance.backends"
@@ -230,6 +230,8 @@ def _import(module: str) -> Any:
 
 def raised(exc: BaseException) -> str:
     """An exception as one line: ``TypeError: text``, ``sys.exit(0)`` for SystemExit."""
+    if isinstance(exc, ProcessExit):
+        return str(exc)
     if isinstance(exc, SystemExit):
         return f"sys.exit({exc.code!r})"
     text = str(exc).strip().splitlines()

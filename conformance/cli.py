@@ -21,7 +21,7 @@ from importlib import metadata
 from typing import Optional
 
 from conformance.errors import UsageError
-from conformance.interrupts import describe, exit_code, sigterm_as_interrupt
+from conformance.interrupts import ProcessExit, describe, exit_code, os_exit_raises, sigterm_as_interrupt
 
 COMMANDS = ("run", "compare", "diff", "audit", "export-cases", "tiling", "defaults", "replay", "selftest",
             "worker", "sweep", "quantized")
@@ -75,7 +75,7 @@ def join_negative_values(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    with sigterm_as_interrupt():
+    with sigterm_as_interrupt(), os_exit_raises():
         return _main(argv)
 
 
@@ -110,9 +110,13 @@ def _executed(args: argparse.Namespace) -> int:
     except SystemExit as exc:
         if isinstance(exc.__context__, BrokenPipeError):  # rich's answer to output piped into `head`
             raise exc.__context__ from None
-        raise UsageError(f"code it loaded (a backend, kernel or model factory) called sys.exit({exc.code!r}); "
+        raise UsageError(f"code it loaded (a backend, kernel or model factory) called {_exit_call(exc)}; "
                          "code must not exit when imported or called (guard it with if __name__ == '__main__')"
                          ) from None
+
+
+def _exit_call(exc: SystemExit) -> str:
+    return str(exc) if isinstance(exc, ProcessExit) else f"sys.exit({exc.code!r})"
 
 
 def _one_line(exc: BaseException) -> str:

@@ -1,4 +1,5 @@
-"""Ctrl-C and SIGTERM: one interruption path for the keyboard, CI runners and ``timeout``.
+"""Ctrl-C and SIGTERM: one interruption path for the keyboard, CI runners and ``timeout``; and
+``os._exit`` called by code the command line loaded, which becomes a ``SystemExit`` too.
 
 While :func:`sigterm_as_interrupt` is active, SIGINT raises :class:`Interrupted`
 and SIGTERM raises :class:`Terminated`, both ``KeyboardInterrupt`` subclasses,
@@ -12,12 +13,13 @@ plug-in's ``raise KeyboardInterrupt`` is a finding on its row, not a stop).
 """
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Optional
+from typing import Any, NoReturn, Optional
 
 
 class Interrupted(KeyboardInterrupt):
@@ -79,3 +81,30 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
         if previous_int is signal.default_int_handler:
             signal.signal(signal.SIGINT, previous_int)
+
+
+class ProcessExit(SystemExit):
+    """In-process code called ``os._exit(code)`` while :func:`os_exit_raises` was active."""
+
+    def __str__(self) -> str:
+        return f"os._exit({self.code!r})"
+
+
+@contextmanager
+def os_exit_raises() -> Iterator[None]:
+    """Within the block ``os._exit`` in this process raises :class:`ProcessExit`, so a kernel
+    or plug-in that ends the process becomes a failing row (or exit 2), never the exit code it
+    chose.  A forked child (multiprocessing, a framework's worker pool) still exits for real."""
+    real = os._exit
+    owner = os.getpid()
+
+    def _exit(code: Any) -> NoReturn:
+        if os.getpid() != owner:
+            real(code)
+        raise ProcessExit(code)
+
+    os._exit = _exit  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os._exit = real

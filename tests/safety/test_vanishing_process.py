@@ -1,6 +1,7 @@
-"""A plug-in that ends the process with ``os._exit`` cannot be caught in-process: the exit code
-is the one it chose, but the report it leaves behind fails (a placeholder written before the
-first backend call); behind ``--worker`` the same kernel is a failing row."""
+"""A plug-in that ends the process: ``os._exit`` in-process raises instead (the command line
+makes it a ``SystemExit``), so its row fails; a death nothing in-process can stop (SIGKILL)
+leaves the report written before the first backend call, which fails; behind ``--worker``
+the same kernel is a failing row."""
 from __future__ import annotations
 
 import json
@@ -26,10 +27,10 @@ class Backend:
         return dtype == out_dtype == "float16"
 
     def forward(self, x, alpha, *, out_dtype=None):
-        os._exit({code})
+        {death}
 
     def backward(self, dy, x, alpha, *, out_dtype=None):
-        os._exit({code})
+        {death}
 
 
 def backend():
@@ -37,17 +38,35 @@ def backend():
 '''
 
 
-def _kernel(tmp_path: Path, *, code: int = 0) -> str:
+OS_EXIT = "os._exit(0)"
+SIGKILL = "os.kill(os.getpid(), 9)"
+
+
+def _kernel(tmp_path: Path, *, death: str = OS_EXIT) -> str:
     path = tmp_path / "vanishing.py"
-    path.write_text(KERNEL.format(code=code))
+    path.write_text(KERNEL.format(death=death))
     return f"{path}:backend"
 
 
-def test_an_os_exit_in_a_run_leaves_a_failing_partial_report(tmp_path: Path) -> None:
+def test_an_os_exit_in_a_run_is_a_failing_row(tmp_path: Path) -> None:
+    done = cli_subprocess("run", "--backend", _kernel(tmp_path), *ONE_ROW, "--json", "r.json", "-q", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["verdict"] == "fail" and not doc.get("partial") and len(doc["rows"]) == 1
+    assert "os._exit(0)" in doc["rows"][0]["findings"][0]["summary"]
+
+
+def test_an_os_exit_while_loading_a_kernel_is_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "exits.py").write_text("import os\nos._exit(0)\n")
+    done = cli_subprocess("run", "--backend", f"{tmp_path / 'exits.py'}:f", *ONE_ROW, "-q", cwd=tmp_path)
+    assert done.returncode == 2 and "os._exit(0)" in done.stderr, done.stderr
+
+
+def test_a_killed_run_leaves_a_failing_partial_report(tmp_path: Path) -> None:
     (tmp_path / "r.json").write_text('{"verdict": "pass"}')  # an older report: removed, never kept
-    done = cli_subprocess("run", "--backend", _kernel(tmp_path), *ONE_ROW, "--json", "r.json",
+    done = cli_subprocess("run", "--backend", _kernel(tmp_path, death=SIGKILL), *ONE_ROW, "--json", "r.json",
                           "--junit", "r.xml", "-q", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr  # the code the plug-in chose: nothing in-process can change it
+    assert done.returncode == -9, done.stderr  # nothing in-process outlives SIGKILL
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["verdict"] == "fail" and doc["partial"] is True and doc["rows"] == []
     assert 'errors="1"' in (tmp_path / "r.xml").read_text()
@@ -70,14 +89,15 @@ sys.exit(cli.main(sys.argv[1:]))
 """
 
 
-def test_an_os_exit_in_a_sweep_leaves_a_failing_partial_report(tmp_path: Path) -> None:
+def test_an_os_exit_in_a_sweep_is_a_failing_row(tmp_path: Path) -> None:
     argv = ["sweep", "--backend", "golden", "--dtype", "fp16", "--range", "0x8000:0x8100", "--workers", "1",
             "--store", "s.sqlite", "--json", "r.json", "-q"]
     done = subprocess.run([sys.executable, "-c", SWEEP_VANISHING, *argv], cwd=tmp_path, capture_output=True,
                           text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr
     doc = json.loads((tmp_path / "r.json").read_text())
-    assert doc["verdict"] == "fail" and doc["partial"] is True and doc["rows"] == []
+    assert doc["verdict"] == "fail" and len(doc["rows"]) == 1
+    assert "os._exit(0)" in doc["rows"][0]["findings"][0]["summary"]
 
 
 def test_the_same_kernel_behind_a_worker_is_a_failing_row(tmp_path: Path) -> None:
