@@ -38,7 +38,7 @@ $(STAMP): pyproject.toml Makefile
 	# torch first and pinned (a CPU wheel); the looser range in pyproject is then already met,
 	# so the light frameworks (jax, keras, onnx, onnxruntime) cannot replace it.
 	$(PY) -m pip install -q $(TORCH_SPEC)
-	$(PY) -m pip install -q -e ".[dev,frameworks]"
+	$(PY) -m pip install -q -e ".[dev,all]"
 	touch $(STAMP)
 
 setup-frameworks: $(FRAMEWORK_STAMPS)

@@ -1,8 +1,8 @@
-"""The opt-in framework backends (jax, onnxruntime, keras): what they run, what they skip and why.
+"""The light framework backends (jax, onnxruntime, keras): what they run, what they skip and why.
 
-Their golden models are not here (the triage issue owns them); these tests check
-that each backend calls its framework as documented and declares its pairs honestly.
-A framework that is not installed is skipped, and its backend must then refuse in one line.
+Their golden models are tested in tests/test_framework_models_main_env.py; these tests check
+that each backend calls its framework as documented and declares its pairs honestly, and
+that a framework that is missing makes its backend refuse in one line naming the pip extra.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 from conformance import backends, suite
 from conformance.backends import WorkerSpec
 from conformance.errors import BackendUnavailable, Unsupported
+from conformance.sweep.run import dask_executor
 from conformance.worker import client
 from tests.helpers import assert_same_bits
 
@@ -34,13 +35,30 @@ def test_light_framework_backends_are_in_the_default_suite() -> None:
     assert "torch_npu" not in backends.default_backends()
 
 
-@pytest.mark.parametrize("name, module", [("jax", "jax"), ("onnxruntime", "onnx")])
-def test_a_missing_framework_is_one_line(name: str, module: str) -> None:
-    if HAVE[name]:
-        pytest.skip(f"{name} is installed here")
-    hint = f"backend {name}: cannot import {module} .*conformance\\[frameworks\\]"
+@pytest.mark.parametrize("name, module, extra", [("jax", "jax", "jax"), ("onnxruntime", "onnx", "onnx"),
+                                                 ("keras", "keras", "keras")])
+def test_a_framework_that_cannot_be_imported_names_its_extra(name: str, module: str, extra: str,
+                                                             monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # `import module` now fails as if it were missing
+    hint = f"backend {name}: cannot import {module} .*pip install 'conformance\\[{extra}\\]'"
     with pytest.raises(BackendUnavailable, match=hint):
         backends.get_backend(name)
+
+
+@pytest.mark.parametrize("name, module", [("torch", "torch"), ("tensorflow", "tensorflow")])
+def test_a_framework_that_is_not_installed_names_its_extra(name: str, module: str, monkeypatch) -> None:
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda m, *a: None if m == module else found(m, *a))
+    with pytest.raises(BackendUnavailable, match=f"{module} is not installed; pip install 'conformance\\[{name}\\]'"):
+        backends.get_backend(name)
+
+
+def test_a_sweep_without_dask_names_its_extra(monkeypatch) -> None:
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda m, *a: None if m == "dask" else found(m, *a))
+    with pytest.raises(BackendUnavailable, match="conformance sweep: dask .*conformance\\[sweep\\]"):
+        with dask_executor(workers=1):
+            pass
 
 
 @pytest.mark.skipif(not HAVE["jax"], reason="jax is not installed")

@@ -18,6 +18,7 @@ import numpy as np
 from conformance.cases.quantized import quant_grid
 from conformance.commands.args import ascii_int, items
 from conformance.errors import UsageError
+from conformance.frameworks.loading import install_hint
 from conformance.reference.quantized import QuantParams, exact_table
 
 HELP = "run the frameworks' quantized (int8/uint8) LeakyReLU over all codes and compare with the exact golden"
@@ -54,7 +55,7 @@ def _selected(args: argparse.Namespace) -> tuple[list[str], dict[str, str]]:
             raise UsageError(f"--framework {name!r} is not one of {', '.join(runners)}")
         if not _installed(runners[name][1]):
             raise UsageError(f"--framework {name}: {runners[name][1]} is not installed; "
-                             "pip install 'conformance[frameworks]'")
+                             f"{install_hint(runners[name][1])}")
     names = list(asked or runners)
     skipped = {n: f"{runners[n][1]} is not installed" for n in names if not _installed(runners[n][1])}
     return [n for n in names if n not in skipped], skipped

@@ -28,6 +28,7 @@ import numpy as np
 from conformance.backends import default_worker
 from conformance.dtypes import info
 from conformance.errors import UsageError
+from conformance.frameworks.loading import require_installed
 from conformance.guard import guarded_call, input_modified
 from conformance.reference import golden as ref
 from conformance.report.evaluate import Row, evaluate, merge_rows
@@ -276,6 +277,7 @@ def _client(scheduler: Optional[str], cluster: object):  # noqa: ANN202 - a dist
 def dask_executor(*, workers: int, scheduler: Optional[str] = None) -> Iterator[Executor]:
     """Tasks on Dask: an existing cluster at ``scheduler``, or a quiet embedded LocalCluster
     with ``workers`` single-threaded worker processes."""
+    require_installed("dask", "distributed", "threadpoolctl", backend="conformance sweep")
     import dask
     from distributed import LocalCluster, as_completed
 
