@@ -9,6 +9,7 @@ them back from the interpreter.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import warnings
 from collections.abc import Callable, Iterator
@@ -185,13 +186,20 @@ def _onnxruntime(graph: str, optimization: str) -> Runner:
     return run
 
 
+@functools.cache
+def _setting_model(alpha: float, params: QuantParams) -> TFLiteModel:
+    """One converted model per setting, shared by both profiles: calibrated on the input range
+    the setting's codes cover."""
+    lo, hi = params.code_range
+    return tflite_model(alpha, low=params.s_in * (lo - params.z_in), high=params.s_in * (hi - params.z_in),
+                        dtype=params.dtype)
+
+
 def _tflite(*, xnnpack: bool) -> Runner:
     def run(alpha: float, params: QuantParams) -> tuple[QuantParams, np.ndarray]:
-        """Calibrated on the input range the setting's codes cover; the interpreter's own
-        parameters (float32 scales, the output's from calibration) are the ones returned."""
-        lo, hi = params.code_range
-        model = tflite_model(alpha, low=params.s_in * (lo - params.z_in), high=params.s_in * (hi - params.z_in),
-                             dtype=params.dtype)
+        """The interpreter's own parameters (float32 scales, the output's from calibration) are
+        the ones returned."""
+        model = _setting_model(alpha, params)
         return model.params, tflite(all_codes(model.params), model=model, xnnpack=xnnpack)
     return run
 
@@ -206,3 +214,22 @@ RUNNERS: dict[str, tuple[Runner, str]] = {
     "onnxruntime[qdq-off]": (_onnxruntime("qdq", "off"), "onnxruntime"),
     "onnxruntime[qdq-all]": (_onnxruntime("qdq", "all"), "onnxruntime"),
 }
+
+#: the categories every quantized profile may show, within one code of exact: the named
+#: rounding and requantization rules its framework computes with (see quantized_models)
+QUANT_ALLOWED: frozenset[str] = frozenset({"rounding", "requantization"})
+#: the quantized rows of ``conformance run``: (backend, profile) -> the RUNNERS entry, and the
+#: float backend whose selection brings them in (TFLite comes with TensorFlow)
+SUITE_PROFILES: dict[tuple[str, str], tuple[str, str]] = {
+    ("torch", "vector"): ("torch[vector]", "torch"),
+    ("torch", "tail"): ("torch[tail]", "torch"),
+    ("tflite", "builtin"): ("tflite[builtin]", "tensorflow"),
+    ("tflite", "xnnpack"): ("tflite[xnnpack]", "tensorflow"),
+    ("onnxruntime", "qlinear"): ("onnxruntime[qlinear]", "onnxruntime"),
+    ("onnxruntime", "qdq"): ("onnxruntime[qdq-off]", "onnxruntime"),
+}
+
+
+def quantized_policy() -> dict[str, frozenset[str]]:
+    """The policy each quantized profile declares, keyed ``backend[profile]``."""
+    return {f"{backend}[{profile}]": QUANT_ALLOWED for backend, profile in SUITE_PROFILES}
