@@ -154,6 +154,17 @@ TFLITE_SETTINGS = [
 ]
 
 
+def _tflite_grid(count: int, *, seed: int) -> list[tuple[float, float, float, str]]:
+    """``count`` more calibrations: seeded ranges across zero, both dtypes, the suite's slopes."""
+    rng = np.random.default_rng(seed)
+    slopes = (0.2, 0.01, 0.1, 0.3, 1 / 3, 1.5, 0.003, 0.0005, 0.05)
+    return [(slopes[i % len(slopes)], -round(float(rng.uniform(0.05, 20.0)), 3),
+             round(float(rng.uniform(0.05, 20.0)), 3), ("qint8", "quint8")[i % 2]) for i in range(count)]
+
+
+TFLITE_SETTINGS += _tflite_grid(20, seed=22)
+
+
 @functools.cache
 def _tflite(alpha: float, low: float, high: float, dtype: str):  # type: ignore[no-untyped-def]
     from conformance.frameworks import quantized_backends as backends
