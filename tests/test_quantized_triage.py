@@ -95,7 +95,7 @@ def test_the_torch_split_is_named_with_its_boundary() -> None:
         "1/s_out" in claims[0].detail["tail"]
 
 
-@pytest.mark.parametrize(("params", "alpha"), quant_grid(12), ids=str)
+@pytest.mark.parametrize(("params", "alpha"), quant_grid(40), ids=str)
 @pytest.mark.parametrize("model", [models.torch_vector, models.torch_scalar, models.tflite_builtin,
                                    models.tflite_xnnpack, models.onnxruntime], ids=lambda m: m.__name__)
 def test_every_framework_difference_is_named_by_a_rule(model, params: QuantParams, alpha: float) -> None:  # type: ignore[no-untyped-def]
@@ -226,3 +226,35 @@ def test_quantized_run_rows_have_no_unexplained_difference() -> None:
     rows = [run_quantized_row(s, config=GateConfig()) for s in specs]
     assert any(r.findings for r in rows)
     assert all(f.category != "unexplained" and f.allowed for r in rows for f in r.findings)
+
+
+def test_run_reports_quantized_rows_in_its_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("onnxruntime")
+    from conformance.cli import main
+    from conformance.report.export import SCHEMA
+
+    jsonschema = pytest.importorskip("jsonschema")
+    report = tmp_path / "r.json"
+    code = main(["run", "--backend", "onnxruntime", "--alpha", "0.2", "--direction", "forward",
+                 "--max-examples", "5", "--json", str(report), "--results-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    doc = json.loads(report.read_text())
+    jsonschema.validate(doc, SCHEMA)
+    quantized = [r for r in doc["rows"] if r["dtype"] in ("qint8", "quint8")]
+    assert code == 0 and {r["profile"] for r in quantized} == {"qlinear", "qdq"}
+    first = quantized[0]
+    assert first["variant"] == setting_text(quant_grid(1)[0][0]) and first["elements"] == 256
+    assert "onnxruntime[qlinear/0.05:0:0.04:-28]" in out
+
+
+def test_a_config_policy_overrides_a_quantized_profile(tmp_path: Path) -> None:
+    from conformance.report.gate import load_config
+
+    path = tmp_path / "gate.toml"
+    path.write_text('[tool.conformance.policy]\n"tflite[builtin]" = []\n')
+    config = load_config(str(path), pyproject=str(tmp_path / "none.toml"))
+    params, alpha = QuantParams(0.05, 0, 0.04, -28, "qint8"), 0.2
+    codes = all_codes(params)
+    row = evaluate_codes(codes, models.tflite_builtin(codes, alpha, params=params), alpha, params=params,
+                         backend="tflite", profile="builtin", config=config)
+    assert row.verdict == "fail" and config.policy["tflite[xnnpack]"] == {"rounding", "requantization"}
