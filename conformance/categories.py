@@ -77,7 +77,7 @@ _TABLE: tuple[tuple[str, Group, Kind, str], ...] = (
     ("quant-params", "semantics", "proved by recomputation",
      "quantized codes computed with another scale or zero point (s_in, z_in, s_out or z_out) than declared"),
     ("code-saturation", "semantics", "proved by recomputation",
-     "quantized codes wrapped around the code range instead of saturating at it"),
+     "quantized codes wrapped around the code range instead of saturating at it, or saturated at the narrow range"),
     ("position-split", "location", "proved by recomputation",
      ("the result depends on the element's position: a vector body before a boundary and a scalar "
       "tail after it, each reproduced by its own requantization rule")),

@@ -84,15 +84,21 @@ def test_wrapping_instead_of_saturating_is_code_saturation() -> None:
     assert claims[0].index.size == int((wrapped != exact).sum())
 
 
+def test_saturating_at_the_narrow_range_is_code_saturation() -> None:
+    params = QuantParams(0.1, 0, 0.05, 0, "qint8")  # y/s_out = 2q: codes below -64 saturate
+    narrow = np.maximum(exact_table(1.0, params=params), -127).astype(np.int8)
+    claims = _claims(narrow, 1.0, params)
+    assert [c.category for c in claims] == ["code-saturation"] and "narrow" in claims[0].detail["rule"]
+
+
 def test_the_torch_split_is_named_with_its_boundary() -> None:
     params, alpha = QuantParams(0.01, 237, 0.01, 118, "quint8"), 0.3
-    codes = all_codes(params)[:200]
+    codes = np.roll(all_codes(params), 100)[:255]  # 192 codes in the vector body, 63 in the tail
     claims = _claims(models.torch(codes, alpha, params=params), alpha, params, codes)
     assert [c.category for c in claims] == ["position-split"]
-    boundary = claims[0].detail["boundary"]
-    assert boundary <= 192 and "PyTorch vector body" in claims[0].detail["body"]
-    assert "PyTorch scalar tail" in claims[0].detail["tail"] or "reciprocal" in claims[0].detail["tail"] or \
-        "1/s_out" in claims[0].detail["tail"]
+    detail = claims[0].detail
+    assert detail["boundary"] == 192 and detail["boundaries"][0] <= 192 <= detail["boundaries"][1]  # 3*64
+    assert "PyTorch vector body" in detail["body"] and "PyTorch scalar tail" in detail["tail"]
 
 
 @pytest.mark.parametrize(("params", "alpha"), quant_grid(40), ids=str)

@@ -96,6 +96,7 @@ def leaky_relu_quantized(codes: np.ndarray, alpha: float, *, params: QuantParams
 #: gemmlowp's double rounding; a Q8 multiplier (steps of 1/256)
 ARITHMETICS: tuple[str, ...] = ("exact", "float32", "q31", "q8")
 ROUNDINGS: tuple[str, ...] = ("half-even", "half-away", "half-up")
+CLAMPS: tuple[str, ...] = ("saturate", "wrap", "narrow")
 _F32 = np.float32
 
 
@@ -108,7 +109,8 @@ class QuantSemantics:
     division by ``s_out`` or a multiply by ``f32(1/s_out)``; ``dequantize`` is ``f32(s_in)*(q -
     z_in)`` with the subtraction in integers, or one fused ``fma(s_in, q, f32(s_in*-z_in))``;
     ``zero_point`` adds ``z_out`` as an integer after rounding or in float32 before it;
-    ``clamp`` saturates at the code range or wraps around it (two's complement)."""
+    ``clamp`` saturates at the code range, wraps around it (two's complement), or saturates at
+    the narrow range that leaves the lowest code unused."""
 
     arithmetic: str = "exact"
     rounding: str = "half-even"
@@ -120,7 +122,7 @@ class QuantSemantics:
     def __post_init__(self) -> None:
         for name, choices in (("arithmetic", ARITHMETICS), ("rounding", ROUNDINGS),
                               ("requantize", ("divide", "reciprocal")), ("dequantize", ("integer", "fma")),
-                              ("zero_point", ("after", "before")), ("clamp", ("saturate", "wrap"))):
+                              ("zero_point", ("after", "before")), ("clamp", CLAMPS)):
             if getattr(self, name) not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(choices)}, got {getattr(self, name)!r}")
 
@@ -234,6 +236,8 @@ def _clamp_codes(values: np.ndarray, *, params: QuantParams, clamp: str) -> np.n
     lo, hi = params.code_range
     if clamp == "wrap":
         return ((values - lo) % (hi - lo + 1) + lo).astype(params.storage)
+    if clamp == "narrow":  # TensorFlow's narrow_range: -127..127, 1..255
+        lo += 1
     return np.clip(values, lo, hi).astype(params.storage)
 
 

@@ -37,6 +37,8 @@ RULES: tuple[tuple[str, str, QuantSemantics], ...] = (
     ("Q8 multiplier, steps of 1/256 (XNNPACK)", "requantization", QuantSemantics("q8")),
     ("codes wrapped around the code range instead of saturating", "code-saturation",
      QuantSemantics(clamp="wrap")),
+    ("codes saturated at the narrow range (the lowest code unused)", "code-saturation",
+     QuantSemantics(clamp="narrow")),
 )
 
 
@@ -172,19 +174,45 @@ def _score(candidate: Candidate, batch: QuantBatch, mismatch: np.ndarray) -> tup
     return int((reproduces & mismatch).sum()), int((changes & ~reproduces).sum())
 
 
-def _splits(batch: QuantBatch, mismatch: np.ndarray) -> Iterator[Candidate]:
+def _boundaries(body: np.ndarray, tail: np.ndarray, actual: np.ndarray) -> tuple[int, int] | None:
+    """The multiples of :data:`SPLIT_STEP` (lowest, highest) where ``body`` before and ``tail``
+    from it on reproduce ``actual``, or None."""
+    n = actual.size
+    body_wrong, tail_wrong = np.flatnonzero(body != actual), np.flatnonzero(tail != actual)
+    highest = int(body_wrong[0]) if body_wrong.size else n  # body holds on [0, highest)
+    lowest = int(tail_wrong[-1]) + 1 if tail_wrong.size else 0  # tail holds on [lowest, n)
+    lo = -(-max(lowest, 1) // SPLIT_STEP) * SPLIT_STEP
+    hi = min(highest, n - 1) // SPLIT_STEP * SPLIT_STEP
+    return (lo, hi) if 0 < lo <= hi < n else None
+
+
+def _splits(batch: QuantBatch) -> Iterator[Candidate]:
     """Two requantization rules (or the exact one) split at a multiple of :data:`SPLIT_STEP`."""
     paths = [("exact", batch.golden)] + [(c.rule, c.predicted) for c in _rule_candidates(batch)]
-    n = batch.codes.size
-    for boundary in range(SPLIT_STEP, n, SPLIT_STEP):
-        for body_rule, body in paths:
-            if not np.array_equal(body[:boundary], batch.actual[:boundary]):
-                continue
-            for tail_rule, tail in paths:
-                if tail_rule != body_rule and np.array_equal(tail[boundary:], batch.actual[boundary:]):
-                    rule = f"{body_rule} before element {boundary}, {tail_rule} from it on"
-                    yield Candidate("position-split", rule, batch.actual.copy(),
-                                    {"boundary": boundary, "body": body_rule, "tail": tail_rule})
+    for body_rule, body in paths:
+        for tail_rule, tail in paths:
+            found = None if tail_rule == body_rule else _boundaries(body, tail, batch.actual)
+            if found is not None:
+                boundary = _aligned(*found)
+                rule = f"{body_rule} before element {boundary}, {tail_rule} from it on"
+                yield Candidate("position-split", rule, batch.actual.copy(),
+                                {"boundary": boundary, "boundaries": list(found), "body": body_rule,
+                                 "tail": tail_rule})
+
+
+def _aligned(lo: int, hi: int) -> int:
+    """The multiple of the largest power of two in ``[lo, hi]``: vector kernels end their body on
+    a whole number of blocks."""
+    step = 1 << max(hi.bit_length(), 1)
+    while step > SPLIT_STEP and -(-lo // step) * step > hi:
+        step //= 2
+    return -(-lo // step) * step
+
+
+def _alignment(candidate: Candidate) -> int:
+    """How many trailing zero bits a split's boundary has (more: the likelier block end)."""
+    boundary = candidate.detail["boundary"]
+    return (boundary & -boundary).bit_length()
 
 
 def _claim(candidate: Candidate, index: np.ndarray, batch: QuantBatch, *, contradicted: int,
@@ -201,8 +229,8 @@ def _full(batch: QuantBatch, mismatch: np.ndarray, found: Sequence[Candidate]) -
     """The first candidate explaining every differing code, with the others that do too."""
     total = int(mismatch.sum())
     full = [c for c in found if _score(c, batch, mismatch) == (total, 0)]
-    if not full:
-        full = [c for c in _splits(batch, mismatch)][:1]
+    if not full:  # the splits at the most aligned boundary first
+        full = sorted(_splits(batch), key=_alignment, reverse=True)
     if not full:
         return []
     return [_claim(full[0], np.flatnonzero(mismatch), batch, contradicted=0, also=[c.rule for c in full[1:]])]
