@@ -281,7 +281,7 @@ def builtin_policy() -> dict[str, frozenset[str]]:
             policy.update(declared_policy(name))
         except UsageError:
             continue
-    from conformance.frameworks.quantized_backends import quantized_policy  # the quantized profiles' own
+    from conformance.frameworks.quantized_profiles import quantized_policy  # the quantized profiles' own
 
     return {**policy, **quantized_policy()}
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from conformance.cases.quantized import quant_grid
+from conformance.frameworks.quantized_profiles import SUITE_PROFILES
 from conformance.reference.quantized import QuantParams, all_codes
 from conformance.report.evaluate import Row
 from conformance.report.gate import GateConfig
@@ -37,18 +38,6 @@ class QuantRowSpec:
         return f"{self.backend}[{self.profile}] {self.params} alpha={self.alpha!r}"
 
 
-def _profiles() -> dict[tuple[str, str], tuple[str, str]]:
-    from conformance.frameworks.quantized_backends import SUITE_PROFILES
-
-    return SUITE_PROFILES
-
-
-def _module(runner: str) -> str:
-    from conformance.frameworks.quantized_backends import RUNNERS
-
-    return RUNNERS[runner][1]
-
-
 def wanted(*, dtypes: Optional[tuple[str, ...]], directions: tuple[str, ...]) -> bool:
     """Whether a run selection takes quantized rows: its default dtypes, forward among its directions."""
     return dtypes is None and "forward" in directions
@@ -58,14 +47,13 @@ def plan_quantized(backends: tuple[str, ...], *, settings: int = SUITE_SETTINGS)
         list[QuantRowSpec], list[str]]:
     """The rows the selected ``backends`` bring, and one line per profile skipped (with why)."""
     rows, skipped = [], []
-    for (backend, profile), (runner, brought_by) in _profiles().items():
-        if brought_by not in backends:
+    for (backend, profile), declared in SUITE_PROFILES.items():
+        if declared.brought_by not in backends:
             continue
-        module = _module(runner)
-        if importlib.util.find_spec(module) is None:
-            skipped.append(f"{backend}[{profile}] quantized: {module} is not installed")
+        if importlib.util.find_spec(declared.module) is None:
+            skipped.append(f"{backend}[{profile}] quantized: {declared.module} is not installed")
             continue
-        rows += [QuantRowSpec(backend, profile, runner, p, a) for p, a in quant_grid(settings)]
+        rows += [QuantRowSpec(backend, profile, declared.runner, p, a) for p, a in quant_grid(settings)]
     return rows, skipped
 
 

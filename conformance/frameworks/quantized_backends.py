@@ -214,22 +214,3 @@ RUNNERS: dict[str, tuple[Runner, str]] = {
     "onnxruntime[qdq-off]": (_onnxruntime("qdq", "off"), "onnxruntime"),
     "onnxruntime[qdq-all]": (_onnxruntime("qdq", "all"), "onnxruntime"),
 }
-
-#: the categories every quantized profile may show, within one code of exact: the named
-#: rounding and requantization rules its framework computes with (see quantized_models)
-QUANT_ALLOWED: frozenset[str] = frozenset({"rounding", "requantization"})
-#: the quantized rows of ``conformance run``: (backend, profile) -> the RUNNERS entry, and the
-#: float backend whose selection brings them in (TFLite comes with TensorFlow)
-SUITE_PROFILES: dict[tuple[str, str], tuple[str, str]] = {
-    ("torch", "vector"): ("torch[vector]", "torch"),
-    ("torch", "tail"): ("torch[tail]", "torch"),
-    ("tflite", "builtin"): ("tflite[builtin]", "tensorflow"),
-    ("tflite", "xnnpack"): ("tflite[xnnpack]", "tensorflow"),
-    ("onnxruntime", "qlinear"): ("onnxruntime[qlinear]", "onnxruntime"),
-    ("onnxruntime", "qdq"): ("onnxruntime[qdq-off]", "onnxruntime"),
-}
-
-
-def quantized_policy() -> dict[str, frozenset[str]]:
-    """The policy each quantized profile declares, keyed ``backend[profile]``."""
-    return {f"{backend}[{profile}]": QUANT_ALLOWED for backend, profile in SUITE_PROFILES}
