@@ -283,7 +283,9 @@ def builtin_policy() -> dict[str, frozenset[str]]:
             policy.update(declared_policy(name))
         except UsageError:
             continue
-    return policy
+    from conformance.frameworks.quantized_profiles import quantized_policy  # the quantized profiles' own
+
+    return {**policy, **quantized_policy()}
 
 
 def default_backends() -> tuple[str, ...]:

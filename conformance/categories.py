@@ -70,6 +70,17 @@ _TABLE: tuple[tuple[str, Group, Kind, str], ...] = (
     ("rounding", "residue", "residue",
      "within 1 ULP of the exact result (proved when another rounding mode reproduces it)"),
     ("unexplained", "residue", "residue", "none of the above"),
+    ("requantization", "semantics", "proved by recomputation",
+     ("quantized codes requantized by another arithmetic: float32 scales (a division by s_out or a "
+      "multiply by its float32 reciprocal, the zero point added before rounding), or a Q31 (double "
+      "rounding) or Q8 fixed-point multiplier")),
+    ("quant-params", "semantics", "proved by recomputation",
+     "quantized codes computed with another scale or zero point (s_in, z_in, s_out or z_out) than declared"),
+    ("code-saturation", "semantics", "proved by recomputation",
+     "quantized codes wrapped around the code range instead of saturating at it, or saturated at the narrow range"),
+    ("position-split", "location", "proved by recomputation",
+     ("the result depends on the element's position: a vector body before a boundary and a scalar "
+      "tail after it, each reproduced by its own requantization rule")),
 )
 
 REGISTRY: dict[str, Category] = {

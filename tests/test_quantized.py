@@ -11,6 +11,7 @@ import pytest
 
 from conformance.frameworks import quantized_models as models
 from conformance.reference.quantized import QuantParams, all_codes, exact_table, leaky_relu_quantized, round_half_even
+from conformance.report.triage.quantized import QuantBatch, triage_quantized
 
 TIE_PRONE = (0.01, 0.04, 0.05, 1 / 255, 0.1, 0.5, 0.25)
 ALPHAS = (0.01, 0.1, 0.2, 0.3, 0.02, 1.5, -0.5)
@@ -154,6 +155,17 @@ TFLITE_SETTINGS = [
 ]
 
 
+def _tflite_grid(count: int, *, seed: int) -> list[tuple[float, float, float, str]]:
+    """``count`` more calibrations: seeded ranges across zero, both dtypes, the suite's slopes."""
+    rng = np.random.default_rng(seed)
+    slopes = (0.2, 0.01, 0.1, 0.3, 1 / 3, 1.5, 0.003, 0.0005, 0.05)
+    return [(slopes[i % len(slopes)], -round(float(rng.uniform(0.05, 20.0)), 3),
+             round(float(rng.uniform(0.05, 20.0)), 3), ("qint8", "quint8")[i % 2]) for i in range(count)]
+
+
+TFLITE_SETTINGS += _tflite_grid(20, seed=22)
+
+
 @functools.cache
 def _tflite(alpha: float, low: float, high: float, dtype: str):  # type: ignore[no-untyped-def]
     from conformance.frameworks import quantized_backends as backends
@@ -170,6 +182,10 @@ def test_tflite_models_equal_tflite(setting: tuple[float, float, float, str]) ->
     codes = all_codes(model.params)
     np.testing.assert_array_equal(models.tflite_builtin(codes, model.alpha, params=model.params), builtin)
     np.testing.assert_array_equal(models.tflite_xnnpack(codes, model.alpha, params=model.params), xnnpack)
+    golden = exact_table(model.alpha, params=model.params)
+    for out in (builtin, xnnpack):  # every difference named by a rule, none unexplained
+        claims = triage_quantized(QuantBatch(codes, model.alpha, model.params, golden, out))
+        assert all(c.category in {"requantization", "rounding"} for c in claims), [c.detail for c in claims]
 
 
 @pytest.mark.parametrize("setting", [(0.0005, -4.0, 4.0, "qint8"), (0.0, -1.0, 3.0, "qint8"),
@@ -234,6 +250,7 @@ def test_quantized_command_reports_code_differences_as_json(capsys: pytest.Captu
     expected = models.onnxruntime(all_codes(params), first["alpha"], params=params) != exact_table(
         first["alpha"], params=params)
     assert first["differing"] == int(expected.sum()) > 0 and first["max_code_diff"] == 1
+    assert first["rules"] == ["requantization: float32 scales, division by s_out (ONNX Runtime)"]
 
 
 def test_quantized_command_fails_past_the_tolerance(capsys: pytest.CaptureFixture[str]) -> None:

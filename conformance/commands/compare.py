@@ -16,6 +16,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Optional
 
+from conformance.commands import compare_quant
 from conformance.commands.args import (
     add_gate_options,
     add_view_options,
@@ -47,6 +48,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dx", help="gradient dx computed by the device (backward)")
     parser.add_argument("--dtype", metavar="D",
                         help="dtype of arrays stored as raw uint16 bits: bf16 or fp16 (or bfloat16, float16)")
+    parser.add_argument("--quant", metavar="S_IN:Z_IN:S_OUT:Z_OUT",
+                        help="--x and --y are int8 or uint8 codes of this per-tensor affine setting "
+                             "(quantized LeakyReLU; see docs/explanation/quantized.md)")
     sources = parser.add_argument_group("other sources (instead of --x, --y, --dy, --dx, --alpha)")
     sources.add_argument("--msprobe", metavar="DUMP_DIR",
                          help="an msprobe tensor dump: one row per LeakyReLU call it recorded")
@@ -118,6 +122,8 @@ def _evaluate(args: argparse.Namespace, x: Dump, out: Dump, *, dy: Optional[Dump
 
 
 def _check_flags(args: argparse.Namespace) -> None:
+    if args.quant is not None:
+        return compare_quant.check_flags(args)
     _bits_dtype(args.dtype)
     if args.msprobe is not None or args.manifest is not None:
         given = [f for f in ("--x", "--y", "--dy", "--dx", "--alpha") if getattr(args, f[2:]) is not None]
@@ -144,6 +150,8 @@ def _source(args: argparse.Namespace) -> Callable[[GateConfig], list[Row]]:
 
         return lambda config: compare_msprobe.rows(args.msprobe, config=config, profile=args.profile,
                                                    cores=_cores(args.cores))
+    if args.quant is not None:
+        return lambda config: compare_quant.rows(args, config=config)
     if args.manifest is not None:
         from conformance.ingest import manifest
 

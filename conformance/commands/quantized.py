@@ -19,7 +19,8 @@ from conformance.cases.quantized import quant_grid
 from conformance.commands.args import ascii_int, items
 from conformance.errors import UsageError
 from conformance.frameworks.loading import install_hint
-from conformance.reference.quantized import QuantParams, exact_table
+from conformance.reference.quantized import QuantParams, all_codes, exact_table
+from conformance.report.triage.quantized import QuantBatch, triage_quantized
 
 HELP = "run the frameworks' quantized (int8/uint8) LeakyReLU over all codes and compare with the exact golden"
 MAX_SETTINGS = 1000
@@ -68,7 +69,15 @@ def _row(name: str, *, params: QuantParams, alpha: float, tolerance: int) -> dic
     return {"framework": name, "dtype": used.dtype, "s_in": used.s_in, "z_in": used.z_in,
             "s_out": used.s_out, "z_out": used.z_out, "alpha": alpha, "codes": int(diff.size),
             "differing": int(np.count_nonzero(diff)), "max_code_diff": worst,
+            "rules": _rules(all_codes(used), out, alpha, params=used),
             "verdict": "pass" if worst <= tolerance else "fail"}
+
+
+def _rules(codes: np.ndarray, out: np.ndarray, alpha: float, *, params: QuantParams) -> list[str]:
+    """What quantized triage names the differing codes by: ``category: rule`` per claim."""
+    golden = exact_table(alpha, params=params)[codes.astype(np.int64) - params.code_range[0]]
+    claims = triage_quantized(QuantBatch(codes, alpha, params, golden, out))
+    return [f"{c.category}: {c.detail.get('rule', c.summary)}" for c in claims]
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -98,6 +107,9 @@ def _render(data: dict[str, Any]) -> None:
 def execute(args: argparse.Namespace) -> int:
     _check(args)
     names, skipped = _selected(args)
+    if not names:
+        raise UsageError("no quantized framework is installed, so nothing runs: "
+                         + "; ".join(f"{n}: {install_hint(_runners()[n][1])}" for n in skipped))
     rows = [_row(name, params=params, alpha=alpha, tolerance=args.tolerance)
             for name in names for params, alpha in quant_grid(args.settings)]
     verdict = "fail" if any(r["verdict"] == "fail" for r in rows) else "pass"

@@ -15,6 +15,7 @@ from typing import Optional
 from rich.console import Console
 from rich.markup import escape
 
+from conformance import quantized_suite
 from conformance.backends import WorkerSpec, default_backends, is_import_path, load, profiles_of
 from conformance.backends import names as backend_names
 from conformance.commands.args import (
@@ -213,17 +214,21 @@ def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
         specs, skipped = plan(selection)
         if not specs:
             raise UsageError(no_rows(skipped))
+        quant_specs, quant_skipped = quantized_suite.for_selection(selection)
         with show.make_progress(console=console, disable=view.quiet) as progress:
-            task = progress.add_task(title, total=len(specs))
-            def finished(spec: RowSpec, row: Row) -> None:
+            task = progress.add_task(title, total=len(specs) + len(quant_specs))
+            def finished(spec: RowSpec | quantized_suite.QuantRowSpec, row: Row) -> None:
                 done.append(row)
                 progress.update(task, advance=1, description=escape(str(spec)))
 
             result = run_suite(selection, options, specs=specs, on_row=finished)
+            quantized_suite.extend(result, quant_specs, config=options.config, on_row=finished)
             progress.update(task, description=f"{title}: {show.plural(len(result.rows), 'row')}")
         result.skipped = skipped
         if baseline is not None and not result.interrupted:
             result.rows = gate_against(result.rows, baseline, console=console, view=view)
+        for line in quant_skipped if not view.quiet else ():
+            console.print(f"skipped {line}", markup=False)
         render(result, console=console, view=view)
         written = export.write_reports(result.rows, paths, seed=options.seed, partial=result.interrupted,
                                        config=options.config,

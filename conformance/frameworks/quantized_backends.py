@@ -9,6 +9,7 @@ them back from the interpreter.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import warnings
 from collections.abc import Callable, Iterator
@@ -185,13 +186,20 @@ def _onnxruntime(graph: str, optimization: str) -> Runner:
     return run
 
 
+@functools.cache
+def _setting_model(alpha: float, params: QuantParams) -> TFLiteModel:
+    """One converted model per setting, shared by both profiles: calibrated on the input range
+    the setting's codes cover."""
+    lo, hi = params.code_range
+    return tflite_model(alpha, low=params.s_in * (lo - params.z_in), high=params.s_in * (hi - params.z_in),
+                        dtype=params.dtype)
+
+
 def _tflite(*, xnnpack: bool) -> Runner:
     def run(alpha: float, params: QuantParams) -> tuple[QuantParams, np.ndarray]:
-        """Calibrated on the input range the setting's codes cover; the interpreter's own
-        parameters (float32 scales, the output's from calibration) are the ones returned."""
-        lo, hi = params.code_range
-        model = tflite_model(alpha, low=params.s_in * (lo - params.z_in), high=params.s_in * (hi - params.z_in),
-                             dtype=params.dtype)
+        """The interpreter's own parameters (float32 scales, the output's from calibration) are
+        the ones returned."""
+        model = _setting_model(alpha, params)
         return model.params, tflite(all_codes(model.params), model=model, xnnpack=xnnpack)
     return run
 

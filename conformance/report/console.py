@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from conformance.dtypes import info
+from conformance.reference.quantized import QDTYPES
 from conformance.report.agreement import Agreement
 from conformance.report.evaluate import Row
 from conformance.report.gate import CATEGORIES, VERDICTS
@@ -51,8 +52,13 @@ def _backend(row: Row) -> Text:
     return Text(row.backend + (f"[{extra}]" if extra else ""))
 
 
+def _short(dtype: str) -> str:
+    """``fp16`` for a float dtype; a quantized dtype (``qint8``) by its name."""
+    return dtype if dtype in QDTYPES else info(dtype).short
+
+
 def _pair(row: Row) -> str:
-    return f"{info(row.dtype).short}→{info(row.out_dtype).short}"
+    return f"{_short(row.dtype)}→{_short(row.out_dtype)}"
 
 
 def _alpha(alpha: float) -> str:
@@ -181,7 +187,7 @@ def passing_backends(groups: Sequence[Folded]) -> dict[str, list[Folded]]:
 
 def _pair_short(row: Row) -> str:
     """``fp16`` for fp16→fp16, else the pair."""
-    return info(row.dtype).short if row.dtype == row.out_dtype else _pair(row)
+    return _short(row.dtype) if row.dtype == row.out_dtype else _pair(row)
 
 
 def _passing_cells(label: str, groups: Sequence[Folded]) -> list:

@@ -23,6 +23,7 @@ import numpy as np
 
 from conformance.dtypes import DTYPES, hex_value, info
 from conformance.errors import UsageError
+from conformance.reference.quantized import QDTYPES
 from conformance.report.agreement import Agreement
 from conformance.report.evaluate import Finding, Row
 from conformance.report.files import ReportPaths, is_stream, remove_stale, write_atomic
@@ -32,6 +33,7 @@ from conformance.report.text import position
 
 SCHEMA_ID = "leakyrelu-conformance/1"
 _DTYPES = list(DTYPES)
+_ROW_DTYPES = _DTYPES + list(QDTYPES)  # quantized rows: codes of a per-tensor affine setting
 _VALUE = {"type": "object", "required": ["dtype", "hex", "bits", "decimal"],
           "additionalProperties": False,
           "properties": {"dtype": {"enum": _DTYPES}, "hex": {"type": "string"},
@@ -56,8 +58,8 @@ _FINDING = {"type": "object", "additionalProperties": False,
 _RATIO = {"anyOf": [_VALUE, {"type": "null"}]}
 _ROW_PROPS = {
     "backend": {"type": "string"}, "profile": {"type": ["string", "null"]},
-    "variant": {"type": ["string", "null"]}, "dtype": {"enum": _DTYPES},
-    "out_dtype": {"enum": _DTYPES}, "direction": {"enum": ["forward", "backward"]},
+    "variant": {"type": ["string", "null"]}, "dtype": {"enum": _ROW_DTYPES},
+    "out_dtype": {"enum": _ROW_DTYPES}, "direction": {"enum": ["forward", "backward"]},
     "alpha": _VALUE, "elements": {"type": "integer"}, "mismatches": {"type": "integer"},
     "max_abs": _VALUE, "max_rel": _VALUE, "max_ulp": {"type": "integer"},
     "verdict": {"enum": list(VERDICTS)}, "findings": {"type": "array", "items": _FINDING},

@@ -177,6 +177,9 @@ def _policy(table: Any, base: Mapping[str, frozenset[str]]) -> dict[str, frozens
     known = policy_backends()
     for key, cats in table.items():
         backend, profile = _split_key(key)
+        if key in base:  # an entry a backend declares (the quantized profiles among them)
+            out[key] = _categories(cats, backend=key)
+            continue
         if backend not in known and ":" not in backend:  # "module:factory": a user's own backend
             raise UsageError(f"policy.{key}: unknown backend; choose from {', '.join(known)} "
                              "(a profile as backend[profile], e.g. keras[numpy])")

@@ -13,6 +13,7 @@ from typing import Any, Optional, Protocol
 import numpy as np
 
 from conformance.dtypes import hex_value, info
+from conformance.reference.quantized import QDTYPES
 from conformance.report import metrics as met
 from conformance.report.text import Shape, index_text, percent
 
@@ -45,7 +46,9 @@ class Offender:
 
 
 def show_value(v: Any) -> str:
-    """Decimal and hex bits of a numpy scalar, e.g. ``-0.2 [0xb266]``."""
+    """Decimal and hex bits of a numpy scalar, e.g. ``-0.2 [0xb266]``; a quantized code as itself."""
+    if np.asarray(v).dtype.kind in "iu":
+        return str(int(v))
     bits = np.asarray(v).view(info(np.asarray(v).dtype).uint).item()
     width = np.asarray(v).dtype.itemsize * 2
     return f"{float(v)!r} [0x{bits:0{width}x}]"
@@ -84,7 +87,9 @@ def metric_lines(row: JudgedRow) -> list[str]:
     """"Mismatched elements: k / N (p%)" and the greatest differences with their index."""
     m = row.metrics
     lines = [mismatch_line(m.mismatches, m.elements)]
-    if m.mismatches:
+    if m.mismatches and getattr(row, "dtype", None) in QDTYPES:  # codes: the distance is in codes
+        lines.append(f"Greatest code difference: {m.max_ulp}{_where(m.max_ulp_at, row=row)}")
+    elif m.mismatches:
         lines.append(f"Greatest absolute difference: {hex_value(m.max_abs)} ({m.max_abs!r})"
                      f"{_where(m.max_abs_at, row=row)}")
         lines.append(f"Greatest relative difference: {m.max_rel!r}{_where(m.max_rel_at, row=row)}")

@@ -1,0 +1,64 @@
+"""`conformance compare --quant S_IN:Z_IN:S_OUT:Z_OUT`: quantized dumps against the exact codes.
+
+``--x`` and ``--y`` hold int8 (qint8) or uint8 (quint8) codes of the same shape; the setting
+gives the per-tensor affine parameters of both.  The row is judged by code distance and
+quantized triage (``report.quantized``) as backend ``dump``, so the same table, JSON, JUnit
+and exit codes follow.  A bad setting or a float array is exit 2 with one line.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from conformance.commands.args import parse_alpha, shown
+from conformance.errors import UsageError
+from conformance.ingest.arrays import read
+from conformance.reference.quantized import QDTYPES, QuantParams, parse_setting
+from conformance.report.evaluate import Row
+from conformance.report.gate import GateConfig
+from conformance.report.quantized import evaluate_codes
+
+_BY_STORAGE = {np.dtype(storage): name for name, (storage, _, _) in QDTYPES.items()}
+_NOT_WITH = ("--dy", "--dx", "--dtype", "--msprobe", "--manifest", "--profile", "--cores")
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """``--quant`` needs ``--x``, ``--y`` and ``--alpha``, and takes none of the float-only flags."""
+    given = [f for f in _NOT_WITH if getattr(args, f[2:]) is not None]
+    if given:
+        raise UsageError(f"--quant compares --x and --y codes only; drop {', '.join(given)}")
+    missing = [f for f in ("--x", "--y", "--alpha") if getattr(args, f[2:]) is None]
+    if missing:
+        raise UsageError(f"--quant needs {', '.join(missing)} (int8 or uint8 codes, and the slope)")
+
+
+def _codes(path: str, *, flag: str) -> np.ndarray:
+    """The codes of one dump, native byte order; a UsageError for any dtype but int8/uint8."""
+    raw = read(path, flag=flag)
+    if raw.dtype.newbyteorder("=") not in _BY_STORAGE:
+        raise UsageError(f"{flag} {path}: --quant reads int8 or uint8 codes, got {raw.dtype}; "
+                         "save the quantized tensor's integer codes (int_repr)")
+    return np.asarray(raw)
+
+
+def setting(text: str, *, x: np.ndarray) -> QuantParams:
+    """``--quant`` parsed for the dtype of ``x``; a UsageError saying what to fix."""
+    try:
+        return parse_setting(text, dtype=_BY_STORAGE[x.dtype])
+    except ValueError as exc:
+        raise UsageError(f"--quant {shown(text)}: {exc}") from None
+
+
+def rows(args: argparse.Namespace, *, config: GateConfig) -> list[Row]:
+    """The one forward row of the two dumps."""
+    x, y = _codes(args.x, flag="--x"), _codes(args.y, flag="--y")
+    if x.dtype != y.dtype or x.shape != y.shape:
+        raise UsageError(f"--y is {y.dtype}{list(y.shape)} but --x is {x.dtype}{list(x.shape)}; "
+                         "the codes in and out share a dtype and a shape")
+    if x.size == 0:
+        raise UsageError(f"--x {args.x} holds no codes; pass the dumps of a call with data")
+    params = setting(args.quant, x=x)
+    alpha = parse_alpha(args.alpha)
+    return [evaluate_codes(x, y, alpha, params=params, backend="dump", config=config, label=Path(args.y).name)]
