@@ -27,7 +27,9 @@ import numpy as np
 from conformance.records import Hazard, TileLayout
 from conformance.report.triage.attribution import claim_semantics
 from conformance.report.triage.claims import Batch, Claim, State, beyond_rounding, merge_claims, special_values
+from conformance.report.triage.clamps import claim_clamps
 from conformance.report.triage.hazards import claim_hazards
+from conformance.report.triage.layout import claim_layout
 from conformance.report.triage.location import claim_blocks, claim_shift, claim_tail, tail_regions
 from conformance.report.triage.value_classes import claim_value_classes
 
@@ -42,8 +44,10 @@ def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = 
     with np.errstate(all="ignore"):
         if state.remaining.size:
             claim_shift(batch, state, beyond_rounding(batch, state.remaining))
+        claim_layout(batch, state)
         if state.remaining.size:
             claim_semantics(batch, state)
+        claim_clamps(batch, state)
         claim_tail(batch, state, layout)
         claim_blocks(batch, state)
         claim_value_classes(batch, state)
