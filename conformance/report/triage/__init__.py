@@ -5,9 +5,11 @@ Categories come from the registry (``conformance.categories``); the passes run i
 - ``hazards``: the emulator's records (``BackendResult.hazards``);
 - ``location``: an output shifted by k elements is proved element by element first,
   before a rule could match some of its elements by chance;
+- ``layout``: golden permuted or packed (NC1HWC0) reproduces the output, proved likewise;
 - ``attribution``: candidate rules (``rules.catalogue``, each a golden variant) compete in
   a description-length beam search (``search``, on the scope ``sampling`` gives it); each
   element the chosen stack reproduces goes to the rule it needs that moves its value most;
+- ``clamps``: golden clamped at one limit L reproduces what is left (``saturation`` at L);
 - ``location``: ``tail-block`` by confinement to the tail regions of the tiling plan or
   the end of the tensor, then ``stale-block`` for a block or a stride; a rule's claim
   whose every element lies where a location claim explains them is withdrawn and its
