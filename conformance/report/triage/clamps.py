@@ -97,10 +97,11 @@ def _candidates(limit: float, *, seen: tuple[bool, bool]) -> list[Clamp]:
 
 def _best(batch: Batch, state: State, limit: float) -> Optional[_Proof]:
     """The clamp at ``limit`` that explains most and contradicts nothing, over the
-    elements no earlier pass explained."""
+    elements no earlier pass explained (an earlier clamp's are judged again: the other
+    side of an asymmetric clamp must not predict them)."""
     open_ = np.ones(batch.x.size, dtype=bool)
     for c in state.claims:
-        if c.in_tensor:
+        if c.in_tensor and "limit" not in c.detail:
             open_[c.index] = False
     wrong = np.zeros(batch.x.size, dtype=bool)
     wrong[state.remaining] = True
@@ -121,8 +122,9 @@ def _said(clamp: Clamp, *, seen_nan: bool, seen_inf: bool) -> tuple[str, str, st
     whose = (" (the int8 code limit)" if owner == "int8" else f" ({owner}'s finite max)" if owner
              else " (a limit every clamped element shows)")
     nan = {"kept": "kept", "0": "became 0", "+L": f"became {text}", "-L": f"became -{text}"}[clamp.nan]
-    inf = {"L": f"became {where}", "kept": "kept"}[clamp.inf]
-    return where + whose, nan if seen_nan else "none seen", inf if seen_inf else "none seen"
+    became = {"both": f"±inf became ±{text}", "upper": f"+inf became {text}", "lower": f"-inf became -{text}"}
+    inf = {"L": became[clamp.side], "kept": "±inf kept"}[clamp.inf]
+    return where + whose, nan if seen_nan else "none seen", inf if seen_inf else "±inf none seen"
 
 
 def _claim(batch: Batch, proof: _Proof) -> Claim:
@@ -137,7 +139,7 @@ def _claim(batch: Batch, proof: _Proof) -> Claim:
               "nan_to_zero": int(nan.sum()) if c.nan == "0" else 0,
               "nan_to_limit": int(nan.sum()) if c.nan in ("+L", "-L") else 0,
               "confirmed_by_inf": bool(inf.any()), "explained": int(index.size), "contradicted": 0}
-    summary = f"results clamped to {where}; NaN {nan_text}, ±inf {inf_text}"
+    summary = f"results clamped to {where}; NaN {nan_text}, {inf_text}"
     return Claim("saturation", index, int(index.size), summary, detail)
 
 

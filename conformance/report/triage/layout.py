@@ -138,15 +138,14 @@ class _Lookup:
     element: a reduced batch holds the mismatches and a sample)."""
 
     def __init__(self, batch: Batch) -> None:
-        self.batch = batch
         self.order = None if batch.where is None else np.argsort(batch.where, kind="stable")
+        self.known = None if batch.where is None else batch.where[self.order]
 
     def __call__(self, flat: np.ndarray) -> np.ndarray:
         if self.order is None:
             return flat
-        known = self.batch.where[self.order]
-        at = np.minimum(np.searchsorted(known, flat), known.size - 1)
-        found = known[at] == flat
+        at = np.minimum(np.searchsorted(self.known, flat), self.known.size - 1)
+        found = self.known[at] == flat
         return np.where(flat == _ZERO, _ZERO, np.where(found, self.order[at], _UNKNOWN))
 
 
@@ -161,15 +160,15 @@ def _reproduced(batch: Batch, lookup: _Lookup, index: np.ndarray, t: Transform) 
     return known, known & match_mask(batch.actual[index], pred)
 
 
-def _gate(batch: Batch, rest: np.ndarray) -> bool:
-    """A shape of rank 2 to 5 for the whole tensor, and most of it wrong beyond rounding."""
+def _gate(batch: Batch, wrong: np.ndarray) -> bool:
+    """A shape of rank 2 to 5 for the whole tensor, and a quarter of it wrong or more."""
     shape = batch.shape
     return (len(shape) in _RANKS and int(np.prod(shape)) == batch.tensor_size
-            and rest.size >= 4 and 4 * rest.size >= batch.tensor_size)
+            and wrong.size >= 4 and 4 * wrong.size >= batch.tensor_size)
 
 
-def _sample(rest: np.ndarray) -> np.ndarray:
-    return rest[np.linspace(0, rest.size - 1, min(rest.size, _SAMPLE)).astype(np.int64)]
+def _sample(wrong: np.ndarray, *, most: int) -> np.ndarray:
+    return wrong[np.linspace(0, wrong.size - 1, min(wrong.size, most)).astype(np.int64)]
 
 
 def _passes_sample(batch: Batch, lookup: _Lookup, pick: np.ndarray, t: Transform) -> bool:
@@ -191,11 +190,13 @@ def _proof(batch: Batch, lookup: _Lookup, state: State, t: Transform) -> tuple[n
 def claim_layout(batch: Batch, state: State) -> bool:
     """The output in another layout: claims as ``layout`` the errors that golden, moved
     by the first transform reproducing nearly all of them with no contradiction,
-    explains.  Equally good transforms go into the detail as alternatives."""
-    rest = beyond_rounding(batch, state.remaining)
+    explains (tried first on errors beyond 1 ULP).  Equally good transforms go into the
+    detail as alternatives."""
+    rest = state.remaining
     if not _gate(batch, rest):
         return False
-    lookup, pick = _Lookup(batch), _sample(rest)
+    pick = _sample(beyond_rounding(batch, _sample(rest, most=4 * _SAMPLE)), most=_SAMPLE)
+    lookup = _Lookup(batch)
     found: list[tuple[Transform, np.ndarray]] = []
     for t in transforms(batch.shape, itemsize=batch.golden.dtype.itemsize):
         if not _passes_sample(batch, lookup, pick, t):
