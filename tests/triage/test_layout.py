@@ -109,6 +109,18 @@ def test_nchw_and_nc1hwc0_mixed_up_is_layout_with_c0(dtype, c0: int, shape, pack
     assert finding.detail["transform"] == named and finding.detail["c0"] == c0
 
 
+def test_nhwc_packed_to_nc1hwc0_is_layout() -> None:
+    """The channel axis last: NHWC golden packed to NC1HWC0 and read back flat as NHWC."""
+    shape, c0 = (2, 3, 4, 5), 16
+    x = _inputs(shape, np.float16, seed=11)
+    exact = ref.forward(x, 0.2).reshape(-1)
+    as_nchw = np.ascontiguousarray(exact.reshape(shape).transpose(0, 3, 1, 2))
+    actual = _packed(as_nchw.reshape(-1), as_nchw.shape, c0).reshape(-1)
+    row = judge(x, actual, 0.2)
+    assert counts(row) == {"layout": differs(actual, exact)}
+    assert _layout_finding(row).detail["transform"] == "written NC1HWC0 with C0=16, read as NHWC"
+
+
 def test_a_transposed_gradient_is_layout() -> None:
     shape = (4, 6, 5)
     x, dy = _inputs(shape, np.float32, seed=5), _inputs(shape, np.float32, seed=6)
