@@ -109,6 +109,17 @@ def test_nchw_and_nc1hwc0_mixed_up_is_layout_with_c0(dtype, c0: int, shape, pack
     assert finding.detail["transform"] == named and finding.detail["c0"] == c0
 
 
+def test_sixteen_channels_packed_with_c0_16_are_nhwc_too() -> None:
+    """C == C0: the packed memory is NHWC's, and the finding says both."""
+    shape = (2, 16, 3, 3)
+    x = _inputs(shape, np.float16, seed=12)
+    exact = ref.forward(x, 0.2).reshape(-1)
+    actual = _packed(exact, shape, 16).reshape(-1)
+    finding = _layout_finding(judge(x, actual, 0.2))
+    assert finding.detail["transform"] == "written NHWC, read as NCHW"
+    assert "written NC1HWC0 with C0=16, read as NCHW" in finding.detail["alternatives"]
+
+
 def test_nhwc_packed_to_nc1hwc0_is_layout() -> None:
     """The channel axis last: NHWC golden packed to NC1HWC0 and read back flat as NHWC."""
     shape, c0 = (2, 3, 4, 5), 16

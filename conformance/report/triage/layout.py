@@ -187,23 +187,27 @@ def _proof(batch: Batch, lookup: _Lookup, state: State, t: Transform) -> tuple[n
     return everything[wrong & hits], int((known & ~hits & right).sum())
 
 
-def claim_layout(batch: Batch, state: State) -> bool:
-    """The output in another layout: claims as ``layout`` the errors that golden, moved
-    by the first transform reproducing nearly all of them with no contradiction,
-    explains (tried first on errors beyond 1 ULP).  Equally good transforms go into the
-    detail as alternatives."""
+def _proved(batch: Batch, state: State) -> list[tuple[Transform, np.ndarray]]:
+    """Each transform that reproduces at least 90% of the remaining errors and contradicts
+    no element that is right, with the errors it reproduces (tried first on a sample of
+    the errors beyond 1 ULP)."""
     rest = state.remaining
-    if not _gate(batch, rest):
-        return False
     pick = _sample(beyond_rounding(batch, _sample(rest, most=4 * _SAMPLE)), most=_SAMPLE)
-    lookup = _Lookup(batch)
-    found: list[tuple[Transform, np.ndarray]] = []
+    lookup, found = _Lookup(batch), []
     for t in transforms(batch.shape, itemsize=batch.golden.dtype.itemsize):
-        if not _passes_sample(batch, lookup, pick, t):
-            continue
-        index, contradicted = _proof(batch, lookup, state, t)
-        if contradicted == 0 and 10 * int(np.isin(rest, index).sum()) >= 9 * rest.size:
-            found.append((t, index))
+        if _passes_sample(batch, lookup, pick, t):
+            index, contradicted = _proof(batch, lookup, state, t)
+            if contradicted == 0 and 10 * index.size >= 9 * rest.size:
+                found.append((t, index))
+    return found
+
+
+def claim_layout(batch: Batch, state: State) -> bool:
+    """The output in another layout: the errors the first proved transform reproduces are
+    ``layout``; the transforms that reproduce the same errors are its alternatives."""
+    if not _gate(batch, state.remaining):
+        return False
+    found = _proved(batch, state)
     if not found:
         return False
     (t, index), others = found[0], [o for o, i in found[1:] if np.array_equal(i, found[0][1])]
