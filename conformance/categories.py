@@ -51,7 +51,8 @@ _TABLE: tuple[tuple[str, Group, Kind, str], ...] = (
     ("subnormal-flush", "semantics", "proved by recomputation",
      "subnormal inputs read as zero (DAZ) and/or subnormal results flushed (FTZ)"),
     ("saturation", "semantics", "proved by recomputation",
-     "NaN became 0 and/or ±inf became ±max (saturation mode)"),
+     ("NaN became 0 and/or ±inf became ±max (saturation mode), or results clamped to ±L for a "
+      "limit L the data shows (another dtype's finite max, a fused clamp)")),
     ("grad-at-zero", "semantics", "proved by recomputation",
      "backward at x == 0 used slope 1 instead of alpha (or the reverse)"),
     ("nan-gradient", "semantics", "proved by recomputation",
@@ -63,6 +64,9 @@ _TABLE: tuple[tuple[str, Group, Kind, str], ...] = (
      ("the remaining errors fill one block or every k-th element away from the tail (a tile, a row, "
       "a stride), the same kinds of input elsewhere are right, or the output is shifted by k "
       "elements: stale, unwritten or misplaced data")),
+    ("layout", "location", "proved by recomputation",
+     ("the output is golden in another memory layout read back flat: an axis permutation "
+      "(NCHW read as NHWC, a transpose) or a packed NC1HWC0 layout with zero padding")),
     ("overflow", "value class", "value class", "golden finite, actual ±inf"),
     ("spurious-nan", "value class", "value class", "actual NaN, golden not"),
     ("lost-nan", "value class", "value class", "golden NaN, actual not (and not saturation)"),
@@ -118,6 +122,7 @@ DETAIL_MERGE: Mapping[str, Merge] = {
     "before": "sum", "after": "sum", "mismatching": "sum",
     "explained": "sum", "contradicted": "sum",
     "subnormal_inputs": "sum", "subnormal_outputs": "sum", "nan_to_zero": "sum", "inf_to_max": "sum",
+    "clamped": "sum", "inf_to_limit": "sum", "nan_to_limit": "sum",
     "max_ulp": "max",
     "confirmed_by_inf": "any",
 }

@@ -41,6 +41,12 @@ def test_merge_findings_never_drops_an_unknown_category() -> None:
         merge_findings([row, bad], backend="cann", config=GateConfig())
 
 
+def test_layout_is_a_location_category_that_no_backend_allows() -> None:
+    assert categories.check("layout").group == "location"
+    assert categories.order("stale-block") < categories.order("layout") < categories.order("overflow")
+    assert not any("layout" in allowed for allowed in GateConfig().policy.values())
+
+
 def test_generated_table_lists_every_category() -> None:
     table = categories.markdown_table()
     assert all(f"`{name}`" in table for name in categories.NAMES)

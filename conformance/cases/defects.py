@@ -11,7 +11,9 @@ saturation, gradient rules, narrowed inputs) or edits (a garbled tail).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Optional
 
 import numpy as np
@@ -215,6 +217,8 @@ def _stale(rng: np.random.Generator, n: int, *, alone: bool) -> Defect:
 def _relocated(actual: np.ndarray, golden: np.ndarray, defect: Defect,
                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """``actual`` with a location defect applied, and the elements it overwrote."""
+    if isinstance(defect, Edited):
+        return defect.edit(actual), np.arange(actual.size)
     if defect.shift:
         k = defect.shift
         out = np.zeros_like(actual)
@@ -236,6 +240,102 @@ def _relocated(actual: np.ndarray, golden: np.ndarray, defect: Defect,
     else:
         out[where] = _garble(actual[where], where.size, rng)
     return out, where
+
+
+# ----------------------------------------------------------------------------- layouts and clamps
+
+@dataclass(frozen=True)
+class Edited(Defect):
+    """A defect applied to the whole flat output: a layout mix-up or a clamp at a limit."""
+
+    edit: Optional[Callable[[np.ndarray], np.ndarray]] = None
+
+
+_EDITED_SHARE = 0.12  # of the cases with a defect, the share of layout mix-ups and of clamps
+
+
+def _edited_kind(seed: int) -> str:
+    """Whether case ``seed`` gets a layout mix-up or a clamp (drawn apart from the case's
+    own draws, so the other cases stay as they are)."""
+    draw = np.random.default_rng((seed, 1)).random()
+    return "layout" if draw < _EDITED_SHARE else "clamp" if draw < 2 * _EDITED_SHARE else ""
+
+
+def _layout_shape(rng: np.random.Generator) -> tuple[int, ...]:
+    rank = int(rng.integers(2, 6))
+    return tuple(int(v) for v in rng.integers(2, {2: 40, 3: 14, 4: 9, 5: 6}[rank], size=rank))
+
+
+def _permuted(y: np.ndarray, shape: tuple[int, ...], perm: tuple[int, ...]) -> np.ndarray:
+    """Golden written transposed by ``perm``, read back flat."""
+    return np.ascontiguousarray(y.reshape(shape).transpose(perm)).reshape(-1)
+
+
+def _packed(y: np.ndarray, shape: tuple[int, ...], c0: int) -> np.ndarray:
+    """NCHW golden packed to NC1HWC0 (zero padded channels), read back flat, cut to size."""
+    n, c, h, w = shape
+    c1 = -(-c // c0)
+    padded = np.zeros((n, c1 * c0, h, w), y.dtype)
+    padded[:, :c] = y.reshape(shape)
+    return np.ascontiguousarray(padded.reshape(n, c1, c0, h, w).transpose(0, 1, 3, 4, 2)).reshape(-1)[:y.size]
+
+
+def _unpacked(y: np.ndarray, shape: tuple[int, ...], c0: int) -> np.ndarray:
+    """NCHW golden's memory read as NC1HWC0 (zeros past its end), unpacked to NCHW."""
+    n, c, h, w = shape
+    c1 = -(-c // c0)
+    memory = np.zeros(n * c1 * h * w * c0, y.dtype)
+    memory[:y.size] = y
+    return np.ascontiguousarray(memory.reshape(n, c1, h, w, c0).transpose(0, 1, 4, 2, 3)).reshape(
+        n, c1 * c0, h, w)[:, :c].reshape(-1)
+
+
+def _layout(rng: np.random.Generator, shape: tuple[int, ...], out: str) -> Edited:
+    """A permutation of the axes, or for 4-D a packing to or from NC1HWC0."""
+    if len(shape) == 4 and rng.random() < 0.5:
+        size = info(out).bits // 8
+        c0 = int(rng.choice([32 // size] + ([16] if size == 4 else [])))
+        if rng.random() < 0.5:
+            return Edited("layout", f"packed to NC1HWC0 (C0={c0})", edit=partial(_packed, shape=shape, c0=c0))
+        return Edited("layout", f"unpacked from NC1HWC0 (C0={c0})", edit=partial(_unpacked, shape=shape, c0=c0))
+    perm = tuple(range(len(shape)))
+    while perm == tuple(range(len(shape))):
+        perm = tuple(int(a) for a in rng.permutation(len(shape)))
+    return Edited("layout", f"axes permuted {perm}", edit=partial(_permuted, shape=shape, perm=perm))
+
+
+def _clamped(y: np.ndarray, limit: float, *, side: str, nan: str, inf: str) -> np.ndarray:
+    """``y`` clamped at ``limit`` (float64 arithmetic, exact: the limit is a value of y's dtype)."""
+    v = y.astype(np.float64)
+    lo = -np.inf if side == "upper" else -limit
+    w = np.clip(v, lo, limit)
+    if inf == "kept":
+        w = np.where(np.isinf(v), v, w)
+    w = np.where(np.isnan(v), {"kept": np.nan, "0": 0.0, "+L": limit, "-L": -limit}[nan], w)
+    return ref.round_float64(w, info(y.dtype))
+
+
+def _clamp(rng: np.random.Generator, golden: np.ndarray, out: str) -> Optional[Edited]:
+    """A clamp at another dtype's finite max, an int8 code limit, a fused constant or a
+    value of the data, with a NaN and ±inf behaviour; None when it would clamp fewer than
+    two numbers."""
+    v = golden.astype(np.float64)
+    finite = np.abs(v[np.isfinite(v) & (np.abs(v) >= info(out).smallest_normal)])
+    limits = [info(d).max for d in ("float16", "bfloat16", "float32") if info(d).max < info(out).max]
+    limits += [127.0, 6.0, 1e4] + ([float(np.quantile(finite, rng.uniform(0.6, 0.98)))] if finite.size else [])
+    limit = float(ref.round_float64(np.array([rng.choice(limits)]), info(out))[0].astype(np.float64))
+    side, nan = str(rng.choice(["both", "both", "upper"])), str(rng.choice(["kept", "0", "+L", "-L"]))
+    inf = str(rng.choice(["L", "kept"]))
+    edit = partial(_clamped, limit=limit, side=side, nan=nan, inf=inf)
+    moved = ~np.isnan(v) & (edit(golden).astype(np.float64) != v)
+    if limit <= 0 or int(moved.sum()) < 2:
+        return None
+    return Edited("saturation", f"clamped at {limit:g} ({side}, NaN {nan}, inf {inf})", edit=edit)
+
+
+def _edited(kind: str, rng: np.random.Generator, *, shape: tuple[int, ...], golden: np.ndarray,
+            out: str) -> Optional[Edited]:
+    return _layout(rng, shape, out) if kind == "layout" else _clamp(rng, golden, out) if kind else None
 
 
 # ----------------------------------------------------------------------------- cases
@@ -270,6 +370,9 @@ def generate(seed: int, *, defects: Optional[int] = None, min_size: int = 0) -> 
     shape = _shape(rng)
     while int(np.prod(shape, dtype=np.int64)) < min_size:
         shape = _shape(rng)
+    kind, edit_rng = _edited_kind(seed), np.random.default_rng((seed, 2))
+    while kind == "layout" and (len(shape) < 2 or int(np.prod(shape, dtype=np.int64)) < min_size):
+        shape = _layout_shape(edit_rng)
     n = int(np.prod(shape, dtype=np.int64))
     x = _values(rng, src, n).reshape(shape)
     dy = _values(rng, src, n).reshape(shape) if direction == "backward" else None
@@ -280,6 +383,9 @@ def generate(seed: int, *, defects: Optional[int] = None, min_size: int = 0) -> 
     if tail is None and wanted and n >= 1024 and rng.random() < 0.2:
         tail = _stale(rng, n, alone=wanted == 1)
     planted = _pick(rng, pool, wanted - (tail is not None)) if wanted else []
+    edited = _edited(kind, edit_rng, shape=shape, golden=golden, out=out) if wanted else None
+    if edited is not None:  # alone: golden moved or clamped
+        tail, planted = edited, []
     actual, accept = _plant(x, dy, alpha, out, golden, planted, tail, rng)
     chosen = tuple(planted) + ((tail,) if tail is not None else ())
     return Planted(seed, x, dy, alpha, direction, out, golden, actual, chosen, accept)

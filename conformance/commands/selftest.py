@@ -229,7 +229,7 @@ def name_generated(case) -> Scored:
 
     mis = np.flatnonzero(~match_mask(case.actual, case.golden))
     batch = Batch(case.x.reshape(-1), None if case.dy is None else case.dy.reshape(-1), case.alpha,
-                  case.direction, case.out_dtype, case.golden, case.actual)
+                  case.direction, case.out_dtype, case.golden, case.actual, shape=case.x.shape)
     named: dict[int, str] = {}
     also: dict[int, tuple] = {}  # categories triage reported as equally good for the element
     for claim in triage(batch, mismatches=mis):

@@ -175,6 +175,12 @@ class _Context:
     label: str
     layout: Callable[[], Optional[TileLayout]]  # the whole tensor's plan, computed when needed
     profile: Optional[str] = None  # the policy entry backend[profile], when it has one
+    shape: Shape = ()  # the tensor's shape, for the layouts triage tries
+
+
+def _tensor_shape(shape: Shape, *, numel: int) -> Shape:
+    """``shape`` when it is the whole tensor's, else () (triage then reads it as 1-D)."""
+    return tuple(shape) if int(np.prod(shape, dtype=np.int64)) == numel else ()
 
 
 def _lazy_layout(fixed: Optional[TileLayout], layout_fn: Optional[LayoutFn], *,
@@ -223,7 +229,7 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
         layout = result.layout if result.layout is not None else (
             layout_fn(x.size) if layout_fn is not None else None)
         batch = Batch(x.reshape(-1), dy_flat, head["alpha"], direction, head["out_dtype"],
-                      expected, actual)
+                      expected, actual, shape=_tensor_shape(head["shapes"][0], numel=x.size))
         claims = triage(batch, mismatches=comp.mismatch_index, hazards=result.hazards, layout=layout)
         bad = np.zeros(x.size, dtype=bool)
         bad[comp.mismatch_index[comp.violating]] = True
@@ -325,7 +331,7 @@ def _reduced(scans: list[_Scan], ctx: _Context, *, numel: int) -> tuple[Batch, n
     where, x, dy = _joined(parts, "where"), _joined(parts, "x"), _joined(parts, "dy")
     golden, actual = _joined(parts, "golden"), _joined(parts, "actual")
     batch = Batch(x, dy, ctx.alpha, ctx.direction, ctx.out_dtype, golden, actual,
-                  where=where, numel=numel, weight=weight)
+                  where=where, numel=numel, weight=weight, shape=_tensor_shape(ctx.shape, numel=numel))
     return batch, np.arange(violating.size), violating
 
 
@@ -360,7 +366,8 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
     head = _head(dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
                  profile=profile, variant=None, label=label, shape=(numel,) if shape is None else shape)
     ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
-                   backend, config, label, _lazy_layout(None, layout_fn, numel=numel), profile)
+                   backend, config, label, _lazy_layout(None, layout_fn, numel=numel), profile,
+                   head["shapes"][0])
     where = np.dtype(np.int32 if numel <= np.iinfo(np.int32).max else np.int64)
     scans = []
     for chunk in read():
@@ -405,7 +412,7 @@ def merge_findings(rows: Sequence[Row], *, backend: str, config: GateConfig,
     refuted = _saturation_refuted(rows)
     by_cat: dict[str, Finding] = {}
     for finding in (f for r in rows for f in r.findings):
-        if refuted and finding.category == "saturation":
+        if refuted and finding.category == "saturation" and "limit" not in finding.detail:  # a clamp is proved
             finding = _relabel_unconfirmed(finding)
         prev = by_cat.get(finding.category)
         by_cat[finding.category] = finding if prev is None else _merge_two(prev, finding)

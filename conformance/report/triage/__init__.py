@@ -5,9 +5,11 @@ Categories come from the registry (``conformance.categories``); the passes run i
 - ``hazards``: the emulator's records (``BackendResult.hazards``);
 - ``location``: an output shifted by k elements is proved element by element first,
   before a rule could match some of its elements by chance;
+- ``layout``: golden permuted or packed (NC1HWC0) reproduces the output, proved likewise;
 - ``attribution``: candidate rules (``rules.catalogue``, each a golden variant) compete in
   a description-length beam search (``search``, on the scope ``sampling`` gives it); each
   element the chosen stack reproduces goes to the rule it needs that moves its value most;
+- ``clamps``: golden clamped at one limit L reproduces what is left (``saturation`` at L);
 - ``location``: ``tail-block`` by confinement to the tail regions of the tiling plan or
   the end of the tensor, then ``stale-block`` for a block or a stride; a rule's claim
   whose every element lies where a location claim explains them is withdrawn and its
@@ -27,7 +29,9 @@ import numpy as np
 from conformance.records import Hazard, TileLayout
 from conformance.report.triage.attribution import claim_semantics
 from conformance.report.triage.claims import Batch, Claim, State, beyond_rounding, merge_claims, special_values
+from conformance.report.triage.clamps import claim_clamps
 from conformance.report.triage.hazards import claim_hazards
+from conformance.report.triage.layout import claim_layout
 from conformance.report.triage.location import claim_blocks, claim_shift, claim_tail, tail_regions
 from conformance.report.triage.value_classes import claim_value_classes
 
@@ -42,8 +46,10 @@ def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = 
     with np.errstate(all="ignore"):
         if state.remaining.size:
             claim_shift(batch, state, beyond_rounding(batch, state.remaining))
+        claim_layout(batch, state)
         if state.remaining.size:
             claim_semantics(batch, state)
+        claim_clamps(batch, state)
         claim_tail(batch, state, layout)
         claim_blocks(batch, state)
         claim_value_classes(batch, state)

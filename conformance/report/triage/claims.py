@@ -40,6 +40,7 @@ class Batch:
     where: Optional[np.ndarray] = None
     numel: Optional[int] = None
     weight: Optional[np.ndarray] = None
+    shape: tuple[int, ...] = ()
 
     @property
     def tensor_size(self) -> int:

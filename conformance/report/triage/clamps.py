@@ -1,0 +1,162 @@
+"""Clamps at a limit: the output is golden clamped to ±L for a limit L the data shows.
+
+L is the one magnitude the errors agree on where the actual value is smaller than the
+exact one (or the exact one is not a number): a dtype's finite max (an fp32 kernel built
+with fp16 limits), an int8 code limit, or another value every clamped element shows (a
+fused clamp at 6).  The proof is a recomputation: golden clamped at L on one or both
+sides, with the NaN and ±inf behaviour the output shows (NaN kept, or become 0 or ±L;
+±inf become ±L or kept), reproduces the actual bits of every claimed element and
+contradicts none (no element beyond L that stays unclamped).  Its category is
+``saturation``; L, the sides and the NaN/inf behaviour go into the detail.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from itertools import product
+from typing import Optional
+
+import numpy as np
+
+from conformance.dtypes import DTYPES, info
+from conformance.report.metrics import match_mask
+from conformance.report.triage.claims import Batch, Claim, State, comparable
+
+_SIDES = ("both", "upper", "lower")
+_NAN = ("kept", "0", "+L", "-L")
+_INF = ("L", "kept")
+_INT8_CODES = (127.0, 128.0)  # a requantised int8 code at its limit
+_ROUNDS = 2  # an asymmetric clamp is one side, then the other
+
+
+@dataclass(frozen=True)
+class Clamp:
+    """Golden clamped at ``limit``: on which ``side``, and what NaN and ±inf become."""
+
+    limit: float
+    side: str = "both"
+    nan: str = "kept"
+    inf: str = "L"
+
+    def apply(self, golden: np.ndarray) -> np.ndarray:
+        """``golden`` (any float dtype) under this clamp, in its own dtype."""
+        g, out = comparable(golden), golden.copy()
+        finite = np.isfinite(g) if self.inf == "kept" else np.ones(g.shape, bool)
+        hi, lo = np.array(self.limit, golden.dtype), np.array(-self.limit, golden.dtype)
+        if self.side != "lower":
+            out[(g > self.limit) & finite] = hi
+        if self.side != "upper":
+            out[(g < -self.limit) & finite] = lo
+        if self.nan != "kept":
+            out[np.isnan(g)] = {"0": np.zeros((), golden.dtype), "+L": hi, "-L": lo}[self.nan]
+        return out
+
+
+def limit_of(limit: float) -> Optional[str]:
+    """The dtype whose finite max ``limit`` is, or ``int8`` for a code limit; else None."""
+    for name in DTYPES:
+        if info(name).max == limit:
+            return name
+    return "int8" if limit in _INT8_CODES else None
+
+
+def agreed_limit(batch: Batch, rest: np.ndarray) -> Optional[float]:
+    """The magnitude most errors clamped below their exact value share (None when none
+    is, or no two share one)."""
+    a, g = comparable(batch.actual[rest]), comparable(batch.golden[rest])
+    below = np.isfinite(a) & (a != 0) & (np.isnan(g) | (np.abs(g) > np.abs(a)))
+    if not below.any():
+        return None
+    values, counts = np.unique(np.abs(a[below]).astype(np.float64), return_counts=True)
+    top = int(np.argmax(counts))
+    return float(values[top]) if counts[top] >= 2 or limit_of(float(values[top])) else None
+
+
+@dataclass(frozen=True)
+class _Proof:
+    clamp: Clamp
+    explained: np.ndarray
+    contradicted: int
+    seen: tuple[bool, bool] = (False, False)  # the batch has NaN, ±inf beyond the limit
+
+
+def _prove(batch: Batch, affected: np.ndarray, wrong: np.ndarray, clamp: Clamp) -> _Proof:
+    """The wrong elements ``clamp`` reproduces, and the elements of ``affected`` where it
+    predicts a change the output does not show."""
+    g = batch.golden[affected]
+    pred = clamp.apply(g)
+    changes, follows = ~match_mask(pred, g), match_mask(batch.actual[affected], pred)
+    return _Proof(clamp, affected[changes & follows & wrong[affected]], int((changes & ~follows).sum()))
+
+
+def _candidates(limit: float, *, seen: tuple[bool, bool]) -> list[Clamp]:
+    """Every side, and the NaN/inf behaviours worth telling apart (those the batch has)."""
+    nans = _NAN if seen[0] else ("kept",)
+    infs = _INF if seen[1] else ("L",)
+    return [Clamp(limit, s, n, i) for s, n, i in product(_SIDES, nans, infs)]
+
+
+def _best(batch: Batch, state: State, limit: float) -> Optional[_Proof]:
+    """The clamp at ``limit`` that explains most and contradicts nothing, over the
+    elements no earlier pass explained (an earlier clamp's are judged again: the other
+    side of an asymmetric clamp must not predict them)."""
+    open_ = np.ones(batch.x.size, dtype=bool)
+    for c in state.claims:
+        if c.in_tensor and "limit" not in c.detail:
+            open_[c.index] = False
+    wrong = np.zeros(batch.x.size, dtype=bool)
+    wrong[state.remaining] = True
+    g = comparable(batch.golden)
+    affected = np.flatnonzero(open_ & ~(np.abs(g) <= limit))  # beyond L, or NaN
+    seen = (bool(np.isnan(g[affected]).any()), bool(np.isinf(g[affected]).any()))
+    proofs = [_prove(batch, affected, wrong, c) for c in _candidates(limit, seen=seen)]
+    proofs = [p for p in proofs if p.contradicted == 0 and p.explained.size]
+    best = max(proofs, key=lambda p: p.explained.size) if proofs else None  # first of the largest
+    return None if best is None else replace(best, seen=seen)
+
+
+def _said(clamp: Clamp, *, seen_nan: bool, seen_inf: bool) -> tuple[str, str, str]:
+    """The limit, NaN and ±inf behaviour in words."""
+    text = f"{clamp.limit:g}"
+    where = {"both": f"±{text}", "upper": f"at most {text}", "lower": f"at least -{text}"}[clamp.side]
+    owner = limit_of(clamp.limit)
+    whose = (" (the int8 code limit)" if owner == "int8" else f" ({owner}'s finite max)" if owner
+             else " (a limit every clamped element shows)")
+    nan = {"kept": "kept", "0": "became 0", "+L": f"became {text}", "-L": f"became -{text}"}[clamp.nan]
+    became = {"both": f"±inf became ±{text}", "upper": f"+inf became {text}", "lower": f"-inf became -{text}"}
+    inf = {"L": became[clamp.side], "kept": "±inf kept"}[clamp.inf]
+    return where + whose, nan if seen_nan else "none seen", inf if seen_inf else "±inf none seen"
+
+
+def _claim(batch: Batch, proof: _Proof) -> Claim:
+    index, c = proof.explained, proof.clamp
+    g = comparable(batch.golden[index])
+    nan, inf = np.isnan(g), np.isinf(g)
+    seen_nan, seen_inf = proof.seen
+    where, nan_text, inf_text = _said(c, seen_nan=seen_nan, seen_inf=seen_inf)
+    detail = {"limit": c.limit, "limit_of": limit_of(c.limit), "side": c.side,
+              "nan": c.nan if seen_nan else "none seen", "inf": c.inf if seen_inf else "none seen",
+              "clamped": int((~nan & ~inf).sum()), "inf_to_limit": int(inf.sum()),
+              "nan_to_zero": int(nan.sum()) if c.nan == "0" else 0,
+              "nan_to_limit": int(nan.sum()) if c.nan in ("+L", "-L") else 0,
+              "confirmed_by_inf": bool(inf.any()), "explained": int(index.size), "contradicted": 0}
+    summary = f"results clamped to {where}; NaN {nan_text}, {inf_text}"
+    return Claim("saturation", index, int(index.size), summary, detail)
+
+
+def _proved(batch: Batch, proof: _Proof) -> bool:
+    """Two different exact values clamped, or one at a named limit: one odd value is no clamp."""
+    distinct = np.unique(comparable(batch.golden[proof.explained]).astype(np.float64)).size
+    return distinct >= 2 or limit_of(proof.clamp.limit) is not None
+
+
+def claim_clamps(batch: Batch, state: State) -> None:
+    """Errors that golden clamped at one limit reproduces, with no contradiction, are
+    ``saturation`` at that limit (one side, then the other, for an asymmetric clamp)."""
+    for _ in range(_ROUNDS):
+        if state.remaining.size == 0:
+            return
+        limit = agreed_limit(batch, state.remaining)
+        proof = None if limit is None else _best(batch, state, limit)
+        if proof is None or not _proved(batch, proof):
+            return
+        state.claim(_claim(batch, proof), by_rule=True)

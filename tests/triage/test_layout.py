@@ -1,0 +1,188 @@
+"""Layout mix-ups: golden permuted or packed (NC1HWC0) and read back flat is ``layout``.
+
+The defects are built here with numpy's own transpose and padding, independently of the
+triage's index arithmetic, on several shapes, dtypes, permutations and C0 values.
+"""
+from __future__ import annotations
+
+import json
+from itertools import permutations
+
+import numpy as np
+import pytest
+
+from conformance.dtypes import bfloat16
+from conformance.reference import golden as ref
+from tests.helpers import F16, counts, differs, judge, judge_dump, run_cli
+
+
+def _inputs(shape: tuple[int, ...], dtype: object, *, seed: int = 0) -> np.ndarray:
+    """Random values of both signs over several binades (no two alike, by chance)."""
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    v = rng.standard_normal(n) * 10.0 ** rng.uniform(-2, 2, n)
+    return v.astype(dtype).reshape(shape)
+
+
+def _transposed(y: np.ndarray, shape: tuple[int, ...], perm: tuple[int, ...]) -> np.ndarray:
+    """The result written transposed by ``perm`` and read back flat in ``shape``."""
+    return np.ascontiguousarray(y.reshape(shape).transpose(perm)).reshape(shape)
+
+
+def _packed(y: np.ndarray, shape: tuple[int, ...], c0: int) -> np.ndarray:
+    """NCHW result packed to NC1HWC0 with zero padded channels, read back flat as NCHW."""
+    n, c, h, w = shape
+    c1 = -(-c // c0)
+    padded = np.zeros((n, c1 * c0, h, w), y.dtype)
+    padded[:, :c] = y.reshape(shape)
+    return padded.reshape(n, c1, c0, h, w).transpose(0, 1, 3, 4, 2).reshape(-1)[:y.size].reshape(shape)
+
+
+def _unpacked(y: np.ndarray, shape: tuple[int, ...], c0: int) -> np.ndarray:
+    """NCHW result's memory read as NC1HWC0 (zeros past its end) and unpacked to NCHW."""
+    n, c, h, w = shape
+    c1 = -(-c // c0)
+    memory = np.zeros(n * c1 * h * w * c0, y.dtype)
+    memory[:y.size] = y.reshape(-1)
+    nchw = memory.reshape(n, c1, h, w, c0).transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w)
+    return np.ascontiguousarray(nchw[:, :c])
+
+
+def _layout_finding(row):
+    (finding,) = [f for f in row.findings if f.category == "layout"]
+    return finding
+
+
+@pytest.mark.parametrize("dtype", [np.float16, bfloat16, np.float32, np.float64])
+@pytest.mark.parametrize(("shape", "perm", "named"), [
+    ((2, 3, 4, 5), (0, 2, 3, 1), "written NHWC, read as NCHW"),
+    ((3, 4, 5, 6), (0, 3, 1, 2), "written NCHW, read as NHWC"),
+])
+def test_nchw_read_as_nhwc_and_back_is_layout(dtype, shape, perm, named: str) -> None:
+    x = _inputs(shape, dtype)
+    exact = ref.forward(x, 0.2).reshape(-1)
+    actual = _transposed(exact, shape, perm)
+    row = judge(x, actual.reshape(-1), 0.2)
+    assert counts(row) == {"layout": differs(actual.reshape(-1), exact)}
+    finding = _layout_finding(row)
+    assert finding.detail["transform"] == named and named in finding.summary
+    assert finding.detail["permutation"] == list(perm) and finding.detail["contradicted"] == 0
+
+
+@pytest.mark.parametrize(("shape", "seed"), [((7, 9), 1), ((4, 5, 6), 2), ((2, 3, 4, 5), 3), ((2, 3, 2, 4, 3), 4)])
+def test_every_axis_permutation_of_ranks_2_to_5_is_layout(shape: tuple[int, ...], seed: int) -> None:
+    x = _inputs(shape, np.float32, seed=seed)
+    exact = ref.forward(x, 0.3).reshape(-1)
+    rng = np.random.default_rng(seed)
+    perms = [p for p in permutations(range(len(shape))) if p != tuple(range(len(shape)))]
+    for i in rng.choice(len(perms), size=min(len(perms), 6), replace=False):
+        perm = perms[int(i)]
+        actual = _transposed(exact, shape, perm).reshape(-1)
+        row = judge(x, actual, 0.3)
+        assert counts(row) == {"layout": differs(actual, exact)}, (perm, row.message)
+        found = tuple(_layout_finding(row).detail["permutation"])
+        assert np.array_equal(_transposed(exact, shape, found).reshape(-1), actual), (perm, found)
+
+
+def test_an_axis_of_size_one_names_a_permutation_with_the_same_memory_order() -> None:
+    shape, perm = (3, 1, 5), (2, 1, 0)
+    x = _inputs(shape, np.float16)
+    exact = ref.forward(x, 0.2).reshape(-1)
+    actual = _transposed(exact, shape, perm).reshape(-1)
+    found = tuple(_layout_finding(judge(x, actual, 0.2)).detail["permutation"])
+    assert np.array_equal(_transposed(exact, shape, found).reshape(-1), actual)
+
+
+@pytest.mark.parametrize(("dtype", "c0", "shape"), [
+    (np.float16, 16, (2, 3, 4, 5)), (bfloat16, 16, (1, 20, 3, 3)),
+    (np.float32, 8, (2, 5, 3, 4)), (np.float32, 16, (3, 17, 2, 2)), (np.float64, 4, (2, 6, 3, 3)),
+])
+@pytest.mark.parametrize("packed", [True, False])
+def test_nchw_and_nc1hwc0_mixed_up_is_layout_with_c0(dtype, c0: int, shape, packed: bool) -> None:
+    x = _inputs(shape, dtype, seed=c0)
+    exact = ref.forward(x, 0.2).reshape(-1)
+    actual = (_packed if packed else _unpacked)(exact, shape, c0).reshape(-1)
+    row = judge(x, actual, 0.2)
+    assert counts(row) == {"layout": differs(actual, exact)}, row.message
+    finding = _layout_finding(row)
+    named = f"written NC1HWC0 with C0={c0}, read as NCHW" if packed else f"written NCHW, read as NC1HWC0 with C0={c0}"
+    assert finding.detail["transform"] == named and finding.detail["c0"] == c0
+
+
+def test_sixteen_channels_packed_with_c0_16_are_nhwc_too() -> None:
+    """C == C0: the packed memory is NHWC's, and the finding says both."""
+    shape = (2, 16, 3, 3)
+    x = _inputs(shape, np.float16, seed=12)
+    exact = ref.forward(x, 0.2).reshape(-1)
+    actual = _packed(exact, shape, 16).reshape(-1)
+    finding = _layout_finding(judge(x, actual, 0.2))
+    assert finding.detail["transform"] == "written NHWC, read as NCHW"
+    assert "written NC1HWC0 with C0=16, read as NCHW" in finding.detail["alternatives"]
+
+
+def test_nhwc_packed_to_nc1hwc0_is_layout() -> None:
+    """The channel axis last: NHWC golden packed to NC1HWC0 and read back flat as NHWC."""
+    shape, c0 = (2, 3, 4, 5), 16
+    x = _inputs(shape, np.float16, seed=11)
+    exact = ref.forward(x, 0.2).reshape(-1)
+    as_nchw = np.ascontiguousarray(exact.reshape(shape).transpose(0, 3, 1, 2))
+    actual = _packed(as_nchw.reshape(-1), as_nchw.shape, c0).reshape(-1)
+    row = judge(x, actual, 0.2)
+    assert counts(row) == {"layout": differs(actual, exact)}
+    assert _layout_finding(row).detail["transform"] == "written NC1HWC0 with C0=16, read as NHWC"
+
+
+def test_a_transposed_gradient_is_layout() -> None:
+    shape = (4, 6, 5)
+    x, dy = _inputs(shape, np.float32, seed=5), _inputs(shape, np.float32, seed=6)
+    exact = ref.backward(dy, x, 0.2).reshape(-1)
+    actual = _transposed(exact, shape, (2, 0, 1)).reshape(-1)
+    row = judge(x, actual, 0.2, direction="backward", dy=dy)
+    assert counts(row) == {"layout": differs(actual, exact)}
+
+
+def test_every_fp16_pattern_transposed_is_layout() -> None:
+    """Sorted inputs, where a shift cannot be told from a value: a transpose still is proved."""
+    x = F16.reshape(256, 256)
+    exact = ref.forward(x, 0.2).reshape(-1)
+    actual = np.ascontiguousarray(exact.reshape(256, 256).T).reshape(-1)
+    row = judge(x, actual, 0.2)
+    assert counts(row) == {"layout": differs(actual, exact)}
+
+
+def test_a_correct_output_and_a_wrong_slope_are_not_layout() -> None:
+    x = _inputs((2, 3, 4, 5), np.float32)
+    assert judge(x, ref.forward(x, 0.2).reshape(-1), 0.2).findings == ()
+    row = judge(x, ref.forward(x, 0.01).reshape(-1), 0.2)
+    assert "layout" not in counts(row) and "alpha-mismatch" in counts(row)
+
+
+def test_a_flat_tensor_is_never_tried() -> None:
+    """Without a shape there is no layout to prove."""
+    shape = (6, 7)
+    x = _inputs(shape, np.float32)
+    exact = ref.forward(x, 0.2).reshape(-1)
+    actual = _transposed(exact, shape, (1, 0)).reshape(-1)
+    assert "layout" not in counts(judge(x.reshape(-1), actual, 0.2))
+
+
+def test_a_layout_fails_the_gate_by_default() -> None:
+    shape = (2, 4, 3, 3)
+    x = _inputs(shape, np.float16)
+    actual = _transposed(ref.forward(x, 0.2), shape, (0, 2, 3, 1)).reshape(-1)
+    row = judge_dump(x, actual, 0.2)
+    assert row.verdict == "fail" and not _layout_finding(row).allowed
+
+
+def test_compare_names_a_dump_written_nhwc_and_read_as_nchw(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    shape = (2, 3, 8, 8)
+    x = _inputs(shape, np.float32, seed=9)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", _transposed(ref.forward(x, 0.2), shape, (0, 2, 3, 1)))
+    result = run_cli(["compare", "--x", "x.npy", "--y", "y.npy", "--alpha", "0.2", "--json", "r.json", "-q"],
+                     capsys, cwd=tmp_path)
+    assert result.code == 1, result.text
+    (row,) = json.loads((tmp_path / "r.json").read_text())["rows"]
+    assert [f["category"] for f in row["findings"]] == ["layout"]
+    assert row["findings"][0]["detail"]["transform"] == "written NHWC, read as NCHW"
+    assert row["findings"][0]["count"] == row["mismatches"]
