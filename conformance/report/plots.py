@@ -229,3 +229,21 @@ def merge(a: Optional[Plots], b: Optional[Plots]) -> Optional[Plots]:
         return a or b
     grids = sorted(a.grids + b.grids, key=lambda g: -g.errors)[:MAX_GRIDS]
     return Plots(_sum(a.ulp, b.ulp), _sum(a.values, b.values), tuple(grids))
+
+
+# ----------------------------------------------------------------------------- stored form
+
+def to_state(plots: Plots) -> dict:
+    """Plain dicts, tuples and ints (a sweep store keeps them; :func:`from_state` reads them back)."""
+    grids = [{"kind": g.kind, "part": g.part, "axes": g.axes, "size": g.size, "bins": g.bins,
+              "cells": {c: dict(n) for c, n in g.cells.items()}} for g in plots.grids]
+    return {"ulp": {c: dict(n) for c, n in plots.ulp.items()},
+            "values": {c: dict(n) for c, n in plots.values.items()}, "grids": grids}
+
+
+def from_state(state: dict) -> Plots:
+    def counters(d: dict) -> dict[str, Counter]:
+        return {c: Counter(n) for c, n in d.items()}
+
+    grids = tuple(Grid(**{**g, "cells": counters(g["cells"])}) for g in state["grids"])
+    return Plots(counters(state["ulp"]), counters(state["values"]), grids)
