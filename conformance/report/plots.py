@@ -83,18 +83,18 @@ def class_order(label: str) -> float:
     return sign * (2.0 + (exponent + 2000) / 4000)  # within (1, 3): between subnormal and inf
 
 
+_ULP_NAMES = ["0"] + [str(1 << (k - 1)) for k in range(1, 65)] + ["nan"]
+
+
 def _ulp_counts(actual: np.ndarray, golden: np.ndarray) -> dict[str, int]:
     """ULP bins and their counts: ``0``, a bin's lower edge ``2^(k-1)``, or ``nan``."""
     dist = ulp_distance(actual, golden)
-    v, bits = dist.ulps.copy(), np.zeros(dist.ulps.shape, dtype=np.int64)
-    for shift in (32, 16, 8, 4, 2, 1):  # an exact bit length (float log2 rounds near 2^k)
-        big = v >= (1 << shift)
-        bits += big * shift
-        v = np.where(big, v >> shift, v)
-    bits += v > 0
-    codes, counts = np.unique(np.where(dist.nan, 65, bits), return_counts=True)
-    names = ["0"] + [str(1 << (k - 1)) for k in range(1, 65)] + ["nan"]
-    return {names[k]: n for k, n in zip(codes.tolist(), counts.tolist())}
+    v = dist.ulps.astype(np.uint64)
+    _, bits = np.frexp(v.astype(np.float64))  # the bit length, or one more where the float rounded up
+    bits = bits.astype(np.int64)
+    bits -= (bits > 0) & (np.left_shift(np.uint64(1), np.maximum(bits - 1, 0).astype(np.uint64)) > v)
+    counts = np.bincount(np.where(dist.nan, 65, bits), minlength=66)
+    return {_ULP_NAMES[k]: int(counts[k]) for k in np.flatnonzero(counts).tolist()}
 
 
 def _class_name(code: int, *, bias: int, top: int) -> str:
@@ -114,10 +114,10 @@ def _class_counts(x: np.ndarray) -> dict[str, int]:
     field_ = (bits & np.uint64(rec.exp_mask)) >> np.uint64(rec.mant_bits)
     sign = (bits & np.uint64(rec.sign_mask)) != 0
     mant = (bits & np.uint64(rec.mant_mask)) != 0
-    codes, counts = np.unique(field_.astype(np.int64) * 4 + sign * 2 + mant, return_counts=True)
+    counts = np.bincount(field_.astype(np.int64) * 4 + sign * 2 + mant)
     found: Counter = Counter()
-    for code, n in zip(codes.tolist(), counts.tolist()):
-        found[_class_name(code, bias=rec.bias, top=(1 << rec.exp_bits) - 1)] += n
+    for code in np.flatnonzero(counts).tolist():
+        found[_class_name(code, bias=rec.bias, top=(1 << rec.exp_bits) - 1)] += int(counts[code])
     return dict(found)
 
 
@@ -168,10 +168,10 @@ class _Acc:
 
     def add(self, category: str, r: np.ndarray, c: np.ndarray) -> None:
         (br, bc), width = self.grid.bins, MAX_BINS + 1
-        keys, counts = np.unique((r // br) * width + c // bc, return_counts=True)
+        counts = np.bincount((r // br) * width + c // bc)
         cnt = self.grid.cells.setdefault(category, Counter())
-        for key, n in zip(keys.tolist(), counts.tolist()):
-            cnt[divmod(key, width)] += n
+        for key in np.flatnonzero(counts).tolist():
+            cnt[divmod(key, width)] += int(counts[key])
 
 
 # ----------------------------------------------------------------------------- measure
