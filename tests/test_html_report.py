@@ -93,6 +93,18 @@ def test_grids_are_bounded_by_their_bins_not_the_tensor() -> None:
     assert sum(grid.cells["unexplained"].values()) == x.size
 
 
+def test_a_row_with_plots_is_a_valid_report_document() -> None:
+    from conformance.report import export
+    from tests.helpers import judge
+
+    x = np.linspace(-4, 4, 64, dtype=np.float32)
+    row = judge(x, ref.compute("forward", x, 0.01, out_dtype="float32"), 0.2)
+    doc = export.report_dict([row], seed=0, versions={}, plots=True)
+    assert export.validate(doc, export.SCHEMA) == []
+    assert set(doc["rows"][0]["plots"]) == {"ulp", "values", "grids"}
+    assert "plots" not in export.report_dict([row], seed=0, versions={})["rows"][0]
+
+
 def test_merge_sums_counts_and_keeps_the_grids_with_most_errors() -> None:
     x = np.ones(12, dtype=np.float32)
     small = plots.measure([_claim([0])], _batch(x, np.zeros_like(x)), shape=(3, 4), part="a")

@@ -170,8 +170,10 @@ def _grid_cells(grid: dict) -> tuple[int, int, dict[tuple[int, int], dict[str, i
     return -(-size_r // bin_r), -(-size_c // bin_c), cells
 
 
-def _axis_title(name: str, *, per_bin: int) -> str:
-    return name if per_bin == 1 else f"{name} (bins of {per_bin:,})"
+def _grid_axis(name: str, *, per_bin: int, cells: int) -> dict:
+    """A grid axis: its title (with the bin width), whole-cell ticks at most 8 apart."""
+    title = name if per_bin == 1 else f"{name} (bins of {per_bin:,})"
+    return {"title": {"text": title}, "dtick": per_bin * max(1, -(-cells // 8)), "zeroline": False}
 
 
 def grid_figure(grid: dict) -> Any:
@@ -194,10 +196,10 @@ def grid_figure(grid: dict) -> Any:
                       colorscale=scale, zmin=-0.5, zmax=k - 0.5, hoverongaps=False, xgap=1, ygap=1,
                       colorbar={"tickvals": list(range(k)), "ticktext": cats},
                       hovertemplate=f"{name_r} %{{y}}, {name_c} %{{x}}<br>%{{text}}<extra></extra>")
-    part = f" ({grid['part']})" if grid.get("part") else ""
+    part = f"<br><sub>{escape(grid['part'])}</sub>" if grid.get("part") else ""
     return go.Figure(heat, layout=_layout(f"Errors over {where}{part}",
-                                          xaxis={"title": {"text": _axis_title(name_c, per_bin=bin_c)}},
-                                          yaxis={"title": {"text": _axis_title(name_r, per_bin=bin_r)},
+                                          xaxis=_grid_axis(name_c, per_bin=bin_c, cells=cols),
+                                          yaxis={**_grid_axis(name_r, per_bin=bin_r, cells=rows),
                                                  "autorange": "reversed"}))
 
 
