@@ -105,6 +105,15 @@ def test_a_row_with_plots_is_a_valid_report_document() -> None:
     assert "plots" not in export.report_dict([row], seed=0, versions={})["rows"][0]
 
 
+def test_a_sweep_store_keeps_the_plot_data() -> None:
+    from conformance.sweep.store import row_from_text, row_text
+    from tests.helpers import judge
+
+    x = np.linspace(-4, 4, 64, dtype=np.float32)
+    row = judge(x, ref.compute("forward", x, 0.01, out_dtype="float32"), 0.2)
+    assert row.plots is not None and row_from_text(row_text(row)).plots == row.plots
+
+
 def test_merge_sums_counts_and_keeps_the_grids_with_most_errors() -> None:
     x = np.ones(12, dtype=np.float32)
     small = plots.measure([_claim([0])], _batch(x, np.zeros_like(x)), shape=(3, 4), part="a")
