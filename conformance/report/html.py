@@ -128,8 +128,16 @@ def _colour(category: str) -> str:
     return palette[list(CATEGORIES).index(category) % len(palette)] if category in CATEGORIES else "#888"
 
 
+#: A small template in every figure: plotly's default one is 6.5 KB of JSON per figure.
+_TEMPLATE = {"layout": {"plot_bgcolor": "#e5ecf6", "paper_bgcolor": "white", "font": {"color": "#2a3f5f"},
+                        "xaxis": {"gridcolor": "white", "automargin": True},
+                        "yaxis": {"gridcolor": "white", "automargin": True}}}
+
+
 def _layout(title: str, **more: Any) -> dict:
-    return {"title": {"text": title}, "margin": {"l": 70, "r": 20, "t": 50, "b": 60}, **more}
+    return {"title": {"text": title, "x": 0.01, "xanchor": "left", "y": 0.93, "yanchor": "bottom"},
+            "margin": {"l": 70, "r": 20, "t": 80, "b": 60},
+            "template": _TEMPLATE, **more}
 
 
 def ulp_figure(ulp: dict[str, dict[str, int]]) -> Any:
