@@ -12,6 +12,7 @@ from conformance.errors import UsageError
 
 if TYPE_CHECKING:
     from conformance.report.console import View
+    from conformance.report.files import ReportPaths
     from conformance.report.gate import GateConfig
 
 
@@ -145,3 +146,16 @@ def view_from(args: argparse.Namespace) -> View:
     from conformance.report.console import View
 
     return View(details=getattr(args, "details", "fail"), quiet=bool(args.quiet))
+
+
+HTML_HELP = "write the HTML report (tables and plots, one self-contained file) here; needs the report extra"
+
+
+def html_paths(args: argparse.Namespace) -> ReportPaths:
+    """The --json, --junit and --html paths; --html without the plotting library is a usage error."""
+    from conformance.report.files import ReportPaths
+    from conformance.report.html import require_plotly
+
+    if args.html is not None:
+        require_plotly()
+    return ReportPaths(args.json, args.junit, args.html)

@@ -18,9 +18,11 @@ from typing import Optional
 
 from conformance.commands import compare_quant
 from conformance.commands.args import (
+    HTML_HELP,
     add_gate_options,
     add_view_options,
     config_from,
+    html_paths,
     parse_alpha,
     parse_dtype,
     parse_int,
@@ -60,6 +62,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cores", help="number of cores of the tiling plan")
     parser.add_argument("--json", help="write the JSON report here")
     parser.add_argument("--junit", help="write JUnit XML here")
+    parser.add_argument("--html", metavar="PATH", help=HTML_HELP)
     parser.add_argument("--config", help="gate configuration TOML file")
     add_gate_options(parser)
     add_view_options(parser)
@@ -162,7 +165,7 @@ def _source(args: argparse.Namespace) -> Callable[[GateConfig], list[Row]]:
 
 def execute(args: argparse.Namespace) -> int:
     inputs = {"--x": args.x, "--y": args.y, "--dy": args.dy, "--dx": args.dx, "--config": args.config}
-    paths = files.prepare(files.ReportPaths(args.json, args.junit), inputs=inputs)
+    paths = files.prepare(html_paths(args), inputs=inputs)
     _check_flags(args)
     source = _source(args)
     config = config_from(args)

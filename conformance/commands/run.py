@@ -20,10 +20,12 @@ from conformance.backends import WorkerSpec, default_backends, is_import_path, l
 from conformance.backends import names as backend_names
 from conformance.commands.args import (
     DTYPE_HELP,
+    HTML_HELP,
     add_gate_options,
     add_kernel_options,
     add_view_options,
     config_from,
+    html_paths,
     items,
     parse_alpha,
     parse_dtype,
@@ -66,6 +68,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--max-examples", default="100", help="hypothesis examples per dtype and direction (default 100)")
     add("--json", metavar="PATH", help="write the JSON report here")
     add("--junit", metavar="PATH", help="write JUnit XML here")
+    add("--html", metavar="PATH", help=HTML_HELP)
     add("--results-dir", default="results", metavar="DIR", help="where reproducers of failing rows go")
     add("--config", metavar="FILE", help="TOML gate configuration ([tool.conformance] table)")
     add("--baseline", metavar="OLD.json",
@@ -258,7 +261,7 @@ def gate_against(rows: Sequence[Row], baseline: tuple[str, dict], *, console: Co
 
 
 def execute(args: argparse.Namespace) -> int:
-    paths = files.prepare(ReportPaths(args.json, args.junit),
+    paths = files.prepare(html_paths(args),
                           inputs={"--config": args.config, "--baseline": args.baseline},
                           results_dir=args.results_dir)
     baseline = None if args.baseline is None else (args.baseline, load_report(args.baseline, flag="--baseline"))

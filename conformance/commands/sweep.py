@@ -28,10 +28,12 @@ from rich.text import Text
 from conformance.backends import names as backend_names
 from conformance.backends import skip_reason
 from conformance.commands.args import (
+    HTML_HELP,
     add_gate_options,
     add_kernel_options,
     add_view_options,
     config_from,
+    html_paths,
     items,
     parse_alpha,
     view_from,
@@ -43,7 +45,6 @@ from conformance.interrupts import exit_code
 from conformance.report import console as show
 from conformance.report import export, files
 from conformance.report.evaluate import Row
-from conformance.report.files import ReportPaths
 from conformance.report.gate import GateConfig
 from conformance.suite import Selection
 from conformance.sweep import run as sweeping
@@ -83,6 +84,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--fresh", action="store_true", help="recompute the chunks the store already holds")
     add("--json", metavar="PATH", help="write the JSON report here")
     add("--junit", metavar="PATH", help="write JUnit XML here")
+    add("--html", metavar="PATH", help=HTML_HELP)
     add("--config", metavar="FILE", help="TOML gate configuration ([tool.conformance] table)")
     add_gate_options(parser)
     add_view_options(parser)
@@ -231,7 +233,7 @@ def _executor(args: argparse.Namespace, *, workers: int):  # noqa: ANN202 - a co
 
 
 def execute(args: argparse.Namespace) -> int:
-    paths = files.prepare(ReportPaths(args.json, args.junit), inputs={"--config": args.config})
+    paths = files.prepare(html_paths(args), inputs={"--config": args.config})
     console, view = show.make_console(), view_from(args)
     config = config_from(args)
     if not view.quiet:

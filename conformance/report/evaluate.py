@@ -19,6 +19,7 @@ from conformance.dtypes import info
 from conformance.records import BackendResult, TileLayout
 from conformance.reference import golden as ref
 from conformance.report import metrics as met
+from conformance.report import plots as plotting
 from conformance.report.gate import GateConfig, finding_allowed, verdict
 from conformance.report.messages import MAX_EXAMPLES, Offender, failure_message
 from conformance.report.text import Shape
@@ -60,6 +61,7 @@ class Row:
     parts: tuple[str, ...] = ()
     shapes: tuple[Shape, ...] = ()  # the shape of each part's input array, aligned with parts
     notes: tuple[str, ...] = ()  # what the reader of the row should know, e.g. a default slope was used
+    plots: Optional[plotting.Plots] = None  # bounded counts the HTML report draws (None: no differences)
 
     @property
     def key(self) -> tuple:
@@ -225,6 +227,7 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
                                                              dy=dy_flat, out_dtype=head["out_dtype"])
     comp = met.compare(actual, expected, tolerance=config.tolerance(head["out_dtype"]), part=label)
     findings: tuple[Finding, ...] = ()
+    plots = None
     if comp.mismatch_index.size or result.hazards:
         layout = result.layout if result.layout is not None else (
             layout_fn(x.size) if layout_fn is not None else None)
@@ -237,7 +240,8 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
                            violations=[_violations(c, lambda index: bad[index]) for c in claims],
                            backend=backend, config=config, layout=layout, part=label, profile=profile,
                            hazard_cores={h.index: h.cores[0] for h in result.hazards if h.cores})
-    return Row(**head, metrics=comp.metrics, findings=findings,
+        plots = plotting.measure(claims, batch, layout=layout, shape=head["shapes"][0], part=label)
+    return Row(**head, metrics=comp.metrics, findings=findings, plots=plots,
                verdict=verdict([f.allowed for f in findings]))
 
 
@@ -335,20 +339,22 @@ def _reduced(scans: list[_Scan], ctx: _Context, *, numel: int) -> tuple[Batch, n
     return batch, np.arange(violating.size), violating
 
 
-def _mismatch_findings(scans: list[_Scan], ctx: _Context, *, numel: int) -> tuple[Finding, ...]:
+def _mismatch_findings(scans: list[_Scan], ctx: _Context, *, numel: int,
+                       shape: Shape) -> tuple[tuple[Finding, ...], Optional[plotting.Plots]]:
     """Triage of every mismatch of the tensor at once, on a batch of the mismatches and a
     weighted sample of the matching elements (the evidence a rule is contradicted by);
-    ``tail-block`` is judged on the whole tensor's plan and size."""
+    ``tail-block`` is judged on the whole tensor's plan and size.  Also the row's plot data."""
     batch, mismatches, violating = _reduced(scans, ctx, numel=numel)
     claims = triage(batch, mismatches=mismatches, layout=ctx.layout())
     del mismatches
+    plots = plotting.measure(claims, batch, layout=ctx.layout(), shape=shape, part=ctx.label)
     counts = [_violations(c, lambda index: violating[index]) for c in claims]
     where = batch.where[:violating.size]  # the mismatches' flat indices, ascending
     values = _batch_values(batch)
     claims = [replace(c, index=where[c.index[:MAX_EXAMPLES]]) for c in claims]  # only examples are read on
     return _judged(claims, lambda i: values(int(np.searchsorted(where, where.dtype.type(i)))),  # no int64 copy
                    violations=counts, backend=ctx.backend, config=ctx.config, profile=ctx.profile,
-                   layout=ctx.layout(), part=ctx.label, hazard_cores={})
+                   layout=ctx.layout(), part=ctx.label, hazard_cores={}), plots
 
 
 def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direction: str,
@@ -374,8 +380,9 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
         scans.append(_scan(chunk, ctx, where=where))
         advance(int(chunk.x.size))
     metrics = reduce(met.merge, (s.metrics for s in scans)) if scans else met.empty()
-    findings = _mismatch_findings(scans, ctx, numel=numel) if metrics.mismatches else ()
-    return Row(**head, metrics=metrics, findings=findings,
+    findings, plots = _mismatch_findings(scans, ctx, numel=numel, shape=head["shapes"][0]) \
+        if metrics.mismatches else ((), None)
+    return Row(**head, metrics=metrics, findings=findings, plots=plots,
                verdict=verdict([f.allowed for f in findings]))
 
 
@@ -433,6 +440,7 @@ def merge_rows(rows: Sequence[Row], *, config: GateConfig) -> Row:
     findings = merge_findings(rows, backend=first.backend, config=config, profile=first.profile)
     return replace(first, metrics=reduce(met.merge, (r.metrics for r in rows)),
                    findings=findings, verdict=verdict([f.allowed for f in findings]),
+                   plots=reduce(plotting.merge, (r.plots for r in rows)),
                    parts=tuple(p for r in rows for p in r.parts),
                    shapes=tuple(s for r in rows for s in r.shapes)
                    if all(len(r.shapes) == len(r.parts) for r in rows) else ())

@@ -71,6 +71,7 @@ _ROW_PROPS = {
 }
 _OPTIONAL_ROW_PROPS = {  # present only when they say something
     "notes": {"type": "array", "items": {"type": "string"}},
+    "plots": {"type": "object"},  # what the HTML report draws (report.plots); only in its document
 }
 _NUMBER_PAIR = {"type": "object", "required": ["rtol", "atol"], "additionalProperties": False,
                 "properties": {"rtol": {"type": "number"}, "atol": {"type": "number"}}}
@@ -164,8 +165,9 @@ def _finding(f: Finding, *, row: Row) -> dict:
             "reproducer": f.reproducer, "violations": f.violations}
 
 
-def row_dict(row: Row) -> dict:
-    """One row with docs/architecture.md's fields plus the extra metric fields."""
+def row_dict(row: Row, *, plots: bool = False) -> dict:
+    """One row with docs/architecture.md's fields plus the extra metric fields (and, with
+    ``plots``, the counts the HTML report draws)."""
     m = row.metrics
     return {
         "backend": row.backend, "profile": row.profile, "variant": row.variant,
@@ -181,6 +183,7 @@ def row_dict(row: Row) -> dict:
         "cosine_similarity": _ratio(m.cosine), "error_balance": _ratio(m.error_balance),
         "parts": list(row.parts),
         **({"notes": list(row.notes)} if row.notes else {}),
+        **({"plots": row.plots.as_dict()} if plots and row.plots is not None else {}),
     }
 
 
@@ -193,14 +196,15 @@ def agreement_dict(a: Agreement) -> dict:
 
 def report_dict(rows: Sequence[Row], *, seed: Optional[int], versions: dict,
                 verdict: Optional[str] = None, config: Optional[GateConfig] = None,
-                agreement: Optional[Sequence[Agreement]] = None) -> dict:
+                agreement: Optional[Sequence[Agreement]] = None, plots: bool = False) -> dict:
     """The whole report document; ``config`` records the gate configuration it was judged under,
-    ``agreement`` the comparison with a reference backend (None: none was asked for)."""
+    ``agreement`` the comparison with a reference backend (None: none was asked for); ``plots``
+    adds each row's plot data (the HTML report's document)."""
     doc = {"schema": SCHEMA_ID, "verdict": verdict or overall(r.verdict for r in rows),
            "seed": seed, "versions": _jsonable(dict(versions))}
     if config is not None:
         doc["config"] = config_dict(config)
-    doc["rows"] = [row_dict(r) for r in rows]
+    doc["rows"] = [row_dict(r, plots=plots) for r in rows]
     if agreement is not None:
         doc["agreement"] = [agreement_dict(a) for a in agreement]
     return doc
@@ -353,6 +357,13 @@ def write_reports(rows: Sequence[Row], paths: ReportPaths, *, seed: Optional[int
     if paths.junit:
         write_junit(rows, paths.junit, partial=partial, config=config)
         written.append(paths.junit)
+    if paths.html:
+        from conformance.report.html import render_html
+
+        doc = report_dict(rows, seed=seed, versions=versions(), verdict="fail" if partial else None,
+                          config=config, agreement=agreement, plots=True)
+        render_html({**doc, "partial": True} if partial else doc, paths.html)
+        written.append(paths.html)
     return written
 
 

@@ -32,15 +32,16 @@ _STREAM_DIRS = ("/dev/", "/proc/")  # /dev/stdout, /dev/fd/3, /proc/self/fd/1: d
 
 @dataclass(frozen=True)
 class ReportPaths:
-    """Where the JSON and JUnit reports go (None: not asked for)."""
+    """Where the JSON, JUnit and HTML reports go (None: not asked for)."""
 
     json: Optional[str] = None
     junit: Optional[str] = None
+    html: Optional[str] = None
 
     def named(self) -> list[tuple[str, str]]:
         """``(flag, path)`` of each report asked for."""
-        return [(flag, path) for flag, path in (("--json", self.json), ("--junit", self.junit))
-                if path is not None]
+        return [(flag, path) for flag, path in (("--json", self.json), ("--junit", self.junit),
+                                                ("--html", self.html)) if path is not None]
 
 
 # ----------------------------------------------------------------------------- checks

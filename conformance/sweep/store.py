@@ -31,6 +31,7 @@ import numpy as np
 from conformance.dtypes import from_bits, info, to_bits
 from conformance.errors import UsageError
 from conformance.report import metrics as met
+from conformance.report import plots
 from conformance.report.evaluate import Finding, Row
 from conformance.report.messages import Offender
 from conformance.sweep.spec import SweepSpec
@@ -95,6 +96,7 @@ def row_text(row: Row) -> str:
     doc = _flat(row)
     doc["metrics"] = _flat(row.metrics)
     doc["findings"] = [{**_flat(f), "examples": [_flat(e) for e in f.examples]} for f in row.findings]
+    doc["plots"] = None if row.plots is None else plots.to_state(row.plots)
     return json.dumps(encode(doc), separators=(",", ":"), allow_nan=False)
 
 
@@ -103,6 +105,7 @@ def row_from_text(text: str) -> Row:
     doc["metrics"] = met.Metrics(**doc["metrics"])
     doc["findings"] = tuple(Finding(**{**f, "examples": tuple(Offender(**e) for e in f["examples"])})
                             for f in doc["findings"])
+    doc["plots"] = None if doc.get("plots") is None else plots.from_state(doc["plots"])
     return Row(**doc)
 
 

@@ -1,0 +1,249 @@
+"""What the HTML report draws for a row, as bounded counts computed where the row is judged.
+
+Per category of the row's findings: a histogram of the ULP distances of its elements
+(bins ``[2^(k-1), 2^k)``, plus ``0`` and ``nan``), the value classes of their inputs
+(sign and binade, or zero, subnormal, inf, nan), and coarse grids of counts over the
+kernel's plan (cores x tiles) and over the N-D shape (channel x spatial, or the two axes
+of a matrix).  Every size is bounded by the bins, never by the tensor: a 16M-element dump
+gives a few hundred numbers.  ``Plots.as_dict`` is the ``plots`` field of a JSON row.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from conformance.dtypes import info, to_bits, ulp_distance
+from conformance.records import TileLayout
+from conformance.report.triage import Batch, Claim
+
+MAX_BINS = 64  # per grid axis: a grid has at most 64 x 64 cells per category
+MAX_GRIDS = 4  # per row: the grids of its parts with the most errors
+_STEP = 1 << 20  # elements handled at once (bounds the temporaries of a 16M-element dump)
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Counts per category over a ``rows`` x ``cols`` grid; cell ``(r, c)`` covers
+    ``bins[0]`` rows and ``bins[1]`` columns of the underlying axes."""
+
+    kind: str  # "plan" (cores x tiles) or "shape" (the input's axes)
+    part: str
+    axes: tuple[str, str]
+    size: tuple[int, int]  # the underlying axes' lengths
+    bins: tuple[int, int]
+    cells: dict[str, Counter] = field(default_factory=dict)  # category -> (r, c) -> count
+
+    @property
+    def errors(self) -> int:
+        return sum(sum(c.values()) for c in self.cells.values())
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "part": self.part, "axes": list(self.axes), "size": list(self.size),
+                "bins": list(self.bins),
+                "cells": {cat: [[r, c, n] for (r, c), n in sorted(cnt.items())]
+                          for cat, cnt in self.cells.items()}}
+
+
+@dataclass(frozen=True)
+class Plots:
+    """A row's plot data: per category, ULP bins and input classes; its grids."""
+
+    ulp: dict[str, Counter] = field(default_factory=dict)  # category -> bin label -> count
+    values: dict[str, Counter] = field(default_factory=dict)  # category -> class label -> count
+    grids: tuple[Grid, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {"ulp": {c: dict(sorted(b.items(), key=lambda kv: ulp_order(kv[0]))) for c, b in self.ulp.items()},
+                "values": {c: dict(sorted(v.items(), key=lambda kv: class_order(kv[0])))
+                           for c, v in self.values.items()},
+                "grids": [g.as_dict() for g in self.grids]}
+
+
+# ----------------------------------------------------------------------------- labels and order
+
+def ulp_order(label: str) -> float:
+    """Bins in increasing distance, ``nan`` last."""
+    return float("inf") if label == "nan" else float(label)
+
+
+_CLASS_RANK = {"-inf": -3.0, "-subnormal": -1.0, "-0": -0.5, "+0": 0.5, "+subnormal": 1.0,
+               "+inf": 3.0, "nan": 4.0}
+
+
+def class_order(label: str) -> float:
+    """``-inf < -2^e (large e first) < -subnormal < -0 < +0 < +subnormal < +2^e < +inf < nan``."""
+    if label in _CLASS_RANK:
+        return _CLASS_RANK[label]
+    sign, exponent = (-1 if label[0] == "-" else 1), int(label.split("^")[1])
+    return sign * (2.0 + (exponent + 2000) / 4000)  # within (1, 3): between subnormal and inf
+
+
+_ULP_NAMES = ["0"] + [str(1 << (k - 1)) for k in range(1, 65)] + ["nan"]
+
+
+def _ulp_counts(actual: np.ndarray, golden: np.ndarray) -> dict[str, int]:
+    """ULP bins and their counts: ``0``, a bin's lower edge ``2^(k-1)``, or ``nan``."""
+    dist = ulp_distance(actual, golden)
+    v = dist.ulps.astype(np.uint64)
+    _, bits = np.frexp(v.astype(np.float64))  # the bit length, or one more where the float rounded up
+    bits = bits.astype(np.int64)
+    bits -= (bits > 0) & (np.left_shift(np.uint64(1), np.maximum(bits - 1, 0).astype(np.uint64)) > v)
+    counts = np.bincount(np.where(dist.nan, 65, bits), minlength=66)
+    return {_ULP_NAMES[k]: int(counts[k]) for k in np.flatnonzero(counts).tolist()}
+
+
+def _class_name(code: int, *, bias: int, top: int) -> str:
+    """The class of an input from its code ``(sign * 2 + mantissa != 0) + 4 * exponent field``."""
+    field_, sign, mant = code >> 2, "-" if code & 2 else "+", code & 1
+    if field_ == top:
+        return "nan" if mant else f"{sign}inf"
+    if field_ == 0:
+        return f"{sign}subnormal" if mant else f"{sign}0"
+    return f"{sign}2^{field_ - bias}"
+
+
+def _class_counts(x: np.ndarray) -> dict[str, int]:
+    """Input classes and their counts: ``±0``, ``±subnormal``, ``±2^e`` (the binade), ``±inf``, ``nan``."""
+    rec = info(x.dtype)
+    bits = to_bits(x).astype(np.uint64)
+    field_ = (bits & np.uint64(rec.exp_mask)) >> np.uint64(rec.mant_bits)
+    sign = (bits & np.uint64(rec.sign_mask)) != 0
+    mant = (bits & np.uint64(rec.mant_mask)) != 0
+    counts = np.bincount(field_.astype(np.int64) * 4 + sign * 2 + mant)
+    found: Counter = Counter()
+    for code in np.flatnonzero(counts).tolist():
+        found[_class_name(code, bias=rec.bias, top=(1 << rec.exp_bits) - 1)] += int(counts[code])
+    return dict(found)
+
+
+# ----------------------------------------------------------------------------- grids
+
+def _bins(length: int) -> int:
+    """Elements per bin so that ``length`` fits in MAX_BINS bins."""
+    return max(1, -(-length // MAX_BINS))
+
+
+class _Plan:
+    """Vectorised ``TileLayout.locate``: the (core, tile) of flat indices."""
+
+    def __init__(self, layout: TileLayout) -> None:
+        spans = sorted(layout.spans, key=lambda s: s.start)
+        self.start = np.array([s.start for s in spans], dtype=np.int64)
+        self.stop = np.array([s.stop for s in spans], dtype=np.int64)
+        self.core = np.array([s.core for s in spans], dtype=np.int64)
+        self.tile = np.array([s.tile for s in spans], dtype=np.int64)
+        self.size = (int(self.core.max()) + 1, int(self.tile.max()) + 1) if spans else (0, 0)
+
+    def cells(self, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        at = np.clip(np.searchsorted(self.start, flat, side="right") - 1, 0, None)
+        inside = (flat >= self.start[at]) & (flat < self.stop[at]) if self.start.size else flat < 0
+        return self.core[at], self.tile[at], inside
+
+
+def _shape_axes(shape: Shape) -> Optional[tuple[tuple[str, str], tuple[int, int]]]:
+    """Channel x spatial (batch summed) for 3 or more axes, the two axes of a matrix."""
+    if len(shape) == 2:
+        return ("axis 0", "axis 1"), (int(shape[0]), int(shape[1]))
+    if len(shape) >= 3:
+        spatial = int(np.prod(shape[2:]))
+        return ("channel (axis 1)", f"spatial (axes 2-{len(shape) - 1})"), (int(shape[1]), spatial)
+    return None
+
+
+def _shape_cells(flat: np.ndarray, size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    rows, cols = size
+    return (flat // cols) % rows, flat % cols
+
+
+@dataclass
+class _Acc:
+    """One grid being counted."""
+
+    grid: Grid
+
+    def add(self, category: str, r: np.ndarray, c: np.ndarray) -> None:
+        (br, bc), width = self.grid.bins, MAX_BINS + 1
+        counts = np.bincount((r // br) * width + c // bc)
+        cnt = self.grid.cells.setdefault(category, Counter())
+        for key in np.flatnonzero(counts).tolist():
+            cnt[divmod(key, width)] += int(counts[key])
+
+
+# ----------------------------------------------------------------------------- measure
+
+def _steps(index: np.ndarray) -> Iterator[np.ndarray]:
+    for lo in range(0, index.size, _STEP):
+        yield index[lo:lo + _STEP]
+
+
+def measure(claims: Sequence[Claim], batch: Batch, *, layout: Optional[TileLayout] = None,
+            shape: Optional[Shape] = None, part: str = "") -> Optional[Plots]:
+    """The plot data of the in-tensor claims of one batch (``claim.index``: batch positions);
+    None when no element differs."""
+    counted = [c for c in claims if c.in_tensor and c.index.size]
+    if not counted:
+        return None
+    plan = _Plan(layout) if layout is not None and layout.spans else None
+    shaped = _shape_axes(shape) if shape is not None else None
+    accs = []
+    if plan is not None:
+        accs.append(("plan", _Acc(Grid("plan", part, ("core", "tile"), plan.size,
+                                       (_bins(plan.size[0]), _bins(plan.size[1]))))))
+    if shaped is not None:
+        axes, size = shaped
+        accs.append(("shape", _Acc(Grid("shape", part, axes, size, (_bins(size[0]), _bins(size[1]))))))
+    plots = Plots()
+    for claim in counted:
+        ulp = plots.ulp.setdefault(claim.category, Counter())
+        values = plots.values.setdefault(claim.category, Counter())
+        for pos in _steps(np.asarray(claim.index)):
+            ulp.update(_ulp_counts(batch.actual[pos], batch.golden[pos]))
+            values.update(_class_counts(batch.x[pos]))
+            flat = np.asarray(batch.flat(pos), dtype=np.int64)
+            for kind, acc in accs:
+                if kind == "plan":
+                    core, tile, inside = plan.cells(flat)  # type: ignore[union-attr]
+                    acc.add(claim.category, core[inside], tile[inside])
+                else:
+                    acc.add(claim.category, *_shape_cells(flat, acc.grid.size))
+    return Plots(plots.ulp, plots.values, tuple(a.grid for _, a in accs if a.grid.cells))
+
+
+# ----------------------------------------------------------------------------- merge
+
+def _sum(a: dict[str, Counter], b: dict[str, Counter]) -> dict[str, Counter]:
+    out = {k: Counter(v) for k, v in a.items()}
+    for k, v in b.items():
+        out.setdefault(k, Counter()).update(v)
+    return out
+
+
+def merge(a: Optional[Plots], b: Optional[Plots]) -> Optional[Plots]:
+    """Two batches' plot data as one row's: counts summed, the grids with the most errors kept."""
+    if a is None or b is None:
+        return a or b
+    grids = sorted(a.grids + b.grids, key=lambda g: -g.errors)[:MAX_GRIDS]
+    return Plots(_sum(a.ulp, b.ulp), _sum(a.values, b.values), tuple(grids))
+
+
+# ----------------------------------------------------------------------------- stored form
+
+def to_state(plots: Plots) -> dict:
+    """Plain dicts, tuples and ints (a sweep store keeps them; :func:`from_state` reads them back)."""
+    grids = [{"kind": g.kind, "part": g.part, "axes": g.axes, "size": g.size, "bins": g.bins,
+              "cells": {c: dict(n) for c, n in g.cells.items()}} for g in plots.grids]
+    return {"ulp": {c: dict(n) for c, n in plots.ulp.items()},
+            "values": {c: dict(n) for c, n in plots.values.items()}, "grids": grids}
+
+
+def from_state(state: dict) -> Plots:
+    def counters(d: dict) -> dict[str, Counter]:
+        return {c: Counter(n) for c, n in d.items()}
+
+    grids = tuple(Grid(**{**g, "cells": counters(g["cells"])}) for g in state["grids"])
+    return Plots(counters(state["ulp"]), counters(state["values"]), grids)
