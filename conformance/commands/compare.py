@@ -34,6 +34,7 @@ from conformance.report import files
 from conformance.report.evaluate import Row, evaluate_chunks
 from conformance.report.export import partial_on_interrupt, write_reports
 from conformance.report.gate import GateConfig
+from conformance.report.summary import RunInfo, command_line
 
 HELP = "triage arrays from a real device (x, y and/or dy, dx) against the exact reference"
 _BITS_DTYPES = ("bfloat16", "float16")
@@ -169,5 +170,5 @@ def execute(args: argparse.Namespace) -> int:
         for note in row.notes:
             console.print(f"note: {row.variant or row.title}: {note}", markup=False)
     console.print(render.summary_line(rows))
-    write_reports(rows, paths, seed=None, config=config)
+    write_reports(rows, paths, seed=None, config=config, info=RunInfo(command=command_line()))
     return 1 if any(r.verdict == "fail" for r in rows) else 0

@@ -324,7 +324,7 @@ class LineProgress:
                 self._line(task, f"{task.group} done ({_count(task.in_group, task.unit)})")
             self._line(task, "finished" if task.total is None or task.completed >= task.total else "stopped")
 
-    def add_task(self, description: str, *, total: Optional[float] = None, unit: str = "rows",
+    def add_task(self, description: str, *, total: Optional[float] = None, unit: str = "row",
                  **_: Any) -> int:
         self.tasks.append(_Task(description, total, unit, shown=self.clock()))
         return len(self.tasks) - 1
@@ -342,17 +342,26 @@ class LineProgress:
         if self.clock() - task.shown >= self.every:
             self._line(task, "running" + (f" {task.group}" if task.group else ""))
 
+    def done(self, task_id: int, what: str, *, advance: float = 1) -> None:
+        """Count ``advance`` more done and say at once that ``what`` finished."""
+        task = self.tasks[task_id]
+        task.completed += advance
+        self._line(task, f"{what} done")
+
     def _line(self, task: _Task, what: str) -> None:
         task.shown = self.clock()
         if self.disable:
             return
-        of = f"/{_count(task.total, task.unit)}" if task.total is not None else f" {task.unit}"
-        print(f"{task.title}: {what}; {int(task.completed):,}{of}, {self.clock() - self.start:.0f} s",
+        done = (f"{int(task.completed):,}/{_count(task.total, task.unit)}" if task.total is not None
+                else _count(task.completed, task.unit))
+        print(f"{task.title}: {what}; {done}, {self.clock() - self.start:.0f} s",
               file=self.stream or sys.stderr, flush=True)
 
 
 def _count(n: Optional[float], unit: str) -> str:
-    return f"{int(n or 0):,} {unit}"
+    """``1 row``, ``1,024 rows``."""
+    count = int(n or 0)
+    return f"{count:,} {unit}" + ("" if count == 1 else "s")
 
 
 def make_progress(*, console: Console, disable: bool = False) -> Progress | LineProgress:
