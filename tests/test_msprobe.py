@@ -129,7 +129,8 @@ def test_construct_json_names_the_module_and_the_old_stack_layout_is_read(dump, 
     (proc / "stack.json").write_text(json.dumps({"Functional.leaky_relu.2.forward": [frame]}))
     _, doc = _report(dump, tmp_path, capsys)
     notes = _row(doc, "Functional.leaky_relu.2.backward")["notes"]
-    assert notes == ["called at /home/me/net.py:7 in head: return F.leaky_relu(y, 0.2)", "in module Module.head.forward.0"]
+    assert notes == ["called at /home/me/net.py:7 in head: return F.leaky_relu(y, 0.2)",
+                     "in module Module.head.forward.0"]
 
 
 def test_a_missing_or_broken_stack_json_gives_rows_without_a_location(dump, tmp_path, capsys):
