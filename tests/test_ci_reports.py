@@ -387,3 +387,13 @@ def test_an_unwritable_step_summary_is_one_warning_line(tmp_path: Path, capsys) 
     github.publish([_one_row()], info=RunInfo(), environ={"GITHUB_STEP_SUMMARY": str(tmp_path / "no" / "x.md")})
     assert "GITHUB_STEP_SUMMARY" in capsys.readouterr().err
 
+
+
+def test_the_schema_files_are_package_data() -> None:
+    import fnmatch
+    import tomllib
+
+    table = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    shipped = [p.name for p in (ROOT / "conformance" / "schemas").iterdir() if p.suffix in (".json", ".xsd")]
+    assert sorted(shipped) == ["junit.xsd", "report.schema.json"]
+    assert all(any(fnmatch.fnmatch(name, pattern) for pattern in table["conformance.schemas"]) for name in shipped)

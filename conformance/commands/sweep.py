@@ -42,7 +42,7 @@ from conformance.dtypes import info
 from conformance.errors import UsageError
 from conformance.interrupts import exit_code
 from conformance.report import console as show
-from conformance.report import export, files
+from conformance.report import export, files, github
 from conformance.report.evaluate import Row
 from conformance.report.files import ReportPaths
 from conformance.report.gate import GateConfig
@@ -261,6 +261,7 @@ def execute(args: argparse.Namespace) -> int:
     info = RunInfo(command=command_line(), total_seconds=time.perf_counter() - started)
     written = export.write_reports(rows, paths, seed=None, partial=interruption is not None, config=config,
                                    info=info)
+    github.publish(rows, info=info, interrupted=interruption is not None)
     if interruption is not None:
         if not view.quiet:
             where = f"; partial report written to {', '.join(written)}" if written else ""
