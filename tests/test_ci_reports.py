@@ -21,7 +21,7 @@ import pytest
 from conformance.report import github
 from conformance.report.console import LineProgress
 from conformance.report.export import encode_value
-from conformance.report.schema import SCHEMA, schema_file_text, schema_text
+from conformance.report.schema import SCHEMA, schema_file_text, schema_text, validate
 from conformance.report.summary import RunInfo
 from tests.helpers import cli_subprocess, run_cli
 
@@ -56,13 +56,26 @@ def test_the_shipped_json_schema_is_the_schema_the_harness_checks() -> None:
 def test_a_real_report_validates_against_the_shipped_schema_file(mixed) -> None:
     _, doc, *_ = mixed
     jsonschema.validate(doc, json.loads(schema_text("json")), cls=jsonschema.Draft202012Validator)
+    assert "summary" in doc and all("seconds" in r and "value" in r["max_abs"] for r in doc["rows"])
 
 
-@pytest.mark.parametrize("breakage", ["summary-missing", "verdict-count-negative", "value-a-string"])
+def test_a_report_without_summary_timings_or_plain_values_is_still_valid(mixed) -> None:
+    """A leakyrelu-conformance/1 report of an older harness (kept as a --baseline) still validates."""
+    doc = json.loads(json.dumps(mixed[1]))
+    del doc["summary"]
+    for row in doc["rows"]:
+        del row["seconds"]
+        for key in ("alpha", "max_abs", "max_rel"):
+            del row[key]["value"]
+    jsonschema.validate(doc, json.loads(schema_text("json")), cls=jsonschema.Draft202012Validator)
+    assert validate(doc, SCHEMA) == []
+
+
+@pytest.mark.parametrize("breakage", ["summary-extra-field", "verdict-count-negative", "value-a-string"])
 def test_the_schema_file_rejects_broken_reports(mixed, breakage: str) -> None:
     doc = json.loads(json.dumps(mixed[1]))
-    if breakage == "summary-missing":
-        del doc["summary"]
+    if breakage == "summary-extra-field":
+        doc["summary"]["verdicts"]["ok"] = 1
     elif breakage == "verdict-count-negative":
         doc["summary"]["verdicts"]["fail"] = -1
     else:
@@ -286,18 +299,19 @@ def test_junit_validates_with_lxml_when_it_is_installed(mixed) -> None:
 
 def test_run_on_a_pipe_prints_a_line_per_finished_backend_on_stderr(mixed) -> None:
     proc, *_ = mixed
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("conformance: ")]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("conformance progress: ")]
     assert [line.split(";")[0] for line in lines] == [
-        "conformance: golden done (4 rows)", "conformance: cann done (2 rows)",
-        "conformance: examples/my_kernel.py:max_backend done (4 rows)", "conformance: finished"]
+        "conformance progress: golden done (4 rows)", "conformance progress: cann done (2 rows)",
+        "conformance progress: examples/my_kernel.py:max_backend done (4 rows)", "conformance progress: finished"]
     assert "10/10 rows" in lines[-1]
 
 
 def test_selftest_on_a_pipe_prints_a_line_per_variant(tmp_path: Path) -> None:
     proc = cli_subprocess("selftest", "--variant", "grad-at-zero-one", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("selftest: ")]
-    assert [line.split(";")[0] for line in lines] == ["selftest: reference done", "selftest: grad-at-zero-one done"]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("selftest progress: ")]
+    assert [line.split(";")[0] for line in lines] == ["selftest progress: reference done",
+                                                      "selftest progress: grad-at-zero-one done"]
     assert lines[-1].split("; ")[1].startswith("2/2 variants")
 
 
@@ -305,7 +319,7 @@ def test_sweep_on_a_pipe_prints_its_progress_on_stderr(tmp_path: Path) -> None:
     proc = cli_subprocess("sweep", "--backend", "golden", "--dtype", "fp32", "--range", "0xbf000000:0xbf010000",
                           "--store", str(tmp_path / "s.sqlite"), "--workers", "1", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    (line,) = [line for line in proc.stderr.splitlines() if line.startswith("sweep: finished")]
+    (line,) = [line for line in proc.stderr.splitlines() if line.startswith("sweep progress: finished")]
     assert re.search(r"; [\d,]+/[\d,]+ patterns, \d+ s$", line)
 
 
@@ -317,9 +331,10 @@ def test_line_progress_prints_every_n_seconds_while_a_backend_runs() -> None:
         for step in (3.0, 8.0, 12.0, 25.0):  # seconds at which each row finishes
             now[0] = step
             progress.update(task, advance=1, group="slow")
-    assert out.getvalue().splitlines() == ["run: running slow; 3/4 rows, 12 s", "run: running slow; 4/4 rows, 25 s",
-                                           "run: slow done (4 rows); 4/4 rows, 25 s",
-                                           "run: finished; 4/4 rows, 25 s"]
+    assert out.getvalue().splitlines() == ["run progress: running slow; 3/4 rows, 12 s",
+                                           "run progress: running slow; 4/4 rows, 25 s",
+                                           "run progress: slow done (4 rows); 4/4 rows, 25 s",
+                                           "run progress: finished; 4/4 rows, 25 s"]
 
 
 def test_line_progress_is_silent_when_quiet() -> None:

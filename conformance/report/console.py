@@ -305,8 +305,9 @@ class _Task:
 
 class LineProgress:
     """Progress for a pipe, as CI reads it: plain lines on stderr, one each time a group (a backend)
-    finishes, one every ``every`` seconds while a group runs, and one at the end.  It takes the
-    calls of rich's ``Progress`` that the commands make (``add_task``, ``update``)."""
+    finishes, one every ``every`` seconds while a group runs, and one at the end, each
+    ``TITLE progress: WHAT; DONE/TOTAL UNITS, SECONDS s``.  It takes the calls of rich's
+    ``Progress`` that the commands make (``add_task``, ``update``)."""
 
     def __init__(self, *, stream: Optional[TextIO] = None, every: float = PROGRESS_EVERY,
                  clock: Callable[[], float] = time.monotonic, disable: bool = False):
@@ -354,7 +355,7 @@ class LineProgress:
             return
         done = (f"{int(task.completed):,}/{_count(task.total, task.unit)}" if task.total is not None
                 else _count(task.completed, task.unit))
-        print(f"{task.title}: {what}; {done}, {self.clock() - self.start:.0f} s",
+        print(f"{task.title} progress: {what}; {done}, {self.clock() - self.start:.0f} s",
               file=self.stream or sys.stderr, flush=True)
 
 

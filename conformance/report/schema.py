@@ -5,6 +5,10 @@ is the same document as a file shipped in the package (a test keeps the two equa
 for tools that validate a report with a JSON Schema library.  :func:`validate` checks
 a report against the subset of JSON Schema that :data:`SCHEMA` uses, so the harness
 needs no ``jsonschema`` at run time.
+
+``summary``, each row's ``seconds`` and each value's ``value`` are written in every report
+but optional in the schema: a ``leakyrelu-conformance/1`` report without them (from an older
+harness, kept as a ``--baseline``) stays valid.
 """
 from __future__ import annotations
 
@@ -19,11 +23,11 @@ from conformance.report.gate import CATEGORIES, VERDICTS
 SCHEMA_ID = "leakyrelu-conformance/1"
 SCHEMA_FILES = {"json": "report.schema.json", "junit": "junit.xsd"}
 _DTYPES = list(DTYPES)
-_VALUE = {"type": "object", "required": ["dtype", "hex", "bits", "decimal", "value"],
+_VALUE = {"type": "object", "required": ["dtype", "hex", "bits", "decimal"],
           "additionalProperties": False,
           "properties": {"dtype": {"enum": _DTYPES}, "hex": {"type": "string"},
                          "bits": {"type": "string"}, "decimal": {"type": "string"},
-                         "value": {"type": ["number", "null"]}}}  # null: NaN or ±inf (see hex)
+                         "value": {"type": ["number", "null"]}}}  # always written; null: NaN or ±inf (see hex)
 _MAYBE_VALUE = {"anyOf": [_VALUE, {"type": "null"}]}
 _MAYBE_INT = {"type": ["integer", "null"]}
 _COUNT = {"type": "integer", "minimum": 0}
@@ -55,13 +59,10 @@ _ROW_PROPS = {
     "one_thousandth_ratio": _MAYBE_VALUE, "five_thousandths_ratio": _MAYBE_VALUE,
     "cosine_similarity": _MAYBE_VALUE, "error_balance": _MAYBE_VALUE,
     "parts": {"type": "array", "items": {"type": "string"}},
-    "seconds": _SECONDS,  # the one timing of a row: null when the command did not time it
 }
-_OPTIONAL_ROW_PROPS = {  # present only when they say something
-    "notes": {"type": "array", "items": {"type": "string"}},
-    "source": {"type": "object", "additionalProperties": False, "required": ["module", "file", "line"],
-               "properties": {"module": {"type": ["string", "null"]}, "file": {"type": ["string", "null"]},
-                              "line": {"type": ["integer", "null"]}}},
+_OPTIONAL_ROW_PROPS = {
+    "notes": {"type": "array", "items": {"type": "string"}},  # present only when there are notes
+    "seconds": _SECONDS,  # always written: the row's one timing, null when the command did not time it
 }
 _NUMBER_PAIR = {"type": "object", "required": ["rtol", "atol"], "additionalProperties": False,
                 "properties": {"rtol": {"type": "number"}, "atol": {"type": "number"}}}
@@ -114,14 +115,14 @@ SCHEMA: dict = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": SCHEMA_ID,
     "type": "object", "additionalProperties": False,
-    "required": ["schema", "verdict", "seed", "versions", "summary", "rows"],
+    "required": ["schema", "verdict", "seed", "versions", "rows"],
     "properties": {
         "schema": {"const": SCHEMA_ID}, "verdict": {"enum": ["pass", "fail"]},
         "seed": {"type": ["integer", "null"]},
         "versions": {"type": "object", "additionalProperties": {"type": "string"}},
         "partial": {"type": "boolean"},  # optional: true when Ctrl-C, SIGTERM or an internal error stopped the run
         "config": _CONFIG,  # optional: the gate configuration the rows were judged under
-        "summary": _SUMMARY,
+        "summary": _SUMMARY,  # always written
         "rows": {"type": "array", "items": {"type": "object", "additionalProperties": False,
                                             "required": list(_ROW_PROPS),
                                             "properties": {**_ROW_PROPS, **_OPTIONAL_ROW_PROPS}}},
