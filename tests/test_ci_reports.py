@@ -412,3 +412,16 @@ def test_the_schema_files_are_package_data() -> None:
     shipped = [p.name for p in (ROOT / "conformance" / "schemas").iterdir() if p.suffix in (".json", ".xsd")]
     assert sorted(shipped) == ["junit.xsd", "report.schema.json"]
     assert all(any(fnmatch.fnmatch(name, pattern) for pattern in table["conformance.schemas"]) for name in shipped)
+
+
+def test_the_no_change_script_masks_every_timing_of_a_report(mixed) -> None:
+    """benchmarks/unchanged.py compares whole reports: the timing keys are the ones it masks."""
+    from benchmarks import unchanged
+
+    _, doc, _, out = mixed
+    masked = unchanged.normalise(doc, paths={str(out): "<out>"})
+    durations = masked["summary"]["durations"]
+    assert durations["total_seconds"] == durations["rows_seconds"] == "<time>"
+    assert {b["seconds"] for b in durations["backends"]} == {"<time>"}
+    assert {r["seconds"] for r in masked["rows"]} == {"<time>"}
+    assert masked["rows"][0]["elements"] == doc["rows"][0]["elements"]  # the rest is kept
