@@ -247,6 +247,10 @@ class Timer:
         self.start = self.last = time.perf_counter()
         self.seconds: dict[tuple, float] = {}
 
+    def begin(self) -> None:
+        """The rows start now (planning, which may start workers, is the run's, not the first row's)."""
+        self.last = time.perf_counter()
+
     def finished(self, row: Row) -> None:
         now = time.perf_counter()
         self.seconds[row.key], self.last = now - self.last, now
@@ -280,6 +284,7 @@ def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
                 timer.finished(row)
                 progress.update(task, advance=1, description=escape(str(spec)), group=spec.backend)
 
+            timer.begin()
             result = run_suite(selection, options, specs=specs, on_row=finished)
             progress.update(task, description=f"{title}: {show.plural(len(result.rows), 'row')}")
         result.skipped = skipped
