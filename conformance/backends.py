@@ -114,6 +114,11 @@ class BackendBase:
         in an environment of its own overrides this (and raises BackendUnavailable when it is missing)."""
         return with_python(cls.worker_command)
 
+    @property
+    def versions(self) -> dict[str, str]:
+        """The installed versions of the distributions it declares in ``packages``."""
+        return installed_versions(self.packages)
+
     def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
         return False
 
@@ -150,6 +155,26 @@ class WorkerSpec:
 
 
 # ----------------------------------------------------------------------------- facts, with defaults
+
+def installed_versions(dists: tuple[str, ...]) -> dict[str, str]:
+    """``{distribution: version}`` of those of ``dists`` installed here, from package metadata."""
+    found = {}
+    for dist in dists:
+        try:
+            found[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def versions_of(backend: Backend) -> dict[str, str]:
+    """The framework versions a backend reports (its ``versions``; a worker's come from its
+    handshake), without the distributions it declares but lacks; {} for one that says none."""
+    found = getattr(backend, "versions", None)
+    if not isinstance(found, dict):
+        return {}
+    return {str(k): str(v) for k, v in found.items() if v != "not installed"}
+
 
 def suite_pairs(backend: Backend) -> tuple[Pair, ...]:
     pairs = getattr(backend, "suite_pairs", None)

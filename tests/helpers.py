@@ -106,11 +106,16 @@ def cli_subprocess(*args: str, cwd: Path, timeout: float = 300) -> subprocess.Co
                           capture_output=True, text=True, timeout=timeout)
 
 
+def error_lines(err: str) -> list[str]:
+    """The non-blank lines of stderr but the progress lines a run prints when not on a terminal."""
+    return [line for line in err.splitlines() if line.strip() and " progress: " not in line]
+
+
 def assert_usage_error(result: CliResult, *, mentions: str) -> None:
     """Exit 2, one line on stderr that names what to fix, never a traceback."""
     __tracebackhide__ = True
     assert result.code == 2, f"exit {result.code}, expected 2:\n{result.text}"
-    lines = [line for line in result.err.splitlines() if line.strip()]
+    lines = error_lines(result.err)
     assert len(lines) == 1, f"expected one error line, got:\n{result.err}"
     assert "Traceback" not in result.text
     assert mentions.lower() in lines[0].lower(), f"{mentions!r} not in {lines[0]!r}"

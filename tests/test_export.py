@@ -123,3 +123,39 @@ def test_console_renders_table_details_and_summary() -> None:
     assert "spurious-nan ×" in text and "alpha-precision ×" in text
     assert "slope rounded to float16 (0.199951171875) before multiplying" in text
     assert render.summary_line(rows) == "3 rows: 1 passed, 1 warned, 1 failed: FAIL"
+
+
+def test_junit_writes_skipped_rows_times_and_counts_that_agree() -> None:
+    from dataclasses import replace
+
+    from conformance.report.junit import junit_bytes
+    from conformance.report.summary import RunInfo, Skip
+
+    clean, warn, spurious = _rows()
+    rows = [clean, warn, replace(spurious, alpha=0.25)]  # a key of its own (the rows' keys are unique in a run)
+    skip = Skip("cann", "ascend910b1", "reference", "float64", "float64", "forward", 0.2, "no float64 kernel")
+    info = RunInfo(skipped=(skip,), seconds={rows[0].key: 0.25, rows[2].key: 1.5}, total_seconds=2.0)
+    root = ET.fromstring(junit_bytes(rows, info=info))
+    suite = root.find("testsuite")
+    cases = suite.findall("testcase")
+    assert [suite.get(k) for k in ("tests", "failures", "errors", "skipped", "time")] == ["4", "1", "0", "1", "2.000"]
+    assert [c.get("time") for c in cases] == ["0.250", None, "1.500", "0.000"]
+    assert cases[3].get("name") == "cann[ascend910b1/reference] float64->float64 forward alpha=0.2"
+    assert cases[3].find("skipped").get("message") == "no float64 kernel"
+    message = cases[2].find("failure").get("message")
+    assert message.startswith("cann float16->float16 forward alpha=0.25: spurious-nan ×")
+
+
+def test_the_json_summary_counts_rows_categories_and_skipped_rows() -> None:
+    from conformance.report.summary import RunInfo, Skip
+
+    skip = Skip("tensorflow", None, None, "float64", "float64", "backward", 0.2, "no")
+    doc = report_dict(_rows(), seed=1, versions={}, info=RunInfo(skipped=(skip, skip)))
+    summary = doc["summary"]
+    assert summary["verdicts"] == {"pass": 1, "warn": 1, "fail": 1, "skipped": 2}
+    assert summary["backends"] == {"cann": {"pass": 1, "warn": 0, "fail": 1, "skipped": 0},
+                                   "tensorflow": {"pass": 0, "warn": 1, "fail": 0, "skipped": 2}}
+    assert list(summary["categories"]) == ["alpha-precision", "spurious-nan"]  # registry order
+    assert summary["skipped"] == [{"backend": "tensorflow", "reason": "no", "rows": 2}]
+    assert summary["durations"] == {"total_seconds": None, "rows_seconds": None, "backends": []}
+    assert validate(doc, SCHEMA) == []

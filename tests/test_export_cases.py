@@ -54,7 +54,8 @@ def test_the_round_trip_gives_runs_rows(exported, tmp_path, capsys):
     ran = tmp_path / "run.json"
     expected = run_cli(["run", *SELECTION, "--json", str(ran), "--results-dir", str(tmp_path / "r")], capsys)
     assert code == expected.code
-    assert rows == json.loads(ran.read_text())["rows"]
+    untimed = lambda found: [{k: v for k, v in r.items() if k != "seconds"} for r in found]
+    assert untimed(rows) == untimed(json.loads(ran.read_text())["rows"])  # timings are the one difference
     assert any(r["findings"] for r in rows), "the selection should give triage something to say"
 
 

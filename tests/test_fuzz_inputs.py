@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from conformance.cases import corpus
-from tests.helpers import CliResult, run_cli
+from tests.helpers import CliResult, error_lines, run_cli
 
 #: examples per target; CONFORMANCE_FUZZ_EXAMPLES=2000 for a deeper hunt by hand
 EXAMPLES = int(os.environ.get("CONFORMANCE_FUZZ_EXAMPLES", "60"))
@@ -41,7 +41,7 @@ def _assert_handled(result: CliResult) -> None:
     assert result.code in (0, 1, 2), f"exit {result.code}:\n{result.text}"
     assert "Traceback" not in result.text
     if result.code == 2:
-        lines = [line for line in result.err.splitlines() if line.strip()]
+        lines = error_lines(result.err)
         assert len(lines) == 1, f"exit 2 with {len(lines)} lines:\n{result.err}"
 
 

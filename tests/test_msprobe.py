@@ -85,10 +85,59 @@ def test_each_call_is_judged_at_its_own_slope_and_dtype(dump, tmp_path, capsys, 
 def test_a_call_without_a_slope_says_the_default_was_used(dump, tmp_path, capsys):
     result, doc = _report(dump, tmp_path, capsys)
     note = "no slope passed: the framework default 0.01 was used"
-    assert _row(doc, "Functional.leaky_relu.0.forward")["notes"] == [note]
-    assert _row(doc, "Functional.leaky_relu.0.backward")["notes"] == [note]
-    assert "notes" not in _row(doc, "Functional.leaky_relu.1.forward")
+    assert _row(doc, "Functional.leaky_relu.0.forward")["notes"][0] == note
+    assert _row(doc, "Functional.leaky_relu.0.backward")["notes"][0] == note
+    assert all(note not in n for n in _row(doc, "Functional.leaky_relu.1.forward")["notes"])
     assert f"Functional.leaky_relu.0.forward: {note}" in result.out
+
+
+@pytest.mark.parametrize("call, line, code", [
+    ("Functional.leaky_relu.0", 28, "a = F.leaky_relu(x)"),
+    ("Functional.leaky_relu.1", 29, "b = self.act(a * 3)"),
+    ("Functional.leaky_relu.2", 30, "return F.leaky_relu(b.half(), negative_slope=0.2)"),
+])
+def test_each_row_names_the_source_line_of_its_call_from_stack_json(dump, tmp_path, capsys, call, line, code):
+    _, doc = _report(dump, tmp_path, capsys)
+    for direction in ("forward", "backward"):  # a backward was made where its forward was
+        (where,) = [n for n in _row(doc, f"{call}.{direction}")["notes"] if n.startswith("called at ")]
+        assert f"make_dump.py:{line} in forward: {code}" in where
+
+
+def test_a_call_through_nn_leaky_relu_names_the_module(dump, tmp_path, capsys):
+    _, doc = _report(dump, tmp_path, capsys)
+    notes = _row(doc, "Functional.leaky_relu.1.forward")["notes"]
+    assert "through torch.nn.LeakyReLU (torch/nn/modules/activation.py:922)" in notes  # slope 0.2: no default
+    assert not any(n.startswith("through") for n in _row(doc, "Functional.leaky_relu.2.forward")["notes"])
+
+
+def test_a_module_whose_slope_is_its_default_says_so(dump, tmp_path, capsys):
+    """nn.LeakyReLU() passes its default 0.01 positionally: the dump shows a slope, the row says whose default."""
+    x = _tensor(dump, "Functional.leaky_relu.1.forward.input.0.pt")
+    _save(dump, "Functional.leaky_relu.1.forward.output.0.pt", torch.nn.functional.leaky_relu(x, 0.01))
+    _rewrite(dump, lambda d: d["data"]["Functional.leaky_relu.1.forward"]["input_args"][1].update(value=0.01))
+    _, doc = _report(dump, tmp_path, capsys)
+    row = _row(doc, "Functional.leaky_relu.1.forward")
+    assert float(row["alpha"]["decimal"]) == 0.01 and row["verdict"] != "fail"
+    assert ("through torch.nn.LeakyReLU (torch/nn/modules/activation.py:922); slope 0.01 is its torch default, "
+            "as when the module is built without one") in row["notes"]
+
+
+def test_construct_json_names_the_module_and_the_old_stack_layout_is_read(dump, tmp_path, capsys):
+    proc = _proc(dump)
+    (proc / "construct.json").write_text(json.dumps({"Functional.leaky_relu.2.forward": "Module.head.forward.0"}))
+    frame = "File /home/me/net.py, line 7, in head, \n return F.leaky_relu(y, 0.2)"
+    (proc / "stack.json").write_text(json.dumps({"Functional.leaky_relu.2.forward": [frame]}))
+    _, doc = _report(dump, tmp_path, capsys)
+    notes = _row(doc, "Functional.leaky_relu.2.backward")["notes"]
+    assert notes == ["called at /home/me/net.py:7 in head: return F.leaky_relu(y, 0.2)",
+                     "in module Module.head.forward.0"]
+
+
+def test_a_missing_or_broken_stack_json_gives_rows_without_a_location(dump, tmp_path, capsys):
+    (_proc(dump) / "stack.json").write_text("{not json")
+    result, doc = _report(dump, tmp_path, capsys)
+    assert result.code == 0, result.text
+    assert not any(n.startswith("called at") for r in doc["rows"] for n in r.get("notes", []))
 
 
 def test_an_output_computed_with_another_slope_is_alpha_mismatch(dump, tmp_path, capsys):

@@ -89,3 +89,73 @@ def test_pyproject_declares_the_pytest11_entry_point() -> None:
 def test_the_example_test_file_passes(pytester) -> None:
     pytester.syspathinsert(ROOT)
     pytester.runpytest(*PLUGIN, str(ROOT / "examples" / "test_my_kernel.py")).assert_outcomes(passed=2)
+
+
+ROW_TESTS = '''
+import numpy as np
+from conformance.pytest_plugin import conformance_rows, generate_rows
+from examples.my_kernel import exact_leaky_relu
+
+def max_kernel(x, alpha):  # wrong for alpha > 1
+    return np.maximum(x, (x.astype(np.float64) * alpha).astype(x.dtype))
+
+@conformance_rows(max_kernel, dtypes=["float16", "bfloat16"], alphas=[0.2, 1.5], directions=["forward"])
+def test_row(leakyrelu_row):
+    leakyrelu_row()
+
+def pytest_generate_tests(metafunc):
+    if metafunc.function.__name__ == "test_generated":
+        generate_rows(metafunc, exact_leaky_relu, dtypes=["float16"], alphas=[0.3], directions=["forward", "backward"])
+
+def test_generated(leakyrelu_row):
+    leakyrelu_row()
+'''
+
+
+def _run_rows(pytester, *args: str):
+    pytester.syspathinsert(ROOT)
+    pytester.makepyfile(test_rows=ROW_TESTS)
+    return pytester.runpytest(*PLUGIN, *args)
+
+
+def test_each_row_is_its_own_test_item_with_a_readable_id(pytester) -> None:
+    result = _run_rows(pytester, "-v")
+    result.assert_outcomes(passed=3, failed=2, skipped=1)  # exact_leaky_relu has no backward: skipped
+    result.stdout.fnmatch_lines_random(["*test_row?max_kernel-float16-forward-alpha0.2? PASSED*",
+                                        "*test_row?max_kernel-float16-forward-alpha1.5? FAILED*",
+                                        "*test_row?max_kernel-bfloat16-forward-alpha0.2? PASSED*",
+                                        "*test_row?max_kernel-bfloat16-forward-alpha1.5? FAILED*",
+                                        "*test_generated?exact_leaky_relu-float16-forward-alpha0.3? PASSED*",
+                                        "*test_generated?exact_leaky_relu-float16-backward-alpha0.3? SKIPPED*"])
+
+
+def test_a_failing_row_fails_with_its_message_and_categories(pytester) -> None:
+    result = _run_rows(pytester, "-k", "fp16 and alpha1.5")
+    result.assert_outcomes(failed=1, deselected=5)
+    result.stdout.fnmatch_lines(["*max_kernel float16->float16 forward alpha=1.5*",
+                                 "Mismatched elements: * / * (*%)", "formulation x*"])
+
+
+def test_k_selects_rows_by_the_short_dtype_name_and_direction(pytester) -> None:
+    _run_rows(pytester, "-k", "bf16").assert_outcomes(passed=1, failed=1, deselected=4)
+    _run_rows(pytester, "-k", "fp16 and backward").assert_outcomes(skipped=1, deselected=5)
+
+
+def test_the_row_fixture_without_parametrization_says_how_to_use_it(pytester) -> None:
+    pytester.makepyfile('''
+def test_bare(leakyrelu_row):
+    leakyrelu_row()
+''')
+    result = pytester.runpytest(*PLUGIN)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*leakyrelu_row: parametrize the test with @conformance_rows(fn, ...)*"])
+
+
+def test_row_items_feed_the_session_json_report(pytester) -> None:
+    out = pytester.path / "rows.json"
+    _run_rows(pytester, "-k", "max_kernel", "--leakyrelu-json", str(out)).assert_outcomes(passed=2, failed=2,
+                                                                                         deselected=2)
+    doc = json.loads(out.read_text())
+    assert export.validate(doc, export.SCHEMA) == []
+    assert sorted((r["dtype"], r["alpha"]["value"], r["verdict"]) for r in doc["rows"]) == [
+        ("bfloat16", 0.2, "pass"), ("bfloat16", 1.5, "fail"), ("float16", 0.2, "pass"), ("float16", 1.5, "fail")]

@@ -2,7 +2,9 @@
 
 Each call is judged like a ``compare`` dump (backend ``dump``); its row's
 ``variant`` is msprobe's API name (``Functional.leaky_relu.1.backward``) and its
-``notes`` say when the call passed no slope and the framework default was used.
+``notes`` say when the call passed no slope and the framework default was used, and where
+the call was made (its source line and module, from the dump's ``stack.json`` and
+``construct.json``; see ``ingest.msprobe_stack``).
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ def evaluate_call(call: Call, *, config: GateConfig, profile: Optional[str] = No
                               out_dtype=call.out.dtype.name, backend="dump", config=config,
                               profile=profile, label=call.out_file, shape=call.x.shape, layout_fn=layout_fn,
                               advance=progress(stack, call.name, total=call.x.size))
-    return replace(row, variant=call.name, notes=() if call.note is None else (call.note,))
+    return replace(row, variant=call.name, notes=(*(() if call.note is None else (call.note,)), *call.where))
 
 
 def rows(dump_dir: str, *, config: GateConfig, profile: Optional[str] = None,

@@ -8,15 +8,16 @@ last three the completed rows are still reported, marked partial).
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from rich.console import Console
 from rich.markup import escape
 
 from conformance import quantized_suite
-from conformance.backends import WorkerSpec, default_backends, is_import_path, load, profiles_of
+from conformance.backends import WorkerSpec, default_backends, is_import_path, load, profiles_of, versions_of
 from conformance.backends import names as backend_names
 from conformance.commands.args import (
     DTYPE_HELP,
@@ -36,11 +37,23 @@ from conformance.errors import UsageError
 from conformance.interrupts import exit_code
 from conformance.report import console as show
 from conformance.report import export, files
+from conformance.report import github as ci
 from conformance.report.baseline import compare, judged_against, load_report
 from conformance.report.baseline import render as render_diff
 from conformance.report.evaluate import Row
 from conformance.report.files import ReportPaths
-from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, RowSpec, Selection, SuiteResult, plan, run_suite
+from conformance.report.summary import RunInfo, Skip, command_line
+from conformance.suite import (
+    DIRECTIONS,
+    SUITE_ALPHAS,
+    Options,
+    RowSpec,
+    Selection,
+    SuiteResult,
+    backend_for,
+    plan,
+    run_suite,
+)
 
 MAX_EXAMPLES = 10_000  # hypothesis examples per dtype pair; more only slows the run
 HELP = "run the conformance suite (golden, torch, tensorflow, cann, ...) and gate on it"
@@ -204,16 +217,67 @@ def render(result: SuiteResult, *, console: Console, view: show.View = show.View
     console.print(show.summary_line(result.rows, interrupted=result.interrupted))
 
 
+def as_skip(spec: RowSpec, reason: str) -> Skip:
+    """A skipped row as the reports record it."""
+    return Skip(spec.backend, spec.profile, spec.variant, spec.dtype, spec.out_dtype, spec.direction,
+                spec.alpha, reason)
+
+
+def _backend_of(spec: RowSpec) -> Any:
+    """The backend object that ran ``spec`` (the suite keeps one per name, profile and variant)."""
+    if spec.given is not None:
+        return spec.given
+    if spec.worker is not None:
+        return backend_for(spec.backend, None, None, spec.worker)
+    return backend_for(spec.backend, spec.profile, spec.variant)
+
+
+def framework_versions(specs: Sequence[RowSpec]) -> dict[str, str]:
+    """The versions each backend that ran reports of its framework (first report of a name wins)."""
+    found: dict[str, str] = {}
+    for spec in {(s.backend, s.profile, s.variant, s.worker): s for s in specs}.values():
+        try:
+            backend = _backend_of(spec)
+        except Exception:  # noqa: BLE001 - a backend that could not start has rows saying so, and no version
+            continue
+        found.update({k: v for k, v in versions_of(backend).items() if k not in found})
+    return found
+
+
+class Timer:
+    """Seconds per finished row (rows run one after another) and since the start."""
+
+    def __init__(self) -> None:
+        self.start = self.last = time.perf_counter()
+        self.seconds: dict[tuple, float] = {}
+
+    def begin(self) -> None:
+        """The rows start now (planning, which may start workers, is the run's, not the first row's)."""
+        self.last = time.perf_counter()
+
+    def finished(self, row: Row) -> None:
+        now = time.perf_counter()
+        self.seconds[row.key], self.last = now - self.last, now
+
+    def info(self, specs: Sequence[RowSpec], skipped: Sequence[tuple[RowSpec, str]]) -> RunInfo:
+        return RunInfo(command=command_line(), versions=framework_versions(specs),
+                       skipped=tuple(as_skip(s, why) for s, why in skipped), seconds=dict(self.seconds),
+                       total_seconds=time.perf_counter() - self.start)
+
+
 def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
                   console: Console, title: str = "conformance", view: show.View = show.View(),
                   baseline: Optional[tuple[str, dict]] = None) -> int:
-    """Run with a progress bar, render, write reports; return the exit code (against ``baseline``,
+    """Run with a progress display, render, write reports; return the exit code (against ``baseline``,
     a (path, report) pair, when given).  An interruption outside the rows (planning, rendering,
     writing) still leaves a partial report."""
-    result, done = SuiteResult(), []
+    result, done, timer = SuiteResult(), [], Timer()
+    specs: list[RowSpec] = []
+    skipped: list[tuple[RowSpec, str]] = []
     if not view.quiet:
         console.print(options.config.described, markup=False, soft_wrap=True)
-    with export.partial_on_interrupt(paths, lambda: done, seed=options.seed, config=options.config):
+    with export.partial_on_interrupt(paths, lambda: done, seed=options.seed, config=options.config,
+                                     info=lambda: timer.info(specs, skipped)):
         specs, skipped = plan(selection)
         if not specs:
             raise UsageError(no_rows(skipped))
@@ -222,8 +286,10 @@ def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
             task = progress.add_task(title, total=len(specs) + len(quant_specs))
             def finished(spec: RowSpec | quantized_suite.QuantRowSpec, row: Row) -> None:
                 done.append(row)
-                progress.update(task, advance=1, description=escape(str(spec)))
+                timer.finished(row)
+                progress.update(task, advance=1, description=escape(str(spec)), group=spec.backend)
 
+            timer.begin()
             result = run_suite(selection, options, specs=specs, on_row=finished)
             quantized_suite.extend(result, quant_specs, config=options.config, on_row=finished)
             progress.update(task, description=f"{title}: {show.plural(len(result.rows), 'row')}")
@@ -233,9 +299,11 @@ def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
         for line in quant_skipped if not view.quiet else ():
             console.print(f"skipped {line}", markup=False)
         render(result, console=console, view=view)
+        info = timer.info(specs, skipped)
         written = export.write_reports(result.rows, paths, seed=options.seed, partial=result.interrupted,
-                                       config=options.config,
+                                       config=options.config, info=info,
                                        agreement=result.agreement if selection.reference else None)
+        ci.publish(result.rows, info=info, interrupted=result.interrupted)
     if result.interruption is not None:
         where = f"; partial report written to {', '.join(written)}" if written else ""
         if not view.quiet:

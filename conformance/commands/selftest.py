@@ -19,10 +19,12 @@ Rules:
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional
 
+from rich.console import Console
 from rich.table import Table
 
 from conformance.commands.args import add_view_options, parse_int, view_from
@@ -188,6 +190,28 @@ def execute_generated(count: int, *, seed: int) -> int:
     return 0 if ok else 1
 
 
+@contextmanager
+def _lines(console: Console, names: list[str], *, quiet: bool) -> Iterator[Callable[[str], None]]:
+    """On a pipe, a line on stderr as each variant finishes (the status spinner shows nothing
+    there); the callable takes the variant that starts.  On a terminal, nothing."""
+    from conformance.npu_impl.variants import DEFAULT_VARIANT
+
+    if console.is_terminal:
+        yield lambda name: None
+        return
+    progress, running = show.LineProgress(disable=quiet), []
+    task = progress.add_task("selftest", total=len(dict.fromkeys([DEFAULT_VARIANT, *names])), unit="variant")
+
+    def started(name: str) -> None:
+        if running:
+            progress.done(task, running.pop())
+        running.append(name)
+
+    yield started
+    if running:
+        progress.done(task, running.pop())
+
+
 def execute(args: argparse.Namespace) -> int:
     if args.generated is not None:
         count = parse_int(args.generated, flag="--generated")
@@ -197,10 +221,13 @@ def execute(args: argparse.Namespace) -> int:
     console, quiet = show.make_console(), view_from(args).quiet
     names = _names(args)
     profile = _profile(args.profile)
-    with console.status("selftest") as status:
+    with console.status("selftest") as status, _lines(console, names, quiet=quiet) as lines:
+        def started(name: str) -> None:
+            status.update(f"selftest: {name}")
+            lines(name)
+
         outcomes = run_selftest(names, profile=profile, seed=parse_int(args.seed, flag="--seed"),
-                                strict=args.strict,
-                                on_variant=lambda name: status.update(f"selftest: {name}"))
+                                strict=args.strict, on_variant=started)
     if not quiet:
         console.print(confusion_table(outcomes))
     bad = [o.variant for o in outcomes if not o.ok]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import time
 from collections.abc import Sequence
 from typing import Optional
 
@@ -43,9 +44,10 @@ from conformance.dtypes import info
 from conformance.errors import UsageError
 from conformance.interrupts import exit_code
 from conformance.report import console as show
-from conformance.report import export, files
+from conformance.report import export, files, github
 from conformance.report.evaluate import Row
 from conformance.report.gate import GateConfig
+from conformance.report.summary import RunInfo, command_line
 from conformance.suite import Selection
 from conformance.sweep import run as sweeping
 from conformance.sweep.spec import DIRECTIONS, MAX_CHUNK, MIN_CHUNK, X_CLASS_IDS, SweepSpec
@@ -186,7 +188,10 @@ class RateColumn(ProgressColumn):
         return Text("? patterns/s" if not speed else f"{speed / 1e6:,.2f} M patterns/s", style="progress.data.speed")
 
 
-def make_progress(*, console: Console, disable: bool) -> Progress:
+def make_progress(*, console: Console, disable: bool) -> Progress | show.LineProgress:
+    """A bar with the pattern rate on a terminal; progress lines on stderr on a pipe."""
+    if not console.is_terminal:
+        return show.LineProgress(disable=disable)
     return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), TaskProgressColumn(),
                     RateColumn(), TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn(),
                     console=console, transient=False, disable=disable)
@@ -238,6 +243,7 @@ def execute(args: argparse.Namespace) -> int:
     config = config_from(args)
     if not view.quiet:
         console.print(config.described, markup=False, soft_wrap=True)
+    started = time.perf_counter()
     start, stop = parse_range(args.range)
     chunk, workers = parse_chunk(args.chunk), _workers(args)
     if args.scheduler is not None:
@@ -254,7 +260,10 @@ def execute(args: argparse.Namespace) -> int:
             judged = sweeping.report_rows(plan, store, config=config)
     rows = [row for _, row in judged]
     render(judged, plan, console=console, view=view, interrupted=interruption is not None)
-    written = export.write_reports(rows, paths, seed=None, partial=interruption is not None, config=config)
+    info = RunInfo(command=command_line(), total_seconds=time.perf_counter() - started)
+    written = export.write_reports(rows, paths, seed=None, partial=interruption is not None, config=config,
+                                   info=info)
+    github.publish(rows, info=info, interrupted=interruption is not None)
     if interruption is not None:
         if not view.quiet:
             where = f"; partial report written to {', '.join(written)}" if written else ""
@@ -276,7 +285,7 @@ def _run(plan: sweeping.Plan, store: Store, args: argparse.Namespace, *, workers
         return None
     try:
         with make_progress(console=console, disable=view.quiet) as progress:
-            task = progress.add_task("sweep", total=plan.patterns)
+            task = progress.add_task("sweep", total=plan.patterns, unit="pattern")
             with _executor(args, workers=workers) as execute:
                 sweeping.run_plan(plan, store, execute, advance=lambda n: progress.update(task, advance=n))
     except KeyboardInterrupt as exc:

@@ -39,6 +39,7 @@ from conformance.dtypes import DTYPES
 from conformance.errors import UsageError
 from conformance.ingest import bounded
 from conformance.ingest.arrays import Dump, load, table_dtype
+from conformance.ingest.msprobe_stack import Origin, read_modules, read_stacks, where_notes
 from conformance.reference.defaults import entry_for
 
 REDUMP = ("re-dump with mindstudio-probe's PrecisionDebugger, task \"tensor\", level \"L1\" "
@@ -62,6 +63,7 @@ class Call:
     dy: Optional[Dump] = None
     out_file: str = ""
     note: Optional[str] = None  # e.g. the default slope used for a call that passed none
+    where: tuple[str, ...] = ()  # where it was made: source line, module (``ingest.msprobe_stack``)
 
 
 # ----------------------------------------------------------------------------- finding dump.json
@@ -275,10 +277,9 @@ def _backward(name: str, entry: dict, forward: Optional[dict], *, base: Path, fr
                 dy=dy, out_file=out_entry["data_name"], note=note)
 
 
-def calls(file: Path) -> Iterator[Call]:
-    """Every LeakyReLU call of one dump.json, in the dump's order."""
-    doc = read_header(file)
-    data, framework, base = doc["data"], doc["framework"], file.parent
+def _calls(doc: dict, *, base: Path) -> Iterator[Call]:
+    """Every LeakyReLU call of a checked dump.json document, in the dump's order."""
+    data, framework = doc["data"], doc["framework"]
     for name, entry in data.items():
         match = _CALL.match(name)
         if match is None:
@@ -294,6 +295,19 @@ def calls(file: Path) -> Iterator[Call]:
         else:
             yield _backward(name, entry, data.get(f"{match['api']}.{match['n']}.forward"),
                             base=base, framework=framework)
+
+
+def calls(file: Path) -> Iterator[Call]:
+    """Every LeakyReLU call of one dump.json, in the dump's order, with where it was made
+    (a backward call was made where its forward was)."""
+    doc = read_header(file)
+    stacks, modules = read_stacks(file), read_modules(file)
+    for call in _calls(doc, base=file.parent):
+        forward = call.name.rsplit(".", 1)[0] + ".forward"
+        origin = Origin(stacks.get(call.name) or stacks.get(forward, ()),
+                        modules.get(call.name) or modules.get(forward))
+        yield replace(call, where=where_notes(origin, alpha=call.alpha, framework=doc["framework"],
+                                              implicit=call.note is not None))
 
 
 def read_calls(path: str) -> list[Call]:

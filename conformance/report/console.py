@@ -10,9 +10,11 @@ the verdict line alone.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Literal, Optional
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional, TextIO
 
 from rich import box
 from rich.console import Console, Group
@@ -293,9 +295,87 @@ def make_console(*, width: Optional[int] = None) -> Console:
     return Console(width=width or (probe.width if os.environ.get("COLUMNS") else CONSOLE_WIDTH))
 
 
-def make_progress(*, console: Console, disable: bool = False) -> Progress:
-    """A progress bar for the suite (description, bar, n/m, elapsed).  Rich redraws it in
-    place on a terminal; otherwise it prints only its final state, one line."""
+PROGRESS_EVERY = 30.0  # seconds between progress lines on a pipe while one backend keeps running
+
+
+@dataclass
+class _Task:
+    title: str
+    total: Optional[float]
+    unit: str
+    completed: float = 0
+    group: Optional[str] = None
+    in_group: float = 0  # completed in the current group
+    shown: float = field(default_factory=time.monotonic)  # when the last line was printed
+
+
+class LineProgress:
+    """Progress for a pipe, as CI reads it: plain lines on stderr, one each time a group (a backend)
+    finishes, one every ``every`` seconds while a group runs, and one at the end, each
+    ``TITLE progress: WHAT; DONE/TOTAL UNITS, SECONDS s``.  It takes the calls of rich's
+    ``Progress`` that the commands make (``add_task``, ``update``)."""
+
+    def __init__(self, *, stream: Optional[TextIO] = None, every: float = PROGRESS_EVERY,
+                 clock: Callable[[], float] = time.monotonic, disable: bool = False):
+        self.stream, self.every, self.clock, self.disable = stream, every, clock, disable
+        self.tasks: list[_Task] = []
+        self.start = clock()
+
+    def __enter__(self) -> LineProgress:
+        self.start = self.clock()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for task in self.tasks:
+            if task.group is not None:
+                self._line(task, f"{task.group} done ({_count(task.in_group, task.unit)})")
+            self._line(task, "finished" if task.total is None or task.completed >= task.total else "stopped")
+
+    def add_task(self, description: str, *, total: Optional[float] = None, unit: str = "row",
+                 **_: Any) -> int:
+        self.tasks.append(_Task(description, total, unit, shown=self.clock()))
+        return len(self.tasks) - 1
+
+    def update(self, task_id: int, *, advance: float = 0, group: Optional[str] = None, **_: Any) -> None:
+        """Count ``advance`` more done, in ``group`` when given; print a line when a group ends
+        or ``every`` seconds have passed since the last line."""
+        task = self.tasks[task_id]
+        if group is not None and task.group is not None and group != task.group:
+            self._line(task, f"{task.group} done ({_count(task.in_group, task.unit)})")
+            task.in_group = 0
+        task.group = group if group is not None else task.group
+        task.completed += advance
+        task.in_group += advance
+        if self.clock() - task.shown >= self.every:
+            self._line(task, "running" + (f" {task.group}" if task.group else ""))
+
+    def done(self, task_id: int, what: str, *, advance: float = 1) -> None:
+        """Count ``advance`` more done and say at once that ``what`` finished."""
+        task = self.tasks[task_id]
+        task.completed += advance
+        self._line(task, f"{what} done")
+
+    def _line(self, task: _Task, what: str) -> None:
+        task.shown = self.clock()
+        if self.disable:
+            return
+        done = (f"{int(task.completed):,}/{_count(task.total, task.unit)}" if task.total is not None
+                else _count(task.completed, task.unit))
+        print(f"{task.title} progress: {what}; {done}, {self.clock() - self.start:.0f} s",
+              file=self.stream or sys.stderr, flush=True)
+
+
+def _count(n: Optional[float], unit: str) -> str:
+    """``1 row``, ``1,024 rows``."""
+    count = int(n or 0)
+    return f"{count:,} {unit}" + ("" if count == 1 else "s")
+
+
+def make_progress(*, console: Console, disable: bool = False) -> Progress | LineProgress:
+    """A progress bar for the suite (description, bar, n/m, elapsed), redrawn in place on a
+    terminal; on a pipe, :class:`LineProgress` lines on stderr instead."""
+    if not console.is_terminal:
+        return LineProgress(disable=disable)
     return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                     MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False,
                     disable=disable)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conformance import guard, interrupts, suite
-from tests.helpers import assert_usage_error, run_cli
+from tests.helpers import assert_usage_error, error_lines, run_cli
 
 GOLDEN = ["run", "--backend", "golden", "--dtype", "fp16", "--direction", "forward", "--max-examples", "5",
           "--alpha", "0.3", "--alpha", "0.1", "--alpha", "0.2"]
@@ -36,7 +36,7 @@ def test_an_internal_error_mid_run_exits_3_and_keeps_the_finished_rows(tmp_path:
     _fail_on_second_row(monkeypatch, RuntimeError("a bug\nwith a second line"))
     result = run_cli([*GOLDEN, "--json", "r.json"], capsys, cwd=tmp_path)
     assert result.code == 3, result.text
-    lines = result.err.strip().splitlines()
+    lines = error_lines(result.err)
     assert len(lines) == 1 and "internal error: RuntimeError: a bug" in lines[0]
     assert "Traceback" not in result.text
     saved = Path(re.search(r"traceback saved to (\S+);", lines[0]).group(1))

@@ -1,0 +1,1 @@
+"""The schema files of the reports, shipped as package data (see ``conformance.report.schema``)."""
