@@ -24,7 +24,7 @@ from conformance.errors import UsageError
 from conformance.interrupts import describe, exit_code, sigterm_as_interrupt
 
 COMMANDS = ("run", "compare", "diff", "audit", "export-cases", "tiling", "defaults", "replay", "selftest",
-            "worker", "sweep", "quantized")
+            "worker", "sweep", "quantized", "agree")
 
 
 class _Parser(argparse.ArgumentParser):

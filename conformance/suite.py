@@ -8,10 +8,15 @@ the backend a few rich batches rather than many small calls:
 - ``edges``: the labelled edge pool built for the row's slope and output dtype;
 - ``examples``: hypothesis-drawn tensors (``cases.strategies.collect``: fixed
   seed, no database, generate phase only) flattened into one array;
-- ``shape N``: the boundary sizes the row's backend declares (cann: its tiling
-  plan's k*tile +/- 1 and core boundaries; others: the core boundaries).
+- ``shape N``: the core boundaries of the default chip's elementwise plan,
+  the same sizes for every backend;
+- ``BACKEND shape N``: the boundary sizes the row's backend declares beyond
+  those (cann: its tiling plan's k*tile +/- 1), labelled with the backend's
+  name: no other backend runs them, so they are never compared across backends.
 
-Every batch is judged with ``report.evaluate`` and the batches are merged with
+Every backend gets the same batches but its own boundary ones, so the counts of
+two rows of one (dtype, out_dtype, direction, alpha) compare; the row's notes
+say what its own boundary batches add.  Every batch is judged with ``report.evaluate`` and the batches are merged with
 ``merge_rows``.  A failing row gets a minimal reproducer per failing category
 (see :func:`shrink`), saved as ``.npz`` under the results directory.
 """
@@ -70,7 +75,7 @@ class Selection:
     workers: tuple[tuple[str, WorkerSpec], ...] = ()  # (backend name, worker) from --worker
     worker_timeout: float = WorkerSpec.timeout  # per call, for backends served by their default worker
     objects: tuple[tuple[str, Backend], ...] = ()  # backends given as objects (conformance.check), by row name
-    reference: Optional[str] = None  # every other row is also compared bit for bit with this backend's
+    references: tuple[str, ...] = ()  # every other row is also compared bit for bit with these backends'
 
     def identity(self, name: str) -> tuple[Optional[str], Optional[str], Optional[WorkerSpec]]:
         """The profile, variant and worker backend ``name`` runs with in this selection."""
@@ -134,11 +139,13 @@ class RowSpec:
 
 @dataclass(frozen=True)
 class InputBatch:
-    """One batch of inputs for a row, with its label (shown in offender locations)."""
+    """One batch of inputs for a row, with its label (shown in offender locations); ``own``: a
+    boundary batch of the row's backend alone, which other backends do not run."""
 
     label: str
     x: np.ndarray
     dy: Optional[np.ndarray] = None
+    own: bool = False
 
 
 @dataclass
@@ -219,10 +226,15 @@ class Inputs:
         self.shapes = functools.lru_cache(maxsize=None)(self._shapes)
 
     def batches(self, spec: RowSpec) -> list[InputBatch]:
+        """The batches every backend runs for this (dtype, out_dtype, direction, alpha), then
+        the boundary batches of ``spec``'s backend alone."""
         d = spec.direction
-        sizes = boundary_sizes(_backend(spec), spec.dtype, spec.out_dtype, d)
+        common = shared_sizes(spec.dtype, spec.out_dtype, d)
+        own = tuple(n for n in boundary_sizes(_backend(spec), spec.dtype, spec.out_dtype, d) if n not in common)
         return [self.sweep(spec.dtype, d), self.edges(spec.dtype, spec.out_dtype, d, spec.alpha),
-                self.examples(spec.dtype, spec.out_dtype, d), *self.shapes(spec.dtype, spec.out_dtype, d, sizes)]
+                self.examples(spec.dtype, spec.out_dtype, d), *self.shapes(spec.dtype, spec.out_dtype, d, common),
+                *(replace(b, label=f"{spec.backend} {b.label}", own=True)
+                  for b in self.shapes(spec.dtype, spec.out_dtype, d, own))]
 
     def _sweep(self, dtype: str, direction: Direction) -> InputBatch:
         if info(dtype).bits == 16:
@@ -255,6 +267,11 @@ class Inputs:
         """One batch per boundary size the row's backend declares."""
         pool = edge_pool(dtype, out_dtype=out_dtype, alphas=self.alphas)
         return tuple(_shaped(n, pool, direction, seed=subseed(self.seed, "shape", dtype, n)) for n in sizes)
+
+
+def shared_sizes(dtype: str, out_dtype: str, direction: Direction) -> tuple[int, ...]:
+    """The boundary sizes every backend runs: the default chip's one- and two-core boundaries."""
+    return strategies.boundary_sizes(dtype, out_dtype=out_dtype, direction=direction, tiles=False)
 
 
 def _shaped(n: int, pool: EdgePool, direction: Direction, *, seed: int) -> InputBatch:
@@ -308,12 +325,29 @@ def run_row(spec: RowSpec, inputs: Inputs, *, options: Options, collector: Optio
     batches = inputs.batches(spec)
     outputs = [run_batch_output(spec, b, config=options.config) for b in batches]
     if collector is not None:
-        collector.add(outputs)
+        collector.add([o for b, o in zip(batches, outputs) if not b.own])
     parts = [(b, o.row) for b, o in zip(batches, outputs)]
     row = merge_rows([r for _, r in parts], config=options.config)
+    note = own_batches_note(spec.backend, parts)
+    row = row if note is None else replace(row, notes=(*row.notes, note))
     if row.verdict != "fail" or options.results_dir is None:
         return row
     return attach_reproducers(row, spec, parts, options=options)
+
+
+def own_batches_note(backend: str, parts: Sequence[tuple[InputBatch, Row]]) -> Optional[str]:
+    """What the row's own boundary batches (run on no other backend) add to its counts."""
+    own = [(b, r) for b, r in parts if b.own]
+    if not own:
+        return None
+    counts: dict[str, int] = {}
+    for _, r in own:
+        for f in r.findings:
+            counts[f.category] = counts.get(f.category, 0) + f.count
+    found = ", ".join(f"{c} ×{n:,}" for c, n in sorted(counts.items())) or "no finding"
+    elements = sum(b.x.size for b, _ in own)
+    return (f"{len(own)} boundary batches of {backend} alone ({elements:,} elements, run on no other "
+            f"backend) add: {found}")
 
 
 def run_suite(selection: Selection, options: Options, *,
@@ -323,9 +357,10 @@ def run_suite(selection: Selection, options: Options, *,
     todo, skipped = plan(selection) if specs is None else (specs, [])
     inputs = Inputs(seed=options.seed, max_examples=options.max_examples, alphas=selection.alphas)
     result = SuiteResult(skipped=skipped)
-    collector = None if selection.reference is None else Collector(selection.reference)
-    if collector is not None:  # the reference's outputs are kept for the rows compared with them
-        todo = sorted(todo, key=lambda s: s.backend != selection.reference)
+    refs = selection.references
+    collector = Collector(refs) if refs else None
+    if collector is not None:  # the references' outputs are kept for the rows compared with them
+        todo = sorted(todo, key=lambda s: refs.index(s.backend) if s.backend in refs else len(refs))
         result.agreement = collector.found
     try:
         for spec in todo:

@@ -74,7 +74,7 @@ def test_fake_backends_against_golden_reference() -> None:
     same = from_numpy(_golden_like, dtypes=["float16"], name="same")
     off = from_numpy(_slope_off, dtypes=["float16"], name="off")
     selection = Selection(backends=("same", "off", "golden"), objects=(("same", same), ("off", off)),
-                          dtypes=("float16",), alphas=ALPHAS, directions=("forward",), reference="golden")
+                          dtypes=("float16",), alphas=ALPHAS, directions=("forward",), references=("golden",))
     found = _suite(selection)
     specs = _specs(selection)
     assert {(a.backend, a.alpha) for a in found} == {(b, al) for b in ("same", "off") for al in ALPHAS}
@@ -91,7 +91,7 @@ def test_fake_backends_against_golden_reference() -> None:
 def test_real_backends_against_torch_reference() -> None:
     pytest.importorskip("torch")
     selection = Selection(backends=("golden", "torch", "cann"), dtypes=("float16",), alphas=ALPHAS,
-                          directions=("forward",), reference="torch")
+                          directions=("forward",), references=("torch",))
     found = _suite(selection)
     specs = _specs(selection)
     assert {a.backend for a in found} == {"golden", "cann"}
@@ -103,7 +103,7 @@ def test_real_backends_against_torch_reference() -> None:
 def test_identical_backends_are_identical() -> None:
     copy = from_numpy(_golden_like, dtypes=["float16"], name="copy")
     selection = Selection(backends=("golden", "copy"), objects=(("copy", copy),), dtypes=("float16",),
-                          alphas=ALPHAS, directions=("forward",), reference="copy")
+                          alphas=ALPHAS, directions=("forward",), references=("copy",))
     found = _suite(selection)
     assert len(found) == len(ALPHAS)
     assert all(a.identical and a.differing == 0 and a.elements > 0 for a in found)
