@@ -160,3 +160,17 @@ def test_no_reference_no_agreement_section(tmp_path: Path, capsys: pytest.Captur
                    "--alpha", "0.2", "--max-examples", "5", "--json", str(report)], capsys)
     assert res.code == 0, res.text
     assert "agreement" not in json.loads(report.read_text())
+
+
+def test_cli_comma_references_each_judged_pairwise(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "r.json"
+    copy = "tests.test_agreement:_golden_like"
+    res = run_cli(["run", "--reference", f"golden,{copy}", "--backend", "cann", "--dtype", "float16",
+                   "--direction", "forward", "--alpha", "0.1", "--max-examples", "5",
+                   "--results-dir", str(tmp_path / "res"), "--json", str(report)], capsys)
+    assert res.code in (0, 1), res.text
+    entries = {(e["reference"], e["backend"]): e for e in json.loads(report.read_text())["agreement"]}
+    assert set(entries) == {("golden", copy), ("golden", "cann"), (copy, "cann")}
+    assert entries[("golden", copy)]["identical"]
+    assert entries[("golden", "cann")]["differing"] == entries[(copy, "cann")]["differing"] > 0
+    assert "agreement with golden" in res.out and f"agreement with {copy}" in res.out

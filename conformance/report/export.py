@@ -90,7 +90,7 @@ _AGREEMENT = {"type": "object", "additionalProperties": False,
                              "out_dtype": {"enum": _DTYPES}, "direction": {"enum": ["forward", "backward"]},
                              "alpha": _VALUE, "identical": {"type": "boolean"},
                              "differing": {"type": "integer"}, "elements": {"type": "integer"},
-                             "why": {"type": "string"}}}
+                             "why": {"type": "string"}, "causes": {"type": "array", "items": {"type": "string"}}}}
 SCHEMA: dict = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": SCHEMA_ID,
@@ -186,7 +186,8 @@ def agreement_dict(a: Agreement) -> dict:
     """One agreement between a row and the reference backend's row, as JSON."""
     return {"reference": a.reference, "backend": a.backend, "profile": a.profile, "dtype": a.dtype,
             "out_dtype": a.out_dtype, "direction": a.direction, "alpha": encode_value(a.alpha),
-            "identical": a.identical, "differing": a.differing, "elements": a.elements, "why": a.why}
+            "identical": a.identical, "differing": a.differing, "elements": a.elements, "why": a.why,
+            "causes": list(a.causes)}
 
 
 def report_dict(rows: Sequence[Row], *, seed: Optional[int], versions: dict,
