@@ -16,6 +16,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Optional
 
+from conformance.commands import compare_reference
 from conformance.commands.args import (
     add_gate_options,
     add_view_options,
@@ -54,6 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                          help="a directory written by export-cases, with the device's outputs beside the inputs")
     parser.add_argument("--profile", help="chip profile whose tiling plan locates tail tiles")
     parser.add_argument("--cores", help="number of cores of the tiling plan")
+    compare_reference.configure(parser)
     parser.add_argument("--json", help="write the JSON report here")
     parser.add_argument("--junit", help="write JUnit XML here")
     parser.add_argument("--config", help="gate configuration TOML file")
@@ -119,6 +121,7 @@ def _evaluate(args: argparse.Namespace, x: Dump, out: Dump, *, dy: Optional[Dump
 
 def _check_flags(args: argparse.Namespace) -> None:
     _bits_dtype(args.dtype)
+    compare_reference.check(args)
     if args.msprobe is not None or args.manifest is not None:
         given = [f for f in ("--x", "--y", "--dy", "--dx", "--alpha") if getattr(args, f[2:]) is not None]
         if args.msprobe is not None and args.manifest is not None:
@@ -153,7 +156,8 @@ def _source(args: argparse.Namespace) -> Callable[[GateConfig], list[Row]]:
 
 
 def execute(args: argparse.Namespace) -> int:
-    inputs = {"--x": args.x, "--y": args.y, "--dy": args.dy, "--dx": args.dx, "--config": args.config}
+    inputs = {"--x": args.x, "--y": args.y, "--dy": args.dy, "--dx": args.dx, "--config": args.config,
+              **compare_reference.inputs(args)}
     paths = files.prepare(files.ReportPaths(args.json, args.junit), inputs=inputs)
     _check_flags(args)
     source = _source(args)
@@ -161,6 +165,7 @@ def execute(args: argparse.Namespace) -> int:
     rows: list[Row] = []
     with partial_on_interrupt(paths, lambda: rows, seed=None, config=config):  # Ctrl-C/SIGTERM: partial
         rows = source(config)
+        found = compare_reference.agreements(args, rows, config=config)
     console, view = render.make_console(), view_from(args)
     if not view.quiet:
         console.print(config.described, markup=False, soft_wrap=True)
@@ -168,6 +173,7 @@ def execute(args: argparse.Namespace) -> int:
     for row in rows:
         for note in row.notes:
             console.print(f"note: {row.variant or row.title}: {note}", markup=False)
+    render.render_agreement(found, console=console)
     console.print(render.summary_line(rows))
-    write_reports(rows, paths, seed=None, config=config)
+    write_reports(rows, paths, seed=None, config=config, agreement=found or None)
     return 1 if any(r.verdict == "fail" for r in rows) else 0

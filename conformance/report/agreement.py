@@ -8,7 +8,7 @@ backend's own boundary sizes that the other side did not run are left out.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Optional
 
@@ -81,8 +81,15 @@ def _categories(outputs: Sequence[Output]) -> dict[str, int]:
     """Finding counts by category over some batches of one row."""
     counts: dict[str, int] = {}
     for out in outputs:
-        for f in out.row.findings:
-            counts[f.category] = counts.get(f.category, 0) + f.count
+        for category, n in _categories_of(out.row).items():
+            counts[category] = counts.get(category, 0) + n
+    return counts
+
+
+def _categories_of(row: Row) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for f in row.findings:
+        counts[f.category] = counts.get(f.category, 0) + f.count
     return counts
 
 
@@ -108,21 +115,40 @@ def causes(*, ref_counts: dict[str, int], counts: dict[str, int]) -> tuple[str, 
 def agree(reference: Sequence[Output], other: Sequence[Output]) -> Agreement:
     """``other``'s row against ``reference``'s row on the batches they share."""
     pairs = shared(reference, other)
-    ref_row, row = reference[0].row, other[0].row
     diff = sum(int(differing(r.actual, o.actual).sum()) for r, o in pairs)  # type: ignore[arg-type]
-    elements = sum(o.x.size for _, o in pairs)
-    counts, ref_counts = _categories([o for _, o in pairs]), _categories([r for r, _ in pairs])
+    return judged(reference[0].row, other[0].row, differing=diff, elements=sum(o.x.size for _, o in pairs),
+                  ref_counts=_categories([r for r, _ in pairs]), counts=_categories([o for _, o in pairs]))
+
+
+def judged(ref_row: Row, row: Row, *, differing: int, elements: int, ref_counts: dict[str, int],
+           counts: dict[str, int], names: Optional[tuple[str, str]] = None) -> Agreement:
+    """The agreement of two rows from the count of differing elements over ``elements`` compared
+    (0: nothing comparable) and both sides' finding counts there; ``names`` (reference, other)
+    stand for the rows' backends in the text."""
+    ref_name, name = names or (ref_row.backend, row.backend)
     found: tuple[str, ...] = ()
-    if not pairs:
+    if not elements:
         text = NOT_COMPARABLE
-    elif diff == 0:
+    elif differing == 0:
         text = "identical"
     else:
-        text = why(ref_row.backend, row.backend, ref_counts=ref_counts, counts=counts)
+        text = why(ref_name, name, ref_counts=ref_counts, counts=counts)
         found = causes(ref_counts=ref_counts, counts=counts)
-    return Agreement(ref_row.backend, row.backend, row.profile, row.dtype, row.out_dtype, row.direction,
-                     row.alpha, identical=bool(pairs) and diff == 0, differing=diff, elements=elements,
+    return Agreement(ref_name, name, row.profile, row.dtype, row.out_dtype, row.direction, row.alpha,
+                     identical=bool(elements) and differing == 0, differing=differing, elements=elements,
                      why=text, causes=found)
+
+
+def from_chunks(pairs: Iterable[tuple[np.ndarray, np.ndarray]], *, ref_row: Row, row: Row,
+                names: tuple[str, str]) -> Agreement:
+    """Two whole outputs of the same inputs, read as consecutive (reference, other) chunks, each
+    judged against golden as ``ref_row`` and ``row`` (a device's dump against another's)."""
+    diff = elements = 0
+    for ref, mine in pairs:
+        diff += int(differing(ref, mine).sum())
+        elements += int(np.asarray(mine).size)
+    return judged(ref_row, row, differing=diff, elements=elements, ref_counts=_categories_of(ref_row),
+                  counts=_categories_of(row), names=names)
 
 
 class Collector:
