@@ -1,22 +1,19 @@
 """The conformance suite: which rows, which inputs, run, judge, merge, shrink.
 
 One row per (backend, dtype, out_dtype, direction, alpha).  Each row feeds
-the backend a few rich batches rather than many small calls:
+the backend a few rich batches (``cases.batches``) rather than many small calls,
+the same for every backend of a (dtype, out_dtype, direction, alpha), so the counts
+of two such rows compare:
 
-- ``sweep``: every 16-bit pattern (dy: the same patterns, shuffled), or for
-  float32/float64 a seeded block of random bit patterns;
-- ``edges``: the labelled edge pool built for the row's slope and output dtype;
-- ``examples``: hypothesis-drawn tensors (``cases.strategies.collect``: fixed
-  seed, no database, generate phase only) flattened into one array;
-- ``shape N``: the core boundaries of the default chip's elementwise plan,
-  the same sizes for every backend;
-- ``BACKEND shape N``: the boundary sizes the row's backend declares beyond
-  those (cann: its tiling plan's k*tile +/- 1), labelled with the backend's
-  name: no other backend runs them, so they are never compared across backends.
+- ``sweep``, ``edges``, ``examples``;
+- ``shape N``: the core boundaries of the default chip's elementwise plan;
+- in a comparison (``Selection.references``), ``BACKEND shape N``: the boundary
+  sizes a backend declares beyond those (cann: its tiling plan's k*tile +/- 1),
+  run by every backend and labelled with who declares them;
+- otherwise ``BACKEND shape N`` are that backend's own batches (``own``): no other
+  backend runs them, they are never compared, and the row's notes say what they add.
 
-Every backend gets the same batches but its own boundary ones, so the counts of
-two rows of one (dtype, out_dtype, direction, alpha) compare; the row's notes
-say what its own boundary batches add.  Every batch is judged with ``report.evaluate`` and the batches are merged with
+Every batch is judged with ``report.evaluate`` and the batches are merged with
 ``merge_rows``.  A failing row gets a minimal reproducer per failing category
 (see :func:`shrink`), saved as ``.npz`` under the results directory.
 """
@@ -24,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import re
-import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -44,9 +40,8 @@ from conformance.backends import (
     skip_reason,
     suite_pairs,
 )
-from conformance.cases import corpus, strategies
-from conformance.cases.edges import EdgePool, edge_pool
-from conformance.cases.exhaustive import random_bits, shuffled16, sweep16
+from conformance.cases import corpus
+from conformance.cases.batches import BatchCache, InputBatch, shared_sizes
 from conformance.dtypes import info
 from conformance.errors import Unsupported, UsageError
 from conformance.guard import guarded_call, input_modified, shaped_like
@@ -57,8 +52,6 @@ from conformance.report.gate import GateConfig
 
 SUITE_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.2, 0.3, 1 / 3, 1.0, 1.5)
 DIRECTIONS: tuple[Direction, ...] = ("forward", "backward")
-RANDOM_PATTERNS = 1 << 16  # random bit patterns per wide (fp32/fp64) row
-SHAPE_EDGES = 64  # edge values written at the head and the tail of each boundary-shape batch
 
 
 @dataclass(frozen=True)
@@ -137,17 +130,6 @@ class RowSpec:
         return f"{who} {pair} {self.direction} alpha={self.alpha!r}"
 
 
-@dataclass(frozen=True)
-class InputBatch:
-    """One batch of inputs for a row, with its label (shown in offender locations); ``own``: a
-    boundary batch of the row's backend alone, which other backends do not run."""
-
-    label: str
-    x: np.ndarray
-    dy: Optional[np.ndarray] = None
-    own: bool = False
-
-
 @dataclass
 class SuiteResult:
     """Judged rows, rows skipped as unsupported (with why), and what cut the run short, if anything:
@@ -155,7 +137,8 @@ class SuiteResult:
 
     rows: list[Row] = field(default_factory=list)
     skipped: list[tuple[RowSpec, str]] = field(default_factory=list)
-    agreement: list[Agreement] = field(default_factory=list)  # with the selection's reference, if any
+    agreement: list[Agreement] = field(default_factory=list)  # with the selection's references, if any
+    own_batches: list[str] = field(default_factory=list)  # backends whose rows ran boundary batches of their own
     interruption: Optional[KeyboardInterrupt] = None
 
     @property
@@ -201,87 +184,51 @@ def plan(selection: Selection) -> tuple[list[RowSpec], list[tuple[RowSpec, str]]
 
 # ----------------------------------------------------------------------------- inputs
 
-def subseed(seed: int, *parts: object) -> int:
-    """A stable per-purpose seed (crc32 of the parts; Python's hash() is salted per process)."""
-    return zlib.crc32("|".join(map(str, (seed, *parts))).encode()) & 0xFFFFFFFF
+Pooled = dict[tuple[str, str, str], tuple[tuple[int, str], ...]]  # (dtype, out, dir) -> (size, who declares it)
 
 
-def _with_dy(label: str, x: np.ndarray, direction: Direction, *, seed: int) -> InputBatch:
-    """``x`` and, for backward, a seeded dy of the same size (bits permuted from x's pool)."""
-    if direction == "forward":
-        return InputBatch(label, x)
-    rng = np.random.default_rng(seed)
-    return InputBatch(label, x, x.reshape(-1)[rng.permutation(x.size)].reshape(x.shape))
+class Inputs(BatchCache):
+    """Input batches for rows, built once per key and shared by every backend.  ``pooled``: the
+    boundary sizes of a comparison (:func:`pooled_sizes`), which every backend runs."""
 
-
-class Inputs:
-    """Input batches for rows, built once per key and shared by every backend."""
-
-    def __init__(self, *, seed: int, max_examples: int, alphas: Sequence[float]):
-        self.seed, self.max_examples = seed, max_examples
-        self.alphas = tuple(alphas)
-        self.sweep = functools.lru_cache(maxsize=None)(self._sweep)
-        self.edges = functools.lru_cache(maxsize=None)(self._edges)
-        self.examples = functools.lru_cache(maxsize=None)(self._examples)
-        self.shapes = functools.lru_cache(maxsize=None)(self._shapes)
+    def __init__(self, *, seed: int, max_examples: int, alphas: Sequence[float], pooled: Optional[Pooled] = None):
+        super().__init__(seed=seed, max_examples=max_examples, alphas=alphas)
+        self.pooled = pooled or {}
 
     def batches(self, spec: RowSpec) -> list[InputBatch]:
-        """The batches every backend runs for this (dtype, out_dtype, direction, alpha), then
-        the boundary batches of ``spec``'s backend alone."""
+        """The batches every backend runs for this (dtype, out_dtype, direction, alpha), the
+        pooled boundary batches of a comparison (labelled with who declares them), then the
+        boundary batches of ``spec``'s backend alone."""
         d = spec.direction
         common = shared_sizes(spec.dtype, spec.out_dtype, d)
-        own = tuple(n for n in boundary_sizes(_backend(spec), spec.dtype, spec.out_dtype, d) if n not in common)
+        pooled = dict(self.pooled.get((spec.dtype, spec.out_dtype, d), ()))
+        own = self.own_sizes(spec)
         return [self.sweep(spec.dtype, d), self.edges(spec.dtype, spec.out_dtype, d, spec.alpha),
                 self.examples(spec.dtype, spec.out_dtype, d), *self.shapes(spec.dtype, spec.out_dtype, d, common),
+                *(replace(b, label=f"{pooled[n]} {b.label}")
+                  for n, b in zip(pooled, self.shapes(spec.dtype, spec.out_dtype, d, tuple(pooled)))),
                 *(replace(b, label=f"{spec.backend} {b.label}", own=True)
                   for b in self.shapes(spec.dtype, spec.out_dtype, d, own))]
 
-    def _sweep(self, dtype: str, direction: Direction) -> InputBatch:
-        if info(dtype).bits == 16:
-            dy = shuffled16(dtype, seed=subseed(self.seed, "sweep-dy", dtype)) if direction == "backward" else None
-            return InputBatch("sweep", sweep16(dtype), dy)
-        x = random_bits(dtype, RANDOM_PATTERNS, seed=subseed(self.seed, "random", dtype))
-        dy = random_bits(dtype, RANDOM_PATTERNS, seed=subseed(self.seed, "random-dy", dtype))
-        return InputBatch("random", x, dy if direction == "backward" else None)
-
-    def _edges(self, dtype: str, out_dtype: str, direction: Direction, alpha: float) -> InputBatch:
-        pool = edge_pool(dtype, out_dtype=out_dtype, alphas=(alpha,))
-        return _with_dy("edges", pool.values, direction, seed=subseed(self.seed, "edges-dy", dtype))
-
-    def _drawn(self, dtype: str, out_dtype: str) -> InputBatch:
-        """Hypothesis tensors (x and dy) for one pair, flattened into one batch."""
-        pool = edge_pool(dtype, out_dtype=out_dtype, alphas=self.alphas)
-        drawn = strategies.collect(strategies.tensors(dtype, direction="backward", pool=pool),
-                                   count=self.max_examples, seed=subseed(self.seed, "examples", dtype, out_dtype))
-        empty = [np.empty(0, info(dtype).dtype)]
-        return InputBatch("examples", np.concatenate([d.x.reshape(-1) for d in drawn] or empty),
-                          np.concatenate([d.dy.reshape(-1) for d in drawn] or empty))
-
-    def _examples(self, dtype: str, out_dtype: str, direction: Direction) -> InputBatch:
-        """The drawn batch; forward uses its x only, so both directions share one draw."""
-        both = self.examples(dtype, out_dtype, "backward") if direction == "forward" else self._drawn(dtype, out_dtype)
-        return replace(both, dy=None) if direction == "forward" else both
-
-    def _shapes(self, dtype: str, out_dtype: str, direction: Direction,
-                sizes: tuple[int, ...]) -> tuple[InputBatch, ...]:
-        """One batch per boundary size the row's backend declares."""
-        pool = edge_pool(dtype, out_dtype=out_dtype, alphas=self.alphas)
-        return tuple(_shaped(n, pool, direction, seed=subseed(self.seed, "shape", dtype, n)) for n in sizes)
+    def own_sizes(self, spec: RowSpec) -> tuple[int, ...]:
+        """The boundary sizes ``spec``'s backend declares that no other backend runs."""
+        key = (spec.dtype, spec.out_dtype, spec.direction)
+        others = {*shared_sizes(*key), *dict(self.pooled.get(key, ()))}  # type: ignore[arg-type]
+        return tuple(n for n in boundary_sizes(_backend(spec), *key) if n not in others)  # type: ignore[arg-type]
 
 
-def shared_sizes(dtype: str, out_dtype: str, direction: Direction) -> tuple[int, ...]:
-    """The boundary sizes every backend runs: the default chip's one- and two-core boundaries."""
-    return strategies.boundary_sizes(dtype, out_dtype=out_dtype, direction=direction, tiles=False)
-
-
-def _shaped(n: int, pool: EdgePool, direction: Direction, *, seed: int) -> InputBatch:
-    """``n`` random patterns with edge values written at the head and at the tail."""
-    x = random_bits(pool.dtype, n, seed=seed)
-    k = min(SHAPE_EDGES, n // 2, len(pool))
-    rng = np.random.default_rng(seed)
-    picks = pool.values[rng.choice(len(pool), size=2 * k, replace=False)] if k else pool.values[:0]
-    x[:k], x[n - k:] = picks[:k], picks[k:]
-    return _with_dy(f"shape ({n},)", x, direction, seed=seed + 1)
+def pooled_sizes(specs: Sequence[RowSpec]) -> Pooled:
+    """For a comparison, per (dtype, out_dtype, direction): every boundary size a backend of
+    ``specs`` declares beyond the shared ones, with the backends that declare it (``cann``), so
+    that every backend runs it and a defect at one backend's tile boundary shows as a difference."""
+    found: dict[tuple[str, str, str], dict[int, list[str]]] = {}
+    for spec in {(s.backend, s.dtype, s.out_dtype, s.direction): s for s in specs}.values():
+        key = (spec.dtype, spec.out_dtype, spec.direction)
+        common = shared_sizes(*key)  # type: ignore[arg-type]
+        for n in boundary_sizes(_backend(spec), *key):  # type: ignore[arg-type]
+            if n not in common:
+                found.setdefault(key, {}).setdefault(n, []).append(spec.backend)
+    return {k: tuple((n, "+".join(who)) for n, who in sorted(d.items())) for k, d in found.items()}
 
 
 # ----------------------------------------------------------------------------- running
@@ -355,7 +302,8 @@ def run_suite(selection: Selection, options: Options, *,
               specs: Optional[list[RowSpec]] = None) -> SuiteResult:
     """Run the selection; Ctrl-C or SIGTERM stops it and returns the completed rows marked interrupted."""
     todo, skipped = plan(selection) if specs is None else (specs, [])
-    inputs = Inputs(seed=options.seed, max_examples=options.max_examples, alphas=selection.alphas)
+    pooled = pooled_sizes(todo) if selection.references else None  # a comparison: same inputs, boundaries too
+    inputs = Inputs(seed=options.seed, max_examples=options.max_examples, alphas=selection.alphas, pooled=pooled)
     result = SuiteResult(skipped=skipped)
     refs = selection.references
     collector = Collector(refs) if refs else None
@@ -366,6 +314,8 @@ def run_suite(selection: Selection, options: Options, *,
         for spec in todo:
             row = run_row(spec, inputs, options=options, **({} if collector is None else {"collector": collector}))
             result.rows.append(row)
+            if spec.backend not in result.own_batches and inputs.own_sizes(spec):
+                result.own_batches.append(spec.backend)
             if on_row is not None:
                 on_row(spec, row)
     except KeyboardInterrupt as exc:

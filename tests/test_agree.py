@@ -13,7 +13,7 @@ from conformance.backends import call
 from conformance.reference import golden
 from conformance.report.agreement import Agreement, Cell, cells, migration
 from conformance.report.export import SCHEMA, validate
-from conformance.suite import Inputs, Options, RowSpec, Selection, plan, run_suite
+from conformance.suite import Inputs, Options, RowSpec, Selection, plan, pooled_sizes, run_suite
 from tests.helpers import CONFIG, assert_usage_error, bits_differ, run_cli
 
 ALPHAS = (0.1, 0.3)
@@ -35,9 +35,10 @@ def _flush(x: np.ndarray, alpha: float) -> np.ndarray:
 def direct_count(selection: Selection, first: str, second: str, spec: RowSpec) -> tuple[int, int]:
     """Differing elements and elements compared, by calling both backends on every batch whose
     label and input bits are the same for both rows (``spec`` names the row's key)."""
-    inputs = Inputs(seed=0, max_examples=MAX_EXAMPLES, alphas=selection.alphas)
+    planned = plan(selection)[0]
+    inputs = Inputs(seed=0, max_examples=MAX_EXAMPLES, alphas=selection.alphas, pooled=pooled_sizes(planned))
     key = (spec.dtype, spec.out_dtype, spec.direction, spec.alpha)
-    specs = {(s.backend, s.dtype, s.out_dtype, s.direction, s.alpha): s for s in plan(selection)[0]}
+    specs = {(s.backend, s.dtype, s.out_dtype, s.direction, s.alpha): s for s in planned}
     theirs = {b.label: b for b in inputs.batches(specs[(first, *key)])}
     diff = total = 0
     for batch in inputs.batches(specs[(second, *key)]):
@@ -185,3 +186,20 @@ def test_cli_matrix_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 def test_cli_usage_errors(argv: list[str], mentions: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert_usage_error(run_cli(["agree", *argv], capsys), mentions=mentions)
 
+
+
+def test_a_comparison_gives_every_backend_the_pooled_boundaries() -> None:
+    selection = Selection(backends=("torch", "cann"), references=("torch", "cann"), dtypes=("float16",),
+                          alphas=(0.2,), directions=("forward",))
+    specs = {s.backend: s for s in plan(selection)[0]}
+    pooled = pooled_sizes(list(specs.values()))
+    inputs = Inputs(seed=0, max_examples=3, alphas=(0.2,), pooled=pooled)
+    torch, cann = inputs.batches(specs["torch"]), inputs.batches(specs["cann"])
+    assert [b.label for b in torch] == [b.label for b in cann] and not any(b.own for b in torch + cann)
+    assert any(b.label.startswith("cann shape (") and b.x.size > 100_000 for b in torch)
+
+
+def test_a_tile_boundary_defect_shows_in_the_migration(capsys: pytest.CaptureFixture[str]) -> None:
+    code, text = _agree_cli(capsys, "--from", "golden", "--to", "cann", "--variant", "tail-overrun",
+                            "--allow", "rounding")
+    assert code == 1 and "golden → cann: differs:" in text, text

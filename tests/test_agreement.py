@@ -13,7 +13,7 @@ from conformance.dtypes import all_patterns, from_bits
 from conformance.reference import golden
 from conformance.report.agreement import NOT_COMPARABLE, Agreement, Output, agree, differing
 from conformance.report.export import SCHEMA, validate
-from conformance.suite import Inputs, Options, Selection, plan, run_suite
+from conformance.suite import Inputs, Options, Selection, plan, pooled_sizes, run_suite
 from tests.helpers import CONFIG, bits_differ, judge, run_cli
 
 ALPHAS = (0.1, 0.2)
@@ -39,7 +39,7 @@ def _suite(selection: Selection) -> list[Agreement]:
 def _direct_count(spec_of: dict, a: Agreement, *, selection: Selection) -> tuple[int, int]:
     """Differing elements and elements, by calling both backends directly on the batches whose
     inputs are the same for both rows (shared labels, equal bits)."""
-    inputs = Inputs(seed=0, max_examples=10, alphas=selection.alphas)
+    inputs = Inputs(seed=0, max_examples=10, alphas=selection.alphas, pooled=pooled_sizes(plan(selection)[0]))
     key = (a.dtype, a.out_dtype, a.direction, a.alpha)
     ref, other = spec_of[(a.reference, *key)], spec_of[(a.backend, *key)]
     ref_batches = {b.label: b for b in inputs.batches(ref)}

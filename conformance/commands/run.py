@@ -207,7 +207,7 @@ def render(result: SuiteResult, *, console: Console, view: show.View = show.View
     if not view.quiet:
         for reference in dict.fromkeys(a.reference for a in result.agreement):
             show.render_agreement([a for a in result.agreement if a.reference == reference], console=console)
-        own = own_batch_line(result.rows)
+        own = own_batch_line(result.own_batches)
         if own:
             console.print(own, markup=False)
     if result.skipped and not view.quiet:
@@ -243,13 +243,12 @@ def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
     return 1 if any(r.verdict == "fail" for r in result.rows) else 0
 
 
-def own_batch_line(rows: Sequence[Row]) -> Optional[str]:
+def own_batch_line(backends: Sequence[str]) -> Optional[str]:
     """One line naming the backends whose rows include boundary batches no other backend ran
     (their counts include them; the agreement leaves them out)."""
-    owners = sorted({r.backend for r in rows if any(p.startswith(f"{r.backend} shape") for p in r.parts)})
-    if not owners:
+    if not backends:
         return None
-    return (f"note: the counts of {', '.join(owners)} include boundary batches of their own "
+    return (f"note: the counts of {', '.join(backends)} include boundary batches of their own "
             "(labelled with the backend's name, run on no other backend; see each row's notes in the "
             "JSON); other batches are the same for every backend")
 
