@@ -300,27 +300,46 @@ def own_batches_note(backend: str, parts: Sequence[tuple[InputBatch, Row]]) -> O
 def run_suite(selection: Selection, options: Options, *,
               on_row: Optional[Callable[[RowSpec, Row], None]] = None,
               specs: Optional[list[RowSpec]] = None) -> SuiteResult:
-    """Run the selection; Ctrl-C or SIGTERM stops it and returns the completed rows marked interrupted."""
+    """Run the selection; Ctrl-C or SIGTERM stops it and returns the completed rows marked interrupted.
+    With references, the rows run grouped by (dtype, out_dtype, direction, alpha), references first,
+    so only one group's outputs are kept; the result lists the rows in the planned order."""
     todo, skipped = plan(selection) if specs is None else (specs, [])
-    pooled = pooled_sizes(todo) if selection.references else None  # a comparison: same inputs, boundaries too
+    refs = selection.references
+    pooled = pooled_sizes(todo) if refs else None  # a comparison: the same inputs, boundaries too
     inputs = Inputs(seed=options.seed, max_examples=options.max_examples, alphas=selection.alphas, pooled=pooled)
     result = SuiteResult(skipped=skipped)
-    refs = selection.references
     collector = Collector(refs) if refs else None
-    if collector is not None:  # the references' outputs are kept for the rows compared with them
-        todo = sorted(todo, key=lambda s: refs.index(s.backend) if s.backend in refs else len(refs))
+    order = comparison_order(todo, refs) if refs else list(range(len(todo)))
+    if collector is not None:
         result.agreement = collector.found
+    done: list[tuple[int, Row]] = []
     try:
-        for spec in todo:
+        for i in order:
+            spec = todo[i]
             row = run_row(spec, inputs, options=options, **({} if collector is None else {"collector": collector}))
-            result.rows.append(row)
+            done.append((i, row))
             if spec.backend not in result.own_batches and inputs.own_sizes(spec):
                 result.own_batches.append(spec.backend)
             if on_row is not None:
                 on_row(spec, row)
     except KeyboardInterrupt as exc:
         result.interruption = exc
+    result.rows = [row for _, row in sorted(done, key=lambda d: d[0])]
     return result
+
+
+def comparison_order(specs: Sequence[RowSpec], references: Sequence[str]) -> list[int]:
+    """Indices of ``specs`` grouped by (dtype, out_dtype, direction, alpha) in order of first
+    appearance, the references first within a group (in their order), then the others as planned."""
+    first: dict[tuple, int] = {}
+    for s in specs:
+        first.setdefault((s.dtype, s.out_dtype, s.direction, s.alpha), len(first))
+
+    def rank(i: int) -> tuple[int, int, int]:
+        s = specs[i]
+        ref = references.index(s.backend) if s.backend in references else len(references)
+        return first[(s.dtype, s.out_dtype, s.direction, s.alpha)], ref, i
+    return sorted(range(len(specs)), key=rank)
 
 
 # ----------------------------------------------------------------------------- reproducers

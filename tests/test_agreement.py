@@ -174,3 +174,14 @@ def test_cli_comma_references_each_judged_pairwise(tmp_path: Path, capsys: pytes
     assert entries[("golden", copy)]["identical"]
     assert entries[("golden", "cann")]["differing"] == entries[(copy, "cann")]["differing"] > 0
     assert "agreement with golden" in res.out and f"agreement with {copy}" in res.out
+
+
+def test_rows_come_back_in_the_planned_order() -> None:
+    copy = from_numpy(_golden_like, dtypes=["float16"], name="copy")
+    selection = Selection(backends=("golden", "copy"), objects=(("copy", copy),), dtypes=("float16",),
+                          alphas=ALPHAS, directions=("forward", "backward"), references=("copy",))
+    result = run_suite(selection, Options(config=CONFIG, max_examples=5, results_dir=None))
+    planned = [(s.backend, s.direction, s.alpha) for s in plan(selection)[0]]
+    assert [(r.backend, r.direction, r.alpha) for r in result.rows] == planned
+    assert {r.direction for r in result.rows} == {"forward", "backward"}  # golden's backward rows too
+    assert len(result.agreement) == len(ALPHAS)  # copy has no backward: golden's forward rows only

@@ -155,7 +155,8 @@ class Collector:
     """Keeps the reference backends' outputs per row and compares every later row of another
     backend with each of them: ``references`` in the order their rows arrive, which must be
     before the rows compared with them.  With every backend a reference, each pair is compared
-    once (the later backend against the earlier)."""
+    once (the later backend against the earlier).  Rows arrive grouped by (dtype, out_dtype,
+    direction, alpha): a row of another group releases the kept outputs."""
 
     def __init__(self, references: Sequence[str]):
         self.references = tuple(references)
@@ -168,6 +169,8 @@ class Collector:
             return
         row = outputs[0].row
         key = (row.dtype, row.out_dtype, row.direction, row.alpha)
+        if key not in self.kept:
+            self.kept.clear()
         earlier = [kept for kept in self.kept.get(key, []) if kept[0].row.backend != row.backend]
         self.found += [agree(kept, outputs) for kept in earlier]
         if row.backend in self.references:
