@@ -310,8 +310,6 @@ def run_suite(selection: Selection, options: Options, *,
     result = SuiteResult(skipped=skipped)
     collector = Collector(refs) if refs else None
     order = comparison_order(todo, refs) if refs else list(range(len(todo)))
-    if collector is not None:
-        result.agreement = collector.found
     done: list[tuple[int, Row]] = []
     try:
         for i in order:
@@ -325,6 +323,11 @@ def run_suite(selection: Selection, options: Options, *,
     except KeyboardInterrupt as exc:
         result.interruption = exc
     result.rows = [row for _, row in sorted(done, key=lambda d: d[0])]
+    if collector is not None:  # in the planned order of the rows compared, then of their references
+        place = {(s.backend, s.dtype, s.out_dtype, s.direction, s.alpha): i for i, s in enumerate(todo)}
+        result.agreement = sorted(collector.found, key=lambda a: (
+            place.get((a.backend, a.dtype, a.out_dtype, a.direction, a.alpha), len(todo)),
+            place.get((a.reference, a.dtype, a.out_dtype, a.direction, a.alpha), len(todo))))
     return result
 
 

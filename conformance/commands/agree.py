@@ -117,7 +117,7 @@ def _tables(found: list[Cell], *, names: dict[str, str]) -> list[Table]:
 
 
 def render_matrix(result: SuiteResult, *, console: Console) -> None:
-    """The tables of every pair of backends (also the boundary for other renderers)."""
+    """The tables of every pair of backends; another renderer (HTML) takes the same ``cells``."""
     names = {r.backend: r.backend + (f"[{r.profile}]" if r.profile else "") for r in result.rows}
     for table in _tables(cells(result.agreement), names=names):
         console.print(table)
