@@ -93,10 +93,10 @@ def _label(cell: Optional[Cell]) -> Text:
         return Text("✓", style="green")
     if cell.cause == "not comparable":
         return Text("n/a", style="yellow")
-    return Text(f"{cell.differing:,} {cell.cause}", style="red")
+    return Text(f"{cell.differing:,}\n{cell.cause}", style="red")
 
 
-def _tables(found: list[Cell], *, names: dict[str, str]) -> list[Table]:
+def _tables(found: list[Cell]) -> list[Table]:
     """One backends x backends table per (dtype, out_dtype, direction), in the order first seen."""
     tables = []
     for key in dict.fromkeys((c.dtype, c.out_dtype, c.direction) for c in found):
@@ -105,25 +105,27 @@ def _tables(found: list[Cell], *, names: dict[str, str]) -> list[Table]:
         who = list(dict.fromkeys(b for c in mine for b in (c.first, c.second)))
         pair = info(key[0]).short + (f"→{info(key[1]).short}" if key[1] != key[0] else "")
         table = Table(title=f"{pair} {_DIRECTION[key[2]]}: differing elements over every alpha, same inputs",
-                      header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
-        table.add_column("")
+                      header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                      padding=(0, 1, 0, 0))
+        table.add_column("", no_wrap=True)
         for b in who:
-            table.add_column(Text(names.get(b, b)), overflow="fold")
+            table.add_column(Text(b), overflow="fold")
         for a in who:
-            table.add_row(Text(names.get(a, a)), *(Text("·", style="dim") if a == b
-                                                   else _label(by_pair.get(frozenset((a, b)))) for b in who))
+            table.add_row(Text(a), *(Text("·", style="dim") if a == b
+                                     else _label(by_pair.get(frozenset((a, b)))) for b in who))
         tables.append(table)
     return tables
 
 
 def render_matrix(result: SuiteResult, *, console: Console) -> None:
     """The tables of every pair of backends; another renderer (HTML) takes the same ``cells``."""
-    names = {r.backend: r.backend + (f"[{r.profile}]" if r.profile else "") for r in result.rows}
-    for table in _tables(cells(result.agreement), names=names):
+    for table in _tables(cells(result.agreement)):
         console.print(table)
+    profiles = {r.backend: "/".join(p for p in (r.profile, r.variant) if p) for r in result.rows}
+    shown = "; ".join(f"{b}: {p}" for b, p in profiles.items() if p)
     console.print("✓ bit-identical on every input and alpha; otherwise the differing elements and the "
-                  "cause in a word, from both sides' triage against golden (n/a: no shared inputs)",
-                  markup=False, style="dim")
+                  "cause in a word, from both sides' triage against golden (n/a: no shared inputs)"
+                  + (f". Profiles: {shown}" if shown else ""), markup=False, style="dim")
 
 
 # ----------------------------------------------------------------------------- running
