@@ -24,7 +24,7 @@ from conformance.errors import UsageError
 from conformance.interrupts import ProcessExit, describe, exit_code, os_exit_raises, sigterm_as_interrupt
 
 COMMANDS = ("run", "compare", "diff", "audit", "export-cases", "tiling", "defaults", "replay", "selftest",
-            "worker", "sweep", "quantized")
+            "worker", "sweep", "quantized", "agree")
 
 
 class _Parser(argparse.ArgumentParser):

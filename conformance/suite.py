@@ -1,15 +1,17 @@
 """The conformance suite: which rows, which inputs, run, judge, merge, shrink.
 
 One row per (backend, dtype, out_dtype, direction, alpha).  Each row feeds
-the backend a few rich batches rather than many small calls:
+the backend a few rich batches (``cases.batches``) rather than many small calls,
+the same for every backend of a (dtype, out_dtype, direction, alpha), so the counts
+of two such rows compare:
 
-- ``sweep``: every 16-bit pattern (dy: the same patterns, shuffled), or for
-  float32/float64 a seeded block of random bit patterns;
-- ``edges``: the labelled edge pool built for the row's slope and output dtype;
-- ``examples``: hypothesis-drawn tensors (``cases.strategies.collect``: fixed
-  seed, no database, generate phase only) flattened into one array;
-- ``shape N``: the boundary sizes the row's backend declares (cann: its tiling
-  plan's k*tile +/- 1 and core boundaries; others: the core boundaries).
+- ``sweep``, ``edges``, ``examples``;
+- ``shape N``: the core boundaries of the default chip's elementwise plan;
+- in a comparison (``Selection.references``), ``BACKEND shape N``: the boundary
+  sizes a backend declares beyond those (cann: its tiling plan's k*tile +/- 1),
+  run by every backend and labelled with who declares them;
+- otherwise ``BACKEND shape N`` are that backend's own batches (``own``): no other
+  backend runs them, they are never compared, and the row's notes say what they add.
 
 Every batch is judged with ``report.evaluate`` and the batches are merged with
 ``merge_rows``.  A failing row gets a minimal reproducer per failing category
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import re
-import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -39,9 +40,8 @@ from conformance.backends import (
     skip_reason,
     suite_pairs,
 )
-from conformance.cases import corpus, strategies
-from conformance.cases.edges import EdgePool, edge_pool
-from conformance.cases.exhaustive import random_bits, shuffled16, sweep16
+from conformance.cases import corpus
+from conformance.cases.batches import BatchCache, InputBatch, shared_sizes
 from conformance.dtypes import info
 from conformance.errors import Unsupported, UsageError
 from conformance.guard import guarded_call, input_modified, shaped_like
@@ -52,8 +52,6 @@ from conformance.report.gate import GateConfig
 
 SUITE_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.2, 0.3, 1 / 3, 1.0, 1.5)
 DIRECTIONS: tuple[Direction, ...] = ("forward", "backward")
-RANDOM_PATTERNS = 1 << 16  # random bit patterns per wide (fp32/fp64) row
-SHAPE_EDGES = 64  # edge values written at the head and the tail of each boundary-shape batch
 
 
 @dataclass(frozen=True)
@@ -70,7 +68,7 @@ class Selection:
     workers: tuple[tuple[str, WorkerSpec], ...] = ()  # (backend name, worker) from --worker
     worker_timeout: float = WorkerSpec.timeout  # per call, for backends served by their default worker
     objects: tuple[tuple[str, Backend], ...] = ()  # backends given as objects (conformance.check), by row name
-    reference: Optional[str] = None  # every other row is also compared bit for bit with this backend's
+    references: tuple[str, ...] = ()  # every other row is also compared bit for bit with these backends'
 
     def identity(self, name: str) -> tuple[Optional[str], Optional[str], Optional[WorkerSpec]]:
         """The profile, variant and worker backend ``name`` runs with in this selection."""
@@ -132,15 +130,6 @@ class RowSpec:
         return f"{who} {pair} {self.direction} alpha={self.alpha!r}"
 
 
-@dataclass(frozen=True)
-class InputBatch:
-    """One batch of inputs for a row, with its label (shown in offender locations)."""
-
-    label: str
-    x: np.ndarray
-    dy: Optional[np.ndarray] = None
-
-
 @dataclass
 class SuiteResult:
     """Judged rows, rows skipped as unsupported (with why), and what cut the run short, if anything:
@@ -148,7 +137,8 @@ class SuiteResult:
 
     rows: list[Row] = field(default_factory=list)
     skipped: list[tuple[RowSpec, str]] = field(default_factory=list)
-    agreement: list[Agreement] = field(default_factory=list)  # with the selection's reference, if any
+    agreement: list[Agreement] = field(default_factory=list)  # with the selection's references, if any
+    own_batches: list[str] = field(default_factory=list)  # backends whose rows ran boundary batches of their own
     interruption: Optional[KeyboardInterrupt] = None
 
     @property
@@ -194,77 +184,51 @@ def plan(selection: Selection) -> tuple[list[RowSpec], list[tuple[RowSpec, str]]
 
 # ----------------------------------------------------------------------------- inputs
 
-def subseed(seed: int, *parts: object) -> int:
-    """A stable per-purpose seed (crc32 of the parts; Python's hash() is salted per process)."""
-    return zlib.crc32("|".join(map(str, (seed, *parts))).encode()) & 0xFFFFFFFF
+Pooled = dict[tuple[str, str, str], tuple[tuple[int, str], ...]]  # (dtype, out, dir) -> (size, who declares it)
 
 
-def _with_dy(label: str, x: np.ndarray, direction: Direction, *, seed: int) -> InputBatch:
-    """``x`` and, for backward, a seeded dy of the same size (bits permuted from x's pool)."""
-    if direction == "forward":
-        return InputBatch(label, x)
-    rng = np.random.default_rng(seed)
-    return InputBatch(label, x, x.reshape(-1)[rng.permutation(x.size)].reshape(x.shape))
+class Inputs(BatchCache):
+    """Input batches for rows, built once per key and shared by every backend.  ``pooled``: the
+    boundary sizes of a comparison (:func:`pooled_sizes`), which every backend runs."""
 
-
-class Inputs:
-    """Input batches for rows, built once per key and shared by every backend."""
-
-    def __init__(self, *, seed: int, max_examples: int, alphas: Sequence[float]):
-        self.seed, self.max_examples = seed, max_examples
-        self.alphas = tuple(alphas)
-        self.sweep = functools.lru_cache(maxsize=None)(self._sweep)
-        self.edges = functools.lru_cache(maxsize=None)(self._edges)
-        self.examples = functools.lru_cache(maxsize=None)(self._examples)
-        self.shapes = functools.lru_cache(maxsize=None)(self._shapes)
+    def __init__(self, *, seed: int, max_examples: int, alphas: Sequence[float], pooled: Optional[Pooled] = None):
+        super().__init__(seed=seed, max_examples=max_examples, alphas=alphas)
+        self.pooled = pooled or {}
 
     def batches(self, spec: RowSpec) -> list[InputBatch]:
+        """The batches every backend runs for this (dtype, out_dtype, direction, alpha), the
+        pooled boundary batches of a comparison (labelled with who declares them), then the
+        boundary batches of ``spec``'s backend alone."""
         d = spec.direction
-        sizes = boundary_sizes(_backend(spec), spec.dtype, spec.out_dtype, d)
+        common = shared_sizes(spec.dtype, spec.out_dtype, d)
+        pooled = dict(self.pooled.get((spec.dtype, spec.out_dtype, d), ()))
+        own = self.own_sizes(spec)
         return [self.sweep(spec.dtype, d), self.edges(spec.dtype, spec.out_dtype, d, spec.alpha),
-                self.examples(spec.dtype, spec.out_dtype, d), *self.shapes(spec.dtype, spec.out_dtype, d, sizes)]
+                self.examples(spec.dtype, spec.out_dtype, d), *self.shapes(spec.dtype, spec.out_dtype, d, common),
+                *(replace(b, label=f"{pooled[n]} {b.label}")
+                  for n, b in zip(pooled, self.shapes(spec.dtype, spec.out_dtype, d, tuple(pooled)))),
+                *(replace(b, label=f"{spec.backend} {b.label}", own=True)
+                  for b in self.shapes(spec.dtype, spec.out_dtype, d, own))]
 
-    def _sweep(self, dtype: str, direction: Direction) -> InputBatch:
-        if info(dtype).bits == 16:
-            dy = shuffled16(dtype, seed=subseed(self.seed, "sweep-dy", dtype)) if direction == "backward" else None
-            return InputBatch("sweep", sweep16(dtype), dy)
-        x = random_bits(dtype, RANDOM_PATTERNS, seed=subseed(self.seed, "random", dtype))
-        dy = random_bits(dtype, RANDOM_PATTERNS, seed=subseed(self.seed, "random-dy", dtype))
-        return InputBatch("random", x, dy if direction == "backward" else None)
-
-    def _edges(self, dtype: str, out_dtype: str, direction: Direction, alpha: float) -> InputBatch:
-        pool = edge_pool(dtype, out_dtype=out_dtype, alphas=(alpha,))
-        return _with_dy("edges", pool.values, direction, seed=subseed(self.seed, "edges-dy", dtype))
-
-    def _drawn(self, dtype: str, out_dtype: str) -> InputBatch:
-        """Hypothesis tensors (x and dy) for one pair, flattened into one batch."""
-        pool = edge_pool(dtype, out_dtype=out_dtype, alphas=self.alphas)
-        drawn = strategies.collect(strategies.tensors(dtype, direction="backward", pool=pool),
-                                   count=self.max_examples, seed=subseed(self.seed, "examples", dtype, out_dtype))
-        empty = [np.empty(0, info(dtype).dtype)]
-        return InputBatch("examples", np.concatenate([d.x.reshape(-1) for d in drawn] or empty),
-                          np.concatenate([d.dy.reshape(-1) for d in drawn] or empty))
-
-    def _examples(self, dtype: str, out_dtype: str, direction: Direction) -> InputBatch:
-        """The drawn batch; forward uses its x only, so both directions share one draw."""
-        both = self.examples(dtype, out_dtype, "backward") if direction == "forward" else self._drawn(dtype, out_dtype)
-        return replace(both, dy=None) if direction == "forward" else both
-
-    def _shapes(self, dtype: str, out_dtype: str, direction: Direction,
-                sizes: tuple[int, ...]) -> tuple[InputBatch, ...]:
-        """One batch per boundary size the row's backend declares."""
-        pool = edge_pool(dtype, out_dtype=out_dtype, alphas=self.alphas)
-        return tuple(_shaped(n, pool, direction, seed=subseed(self.seed, "shape", dtype, n)) for n in sizes)
+    def own_sizes(self, spec: RowSpec) -> tuple[int, ...]:
+        """The boundary sizes ``spec``'s backend declares that no other backend runs."""
+        key = (spec.dtype, spec.out_dtype, spec.direction)
+        others = {*shared_sizes(*key), *dict(self.pooled.get(key, ()))}  # type: ignore[arg-type]
+        return tuple(n for n in boundary_sizes(_backend(spec), *key) if n not in others)  # type: ignore[arg-type]
 
 
-def _shaped(n: int, pool: EdgePool, direction: Direction, *, seed: int) -> InputBatch:
-    """``n`` random patterns with edge values written at the head and at the tail."""
-    x = random_bits(pool.dtype, n, seed=seed)
-    k = min(SHAPE_EDGES, n // 2, len(pool))
-    rng = np.random.default_rng(seed)
-    picks = pool.values[rng.choice(len(pool), size=2 * k, replace=False)] if k else pool.values[:0]
-    x[:k], x[n - k:] = picks[:k], picks[k:]
-    return _with_dy(f"shape ({n},)", x, direction, seed=seed + 1)
+def pooled_sizes(specs: Sequence[RowSpec]) -> Pooled:
+    """For a comparison, per (dtype, out_dtype, direction): every boundary size a backend of
+    ``specs`` declares beyond the shared ones, with the backends that declare it (``cann``), so
+    that every backend runs it and a defect at one backend's tile boundary shows as a difference."""
+    found: dict[tuple[str, str, str], dict[int, list[str]]] = {}
+    for spec in {(s.backend, s.dtype, s.out_dtype, s.direction): s for s in specs}.values():
+        key = (spec.dtype, spec.out_dtype, spec.direction)
+        common = shared_sizes(*key)  # type: ignore[arg-type]
+        for n in boundary_sizes(_backend(spec), *key):  # type: ignore[arg-type]
+            if n not in common:
+                found.setdefault(key, {}).setdefault(n, []).append(spec.backend)
+    return {k: tuple((n, "+".join(who)) for n, who in sorted(d.items())) for k, d in found.items()}
 
 
 # ----------------------------------------------------------------------------- running
@@ -308,34 +272,77 @@ def run_row(spec: RowSpec, inputs: Inputs, *, options: Options, collector: Optio
     batches = inputs.batches(spec)
     outputs = [run_batch_output(spec, b, config=options.config) for b in batches]
     if collector is not None:
-        collector.add(outputs)
+        collector.add([o for b, o in zip(batches, outputs) if not b.own])
     parts = [(b, o.row) for b, o in zip(batches, outputs)]
     row = merge_rows([r for _, r in parts], config=options.config)
+    note = own_batches_note(spec.backend, parts)
+    row = row if note is None else replace(row, notes=(*row.notes, note))
     if row.verdict != "fail" or options.results_dir is None:
         return row
     return attach_reproducers(row, spec, parts, options=options)
 
 
+def own_batches_note(backend: str, parts: Sequence[tuple[InputBatch, Row]]) -> Optional[str]:
+    """What the row's own boundary batches (run on no other backend) add to its counts."""
+    own = [(b, r) for b, r in parts if b.own]
+    if not own:
+        return None
+    counts: dict[str, int] = {}
+    for _, r in own:
+        for f in r.findings:
+            counts[f.category] = counts.get(f.category, 0) + f.count
+    found = ", ".join(f"{c} ×{n:,}" for c, n in sorted(counts.items())) or "no finding"
+    elements = sum(b.x.size for b, _ in own)
+    return (f"{len(own)} boundary batches of {backend} alone ({elements:,} elements, run on no other "
+            f"backend) add: {found}")
+
+
 def run_suite(selection: Selection, options: Options, *,
               on_row: Optional[Callable[[RowSpec, Row], None]] = None,
               specs: Optional[list[RowSpec]] = None) -> SuiteResult:
-    """Run the selection; Ctrl-C or SIGTERM stops it and returns the completed rows marked interrupted."""
+    """Run the selection; Ctrl-C or SIGTERM stops it and returns the completed rows marked interrupted.
+    With references, the rows run grouped by (dtype, out_dtype, direction, alpha), references first,
+    so only one group's outputs are kept; the result lists the rows in the planned order."""
     todo, skipped = plan(selection) if specs is None else (specs, [])
-    inputs = Inputs(seed=options.seed, max_examples=options.max_examples, alphas=selection.alphas)
+    refs = selection.references
+    pooled = pooled_sizes(todo) if refs else None  # a comparison: the same inputs, boundaries too
+    inputs = Inputs(seed=options.seed, max_examples=options.max_examples, alphas=selection.alphas, pooled=pooled)
     result = SuiteResult(skipped=skipped)
-    collector = None if selection.reference is None else Collector(selection.reference)
-    if collector is not None:  # the reference's outputs are kept for the rows compared with them
-        todo = sorted(todo, key=lambda s: s.backend != selection.reference)
-        result.agreement = collector.found
+    collector = Collector(refs) if refs else None
+    order = comparison_order(todo, refs) if refs else list(range(len(todo)))
+    done: list[tuple[int, Row]] = []
     try:
-        for spec in todo:
+        for i in order:
+            spec = todo[i]
             row = run_row(spec, inputs, options=options, **({} if collector is None else {"collector": collector}))
-            result.rows.append(row)
+            done.append((i, row))
+            if spec.backend not in result.own_batches and inputs.own_sizes(spec):
+                result.own_batches.append(spec.backend)
             if on_row is not None:
                 on_row(spec, row)
     except KeyboardInterrupt as exc:
         result.interruption = exc
+    result.rows = [row for _, row in sorted(done, key=lambda d: d[0])]
+    if collector is not None:  # in the planned order of the rows compared, then of their references
+        place = {(s.backend, s.dtype, s.out_dtype, s.direction, s.alpha): i for i, s in enumerate(todo)}
+        result.agreement = sorted(collector.found, key=lambda a: (
+            place.get((a.backend, a.dtype, a.out_dtype, a.direction, a.alpha), len(todo)),
+            place.get((a.reference, a.dtype, a.out_dtype, a.direction, a.alpha), len(todo))))
     return result
+
+
+def comparison_order(specs: Sequence[RowSpec], references: Sequence[str]) -> list[int]:
+    """Indices of ``specs`` grouped by (dtype, out_dtype, direction, alpha) in order of first
+    appearance, the references first within a group (in their order), then the others as planned."""
+    first: dict[tuple, int] = {}
+    for s in specs:
+        first.setdefault((s.dtype, s.out_dtype, s.direction, s.alpha), len(first))
+
+    def rank(i: int) -> tuple[int, int, int]:
+        s = specs[i]
+        ref = references.index(s.backend) if s.backend in references else len(references)
+        return first[(s.dtype, s.out_dtype, s.direction, s.alpha)], ref, i
+    return sorted(range(len(specs)), key=rank)
 
 
 # ----------------------------------------------------------------------------- reproducers

@@ -13,7 +13,7 @@ from conformance.dtypes import all_patterns, from_bits
 from conformance.reference import golden
 from conformance.report.agreement import NOT_COMPARABLE, Agreement, Output, agree, differing
 from conformance.report.export import SCHEMA, validate
-from conformance.suite import Inputs, Options, Selection, plan, run_suite
+from conformance.suite import Inputs, Options, Selection, plan, pooled_sizes, run_suite
 from tests.helpers import CONFIG, bits_differ, judge, run_cli
 
 ALPHAS = (0.1, 0.2)
@@ -39,7 +39,7 @@ def _suite(selection: Selection) -> list[Agreement]:
 def _direct_count(spec_of: dict, a: Agreement, *, selection: Selection) -> tuple[int, int]:
     """Differing elements and elements, by calling both backends directly on the batches whose
     inputs are the same for both rows (shared labels, equal bits)."""
-    inputs = Inputs(seed=0, max_examples=10, alphas=selection.alphas)
+    inputs = Inputs(seed=0, max_examples=10, alphas=selection.alphas, pooled=pooled_sizes(plan(selection)[0]))
     key = (a.dtype, a.out_dtype, a.direction, a.alpha)
     ref, other = spec_of[(a.reference, *key)], spec_of[(a.backend, *key)]
     ref_batches = {b.label: b for b in inputs.batches(ref)}
@@ -74,7 +74,7 @@ def test_fake_backends_against_golden_reference() -> None:
     same = from_numpy(_golden_like, dtypes=["float16"], name="same")
     off = from_numpy(_slope_off, dtypes=["float16"], name="off")
     selection = Selection(backends=("same", "off", "golden"), objects=(("same", same), ("off", off)),
-                          dtypes=("float16",), alphas=ALPHAS, directions=("forward",), reference="golden")
+                          dtypes=("float16",), alphas=ALPHAS, directions=("forward",), references=("golden",))
     found = _suite(selection)
     specs = _specs(selection)
     assert {(a.backend, a.alpha) for a in found} == {(b, al) for b in ("same", "off") for al in ALPHAS}
@@ -91,7 +91,7 @@ def test_fake_backends_against_golden_reference() -> None:
 def test_real_backends_against_torch_reference() -> None:
     pytest.importorskip("torch")
     selection = Selection(backends=("golden", "torch", "cann"), dtypes=("float16",), alphas=ALPHAS,
-                          directions=("forward",), reference="torch")
+                          directions=("forward",), references=("torch",))
     found = _suite(selection)
     specs = _specs(selection)
     assert {a.backend for a in found} == {"golden", "cann"}
@@ -103,7 +103,7 @@ def test_real_backends_against_torch_reference() -> None:
 def test_identical_backends_are_identical() -> None:
     copy = from_numpy(_golden_like, dtypes=["float16"], name="copy")
     selection = Selection(backends=("golden", "copy"), objects=(("copy", copy),), dtypes=("float16",),
-                          alphas=ALPHAS, directions=("forward",), reference="copy")
+                          alphas=ALPHAS, directions=("forward",), references=("copy",))
     found = _suite(selection)
     assert len(found) == len(ALPHAS)
     assert all(a.identical and a.differing == 0 and a.elements > 0 for a in found)
@@ -160,3 +160,28 @@ def test_no_reference_no_agreement_section(tmp_path: Path, capsys: pytest.Captur
                    "--alpha", "0.2", "--max-examples", "5", "--json", str(report)], capsys)
     assert res.code == 0, res.text
     assert "agreement" not in json.loads(report.read_text())
+
+
+def test_cli_comma_references_each_judged_pairwise(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "r.json"
+    copy = "tests.test_agreement:_golden_like"
+    res = run_cli(["run", "--reference", f"golden,{copy}", "--backend", "cann", "--dtype", "float16",
+                   "--direction", "forward", "--alpha", "0.1", "--max-examples", "5",
+                   "--results-dir", str(tmp_path / "res"), "--json", str(report)], capsys)
+    assert res.code in (0, 1), res.text
+    entries = {(e["reference"], e["backend"]): e for e in json.loads(report.read_text())["agreement"]}
+    assert set(entries) == {("golden", copy), ("golden", "cann"), (copy, "cann")}
+    assert entries[("golden", copy)]["identical"]
+    assert entries[("golden", "cann")]["differing"] == entries[(copy, "cann")]["differing"] > 0
+    assert "agreement with golden" in res.out and f"agreement with {copy}" in res.out
+
+
+def test_rows_come_back_in_the_planned_order() -> None:
+    copy = from_numpy(_golden_like, dtypes=["float16"], name="copy")
+    selection = Selection(backends=("golden", "copy"), objects=(("copy", copy),), dtypes=("float16",),
+                          alphas=ALPHAS, directions=("forward", "backward"), references=("copy",))
+    result = run_suite(selection, Options(config=CONFIG, max_examples=5, results_dir=None))
+    planned = [(s.backend, s.direction, s.alpha) for s in plan(selection)[0]]
+    assert [(r.backend, r.direction, r.alpha) for r in result.rows] == planned
+    assert {r.direction for r in result.rows} == {"forward", "backward"}  # golden's backward rows too
+    assert len(result.agreement) == len(ALPHAS)  # copy has no backward: golden's forward rows only

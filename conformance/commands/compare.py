@@ -16,7 +16,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Optional
 
-from conformance.commands import compare_quant
+from conformance.commands import compare_quant, compare_reference
 from conformance.commands.args import (
     HTML_HELP,
     add_gate_options,
@@ -61,6 +61,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                          help="a directory written by export-cases, with the device's outputs beside the inputs")
     parser.add_argument("--profile", help="chip profile whose tiling plan locates tail tiles")
     parser.add_argument("--cores", help="number of cores of the tiling plan")
+    compare_reference.configure(parser)
     parser.add_argument("--json", help="write the JSON report here")
     parser.add_argument("--junit", help="write JUnit XML here")
     parser.add_argument("--html", metavar="PATH", help=HTML_HELP)
@@ -129,6 +130,7 @@ def _check_flags(args: argparse.Namespace) -> None:
     if args.quant is not None:
         return compare_quant.check_flags(args)
     _bits_dtype(args.dtype)
+    compare_reference.check(args)
     if args.msprobe is not None or args.manifest is not None:
         given = [f for f in ("--x", "--y", "--dy", "--dx", "--alpha") if getattr(args, f[2:]) is not None]
         if args.msprobe is not None and args.manifest is not None:
@@ -165,7 +167,8 @@ def _source(args: argparse.Namespace) -> Callable[[GateConfig], list[Row]]:
 
 
 def execute(args: argparse.Namespace) -> int:
-    inputs = {"--x": args.x, "--y": args.y, "--dy": args.dy, "--dx": args.dx, "--config": args.config}
+    inputs = {"--x": args.x, "--y": args.y, "--dy": args.dy, "--dx": args.dx, "--config": args.config,
+              **compare_reference.inputs(args)}
     paths = files.prepare(html_paths(args), inputs=inputs)
     _check_flags(args)
     source = _source(args)
@@ -173,6 +176,7 @@ def execute(args: argparse.Namespace) -> int:
     rows: list[Row] = []
     with partial_on_interrupt(paths, lambda: rows, seed=None, config=config):  # Ctrl-C/SIGTERM: partial
         rows = source(config)
+        found = compare_reference.agreements(args, rows, config=config)
     console, view = render.make_console(), view_from(args)
     if not view.quiet:
         console.print(config.described, markup=False, soft_wrap=True)
@@ -180,8 +184,9 @@ def execute(args: argparse.Namespace) -> int:
     for row in rows:
         for note in row.notes:
             console.print(f"note: {row.variant or row.title}: {note}", markup=False)
+    render.render_agreement(found, console=console)
     console.print(render.summary_line(rows))
     info = RunInfo(command=command_line())
-    write_reports(rows, paths, seed=None, config=config, info=info)
+    write_reports(rows, paths, seed=None, config=config, info=info, agreement=found or None)
     github.publish(rows, info=info)
     return 1 if any(r.verdict == "fail" for r in rows) else 0

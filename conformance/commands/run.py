@@ -61,24 +61,7 @@ HELP = "run the conformance suite (golden, torch, tensorflow, cann, ...) and gat
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
-    add("--backend", action="append", metavar="NAME",
-        help=f"one of {', '.join(backend_names())}, or your own as module:NAME or file.py:NAME, NAME a "
-             "factory, a backend object or a kernel fn(x, alpha) "
-             f"(repeat or comma-separate; default: {', '.join(default_backends())})")
-    add("--dtype", action="append", metavar="D", help=f"{DTYPE_HELP}; repeat or comma-separate")
-    add("--alpha", action="append", metavar="A", help="slope(s), e.g. 0.2 or 1/3 (default: the suite's 8)")
-    add("--direction", action="append", metavar="DIR", help="forward or backward (default: both)")
-    add("--reference", metavar="NAME",
-        help="also compare every other backend's rows bit for bit with this backend's output on the "
-             "same inputs (a --backend name; added to the run if not selected)")
-    add_kernel_options(parser)
-    add("--worker", action="append", metavar="CMD",
-        help="run the backend a worker serves through it, e.g. \"ssh npu-host /opt/venv/bin/conformance "
-             "worker --backend torch_npu\" (repeatable; without --backend only worker backends run)")
-    add("--worker-timeout", default="600", metavar="S",
-        help="seconds a worker may take per call before its row gets an error finding (default 600)")
-    add("--seed", default="0", help="seed for random inputs and hypothesis examples (default 0)")
-    add("--max-examples", default="100", help="hypothesis examples per dtype and direction (default 100)")
+    add_selection_options(parser, reference=True)
     add("--json", metavar="PATH", help="write the JSON report here")
     add("--junit", metavar="PATH", help="write JUnit XML here")
     add("--html", metavar="PATH", help=HTML_HELP)
@@ -88,6 +71,33 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="gate only on findings that are new or larger than in this earlier --json report")
     add_gate_options(parser)
     add_view_options(parser)
+
+
+def add_selection_options(parser: argparse.ArgumentParser, *, reference: bool = False,
+                          backend_help: str = "") -> None:
+    """What to run (backends, dtypes, slopes, directions, kernel, workers, seed), as ``run`` and
+    ``agree`` take it; ``reference``: also ``--reference``."""
+    add = parser.add_argument
+    add("--backend", action="append", metavar="NAME",
+        help=f"one of {', '.join(backend_names())}, or your own as module:NAME or file.py:NAME, NAME a "
+             "factory, a backend object or a kernel fn(x, alpha) "
+             f"(repeat or comma-separate; default: {backend_help or ', '.join(default_backends())})")
+    add("--dtype", action="append", metavar="D", help=f"{DTYPE_HELP}; repeat or comma-separate")
+    add("--alpha", action="append", metavar="A", help="slope(s), e.g. 0.2 or 1/3 (default: the suite's 8)")
+    add("--direction", action="append", metavar="DIR", help="forward or backward (default: both)")
+    if reference:
+        add("--reference", action="append", metavar="NAME",
+            help="also compare every other backend's rows bit for bit with this backend's output on the "
+                 "same inputs (a --backend name, added to the run if not selected; comma-separate "
+                 "several: each is compared with the ones before it)")
+    add_kernel_options(parser)
+    add("--worker", action="append", metavar="CMD",
+        help="run the backend a worker serves through it, e.g. \"ssh npu-host /opt/venv/bin/conformance "
+             "worker --backend torch_npu\" (repeatable; without --backend only worker backends run)")
+    add("--worker-timeout", default="600", metavar="S",
+        help="seconds a worker may take per call before its row gets an error finding (default 600)")
+    add("--seed", default="0", help="seed for random inputs and hypothesis examples (default 0)")
+    add("--max-examples", default="100", help="hypothesis examples per dtype and direction (default 100)")
 
 
 # ----------------------------------------------------------------------------- argument parsing
@@ -154,14 +164,12 @@ def parse_seconds(text: str, *, flag: str) -> float:
     return value
 
 
-def selection_from(args: argparse.Namespace) -> Selection:
-    """The suite selection the flags ask for, validated (UsageError on anything unknown)."""
+def selection_from(args: argparse.Namespace, *, references: Sequence[str] = ()) -> Selection:
+    """The suite selection the flags ask for, validated (UsageError on anything unknown);
+    ``references`` (validated backend names) run first and every other row is compared with them."""
     chosen = items(args.backend, flag="--backend")
     for name in chosen or ():
-        if is_import_path(name):
-            load(name)  # an import path that does not load is exit 2 before any work
-        else:
-            _choice(name, backend_names(), flag="--backend")
+        checked_backend(name, flag="--backend")
     directions = items(args.direction, flag="--direction") or DIRECTIONS
     for d in directions:
         _choice(d, DIRECTIONS, flag="--direction")
@@ -170,22 +178,27 @@ def selection_from(args: argparse.Namespace) -> Selection:
     alphas = SUITE_ALPHAS if alphas is None else tuple(dict.fromkeys(map(parse_alpha, alphas)))
     workers = workers_from(args)  # last: starting a worker is the slow part
     served = tuple(name for name, _ in workers)
-    reference = _reference(args.reference)
-    given = () if reference is None else (reference,)
-    backends = tuple(dict.fromkeys(given + (chosen or (() if workers else default_backends())) + served))
+    backends = tuple(dict.fromkeys((*references, *(chosen or (() if workers else default_backends())), *served)))
     profile, variant = _check_profile(args, [b for b in backends if b not in served])
     return Selection(backends=backends, workers=workers,
                      worker_timeout=parse_seconds(args.worker_timeout, flag="--worker-timeout"),
                      dtypes=dtypes, alphas=alphas, directions=tuple(directions),  # type: ignore[arg-type]
-                     profile=profile, variant=variant, reference=reference)
+                     profile=profile, variant=variant, references=tuple(references))
 
 
-def _reference(name: Optional[str]) -> Optional[str]:
-    """The --reference backend, validated as --backend is."""
-    if name is not None and is_import_path(name):
-        load(name)  # an import path that does not load is exit 2 before any work
+def checked_backend(name: str, *, flag: str) -> str:
+    """A backend name or import path, validated (an import path that does not load is exit 2
+    before any work)."""
+    if is_import_path(name):
+        load(name)
         return name
-    return _choice(name, backend_names(), flag="--reference")
+    return _choice(name, backend_names(), flag=flag) or name
+
+
+def references_from(values: Optional[Sequence[str]]) -> tuple[str, ...]:
+    """The --reference backends (repeated or comma-separated), validated as --backend is."""
+    names = items(values, flag="--reference") or ()
+    return tuple(dict.fromkeys(checked_backend(n, flag="--reference") for n in names))
 
 
 def options_from(args: argparse.Namespace) -> Options:
@@ -209,7 +222,11 @@ def render(result: SuiteResult, *, console: Console, view: show.View = show.View
     """Panels and the folded table as ``view`` asks, skipped rows, the one-line summary."""
     show.render_rows(result.rows, console=console, view=view)
     if not view.quiet:
-        show.render_agreement(result.agreement, console=console)
+        for reference in dict.fromkeys(a.reference for a in result.agreement):
+            show.render_agreement([a for a in result.agreement if a.reference == reference], console=console)
+        own = own_batch_line(result.own_batches)
+        if own:
+            console.print(own, markup=False)
     if result.skipped and not view.quiet:
         console.print(f"skipped {show.plural(len(result.skipped), 'row')} the backends do not support:")
         for line in skip_lines(result.skipped):
@@ -250,18 +267,22 @@ class Timer:
     def __init__(self) -> None:
         self.start = self.last = time.perf_counter()
         self.seconds: dict[tuple, float] = {}
+        self.specs: Sequence[RowSpec] = ()
+        self.skipped: Sequence[tuple[RowSpec, str]] = ()
 
-    def begin(self) -> None:
-        """The rows start now (planning, which may start workers, is the run's, not the first row's)."""
+    def begin(self, specs: Sequence[RowSpec], skipped: Sequence[tuple[RowSpec, str]]) -> None:
+        """The rows ``specs`` start now (planning, which may start workers, is the run's, not the
+        first row's); ``skipped`` are the rows planned out."""
         self.last = time.perf_counter()
+        self.specs, self.skipped = specs, skipped
 
     def finished(self, row: Row) -> None:
         now = time.perf_counter()
         self.seconds[row.key], self.last = now - self.last, now
 
-    def info(self, specs: Sequence[RowSpec], skipped: Sequence[tuple[RowSpec, str]]) -> RunInfo:
-        return RunInfo(command=command_line(), versions=framework_versions(specs),
-                       skipped=tuple(as_skip(s, why) for s, why in skipped), seconds=dict(self.seconds),
+    def info(self) -> RunInfo:
+        return RunInfo(command=command_line(), versions=framework_versions(self.specs),
+                       skipped=tuple(as_skip(s, why) for s, why in self.skipped), seconds=dict(self.seconds),
                        total_seconds=time.perf_counter() - self.start)
 
 
@@ -272,44 +293,66 @@ def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
     a (path, report) pair, when given).  An interruption outside the rows (planning, rendering,
     writing) still leaves a partial report."""
     result, done, timer = SuiteResult(), [], Timer()
-    specs: list[RowSpec] = []
-    skipped: list[tuple[RowSpec, str]] = []
     if not view.quiet:
         console.print(options.config.described, markup=False, soft_wrap=True)
     with export.partial_on_interrupt(paths, lambda: done, seed=options.seed, config=options.config,
-                                     info=lambda: timer.info(specs, skipped)):
-        specs, skipped = plan(selection)
-        if not specs:
-            raise UsageError(no_rows(skipped))
-        quant_specs, quant_skipped = quantized_suite.for_selection(selection)
-        with show.make_progress(console=console, disable=view.quiet) as progress:
-            task = progress.add_task(title, total=len(specs) + len(quant_specs))
-            def finished(spec: RowSpec | quantized_suite.QuantRowSpec, row: Row) -> None:
-                done.append(row)
-                timer.finished(row)
-                progress.update(task, advance=1, description=escape(str(spec)), group=spec.backend)
-
-            timer.begin()
-            result = run_suite(selection, options, specs=specs, on_row=finished)
-            quantized_suite.extend(result, quant_specs, config=options.config, on_row=finished)
-            progress.update(task, description=f"{title}: {show.plural(len(result.rows), 'row')}")
-        result.skipped = skipped
+                                     info=timer.info):
+        result, planned = run_with_progress(selection, options, console=console, title=title,
+                                            quiet=view.quiet, done=done, timer=timer, quantized=True)
         if baseline is not None and not result.interrupted:
             result.rows = gate_against(result.rows, baseline, console=console, view=view)
-        for line in quant_skipped if not view.quiet else ():
-            console.print(f"skipped {line}", markup=False)
         render(result, console=console, view=view)
-        info = timer.info(specs, skipped)
+        info = timer.info()
         written = export.write_reports(result.rows, paths, seed=options.seed, partial=result.interrupted,
                                        config=options.config, info=info,
-                                       agreement=result.agreement if selection.reference else None)
+                                       agreement=result.agreement if selection.references else None)
         ci.publish(result.rows, info=info, interrupted=result.interrupted)
     if result.interruption is not None:
         where = f"; partial report written to {', '.join(written)}" if written else ""
         if not view.quiet:
-            console.print(f"interrupted after {len(result.rows)} of {len(specs)} rows{where}")
+            console.print(f"interrupted after {len(result.rows)} of {planned} rows{where}")
         return exit_code(result.interruption)
     return 1 if any(r.verdict == "fail" for r in result.rows) else 0
+
+
+def own_batch_line(backends: Sequence[str]) -> Optional[str]:
+    """One line naming the backends whose rows include boundary batches no other backend ran
+    (their counts include them; the agreement leaves them out)."""
+    if not backends:
+        return None
+    return (f"note: the counts of {', '.join(backends)} include boundary batches of their own "
+            "(labelled with the backend's name, run on no other backend; see each row's notes in the "
+            "JSON); other batches are the same for every backend")
+
+
+def run_with_progress(selection: Selection, options: Options, *, console: Console, title: str,
+                      quiet: bool, done: list[Row], timer: Optional[Timer] = None,
+                      quantized: bool = False) -> tuple[SuiteResult, int]:
+    """Plan and run the selection under a progress display; every finished row is appended to
+    ``done`` (for a partial report) and timed by ``timer``; ``quantized`` adds the selection's
+    quantized rows.  The result, and the number of rows planned."""
+    timer = timer or Timer()
+    specs, skipped = plan(selection)
+    if not specs:
+        raise UsageError(no_rows(skipped))
+    quant_specs, quant_skipped = quantized_suite.for_selection(selection) if quantized else ([], [])
+    with show.make_progress(console=console, disable=quiet) as progress:
+        task = progress.add_task(title, total=len(specs) + len(quant_specs))
+
+        def finished(spec: RowSpec | quantized_suite.QuantRowSpec, row: Row) -> None:
+            done.append(row)
+            timer.finished(row)
+            progress.update(task, advance=1, description=escape(str(spec)), group=spec.backend)
+
+        timer.begin(specs, skipped)
+        result = run_suite(selection, options, specs=specs, on_row=finished)
+        if quant_specs:
+            quantized_suite.extend(result, quant_specs, config=options.config, on_row=finished)
+        progress.update(task, description=f"{title}: {show.plural(len(result.rows), 'row')}")
+    result.skipped = skipped
+    for line in quant_skipped if not quiet else ():
+        console.print(f"skipped {line}", markup=False)
+    return result, len(specs) + len(quant_specs)
 
 
 def no_rows(skipped: Sequence[tuple[RowSpec, str]]) -> str:
@@ -333,6 +376,7 @@ def execute(args: argparse.Namespace) -> int:
                           inputs={"--config": args.config, "--baseline": args.baseline},
                           results_dir=args.results_dir)
     baseline = None if args.baseline is None else (args.baseline, load_report(args.baseline, flag="--baseline"))
-    selection, options = selection_from(args), options_from(args)
+    selection = selection_from(args, references=references_from(args.reference))
+    options = options_from(args)
     return execute_suite(selection, options, paths, console=show.make_console(), view=view_from(args),
                          baseline=baseline)

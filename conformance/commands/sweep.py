@@ -50,6 +50,7 @@ from conformance.report.gate import GateConfig
 from conformance.report.summary import RunInfo, command_line
 from conformance.suite import Selection
 from conformance.sweep import run as sweeping
+from conformance.sweep.pairs import PairTotal
 from conformance.sweep.spec import DIRECTIONS, MAX_CHUNK, MIN_CHUNK, X_CLASS_IDS, SweepSpec
 from conformance.sweep.store import DEFAULT_STORE, Store
 
@@ -210,14 +211,17 @@ def total_line(row: Row, *, planned: int, x_class: Optional[str] = None) -> str:
 
 
 def render(judged: Sequence[tuple[SweepSpec, Row]], plan: sweeping.Plan, *, console: Console,
-           view: show.View, interrupted: bool) -> None:
-    """The run-style panels and table, then one total line per sweep and the summary line."""
+           view: show.View, interrupted: bool, pairs: Sequence[PairTotal] = ()) -> None:
+    """The run-style panels and table, one total line per sweep, one line per pair of backends
+    (patterns whose bits differ), and the summary line."""
     rows = [row for _, row in judged]
     show.render_rows(rows, console=console, view=view)
     if not view.quiet:
         for spec, row in judged:
             planned = sum(hi - lo for lo, hi in plan.chunks[spec])
             console.print(total_line(row, planned=planned, x_class=spec.x_class), markup=False, soft_wrap=True)
+        for total in pairs:
+            console.print(total.line, markup=False, soft_wrap=True)
     console.print(show.summary_line(rows, interrupted=interrupted))
 
 
@@ -258,8 +262,9 @@ def execute(args: argparse.Namespace) -> int:
         with export.placeholder(paths, seed=None, config=config):  # a vanished process leaves a fail
             interruption = _run(plan, store, args, workers=workers, console=console, view=view)
             judged = sweeping.report_rows(plan, store, config=config)
+            pairs = sweeping.pair_totals(plan, store)
     rows = [row for _, row in judged]
-    render(judged, plan, console=console, view=view, interrupted=interruption is not None)
+    render(judged, plan, console=console, view=view, interrupted=interruption is not None, pairs=pairs)
     info = RunInfo(command=command_line(), total_seconds=time.perf_counter() - started)
     written = export.write_reports(rows, paths, seed=None, partial=interruption is not None, config=config,
                                    info=info)

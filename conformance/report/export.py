@@ -120,7 +120,8 @@ def agreement_dict(a: Agreement) -> dict:
     """One agreement between a row and the reference backend's row, as JSON."""
     return {"reference": a.reference, "backend": a.backend, "profile": a.profile, "dtype": a.dtype,
             "out_dtype": a.out_dtype, "direction": a.direction, "alpha": encode_value(a.alpha),
-            "identical": a.identical, "differing": a.differing, "elements": a.elements, "why": a.why}
+            "identical": a.identical, "differing": a.differing, "elements": a.elements, "why": a.why,
+            "causes": list(a.causes)}
 
 
 def report_dict(rows: Sequence[Row], *, seed: Optional[int], versions: Mapping[str, str],

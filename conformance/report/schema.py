@@ -87,7 +87,7 @@ _AGREEMENT = {"type": "object", "additionalProperties": False,
                              "out_dtype": {"enum": _DTYPES}, "direction": {"enum": ["forward", "backward"]},
                              "alpha": _VALUE, "identical": {"type": "boolean"},
                              "differing": {"type": "integer"}, "elements": {"type": "integer"},
-                             "why": {"type": "string"}}}
+                             "why": {"type": "string"}, "causes": {"type": "array", "items": {"type": "string"}}}}
 _VERDICT_COUNTS = {"type": "object", "additionalProperties": False,
                    "required": ["pass", "warn", "fail", "skipped"],
                    "properties": {v: _COUNT for v in (*VERDICTS, "skipped")}}

@@ -33,6 +33,7 @@ from conformance.guard import guarded_call, input_modified
 from conformance.reference import golden as ref
 from conformance.report.evaluate import Row, evaluate, merge_rows
 from conformance.report.gate import GateConfig
+from conformance.sweep import pairs as bits
 from conformance.sweep.fingerprint import fingerprint
 from conformance.sweep.spec import SweepSpec, chunk_plan, finite_slopes, segments
 from conformance.sweep.store import Store, describe_rejected, row_text
@@ -56,12 +57,14 @@ class ChunkTask:
 
 @dataclass(frozen=True)
 class ChunkDone:
-    """A finished chunk: (spec key, fingerprint, stored row text) per backend, and how long it took."""
+    """A finished chunk: (spec key, fingerprint, stored row text) per backend, how long it took, and
+    (pair key, fingerprint, differing patterns) per pair of its backends."""
 
     lo: int
     hi: int
     rows: tuple[tuple[str, str, str], ...]
     seconds: float
+    pairs: tuple[tuple[str, str, int], ...] = ()
 
 
 # ----------------------------------------------------------------------------- one chunk
@@ -100,7 +103,8 @@ def spec_fingerprint(spec: SweepSpec) -> str:
 
 
 def _judge(spec: SweepSpec, x: np.ndarray, dy: Optional[np.ndarray], alpha: float, golden: np.ndarray, *,
-           start: int, config: GateConfig) -> Row:
+           start: int, config: GateConfig) -> tuple[Row, Optional[np.ndarray]]:
+    """The segment's row, and the backend's output (None: it returned none)."""
     out = spec.out_dtype if spec.out_dtype != spec.dtype else None
     given_x, given_dy = x.copy(), None if dy is None else dy.copy()  # the backend's own copies
     result = guarded_call(_backend(spec), spec.direction, given_x, alpha, dy=given_dy,  # type: ignore[arg-type]
@@ -110,7 +114,8 @@ def _judge(spec: SweepSpec, x: np.ndarray, dy: Optional[np.ndarray], alpha: floa
                    label=_segment_label(spec, alpha), golden=golden, shape=(spec.size,))
     row = input_modified(row, kept=(x, dy), handed=(given_x, given_dy), config=config)
     row = shifted(row, start)
-    return replace(row, alpha=SWEPT_ALPHA) if spec.sweep_alpha else row
+    value = None if result.value is None else np.asarray(result.value).reshape(-1)
+    return (replace(row, alpha=SWEPT_ALPHA) if spec.sweep_alpha else row), value
 
 
 def _single_thread() -> None:
@@ -136,14 +141,22 @@ def _run_chunk(task: ChunkTask) -> ChunkDone:
     began = time.perf_counter()
     group = task.specs[0]
     judged: dict[SweepSpec, list[Row]] = {s: [] for s in task.specs}
+    pairs = bits.pairs_of(task.specs)
+    differ = dict.fromkeys(pairs, 0)
     for seg in segments(group, task.lo, task.hi):
         golden = ref.compute(group.direction, seg.x, seg.alpha, dy=seg.dy, out_dtype=group.out_dtype)
+        outputs = {}
         for spec in task.specs:
-            judged[spec].append(_judge(spec, seg.x, seg.dy, seg.alpha, golden, start=seg.start,
-                                       config=task.config))
-    rows = tuple((s.key, spec_fingerprint(s), row_text(merge_rows(judged[s], config=task.config)))
-                 for s in task.specs)
-    return ChunkDone(task.lo, task.hi, rows, time.perf_counter() - began)
+            row, outputs[spec] = _judge(spec, seg.x, seg.dy, seg.alpha, golden, start=seg.start,
+                                        config=task.config)
+            judged[spec].append(row)
+        for a, b in pairs:
+            differ[(a, b)] += bits.count(outputs[a], outputs[b], size=seg.x.size)
+    prints = {s: spec_fingerprint(s) for s in task.specs}
+    rows = tuple((s.key, prints[s], row_text(merge_rows(judged[s], config=task.config))) for s in task.specs)
+    counted = tuple((bits.pair_key(p), bits.pair_fingerprint(prints[p[0]], prints[p[1]]), n)
+                    for p, n in differ.items())
+    return ChunkDone(task.lo, task.hi, rows, time.perf_counter() - began, counted)
 
 
 # ----------------------------------------------------------------------------- planning
@@ -157,6 +170,7 @@ class Plan:
     tasks: tuple[ChunkTask, ...]
     fingerprints: dict[SweepSpec, str]
     recomputed: dict[SweepSpec, Counter]
+    pairs: tuple[bits.Pair, ...] = ()  # every pair of backends that share inputs
 
     @property
     def stored(self) -> int:
@@ -184,20 +198,44 @@ def make_plan(specs: Sequence[SweepSpec], store: Store, *, start: int, stop: Opt
     groups: dict[SweepSpec, list[SweepSpec]] = {}
     for spec in specs:
         groups.setdefault(spec.group(), []).append(spec)
+    pairs: list[bits.Pair] = []
     for members in groups.values():
         size = members[0].size
         plan = chunk_plan(size, start=start, stop=size if stop is None else stop, chunk=chunk)
+        mine = bits.pairs_of(members)
         if fresh:
-            for s in members:
-                store.forget(s.key, plan)
+            for key in [s.key for s in members] + [bits.pair_key(p) for p in mine]:
+                store.forget(key, plan)
         checked = {s: store.verified(s, plan, fingerprint=prints[s]) for s in members}
+        counted = [_pair_counts(p, plan, store, prints=prints) for p in mine]
         for s in members:
             chunks[s], recomputed[s] = plan, checked[s].rejected
         for lo, hi in plan:
             missing = tuple(s for s in members if (lo, hi) not in checked[s].rows)
+            if any((lo, hi) not in c for c in counted):  # a pair lacks its count: every backend again
+                missing = tuple(members)
             if missing:
                 tasks.append(ChunkTask(missing, lo, hi, config, single_thread))
-    return Plan(chunks, tuple(tasks), prints, recomputed)
+        pairs += mine
+    return Plan(chunks, tuple(tasks), prints, recomputed, tuple(pairs))
+
+
+def _pair_counts(pair: bits.Pair, chunks: Sequence[tuple[int, int]], store: Store, *,
+                 prints: dict[SweepSpec, str]) -> dict[tuple[int, int], int]:
+    printed = bits.pair_fingerprint(prints[pair[0]], prints[pair[1]])
+    return store.pair_counts(bits.pair_key(pair), chunks, fingerprint=printed)
+
+
+def pair_totals(plan: Plan, store: Store) -> list[bits.PairTotal]:
+    """Per pair of backends, the patterns whose bits differ over the chunks the store holds."""
+    out = []
+    for pair in plan.pairs:
+        chunks = plan.chunks[pair[0]]
+        found = _pair_counts(pair, chunks, store, prints=plan.fingerprints)
+        out.append(bits.PairTotal(*pair, differing=sum(found.values()),
+                                  swept=sum(hi - lo for lo, hi in found),
+                                  planned=sum(hi - lo for lo, hi in chunks)))
+    return out
 
 
 def finish(rows: Sequence[Row], spec: SweepSpec, *, config: GateConfig, recomputed: str = "") -> Row:
@@ -316,6 +354,7 @@ def run_plan(plan: Plan, store: Store, execute: Executor, *,
             if expected.get(key) != fp:
                 raise UsageError("a --scheduler worker runs other code than this process (another backend "
                                  "fingerprint); install the same conformance and frameworks on the cluster")
-        store.put(((key, done.lo, done.hi, fp, text) for key, fp, text in done.rows), seconds=done.seconds)
+        store.put(((key, done.lo, done.hi, fp, text) for key, fp, text in done.rows), seconds=done.seconds,
+                  pairs=((key, done.lo, done.hi, fp, n) for key, fp, n in done.pairs))
         advance(done.hi - done.lo)
 

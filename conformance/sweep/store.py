@@ -37,8 +37,9 @@ from conformance.report.messages import Offender
 from conformance.sweep.spec import SweepSpec
 
 DEFAULT_STORE = Path("results") / "sweeps.sqlite"
-SCHEMA_VERSION = 2  # PRAGMA user_version of a sweep store
+SCHEMA_VERSION = 3  # PRAGMA user_version of a sweep store; 3 added the pairs table
 _COLUMNS = ("sweep", "lo", "hi", "row", "seconds", "fingerprint", "checksum")
+_PAIR_COLUMNS = ("pair", "lo", "hi", "differing", "fingerprint", "checksum")
 _SCHEMA = """
 CREATE TABLE chunks (
     sweep TEXT NOT NULL,
@@ -49,6 +50,16 @@ CREATE TABLE chunks (
     fingerprint TEXT NOT NULL,
     checksum TEXT NOT NULL,
     PRIMARY KEY (sweep, lo, hi)
+)"""
+_PAIR_SCHEMA = """
+CREATE TABLE pairs (
+    pair TEXT NOT NULL,
+    lo INTEGER NOT NULL,
+    hi INTEGER NOT NULL,
+    differing INTEGER NOT NULL,
+    fingerprint TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    PRIMARY KEY (pair, lo, hi)
 )"""
 
 
@@ -220,10 +231,17 @@ def _check_schema(db: sqlite3.Connection, path: Path) -> None:
     if not tables and version == 0:
         with db:
             db.execute(_SCHEMA)
+            db.execute(_PAIR_SCHEMA)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         return
     columns = [r[1] for r in db.execute("PRAGMA table_info(chunks)")] if "chunks" in tables else []
-    if version == SCHEMA_VERSION and tuple(columns) == _COLUMNS:
+    pair_columns = [r[1] for r in db.execute("PRAGMA table_info(pairs)")] if "pairs" in tables else []
+    if version == SCHEMA_VERSION and tuple(columns) == _COLUMNS and tuple(pair_columns) == _PAIR_COLUMNS:
+        return
+    if version == 2 and tuple(columns) == _COLUMNS and tables == {"chunks"}:
+        with db:  # a store without pair counts: add the table; every chunk lacking them is recomputed
+            db.execute(_PAIR_SCHEMA)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         return
     if version == 0 and "chunks" in tables and "checksum" not in columns:
         raise UsageError(f"--store {str(path)!r} comes from an older conformance (no fingerprints or "
@@ -259,12 +277,31 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def put(self, results: Iterable[tuple[str, int, int, str, str]], *, seconds: float) -> None:
-        """Store (key, lo, hi, fingerprint, row text) of one finished chunk in one transaction."""
+    def put(self, results: Iterable[tuple[str, int, int, str, str]], *, seconds: float,
+            pairs: Iterable[tuple[str, int, int, str, int]] = ()) -> None:
+        """Store (key, lo, hi, fingerprint, row text) of one finished chunk, and (pair key, lo, hi,
+        fingerprint, differing) of its pairs of backends, in one transaction."""
         values = [(k, lo, hi, text, seconds, fp, checksum(k, lo, hi, fp, text)) for k, lo, hi, fp, text in results]
+        counted = [(k, lo, hi, n, fp, checksum(k, lo, hi, fp, str(n))) for k, lo, hi, fp, n in pairs]
         with _guarded(self.path), self._db:
             self._db.executemany("INSERT OR REPLACE INTO chunks (sweep, lo, hi, row, seconds, fingerprint, "
                                  "checksum) VALUES (?, ?, ?, ?, ?, ?, ?)", values)
+            self._db.executemany("INSERT OR REPLACE INTO pairs (pair, lo, hi, differing, fingerprint, "
+                                 "checksum) VALUES (?, ?, ?, ?, ?, ?)", counted)
+
+    def pair_counts(self, key: str, chunks: Sequence[tuple[int, int]], *,
+                    fingerprint: str) -> dict[tuple[int, int], int]:
+        """The stored differing counts of ``chunks`` of one pair whose checksum, fingerprint and
+        range hold (the others are missing: recomputed)."""
+        wanted, found = set(chunks), {}
+        with _guarded(self.path):
+            stored = self._db.execute("SELECT lo, hi, differing, fingerprint, checksum FROM pairs WHERE pair = ?",
+                                      (key,)).fetchall()
+        for lo, hi, n, printed, sum_ in stored:
+            if (lo, hi) in wanted and printed == fingerprint and isinstance(n, int) and 0 <= n <= hi - lo \
+                    and sum_ == checksum(key, lo, hi, printed, str(n)):
+                found[(lo, hi)] = n
+        return found
 
     def verified(self, spec: SweepSpec, chunks: Sequence[tuple[int, int]], *, fingerprint: str) -> Verified:
         """The stored rows of ``chunks`` of ``spec`` that pass every check (:func:`verified_row`)."""
@@ -288,7 +325,8 @@ class Store:
             return self._db.execute("SELECT COUNT(*) FROM chunks WHERE sweep = ?", (key,)).fetchone()[0]
 
     def forget(self, key: str, chunks: Sequence[tuple[int, int]]) -> None:
-        """Drop ``chunks`` of ``key`` (``--fresh``)."""
+        """Drop ``chunks`` of ``key``, a sweep's or a pair's (``--fresh``)."""
         with _guarded(self.path), self._db:
-            self._db.executemany("DELETE FROM chunks WHERE sweep = ? AND lo = ? AND hi = ?",
-                                 [(key, lo, hi) for lo, hi in chunks])
+            for table, column in (("chunks", "sweep"), ("pairs", "pair")):
+                self._db.executemany(f"DELETE FROM {table} WHERE {column} = ? AND lo = ? AND hi = ?",
+                                     [(key, lo, hi) for lo, hi in chunks])

@@ -1,0 +1,110 @@
+"""The input batches of the suite's rows: built once per key, the same for every backend.
+
+- ``sweep``: every 16-bit pattern (dy: the same patterns, shuffled), or for
+  float32/float64 a seeded block of random bit patterns;
+- ``edges``: the labelled edge pool built for the row's slope and output dtype;
+- ``examples``: hypothesis-drawn tensors (``cases.strategies.collect``: fixed
+  seed, no database, generate phase only) flattened into one array;
+- ``shape N``: random patterns of a boundary size with edge values at the head and the tail.
+"""
+from __future__ import annotations
+
+import functools
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import numpy as np
+
+from conformance.cases import strategies
+from conformance.cases.edges import EdgePool, edge_pool
+from conformance.cases.exhaustive import random_bits, shuffled16, sweep16
+from conformance.dtypes import info
+from conformance.records import Direction
+
+RANDOM_PATTERNS = 1 << 16  # random bit patterns per wide (fp32/fp64) row
+SHAPE_EDGES = 64  # edge values written at the head and the tail of each boundary-shape batch
+
+
+@dataclass(frozen=True)
+class InputBatch:
+    """One batch of inputs for a row, with its label (shown in offender locations); ``own``: a
+    boundary batch of the row's backend alone, which other backends do not run."""
+
+    label: str
+    x: np.ndarray
+    dy: Optional[np.ndarray] = None
+    own: bool = False
+
+
+def subseed(seed: int, *parts: object) -> int:
+    """A stable per-purpose seed (crc32 of the parts; Python's hash() is salted per process)."""
+    return zlib.crc32("|".join(map(str, (seed, *parts))).encode()) & 0xFFFFFFFF
+
+
+def _with_dy(label: str, x: np.ndarray, direction: Direction, *, seed: int) -> InputBatch:
+    """``x`` and, for backward, a seeded dy of the same size (bits permuted from x's pool)."""
+    if direction == "forward":
+        return InputBatch(label, x)
+    rng = np.random.default_rng(seed)
+    return InputBatch(label, x, x.reshape(-1)[rng.permutation(x.size)].reshape(x.shape))
+
+
+class BatchCache:
+    """The batches of each (dtype, out_dtype, direction[, alpha]), built once for a seed."""
+
+    def __init__(self, *, seed: int, max_examples: int, alphas: Sequence[float]):
+        self.seed, self.max_examples = seed, max_examples
+        self.alphas = tuple(alphas)
+        self.sweep = functools.lru_cache(maxsize=None)(self._sweep)
+        self.edges = functools.lru_cache(maxsize=None)(self._edges)
+        self.examples = functools.lru_cache(maxsize=None)(self._examples)
+        self.shapes = functools.lru_cache(maxsize=None)(self._shapes)
+
+    def _sweep(self, dtype: str, direction: Direction) -> InputBatch:
+        if info(dtype).bits == 16:
+            dy = shuffled16(dtype, seed=subseed(self.seed, "sweep-dy", dtype)) if direction == "backward" else None
+            return InputBatch("sweep", sweep16(dtype), dy)
+        x = random_bits(dtype, RANDOM_PATTERNS, seed=subseed(self.seed, "random", dtype))
+        dy = random_bits(dtype, RANDOM_PATTERNS, seed=subseed(self.seed, "random-dy", dtype))
+        return InputBatch("random", x, dy if direction == "backward" else None)
+
+    def _edges(self, dtype: str, out_dtype: str, direction: Direction, alpha: float) -> InputBatch:
+        pool = edge_pool(dtype, out_dtype=out_dtype, alphas=(alpha,))
+        return _with_dy("edges", pool.values, direction, seed=subseed(self.seed, "edges-dy", dtype))
+
+    def _drawn(self, dtype: str, out_dtype: str) -> InputBatch:
+        """Hypothesis tensors (x and dy) for one pair, flattened into one batch."""
+        pool = edge_pool(dtype, out_dtype=out_dtype, alphas=self.alphas)
+        drawn = strategies.collect(strategies.tensors(dtype, direction="backward", pool=pool),
+                                   count=self.max_examples, seed=subseed(self.seed, "examples", dtype, out_dtype))
+        empty = [np.empty(0, info(dtype).dtype)]
+        return InputBatch("examples", np.concatenate([d.x.reshape(-1) for d in drawn] or empty),
+                          np.concatenate([d.dy.reshape(-1) for d in drawn] or empty))
+
+    def _examples(self, dtype: str, out_dtype: str, direction: Direction) -> InputBatch:
+        """The drawn batch; forward uses its x only, so both directions share one draw."""
+        both = self.examples(dtype, out_dtype, "backward") if direction == "forward" else self._drawn(dtype, out_dtype)
+        return replace(both, dy=None) if direction == "forward" else both
+
+    def _shapes(self, dtype: str, out_dtype: str, direction: Direction,
+                sizes: tuple[int, ...]) -> tuple[InputBatch, ...]:
+        """One batch per boundary size in ``sizes``."""
+        pool = edge_pool(dtype, out_dtype=out_dtype, alphas=self.alphas)
+        return tuple(_shaped(n, pool, direction, seed=subseed(self.seed, "shape", dtype, n)) for n in sizes)
+
+
+def _shaped(n: int, pool: EdgePool, direction: Direction, *, seed: int) -> InputBatch:
+    """``n`` random patterns with edge values written at the head and at the tail."""
+    x = random_bits(pool.dtype, n, seed=seed)
+    k = min(SHAPE_EDGES, n // 2, len(pool))
+    rng = np.random.default_rng(seed)
+    picks = pool.values[rng.choice(len(pool), size=2 * k, replace=False)] if k else pool.values[:0]
+    x[:k], x[n - k:] = picks[:k], picks[k:]
+    return _with_dy(f"shape ({n},)", x, direction, seed=seed + 1)
+
+
+def shared_sizes(dtype: str, out_dtype: str, direction: Direction) -> tuple[int, ...]:
+    """The boundary sizes every backend runs: the default chip's one- and two-core boundaries."""
+    return strategies.boundary_sizes(dtype, out_dtype=out_dtype, direction=direction, tiles=False)

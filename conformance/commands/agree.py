@@ -1,0 +1,166 @@
+"""`conformance agree`: do these backends give the same bits?  A backends x backends table per
+dtype pair and direction, and the migration check ``--from A --to B``.
+
+Runs the suite (``conformance.suite``) with every selected backend a reference, so each pair
+is compared once, bit for bit, on the batches every backend runs (``report.agreement``).
+
+Exit codes: 0 the table was printed, or the migration is identical or differs only within the
+``--allow`` categories; 1 the migration differs otherwise; 2 usage error; 130/143 interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from typing import Optional
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from conformance.backends import default_backends
+from conformance.commands.args import items, parse_int
+from conformance.commands.run import (
+    MAX_EXAMPLES,
+    add_selection_options,
+    checked_backend,
+    run_with_progress,
+    selection_from,
+)
+from conformance.dtypes import info
+from conformance.errors import UsageError
+from conformance.interrupts import exit_code
+from conformance.report import console as show
+from conformance.report import export, files
+from conformance.report.agreement import Cell, Migration, cells, migration
+from conformance.report.gate import GateConfig, allowed_categories, load_config
+from conformance.suite import Options, Selection, SuiteResult
+
+HELP = "do backends give the same bits? a backends x backends table per dtype and direction, or --from/--to"
+_DIRECTION = {"forward": "fwd", "backward": "bwd"}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_selection_options(parser, backend_help=f"the main-environment backends, {', '.join(default_backends())}")
+    add = parser.add_argument
+    add("--from", dest="source", metavar="NAME", help="the backend you migrate from (with --to)")
+    add("--to", dest="target", metavar="NAME", help="the backend you migrate to (with --from)")
+    add("--allow", action="append", metavar="CATEGORY",
+        help="with --from/--to: a triage category the migration may differ in and still exit 0 "
+             "(repeat or comma-separate)")
+    add("--json", metavar="PATH", help="write the JSON report (rows and the agreement section) here")
+    add("-q", "--quiet", action="store_true", help="print only the table (or, with --from/--to, the verdict)")
+
+
+# ----------------------------------------------------------------------------- arguments
+
+def migration_pair(args: argparse.Namespace) -> Optional[tuple[str, str]]:
+    """``(--from, --to)`` validated, or None without them."""
+    if args.source is None and args.target is None:
+        if args.allow:
+            raise UsageError("--allow names the categories a migration may differ in; add --from A --to B")
+        return None
+    if args.source is None or args.target is None:
+        raise UsageError("--from and --to go together: agree --from torch --to cann")
+    if args.backend:
+        raise UsageError("--from/--to name the two backends compared; drop --backend")
+    source, target = checked_backend(args.source, flag="--from"), checked_backend(args.target, flag="--to")
+    if source == target:
+        raise UsageError(f"--from and --to are both {source!r}; name two backends")
+    return source, target
+
+
+def agree_selection(args: argparse.Namespace, pair: Optional[tuple[str, str]]) -> Selection:
+    """Every selected backend a reference: each pair is compared once."""
+    if pair is not None:
+        args = argparse.Namespace(**{**vars(args), "backend": list(pair)})
+    selection = selection_from(args)
+    return replace(selection, references=selection.backends)
+
+
+def agree_options(args: argparse.Namespace) -> Options:
+    return Options(config=load_config(), seed=parse_int(args.seed, flag="--seed"),
+                   max_examples=parse_int(args.max_examples, flag="--max-examples", maximum=MAX_EXAMPLES),
+                   results_dir=None)
+
+
+# ----------------------------------------------------------------------------- rendering
+
+def _label(cell: Optional[Cell]) -> Text:
+    if cell is None:
+        return Text("")
+    if cell.identical:
+        return Text("✓", style="green")
+    if cell.cause == "not comparable":
+        return Text("n/a", style="yellow")
+    return Text(f"{cell.differing:,}\n{cell.cause}", style="red")
+
+
+def _tables(found: list[Cell]) -> list[Table]:
+    """One backends x backends table per (dtype, out_dtype, direction), in the order first seen."""
+    tables = []
+    for key in dict.fromkeys((c.dtype, c.out_dtype, c.direction) for c in found):
+        mine = [c for c in found if (c.dtype, c.out_dtype, c.direction) == key]
+        by_pair = {frozenset((c.first, c.second)): c for c in mine}
+        who = list(dict.fromkeys(b for c in mine for b in (c.first, c.second)))
+        pair = info(key[0]).short + (f"→{info(key[1]).short}" if key[1] != key[0] else "")
+        table = Table(title=f"{pair} {_DIRECTION[key[2]]}: differing elements over every alpha, same inputs",
+                      header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                      padding=(0, 1, 0, 0))
+        table.add_column("", no_wrap=True)
+        for b in who:
+            table.add_column(Text(b), overflow="fold")
+        for a in who:
+            table.add_row(Text(a), *(Text("·", style="dim") if a == b
+                                     else _label(by_pair.get(frozenset((a, b)))) for b in who))
+        tables.append(table)
+    return tables
+
+
+def render_matrix(result: SuiteResult, *, console: Console) -> None:
+    """The tables of every pair of backends; another renderer (HTML) takes the same ``cells``."""
+    for table in _tables(cells(result.agreement)):
+        console.print(table)
+    profiles = {r.backend: "/".join(p for p in (r.profile, r.variant) if p) for r in result.rows}
+    shown = "; ".join(f"{b}: {p}" for b, p in profiles.items() if p)
+    console.print("✓ bit-identical on every input and alpha; otherwise the differing elements and the "
+                  "cause in a word, from both sides' triage against golden (n/a: no shared inputs)"
+                  + (f". Profiles: {shown}" if shown else ""), markup=False, style="dim")
+
+
+# ----------------------------------------------------------------------------- running
+
+def report(result: SuiteResult, *, console: Console, quiet: bool, pair: Optional[tuple[str, str]],
+           accepted: frozenset[str]) -> int:
+    """Print the table or the migration verdict; the exit code."""
+    if pair is None:
+        render_matrix(result, console=console)
+        return 0
+    found: Migration = migration(result.agreement, source=pair[0], target=pair[1], accepted=accepted)
+    if not found.rows:
+        raise UsageError(f"{pair[0]} and {pair[1]} share no row (dtype pair, direction, alpha); "
+                         "pick a --dtype and --direction both support")
+    if not quiet:
+        render_matrix(result, console=console)
+    console.print(found.line, markup=False, soft_wrap=True)
+    return 1 if found.outcome == "differs" else 0
+
+
+def execute(args: argparse.Namespace) -> int:
+    paths = files.prepare(files.ReportPaths(args.json, None), inputs={})
+    pair = migration_pair(args)
+    accepted = allowed_categories(items(args.allow, flag="--allow")) if args.allow else frozenset()
+    selection, options = agree_selection(args, pair), agree_options(args)
+    console, done = show.make_console(), []
+    config: GateConfig = options.config
+    with export.partial_on_interrupt(paths, lambda: done, seed=options.seed, config=config):
+        result, planned = run_with_progress(selection, options, console=console, title="agree",
+                                            quiet=args.quiet, done=done)
+        if result.interruption is None:
+            code = report(result, console=console, quiet=args.quiet, pair=pair, accepted=accepted)
+        export.write_reports(result.rows, paths, seed=options.seed, partial=result.interrupted,
+                             config=config, agreement=result.agreement)
+    if result.interruption is not None:
+        console.print(f"interrupted after {len(result.rows)} of {planned} rows")
+        return exit_code(result.interruption)
+    return code
