@@ -1,0 +1,224 @@
+"""The golden's inner loop compiled with numba: one pass over the data.
+
+Each element is read once, compared, multiplied by the binary64 slope, checked for a
+rounding midpoint of the output dtype, fixed up by the error-free round-to-odd product
+when it sits on one (``conformance.reference.exact`` says why), and rounded once to the
+output dtype.  The numpy path in ``conformance.reference.golden`` is the reference
+implementation; this module reproduces its bits, NaN payloads included, and
+``tests/test_compiled.py`` proves it on every 16-bit pattern and on edge and random
+float32/float64 data.
+
+What it covers (:func:`covers`): every supported dtype pair, with the semantics whose
+settings only change the slope or the comparison -- ``slope``, ``slope_dtype``,
+``predicate`` (forward), ``grad_rule`` ``gt``/``ge`` and ``nan_grad`` ``alpha``/``dy``
+(backward).  Every other variant is computed by the numpy path.
+
+numba is optional (the ``fast`` extra).  Without it, or with ``CONFORMANCE_COMPILED=0``,
+the numpy path runs.  Compiled code is cached (``cache=True``) next to this module, or
+under ``NUMBA_CACHE_DIR`` when that is set (numba falls back to a per-user cache
+directory when the package directory is read-only).
+"""
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import Optional
+
+import numpy as np
+
+from conformance.dtypes import DTypeInfo, all_patterns, info, to_bits
+from conformance.records import Direction
+from conformance.reference.exact import _split, check_alpha, effective_slope, resolve_pair
+from conformance.reference.semantics import Semantics
+
+try:  # the `fast` extra
+    import numba
+    from numba import types
+    from numba.extending import overload
+except ImportError:  # pragma: no cover - exercised where numba is missing
+    numba = None
+
+__all__ = ["available", "compute", "covers", "enabled"]
+
+_FORWARD_SETTINGS = frozenset({"slope", "slope_dtype", "predicate", "grad_rule", "nan_grad", "grad_form"})
+_BACKWARD_SETTINGS = frozenset({"slope", "slope_dtype", "predicate", "grad_rule", "nan_grad"})
+_TINY, _HUGE = 2.0 ** -900, 2.0 ** 1000  # as conformance.reference.exact: no fix-up needed outside
+
+
+def available() -> bool:
+    """True when numba is installed."""
+    return numba is not None
+
+
+def enabled() -> bool:
+    """True when the compiled path may run: numba is there and ``CONFORMANCE_COMPILED`` is not 0."""
+    return available() and os.environ.get("CONFORMANCE_COMPILED", "1") != "0"
+
+
+def covers(direction: Direction, semantics: Semantics) -> bool:
+    """True when the compiled loop computes ``semantics`` in ``direction`` (see the module doc)."""
+    settings = semantics.settings()
+    if direction == "forward":
+        return settings.keys() <= _FORWARD_SETTINGS
+    return (settings.keys() <= _BACKWARD_SETTINGS and semantics.grad_rule in ("gt", "ge")
+            and semantics.nan_grad in ("alpha", "dy"))
+
+
+@cache
+def _decode_table(name: str) -> np.ndarray:
+    """Every pattern of a 16-bit dtype widened to float64 as numpy/ml_dtypes widen it."""
+    with np.errstate(invalid="ignore"):
+        return all_patterns(name).astype(np.float64)
+
+
+_NO_TABLE = np.zeros(1, dtype=np.float64)
+
+
+def _operand(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The flat array the loop reads (bits for a 16-bit dtype) and its decode table."""
+    flat = np.ascontiguousarray(v).reshape(-1)
+    rec = info(flat.dtype)
+    if rec.bits == 16:
+        return to_bits(flat), _decode_table(rec.name)
+    return flat, _NO_TABLE
+
+
+def _out_params(src: DTypeInfo, out: DTypeInfo) -> tuple[int, int, int, float, bool]:
+    """(output kind, midpoint bit count k, whether to check midpoints, smallest normal, same dtype):
+    kind 0 float16, 1 bfloat16, 2 float32, 3 float64."""
+    kind = ("float16", "bfloat16", "float32", "float64").index(out.name)
+    check = out.name != "float64" and src.name != "float64"
+    return kind, 52 - out.mant_bits, check, out.smallest_normal, src.name == out.name
+
+
+def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[np.ndarray] = None,
+            out_dtype=None, semantics: Semantics) -> np.ndarray:
+    """The golden of ``direction`` under ``semantics`` (which :func:`covers`), compiled."""
+    x = np.asarray(x)
+    src, out = resolve_pair(x.dtype, out_dtype)
+    s = semantics
+    a = effective_slope(check_alpha(alpha if s.slope is None else s.slope), slope_dtype=s.slope_dtype)
+    hi, lo = _split(a)
+    kind, k, check, smallest, same = _out_params(src, out)
+    result = np.empty(x.size, dtype=out.dtype)
+    sink = to_bits(result) if out.bits == 16 else result
+    xs, table = _operand(x)
+    if direction == "forward":
+        _forward_loop(xs, table, sink, a, hi, lo, s.predicate == "ge", kind, k, check, smallest, same)
+    else:
+        dys, _ = _operand(np.asarray(dy))
+        _backward_loop(dys, xs, table, sink, a, hi, lo, s.grad_rule == "ge", s.nan_grad == "dy",
+                       kind, k, check, smallest, same)
+    return result.reshape(x.shape)
+
+
+def _load(v, table):  # pragma: no cover - typed by the overload below
+    raise NotImplementedError
+
+
+def _store(sink, i, p, kind):  # pragma: no cover - typed by the overload below
+    raise NotImplementedError
+
+
+if numba is not None:
+    @overload(_load)
+    def _load_typed(v, table):
+        """A 16-bit pattern through its decode table; a float widened to float64."""
+        if isinstance(v, types.Integer):
+            return lambda v, table: table[v]
+        return lambda v, table: np.float64(v)
+
+    @numba.njit(cache=True)
+    def _bits64(p):
+        return np.float64(p).view(np.uint64)
+
+    @numba.njit(cache=True)
+    def _round16(p, kind):
+        """float64 ``p`` rounded to nearest even to float16 (kind 0) or bfloat16 (kind 1), as bits.
+
+        NaN as numpy (float16: the payload's top bits, kept a NaN) and ml_dtypes (bfloat16:
+        the quiet NaN of its sign) convert it."""
+        mant, bias, top = (10, 15, 0x1F) if kind == 0 else (7, 127, 0xFF)
+        b = _bits64(p)
+        sign = np.uint64((b >> np.uint64(63)) << np.uint64(15))
+        mag = b & np.uint64(0x7FFFFFFFFFFFFFFF)
+        if mag >= np.uint64(0x7FF0000000000000):
+            inf = np.uint64(top << mant)
+            if mag == np.uint64(0x7FF0000000000000):
+                return np.uint16(sign | inf)
+            if kind == 1:
+                return np.uint16(sign | np.uint64(0x7FC0))
+            r = inf + ((mag & np.uint64(0xFFFFFFFFFFFFF)) >> np.uint64(42))
+            return np.uint16(sign | (r + np.uint64(1) if r == inf else r))
+        if (mag >> np.uint64(52)) >= np.uint64(1023 + 1 - bias):  # a normal result, or overflow
+            shift = np.uint64(52 - mant)
+            odd = (mag >> shift) & np.uint64(1)
+            r = (mag + (np.uint64(1) << (shift - np.uint64(1))) - np.uint64(1) + odd) >> shift
+            r -= np.uint64((1023 - bias) << mant)
+            return np.uint16(sign | min(r, np.uint64(top << mant)))
+        scaled = np.abs(p) * 2.0 ** (bias - 1 + mant)  # the subnormal grid is the integers
+        return np.uint16(sign | np.uint64(np.rint(scaled)))
+
+    @overload(_store)
+    def _store_typed(sink, i, p, kind):
+        """``p`` rounded to the output: a 16-bit sink holds bits."""
+        if sink.dtype == types.uint16:
+            def store16(sink, i, p, kind):
+                sink[i] = _round16(p, kind)
+            return store16
+        if sink.dtype == types.float32:
+            def store32(sink, i, p, kind):
+                sink[i] = np.float32(p)
+            return store32
+
+        def store64(sink, i, p, kind):
+            sink[i] = p
+        return store64
+
+    @numba.njit(cache=True)
+    def _odd_product(w, a, hi, lo):
+        """float64 round-to-odd of ``w * a`` (``w`` of at most 24 bits; ``a == hi + lo``)."""
+        ph, pl = w * hi, w * lo
+        s = ph + pl
+        bb = s - ph
+        err = (ph - (s - bb)) + (pl - bb)
+        if err != 0 and (_bits64(s) & np.uint64(1)) == 0:
+            return np.nextafter(s, np.inf if err > 0 else -np.inf)
+        return s
+
+    @numba.njit(cache=True)
+    def _product(w, a, hi, lo, k, check, smallest):
+        """``w * a`` in float64, fixed up to round-to-odd where it may sit on a midpoint."""
+        p = w * a
+        if not check:
+            return p
+        u, mag = _bits64(p), abs(p)
+        low = u & np.uint64((1 << k) - 1)
+        mid = low == np.uint64(1 << (k - 1)) or (mag < smallest and (u & np.uint64((1 << (k - 1)) - 1)) == 0)
+        if mid and mag >= _TINY and mag < _HUGE:
+            return _odd_product(w, a, hi, lo)
+        return p
+
+    @numba.njit(cache=True)
+    def _forward_loop(xs, table, sink, a, hi, lo, ge, kind, k, check, smallest, same):
+        for i in range(xs.size):
+            w = _load(xs[i], table)
+            if w > 0 or (ge and w == 0):
+                if same:
+                    sink[i] = xs[i]
+                else:
+                    _store(sink, i, w, kind)
+            else:
+                _store(sink, i, _product(w, a, hi, lo, k, check, smallest), kind)
+
+    @numba.njit(cache=True)
+    def _backward_loop(dys, xs, table, sink, a, hi, lo, ge, nan_dy, kind, k, check, smallest, same):
+        for i in range(xs.size):
+            w = _load(xs[i], table)
+            if w > 0 or (ge and w == 0) or (nan_dy and w != w):
+                if same:
+                    sink[i] = dys[i]
+                else:
+                    _store(sink, i, _load(dys[i], table), kind)
+            else:
+                _store(sink, i, _product(_load(dys[i], table), a, hi, lo, k, check, smallest), kind)
