@@ -1,4 +1,4 @@
-"""The compiled golden loop reproduces the numpy reference path bit for bit.
+"""The compiled golden loop, ULP distance and metric pass reproduce the numpy paths bit for bit.
 
 Every 16-bit pattern (float16 and bfloat16 as input), edge and random float32/float64
 bit patterns (subnormals, both zeros, NaN payloads, infinities, huge values, and every
@@ -11,10 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.dtypes import all_patterns, info, to_bits
+from conformance.dtypes import all_patterns, info, to_bits, ulp_distance
 from conformance.reference import compiled, golden
 from conformance.reference.exact import SUPPORTED_PAIRS
 from conformance.reference.semantics import Semantics
+from conformance.report.metrics import Tolerance, compare
 
 pytestmark = pytest.mark.skipif(not compiled.available(), reason="numba (the fast extra) is not installed")
 
@@ -137,3 +138,36 @@ def test_errors_are_the_numpy_path_errors():
         golden.forward(np.ones(3, np.float32), float("nan"))
     with pytest.raises(ValueError, match="dy and x must match"):
         golden.backward(np.ones(3, np.float32), np.ones(4, np.float32), 0.2)
+
+
+def _numpy_path(monkeypatch, fn):
+    with monkeypatch.context() as m:
+        m.setenv("CONFORMANCE_COMPILED", "0")
+        return fn()
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+def test_ulp_distance_matches_the_numpy_path(inputs, name, monkeypatch):
+    a = inputs[name]
+    b = np.roll(a, 1)
+    compiled_ulps = ulp_distance(a, b)
+    reference = _numpy_path(monkeypatch, lambda: ulp_distance(a, b))
+    assert np.array_equal(compiled_ulps.ulps, reference.ulps) and np.array_equal(compiled_ulps.nan, reference.nan)
+    assert compiled_ulps.ulps.dtype == reference.ulps.dtype == np.int64
+
+
+TOLERANCES = (Tolerance(1e-3, 1e-5), Tolerance(0.0, 0.0, max_ulp=0, strict_zeros=True),
+              Tolerance(1.3e-6, 1e-5, max_ulp=3))
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("tolerance", TOLERANCES, ids=str)
+def test_the_metric_pass_matches_the_numpy_path(inputs, name, tolerance, monkeypatch):
+    x = inputs[name]
+    for actual, expected in ((np.roll(x, 3), x), (golden.forward(x, 0.01), golden.forward(x, 0.2))):
+        got = compare(actual, expected, tolerance=tolerance, part="p", offset=11)
+        ref = _numpy_path(monkeypatch, lambda a=actual, e=expected: compare(a, e, tolerance=tolerance, part="p",
+                                                                               offset=11))
+        assert got.metrics == ref.metrics
+        assert np.array_equal(got.mismatch_index, ref.mismatch_index) and np.array_equal(got.violating, ref.violating)
+        _same_bits(got.actual, ref.actual)

@@ -13,46 +13,30 @@ settings only change the slope or the comparison -- ``slope``, ``slope_dtype``,
 ``predicate`` (forward), ``grad_rule`` ``gt``/``ge`` and ``nan_grad`` ``alpha``/``dy``
 (backward).  Every other variant is computed by the numpy path.
 
-numba is optional (the ``fast`` extra).  Without it, or with ``CONFORMANCE_COMPILED=0``,
-the numpy path runs.  Compiled code is cached (``cache=True``) next to this module, or
-under ``NUMBA_CACHE_DIR`` when that is set (numba falls back to a per-user cache
-directory when the package directory is read-only).
+numba is optional (``conformance.jit`` says when it runs and where its cache lives).
 """
 from __future__ import annotations
 
-import os
 from functools import cache
 from typing import Optional
 
 import numpy as np
 
 from conformance.dtypes import DTypeInfo, all_patterns, info, to_bits
+from conformance.jit import available, enabled, numba
 from conformance.records import Direction
-from conformance.reference.exact import _split, check_alpha, effective_slope, resolve_pair
+from conformance.reference.exact import check_alpha, effective_slope, resolve_pair, split_slope
 from conformance.reference.semantics import Semantics
 
-try:  # the `fast` extra
-    import numba
+if numba is not None:
     from numba import types
     from numba.extending import overload
-except ImportError:  # pragma: no cover - exercised where numba is missing
-    numba = None
 
 __all__ = ["available", "compute", "covers", "enabled"]
 
 _FORWARD_SETTINGS = frozenset({"slope", "slope_dtype", "predicate", "grad_rule", "nan_grad", "grad_form"})
 _BACKWARD_SETTINGS = frozenset({"slope", "slope_dtype", "predicate", "grad_rule", "nan_grad"})
 _TINY, _HUGE = 2.0 ** -900, 2.0 ** 1000  # as conformance.reference.exact: no fix-up needed outside
-
-
-def available() -> bool:
-    """True when numba is installed."""
-    return numba is not None
-
-
-def enabled() -> bool:
-    """True when the compiled path may run: numba is there and ``CONFORMANCE_COMPILED`` is not 0."""
-    return available() and os.environ.get("CONFORMANCE_COMPILED", "1") != "0"
 
 
 def covers(direction: Direction, semantics: Semantics) -> bool:
@@ -98,7 +82,7 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
     src, out = resolve_pair(x.dtype, out_dtype)
     s = semantics
     a = effective_slope(check_alpha(alpha if s.slope is None else s.slope), slope_dtype=s.slope_dtype)
-    hi, lo = _split(a)
+    hi, lo = split_slope(a)
     kind, k, check, smallest, same = _out_params(src, out)
     result = np.empty(x.size, dtype=out.dtype)
     sink = to_bits(result) if out.bits == 16 else result

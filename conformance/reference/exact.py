@@ -49,7 +49,7 @@ def resolve_pair(dtype: DTypeLike, out_dtype: Optional[DTypeLike]) -> tuple[DTyp
     return src, out
 
 
-def _split(alpha: float) -> tuple[float, float]:
+def split_slope(alpha: float) -> tuple[float, float]:
     """Veltkamp-style split: ``hi`` keeps 26 significant bits, ``lo = alpha - hi`` exactly."""
     bits = struct.unpack("<Q", struct.pack("<d", alpha))[0] & ~((1 << 27) - 1)
     hi = struct.unpack("<d", struct.pack("<Q", bits))[0]
@@ -58,7 +58,7 @@ def _split(alpha: float) -> tuple[float, float]:
 
 def round_to_odd_product(v: np.ndarray, alpha: float) -> np.ndarray:
     """float64 round-to-odd of ``v * alpha`` for v with <= 24 significant bits."""
-    hi, lo = _split(alpha)
+    hi, lo = split_slope(alpha)
     ph, pl = v * hi, v * lo  # both exact: 26 + 24 and 27 + 24 bits
     s = ph + pl
     bb = s - ph
