@@ -173,8 +173,10 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> UlpDistance:
     if a.dtype != b.dtype:
         raise ValueError(f"ulp_distance needs equal dtypes, got {a.dtype} and {b.dtype}")
     if jit.enabled() and a.size and a.shape == b.shape:
+        from conformance import ulp_loops  # numba, imported on the first compiled call
+
         rec = info(a.dtype)
-        ulps, nan = jit.ulp_and_nan(to_bits(np.ravel(a)), to_bits(np.ravel(b)), bits=rec.bits,
+        ulps, nan = ulp_loops.ulp_and_nan(to_bits(np.ravel(a)), to_bits(np.ravel(b)), bits=rec.bits,
                                     mant_bits=rec.mant_bits)
         return UlpDistance(ulps.reshape(np.shape(a)), nan.reshape(np.shape(a)))
     nan = is_nan(a) | is_nan(b)

@@ -20,19 +20,17 @@ from __future__ import annotations
 from functools import cache
 from typing import Optional
 
+import numba
 import numpy as np
+from numba import types
+from numba.extending import overload
 
 from conformance.dtypes import DTypeInfo, all_patterns, info, to_bits
-from conformance.jit import available, enabled, numba
 from conformance.records import Direction
 from conformance.reference.exact import check_alpha, effective_slope, resolve_pair, split_slope
 from conformance.reference.semantics import Semantics
 
-if numba is not None:
-    from numba import types
-    from numba.extending import overload
-
-__all__ = ["available", "compute", "covers", "enabled"]
+__all__ = ["compute", "covers"]
 
 _FORWARD_SETTINGS = frozenset({"slope", "slope_dtype", "predicate", "grad_rule", "nan_grad", "grad_form"})
 _BACKWARD_SETTINGS = frozenset({"slope", "slope_dtype", "predicate", "grad_rule", "nan_grad"})
@@ -104,105 +102,104 @@ def _store(sink, i, p, kind):  # pragma: no cover - typed by the overload below
     raise NotImplementedError
 
 
-if numba is not None:
-    @overload(_load)
-    def _load_typed(v, table):
-        """A 16-bit pattern through its decode table; a float widened to float64."""
-        if isinstance(v, types.Integer):
-            return lambda v, table: table[v]
-        return lambda v, table: np.float64(v)
+@overload(_load)
+def _load_typed(v, table):
+    """A 16-bit pattern through its decode table; a float widened to float64."""
+    if isinstance(v, types.Integer):
+        return lambda v, table: table[v]
+    return lambda v, table: np.float64(v)
 
-    @numba.njit(cache=True)
-    def _bits64(p):
-        return np.float64(p).view(np.uint64)
+@numba.njit(cache=True)
+def _bits64(p):
+    return np.float64(p).view(np.uint64)
 
-    @numba.njit(cache=True)
-    def _round16(p, kind):
-        """float64 ``p`` rounded to nearest even to float16 (kind 0) or bfloat16 (kind 1), as bits.
+@numba.njit(cache=True)
+def _round16(p, kind):
+    """float64 ``p`` rounded to nearest even to float16 (kind 0) or bfloat16 (kind 1), as bits.
 
-        NaN as numpy (float16: the payload's top bits, kept a NaN) and ml_dtypes (bfloat16:
-        the quiet NaN of its sign) convert it."""
-        mant, bias, top = (10, 15, 0x1F) if kind == 0 else (7, 127, 0xFF)
-        b = _bits64(p)
-        sign = np.uint64((b >> np.uint64(63)) << np.uint64(15))
-        mag = b & np.uint64(0x7FFFFFFFFFFFFFFF)
-        if mag >= np.uint64(0x7FF0000000000000):
-            inf = np.uint64(top << mant)
-            if mag == np.uint64(0x7FF0000000000000):
-                return np.uint16(sign | inf)
-            if kind == 1:
-                return np.uint16(sign | np.uint64(0x7FC0))
-            r = inf + ((mag & np.uint64(0xFFFFFFFFFFFFF)) >> np.uint64(42))
-            return np.uint16(sign | (r + np.uint64(1) if r == inf else r))
-        if (mag >> np.uint64(52)) >= np.uint64(1023 + 1 - bias):  # a normal result, or overflow
-            shift = np.uint64(52 - mant)
-            odd = (mag >> shift) & np.uint64(1)
-            r = (mag + (np.uint64(1) << (shift - np.uint64(1))) - np.uint64(1) + odd) >> shift
-            r -= np.uint64((1023 - bias) << mant)
-            return np.uint16(sign | min(r, np.uint64(top << mant)))
-        scaled = np.abs(p) * 2.0 ** (bias - 1 + mant)  # the subnormal grid is the integers
-        return np.uint16(sign | np.uint64(np.rint(scaled)))
+    NaN as numpy (float16: the payload's top bits, kept a NaN) and ml_dtypes (bfloat16:
+    the quiet NaN of its sign) convert it."""
+    mant, bias, top = (10, 15, 0x1F) if kind == 0 else (7, 127, 0xFF)
+    b = _bits64(p)
+    sign = np.uint64((b >> np.uint64(63)) << np.uint64(15))
+    mag = b & np.uint64(0x7FFFFFFFFFFFFFFF)
+    if mag >= np.uint64(0x7FF0000000000000):
+        inf = np.uint64(top << mant)
+        if mag == np.uint64(0x7FF0000000000000):
+            return np.uint16(sign | inf)
+        if kind == 1:
+            return np.uint16(sign | np.uint64(0x7FC0))
+        r = inf + ((mag & np.uint64(0xFFFFFFFFFFFFF)) >> np.uint64(42))
+        return np.uint16(sign | (r + np.uint64(1) if r == inf else r))
+    if (mag >> np.uint64(52)) >= np.uint64(1023 + 1 - bias):  # a normal result, or overflow
+        shift = np.uint64(52 - mant)
+        odd = (mag >> shift) & np.uint64(1)
+        r = (mag + (np.uint64(1) << (shift - np.uint64(1))) - np.uint64(1) + odd) >> shift
+        r -= np.uint64((1023 - bias) << mant)
+        return np.uint16(sign | min(r, np.uint64(top << mant)))
+    scaled = np.abs(p) * 2.0 ** (bias - 1 + mant)  # the subnormal grid is the integers
+    return np.uint16(sign | np.uint64(np.rint(scaled)))
 
-    @overload(_store)
-    def _store_typed(sink, i, p, kind):
-        """``p`` rounded to the output: a 16-bit sink holds bits."""
-        if sink.dtype == types.uint16:
-            def store16(sink, i, p, kind):
-                sink[i] = _round16(p, kind)
-            return store16
-        if sink.dtype == types.float32:
-            def store32(sink, i, p, kind):
-                sink[i] = np.float32(p)
-            return store32
+@overload(_store)
+def _store_typed(sink, i, p, kind):
+    """``p`` rounded to the output: a 16-bit sink holds bits."""
+    if sink.dtype == types.uint16:
+        def store16(sink, i, p, kind):
+            sink[i] = _round16(p, kind)
+        return store16
+    if sink.dtype == types.float32:
+        def store32(sink, i, p, kind):
+            sink[i] = np.float32(p)
+        return store32
 
-        def store64(sink, i, p, kind):
-            sink[i] = p
-        return store64
+    def store64(sink, i, p, kind):
+        sink[i] = p
+    return store64
 
-    @numba.njit(cache=True)
-    def _odd_product(w, a, hi, lo):
-        """float64 round-to-odd of ``w * a`` (``w`` of at most 24 bits; ``a == hi + lo``)."""
-        ph, pl = w * hi, w * lo
-        s = ph + pl
-        bb = s - ph
-        err = (ph - (s - bb)) + (pl - bb)
-        if err != 0 and (_bits64(s) & np.uint64(1)) == 0:
-            return np.nextafter(s, np.inf if err > 0 else -np.inf)
-        return s
+@numba.njit(cache=True)
+def _odd_product(w, a, hi, lo):
+    """float64 round-to-odd of ``w * a`` (``w`` of at most 24 bits; ``a == hi + lo``)."""
+    ph, pl = w * hi, w * lo
+    s = ph + pl
+    bb = s - ph
+    err = (ph - (s - bb)) + (pl - bb)
+    if err != 0 and (_bits64(s) & np.uint64(1)) == 0:
+        return np.nextafter(s, np.inf if err > 0 else -np.inf)
+    return s
 
-    @numba.njit(cache=True)
-    def _product(w, a, hi, lo, k, check, smallest):
-        """``w * a`` in float64, fixed up to round-to-odd where it may sit on a midpoint."""
-        p = w * a
-        if not check:
-            return p
-        u, mag = _bits64(p), abs(p)
-        low = u & np.uint64((1 << k) - 1)
-        mid = low == np.uint64(1 << (k - 1)) or (mag < smallest and (u & np.uint64((1 << (k - 1)) - 1)) == 0)
-        if mid and mag >= _TINY and mag < _HUGE:
-            return _odd_product(w, a, hi, lo)
+@numba.njit(cache=True)
+def _product(w, a, hi, lo, k, check, smallest):
+    """``w * a`` in float64, fixed up to round-to-odd where it may sit on a midpoint."""
+    p = w * a
+    if not check:
         return p
+    u, mag = _bits64(p), abs(p)
+    low = u & np.uint64((1 << k) - 1)
+    mid = low == np.uint64(1 << (k - 1)) or (mag < smallest and (u & np.uint64((1 << (k - 1)) - 1)) == 0)
+    if mid and mag >= _TINY and mag < _HUGE:
+        return _odd_product(w, a, hi, lo)
+    return p
 
-    @numba.njit(cache=True)
-    def _forward_loop(xs, table, sink, a, hi, lo, ge, kind, k, check, smallest, same):
-        for i in range(xs.size):
-            w = _load(xs[i], table)
-            if w > 0 or (ge and w == 0):
-                if same:
-                    sink[i] = xs[i]
-                else:
-                    _store(sink, i, w, kind)
+@numba.njit(cache=True)
+def _forward_loop(xs, table, sink, a, hi, lo, ge, kind, k, check, smallest, same):
+    for i in range(xs.size):
+        w = _load(xs[i], table)
+        if w > 0 or (ge and w == 0):
+            if same:
+                sink[i] = xs[i]
             else:
-                _store(sink, i, _product(w, a, hi, lo, k, check, smallest), kind)
+                _store(sink, i, w, kind)
+        else:
+            _store(sink, i, _product(w, a, hi, lo, k, check, smallest), kind)
 
-    @numba.njit(cache=True)
-    def _backward_loop(dys, xs, table, sink, a, hi, lo, ge, nan_dy, kind, k, check, smallest, same):
-        for i in range(xs.size):
-            w = _load(xs[i], table)
-            if w > 0 or (ge and w == 0) or (nan_dy and w != w):
-                if same:
-                    sink[i] = dys[i]
-                else:
-                    _store(sink, i, _load(dys[i], table), kind)
+@numba.njit(cache=True)
+def _backward_loop(dys, xs, table, sink, a, hi, lo, ge, nan_dy, kind, k, check, smallest, same):
+    for i in range(xs.size):
+        w = _load(xs[i], table)
+        if w > 0 or (ge and w == 0) or (nan_dy and w != w):
+            if same:
+                sink[i] = dys[i]
             else:
-                _store(sink, i, _product(_load(dys[i], table), a, hi, lo, k, check, smallest), kind)
+                _store(sink, i, _load(dys[i], table), kind)
+        else:
+            _store(sink, i, _product(_load(dys[i], table), a, hi, lo, k, check, smallest), kind)

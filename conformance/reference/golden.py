@@ -16,9 +16,9 @@ from typing import Optional
 
 import numpy as np
 
+from conformance import jit
 from conformance.dtypes import DTypeInfo, DTypeLike, info, is_nan, to_bits
 from conformance.records import Direction
-from conformance.reference import compiled
 from conformance.reference.exact import (
     SUPPORTED_PAIRS,
     add_once,
@@ -363,6 +363,8 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
     if direction == "backward" and dy is None:
         raise ValueError("backward needs dy")
     if _compiles(direction, x, dy, semantics):
+        from conformance.reference import compiled  # numba, imported on the first compiled call
+
         return compiled.compute(direction, x, alpha, dy=dy, out_dtype=out_dtype, semantics=semantics)
     return reference_compute(direction, x, alpha, dy=dy, out_dtype=out_dtype, semantics=semantics)
 
@@ -370,7 +372,11 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
 def _compiles(direction: Direction, x: np.ndarray, dy: Optional[np.ndarray], semantics: Semantics) -> bool:
     """True when the compiled loop computes this call (numba there and enabled, the variant
     covered, and for the backward dy shaped and typed as x)."""
-    if not compiled.enabled() or not compiled.covers(direction, semantics):
+    if not jit.enabled():
+        return False
+    from conformance.reference import compiled
+
+    if not compiled.covers(direction, semantics):
         return False
     if direction == "forward":
         return True

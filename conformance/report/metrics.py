@@ -223,8 +223,10 @@ def _mismatching(actual: np.ndarray, golden: np.ndarray) -> tuple[np.ndarray, ..
 def _ulps(act: np.ndarray, gold: np.ndarray, *, nan: np.ndarray) -> np.ndarray:
     """ULP distances as :func:`conformance.dtypes.ulp_distance` gives them (0 where ``nan``)."""
     if jit.enabled():  # the NaN mask it finds is ``nan``: both come from the bit patterns
+        from conformance import ulp_loops  # numba, imported on the first compiled call
+
         rec = info(act.dtype)
-        return jit.ulp_and_nan(to_bits(act), to_bits(gold), bits=rec.bits, mant_bits=rec.mant_bits)[0]
+        return ulp_loops.ulp_and_nan(to_bits(act), to_bits(gold), bits=rec.bits, mant_bits=rec.mant_bits)[0]
     dist = ordered(act) - ordered(gold)
     np.abs(dist, out=dist)
     dist[nan] = 0
@@ -267,9 +269,11 @@ def _compiled_comparison(actual: np.ndarray, golden: np.ndarray, index: np.ndarr
                          gold: np.ndarray, *, tolerance: Tolerance, part: str, offset: int) -> Comparison:
     """:func:`compare` of the mismatching pairs in one compiled pass (the same values, the
     same first index of each maximum); the cosine sums stay numpy's pairwise sums."""
+    from conformance.report import metric_loops  # numba, imported on the first compiled call
+
     rec = info(act.dtype)
     bad = np.empty(act.size, dtype=np.bool_)
-    tops, counts = _mismatch_pass(*_loop_operands(act, gold), bad, rtol=tolerance.rtol, atol=tolerance.atol,
+    tops, counts = metric_loops.mismatch_pass(*_loop_operands(act, gold), bad, rtol=tolerance.rtol, atol=tolerance.atol,
                                   max_ulp=tolerance.max_ulp, strict_zeros=tolerance.strict_zeros,
                                   bits=rec.bits, mant_bits=rec.mant_bits)
     at = [None if top <= 0 else (part, offset + int(index[i])) for top, i in tops]
@@ -289,59 +293,6 @@ def _loop_operands(act: np.ndarray, gold: np.ndarray) -> tuple[np.ndarray, ...]:
     """Bits and float64 values of both sides, as the compiled pass reads them."""
     with np.errstate(invalid="ignore"):  # NaN payloads of bfloat16 warn when widened
         return to_bits(act), to_bits(gold), act.astype(np.float64), gold.astype(np.float64)
-
-
-def _mismatch_pass(ab: np.ndarray, gb: np.ndarray, a: np.ndarray, g: np.ndarray, bad: np.ndarray, *,
-                   rtol: float, atol: float, max_ulp: int, strict_zeros: bool, bits: int,
-                   mant_bits: int) -> tuple[list[tuple[float, int]], list[int]]:
-    """((max, first index) of abs, rel and ULP error; the eight counts), ``bad`` filled in."""
-    word = ab.dtype.type
-    magnitude = (1 << (bits - 1)) - 1
-    tops = np.zeros(2, dtype=np.float64)
-    ulp_top = np.zeros(1, dtype=np.int64)
-    where = np.zeros(3, dtype=np.int64)
-    counts = np.zeros(8, dtype=np.int64)
-    _mismatch_loop(ab, gb, a, g, bad, tops, ulp_top, where, counts, rtol, atol, max_ulp, strict_zeros,
-                   word(magnitude), word(magnitude & ~((1 << mant_bits) - 1)), word((1 << mant_bits) - 1))
-    found = [float(tops[0]), float(tops[1]), int(float(ulp_top[0]))]  # as the numpy path rounds it
-    return [(t, int(i)) for t, i in zip(found, where)], [int(c) for c in counts]
-
-
-if jit.numba is not None:
-    @jit.numba.njit(cache=True)
-    def _mismatch_loop(ab, gb, a, g, bad, tops, ulp_top, where, counts, rtol, atol, max_ulp, strict_zeros,
-                       magnitude, exp_mask, mant_mask):
-        for i in range(a.size):
-            x, y = a[i], g[i]
-            nan_a = (ab[i] & exp_mask) == exp_mask and (ab[i] & mant_mask) != 0
-            nan_g = (gb[i] & exp_mask) == exp_mask and (gb[i] & mant_mask) != 0
-            abs_err = 0.0 if x == y else abs(x - y)
-            if abs_err != abs_err:
-                abs_err = np.inf
-            mag = abs(y)
-            rel = abs_err / mag if mag != 0 else np.inf
-            if rel != rel or y == 0:
-                rel = np.inf
-            if abs_err == 0:
-                rel = 0.0
-            ulps = 0
-            if not (nan_a or nan_g):
-                ulps = jit.ordered_bits(ab[i], magnitude) - jit.ordered_bits(gb[i], magnitude)
-                ulps = -ulps if ulps < 0 else ulps
-            nan_pos = nan_a or nan_g
-            inf_pos = (np.isinf(x) or np.isinf(y)) and not nan_pos
-            zero_sign = x == 0 and y == 0
-            bad[i] = (abs_err > mag * rtol + atol or ulps > max_ulp or nan_pos or inf_pos
-                      or (strict_zeros and zero_sign))
-            for j, v in enumerate((abs_err, rel)):
-                if v > tops[j]:
-                    tops[j], where[j] = v, i
-            if ulps > ulp_top[0]:
-                ulp_top[0], where[2] = ulps, i
-            finite = np.isfinite(x) and np.isfinite(y)
-            for j, flag in enumerate((bad[i], nan_pos, inf_pos, zero_sign, rel < 1e-3, rel < 5e-3,
-                                      finite and x > y, finite and x < y)):
-                counts[j] += flag
 
 
 def _count(mask: np.ndarray) -> int:
