@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks.timing import alternated, peak_bytes
-from conformance.reference import compiled, golden
+from conformance import jit
+from conformance.reference import golden
 
 N = 16 * 1024 * 1024
 
@@ -25,7 +26,7 @@ def main() -> None:
     bits = np.random.default_rng(0).integers(0, 1 << 32, N, dtype=np.uint64).astype(np.uint32)
     x = bits.view(np.float32)
     golden.forward(x[:16], 0.2)  # the compiled loop loaded (bench_compile times that)
-    path = "compiled" if compiled.enabled() else "numpy (numba missing or CONFORMANCE_COMPILED=0)"
+    path = "compiled" if jit.enabled() else "numpy (numba missing or CONFORMANCE_COMPILED=0)"
     print(f"golden path: {path}")
     for alpha in (0.2, 0.01, 1.0):
         naive, fast, ref = alternated(lambda a=alpha: _naive(x, a), lambda a=alpha: golden.forward(x, a),
