@@ -88,12 +88,26 @@ DTYPES: dict[str, DTypeInfo] = {
     name: DTypeInfo(name, dt, 1 + e + m, e, m, np.dtype(u), np.dtype(s))
     for name, dt, e, m, u, s in _TABLE
 }
+_KNOWN: dict = {}  # what info() was asked, by the argument itself (names, dtypes, types: all hashable)
 _ALIASES = {**{v: k for k, v in _SHORT.items()}, "half": "float16", "float": "float32",
             "double": "float64", "bf16": "bfloat16"}
 
 
 def info(dtype: DTypeLike | DTypeInfo) -> DTypeInfo:
     """The table record for ``dtype`` (a name, alias, numpy dtype or record)."""
+    try:  # the golden and triage ask this table hundreds of thousands of times per run
+        return _KNOWN[dtype]
+    except (KeyError, TypeError):
+        pass
+    rec = _lookup(dtype)
+    try:
+        _KNOWN[dtype] = rec
+    except TypeError:  # an unhashable argument that still names a dtype: not remembered
+        pass
+    return rec
+
+
+def _lookup(dtype: DTypeLike | DTypeInfo) -> DTypeInfo:
     if isinstance(dtype, DTypeInfo):
         return dtype
     if isinstance(dtype, str):
