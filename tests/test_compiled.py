@@ -22,8 +22,10 @@ compiled = pytest.importorskip("conformance.reference.compiled", reason="numba (
 ALPHAS = (0.0, 1.0, -0.5, -3.0, 1.5, 1 / 3, 1e-30, 5e-324, 0.2, 0.01, 0.3)
 COVERED = (Semantics(), Semantics(predicate="ge"), Semantics(slope=0.3), Semantics(slope_dtype="float16"),
            Semantics(slope_dtype=("float32", "bfloat16")), Semantics(grad_rule="ge"), Semantics(nan_grad="dy"),
-           Semantics(grad_rule="ge", nan_grad="dy", slope_dtype="float32"))
-NOT_COVERED = (Semantics(daz=True), Semantics(ftz=True), Semantics(opmath="float32"), Semantics(saturate=True),
+           Semantics(grad_rule="ge", nan_grad="dy", slope_dtype="float32"), Semantics(daz=True), Semantics(ftz=True),
+           Semantics(daz=True, ftz=True, slope_dtype=("float32", "bfloat16")),
+           Semantics(daz=True, ftz=True, predicate="ge", grad_rule="ge"))
+NOT_COVERED = (Semantics(flush_inputs=True), Semantics(opmath="float32"), Semantics(saturate=True),
                Semantics(formulation="max"), Semantics(rounding="rtz"), Semantics(result_dtype="float16"),
                Semantics(flush_output=True), Semantics(grad_rule="max"), Semantics(nan_grad="zero"))
 
@@ -35,7 +37,7 @@ def _edges(name: str) -> np.ndarray:
     specials = [0, 1, 2, 3, rec.mant_mask, 1 << m, (1 << m) + 1, rec.exp_mask - 1, rec.exp_mask,
                 rec.exp_mask | 1, rec.exp_mask | (1 << (m - 1)), rec.exp_mask | rec.mant_mask,
                 rec.exp_mask | (1 << (m - 2)) | 5, (top - 1) << m, ((top - 1) << m) | rec.mant_mask,
-                (rec.bias << m), (rec.bias << m) | 1]
+                (rec.bias << m), (rec.bias << m) | 1, (2 << m) - 1, (2 << m) - 2, (2 << m) + 1, (4 << m) - 1]
     bits = np.array(specials, dtype=np.uint64)
     bits = np.concatenate([bits, bits | np.uint64(rec.sign_mask)]).astype(rec.uint)
     widened = [all_patterns(d).astype(np.float64).astype(rec.dtype) for d in ("float16", "bfloat16")]
@@ -84,13 +86,12 @@ def test_backward_matches_the_numpy_path(inputs, pair, alpha):
 
 
 @pytest.mark.parametrize("semantics", COVERED, ids=str)
-@pytest.mark.parametrize("pair", [("float16", "float16"), ("bfloat16", "float32"), ("float32", "bfloat16"),
-                                  ("float64", "float64")], ids="->".join)
+@pytest.mark.parametrize("pair", sorted(SUPPORTED_PAIRS), ids="->".join)
 def test_covered_variants_match_the_numpy_path(inputs, semantics, pair):
     src, out = pair
     x = inputs[src]
     assert compiled.covers("forward", semantics) and compiled.covers("backward", semantics)
-    for alpha in (0.2, -0.5, 1 / 3):
+    for alpha in (0.2, -0.5, 1 / 3, 1e-30):
         _same_bits(compiled.compute("forward", x, alpha, out_dtype=out, semantics=semantics),
                    golden.reference_compute("forward", x, alpha, out_dtype=out, semantics=semantics))
         for dy, xs in _operand_sets(x):

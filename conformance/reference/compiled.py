@@ -9,9 +9,9 @@ implementation; this module reproduces its bits, NaN payloads included, and
 float32/float64 data.
 
 What it covers (:func:`covers`): every supported dtype pair, with the semantics whose
-settings only change the slope or the comparison -- ``slope``, ``slope_dtype``,
-``predicate`` (forward), ``grad_rule`` ``gt``/``ge`` and ``nan_grad`` ``alpha``/``dy``
-(backward).  Every other variant is computed by the numpy path.
+settings change the slope, the comparison or the flushing of subnormals -- ``slope``,
+``slope_dtype``, ``daz``, ``ftz``, ``predicate`` (forward), ``grad_rule`` ``gt``/``ge`` and
+``nan_grad`` ``alpha``/``dy`` (backward).  Every other variant is computed by the numpy path.
 
 numba is optional (``conformance.jit`` says when it runs and where its cache lives).
 """
@@ -32,8 +32,8 @@ from conformance.reference.semantics import Semantics
 
 __all__ = ["compute", "covers"]
 
-_FORWARD_SETTINGS = frozenset({"slope", "slope_dtype", "predicate", "grad_rule", "nan_grad", "grad_form"})
-_BACKWARD_SETTINGS = frozenset({"slope", "slope_dtype", "predicate", "grad_rule", "nan_grad"})
+_FORWARD_SETTINGS = frozenset({"slope", "slope_dtype", "predicate", "daz", "ftz", "grad_rule", "nan_grad", "grad_form"})
+_BACKWARD_SETTINGS = frozenset({"slope", "slope_dtype", "predicate", "daz", "ftz", "grad_rule", "nan_grad"})
 _TINY, _HUGE = 2.0 ** -900, 2.0 ** 1000  # as conformance.reference.exact: no fix-up needed outside
 
 
@@ -65,12 +65,16 @@ def _operand(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return flat, _NO_TABLE
 
 
-def _out_params(src: DTypeInfo, out: DTypeInfo) -> tuple[int, int, int, float, bool]:
-    """(output kind, midpoint bit count k, whether to check midpoints, smallest normal, same dtype):
-    kind 0 float16, 1 bfloat16, 2 float32, 3 float64."""
+def _rules(src: DTypeInfo, out: DTypeInfo, a: float, s: Semantics) -> tuple:
+    """What the loop's product needs: (a, hi, lo, midpoint bit count k, whether to check
+    midpoints, the output's smallest normal, the input's, daz, ftz, the magnitude below which
+    a float16/float64 result is subnormal, output kind 0 float16 / 1 bfloat16 / 2 float32 / 3 float64)."""
+    hi, lo = split_slope(a)
     kind = ("float16", "bfloat16", "float32", "float64").index(out.name)
     check = out.name != "float64" and src.name != "float64"
-    return kind, 52 - out.mant_bits, check, out.smallest_normal, src.name == out.name
+    below = out.smallest_normal * (1 - 2.0 ** -(out.mant_bits + 1))  # rounds to the smallest normal
+    return (a, hi, lo, 52 - out.mant_bits, check, out.smallest_normal, src.smallest_normal, s.daz, s.ftz,
+            below, kind)
 
 
 def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[np.ndarray] = None,
@@ -80,17 +84,15 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
     src, out = resolve_pair(x.dtype, out_dtype)
     s = semantics
     a = effective_slope(check_alpha(alpha if s.slope is None else s.slope), slope_dtype=s.slope_dtype)
-    hi, lo = split_slope(a)
-    kind, k, check, smallest, same = _out_params(src, out)
+    rules, same = _rules(src, out, a, s), src.name == out.name
     result = np.empty(x.size, dtype=out.dtype)
     sink = to_bits(result) if out.bits == 16 else result
     xs, table = _operand(x)
     if direction == "forward":
-        _forward_loop(xs, table, sink, a, hi, lo, s.predicate == "ge", kind, k, check, smallest, same)
+        _forward_loop(xs, table, sink, s.predicate == "ge", same, rules)
     else:
         dys, _ = _operand(np.asarray(dy))
-        _backward_loop(dys, xs, table, sink, a, hi, lo, s.grad_rule == "ge", s.nan_grad == "dy",
-                       kind, k, check, smallest, same)
+        _backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy", same, rules)
     return result.reshape(x.shape)
 
 
@@ -180,26 +182,61 @@ def _product(w, a, hi, lo, k, check, smallest):
         return _odd_product(w, a, hi, lo)
     return p
 
+
 @numba.njit(cache=True)
-def _forward_loop(xs, table, sink, a, hi, lo, ge, kind, k, check, smallest, same):
+def _flushed(w, smallest):
+    """DAZ: a subnormal (below ``smallest``, not zero) read as a zero of its sign."""
+    return np.copysign(0.0, w) if w != 0 and abs(w) < smallest else w
+
+
+@numba.njit(cache=True)
+def _negative(v, r):
+    """``a * v`` as the output's float64 (stored by ``_store``) under the rules ``r``: DAZ reads
+    ``v`` as zero, FTZ flushes a product that is tiny (float32/bfloat16: as x86 decides, on the
+    float64 product scaled by 2**64 and rounded to float32; float16/float64: a subnormal result)."""
+    a, hi, lo, k, check, smallest, in_smallest, daz, ftz, below, kind = r
+    if daz:
+        v = _flushed(v, in_smallest)
+    p = _product(v, a, hi, lo, k, check, smallest)
+    if ftz:
+        if kind == 1 or kind == 2:
+            tiny = abs(np.float32(v * a * 2.0 ** 64)) < np.float32(2.0 ** -62)
+        else:
+            tiny = abs(p) < below
+        if tiny:
+            return np.copysign(0.0, p)
+    return p
+
+
+@numba.njit(cache=True)
+def _takes(w, ge, r):
+    """The select takes the operand itself: ``w > 0`` (``>=`` under ``ge``), on the DAZ-read ``w``."""
+    if r[7]:
+        w = _flushed(w, r[6])
+    return w > 0 or (ge and w == 0)
+
+
+@numba.njit(cache=True)
+def _forward_loop(xs, table, sink, ge, same, r):
     for i in range(xs.size):
         w = _load(xs[i], table)
-        if w > 0 or (ge and w == 0):
+        if _takes(w, ge, r):
             if same:
                 sink[i] = xs[i]
             else:
-                _store(sink, i, w, kind)
+                _store(sink, i, w, r[10])
         else:
-            _store(sink, i, _product(w, a, hi, lo, k, check, smallest), kind)
+            _store(sink, i, _negative(w, r), r[10])
+
 
 @numba.njit(cache=True)
-def _backward_loop(dys, xs, table, sink, a, hi, lo, ge, nan_dy, kind, k, check, smallest, same):
+def _backward_loop(dys, xs, table, sink, ge, nan_dy, same, r):
     for i in range(xs.size):
         w = _load(xs[i], table)
-        if w > 0 or (ge and w == 0) or (nan_dy and w != w):
+        if _takes(w, ge, r) or (nan_dy and w != w):
             if same:
                 sink[i] = dys[i]
             else:
-                _store(sink, i, _load(dys[i], table), kind)
+                _store(sink, i, _load(dys[i], table), r[10])
         else:
-            _store(sink, i, _product(_load(dys[i], table), a, hi, lo, k, check, smallest), kind)
+            _store(sink, i, _negative(_load(dys[i], table), r), r[10])
