@@ -12,6 +12,7 @@ otherwise round twice.
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
 from typing import Optional
 
 import numpy as np
@@ -126,7 +127,14 @@ def effective_slope(alpha: float, *, slope_dtype: SlopeDTypes) -> float:
     """
     if slope_dtype is None:
         return alpha
-    chain = slope_dtype if isinstance(slope_dtype, tuple) else (slope_dtype,)
+    return _rounded_slope(float(alpha).hex(), slope_dtype if isinstance(slope_dtype, tuple) else (slope_dtype,))
+
+
+@lru_cache(maxsize=4096)
+def _rounded_slope(alpha_hex: str, chain: tuple[str, ...]) -> float:
+    """The slope (keyed by its hex spelling, so -0.0 and 0.0 stay apart) rounded to each dtype
+    of ``chain`` in turn; triage asks for the same few slopes many times."""
+    alpha = float.fromhex(alpha_hex)
     for dtype in chain:
         alpha = float(round_float64(np.array([alpha]), info(dtype))[0].astype(np.float64))
     return alpha
