@@ -24,9 +24,13 @@ COVERED = (Semantics(), Semantics(predicate="ge"), Semantics(slope=0.3), Semanti
            Semantics(slope_dtype=("float32", "bfloat16")), Semantics(grad_rule="ge"), Semantics(nan_grad="dy"),
            Semantics(grad_rule="ge", nan_grad="dy", slope_dtype="float32"), Semantics(daz=True), Semantics(ftz=True),
            Semantics(daz=True, ftz=True, slope_dtype=("float32", "bfloat16")),
-           Semantics(daz=True, ftz=True, predicate="ge", grad_rule="ge"))
+           Semantics(daz=True, ftz=True, predicate="ge", grad_rule="ge"),
+           Semantics(formulation="scale", nan_grad="dy"))
+#: Backward formulations the compiled loop covers (the forward computes them on the numpy path).
+BACKWARD_ONLY = (Semantics(formulation="swap_branches", nan_grad="dy"), Semantics(formulation="swap_operands"),
+                 Semantics(formulation="max", daz=True), Semantics(formulation="merge", grad_rule="ge"))
 NOT_COVERED = (Semantics(flush_inputs=True), Semantics(opmath="float32"), Semantics(saturate=True),
-               Semantics(formulation="max"), Semantics(rounding="rtz"), Semantics(result_dtype="float16"),
+               Semantics(formulation="relu"), Semantics(rounding="rtz"), Semantics(result_dtype="float16"),
                Semantics(flush_output=True), Semantics(grad_rule="max"), Semantics(nan_grad="zero"))
 
 
@@ -95,6 +99,17 @@ def test_covered_variants_match_the_numpy_path(inputs, semantics, pair):
         _same_bits(compiled.compute("forward", x, alpha, out_dtype=out, semantics=semantics),
                    golden.reference_compute("forward", x, alpha, out_dtype=out, semantics=semantics))
         for dy, xs in _operand_sets(x):
+            _same_bits(compiled.compute("backward", xs, alpha, dy=dy, out_dtype=out, semantics=semantics),
+                       golden.reference_compute("backward", xs, alpha, dy=dy, out_dtype=out, semantics=semantics))
+
+
+@pytest.mark.parametrize("semantics", BACKWARD_ONLY, ids=str)
+@pytest.mark.parametrize("pair", sorted(SUPPORTED_PAIRS), ids="->".join)
+def test_covered_backward_formulations_match_the_numpy_path(inputs, semantics, pair):
+    src, out = pair
+    assert compiled.covers("backward", semantics) and not compiled.covers("forward", semantics)
+    for alpha in (0.2, -0.5):
+        for dy, xs in _operand_sets(inputs[src]):
             _same_bits(compiled.compute("backward", xs, alpha, dy=dy, out_dtype=out, semantics=semantics),
                        golden.reference_compute("backward", xs, alpha, dy=dy, out_dtype=out, semantics=semantics))
 

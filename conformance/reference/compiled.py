@@ -9,9 +9,11 @@ implementation; this module reproduces its bits, NaN payloads included, and
 float32/float64 data.
 
 What it covers (:func:`covers`): every supported dtype pair, with the semantics whose
-settings change the slope, the comparison or the flushing of subnormals -- ``slope``,
-``slope_dtype``, ``daz``, ``ftz``, ``predicate`` (forward), ``grad_rule`` ``gt``/``ge`` and
-``nan_grad`` ``alpha``/``dy`` (backward).  Every other variant is computed by the numpy path.
+settings change the slope, the comparison, the flushing of subnormals or which branch the
+select takes -- ``slope``, ``slope_dtype``, ``daz``, ``ftz``, ``predicate`` and the ``select``
+and ``scale`` formulations (forward); ``grad_rule`` ``gt``/``ge``, ``nan_grad``
+``alpha``/``dy`` and every formulation but ``relu`` (backward: the forward-only ones are its
+select).  Every other variant is computed by the numpy path.
 
 numba is optional (``conformance.jit`` says when it runs and where its cache lives).
 """
@@ -32,8 +34,13 @@ from conformance.reference.semantics import Semantics
 
 __all__ = ["compute", "covers"]
 
-_FORWARD_SETTINGS = frozenset({"slope", "slope_dtype", "predicate", "daz", "ftz", "grad_rule", "nan_grad", "grad_form"})
-_BACKWARD_SETTINGS = frozenset({"slope", "slope_dtype", "predicate", "daz", "ftz", "grad_rule", "nan_grad"})
+_FORWARD_SETTINGS = frozenset({"slope", "slope_dtype", "predicate", "daz", "ftz", "formulation", "grad_rule",
+                               "nan_grad", "grad_form"})
+_BACKWARD_SETTINGS = frozenset({"slope", "slope_dtype", "predicate", "daz", "ftz", "formulation", "grad_rule",
+                                "nan_grad"})
+#: How the backward's select reads its comparison: as it is, never taken (``scale``: a*dy
+#: everywhere) or inverted (``swap_branches``); the forward-only formulations are the select.
+_BACKWARD_TAKE = {"scale": 1, "swap_branches": 2}
 _TINY, _HUGE = 2.0 ** -900, 2.0 ** 1000  # as conformance.reference.exact: no fix-up needed outside
 
 
@@ -41,9 +48,9 @@ def covers(direction: Direction, semantics: Semantics) -> bool:
     """True when the compiled loop computes ``semantics`` in ``direction`` (see the module doc)."""
     settings = semantics.settings()
     if direction == "forward":
-        return settings.keys() <= _FORWARD_SETTINGS
+        return settings.keys() <= _FORWARD_SETTINGS and semantics.formulation in ("select", "scale")
     return (settings.keys() <= _BACKWARD_SETTINGS and semantics.grad_rule in ("gt", "ge")
-            and semantics.nan_grad in ("alpha", "dy"))
+            and semantics.nan_grad in ("alpha", "dy") and semantics.formulation != "relu")
 
 
 @cache
@@ -89,10 +96,13 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
     sink = to_bits(result) if out.bits == 16 else result
     xs, table = _operand(x)
     if direction == "forward":
-        _forward_loop(xs, table, sink, s.predicate == "ge", same, rules)
+        _forward_loop(xs, table, sink, s.predicate == "ge", s.formulation == "scale", same, rules)
     else:
         dys, _ = _operand(np.asarray(dy))
-        _backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy", same, rules)
+        if s.formulation == "swap_operands":  # x and dy passed the other way round
+            xs, dys = dys, xs
+        _backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy",
+                       _BACKWARD_TAKE.get(s.formulation, 0), same, rules)
     return result.reshape(x.shape)
 
 
@@ -217,10 +227,10 @@ def _takes(w, ge, r):
 
 
 @numba.njit(cache=True)
-def _forward_loop(xs, table, sink, ge, same, r):
+def _forward_loop(xs, table, sink, ge, scale, same, r):
     for i in range(xs.size):
         w = _load(xs[i], table)
-        if _takes(w, ge, r):
+        if not scale and _takes(w, ge, r):
             if same:
                 sink[i] = xs[i]
             else:
@@ -230,10 +240,11 @@ def _forward_loop(xs, table, sink, ge, same, r):
 
 
 @numba.njit(cache=True)
-def _backward_loop(dys, xs, table, sink, ge, nan_dy, same, r):
+def _backward_loop(dys, xs, table, sink, ge, nan_dy, take_mode, same, r):
     for i in range(xs.size):
         w = _load(xs[i], table)
-        if _takes(w, ge, r) or (nan_dy and w != w):
+        take = False if take_mode == 1 else _takes(w, ge, r) != (take_mode == 2)
+        if take or (nan_dy and w != w):
             if same:
                 sink[i] = dys[i]
             else:
