@@ -187,3 +187,20 @@ def test_the_metric_pass_matches_the_numpy_path(inputs, name, tolerance, monkeyp
         assert got.metrics == ref.metrics
         assert np.array_equal(got.mismatch_index, ref.mismatch_index) and np.array_equal(got.violating, ref.violating)
         _same_bits(got.actual, ref.actual)
+
+
+def test_without_numba_every_path_is_the_numpy_path(monkeypatch):
+    from conformance import jit
+
+    x = all_patterns("float16")
+    compiled_y = golden.forward(x, 0.3)
+    compiled_cmp = compare(compiled_y, golden.forward(x, 0.2), tolerance=TOLERANCES[0])
+    monkeypatch.setattr(jit, "available", lambda: False)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a compiled loop ran without numba")
+
+    monkeypatch.setattr(compiled, "compute", refuse)
+    assert not jit.enabled()
+    _same_bits(golden.forward(x, 0.3), compiled_y)
+    assert compare(compiled_y, golden.forward(x, 0.2), tolerance=TOLERANCES[0]).metrics == compiled_cmp.metrics
