@@ -2,7 +2,7 @@
 
 Targets:
 - 16M fp32, clean dump: compare at most 6x the golden-alone time;
-- 16M fp32, torch-default-slope defect (made with alpha 0.01, checked at 0.2): at most 12x;
+- 16M fp32, torch-default-slope defect (made with alpha 0.01, checked at 0.2): at most 3x;
 - peak RSS of a compare process at most 3x the input files plus 300 MB;
 - a 256M-element fp16 dump (512 MB per file) completes under 1.5 GB peak RSS.
 
@@ -81,7 +81,7 @@ def side_by_side(first: Callable[[], object], second: Callable[[], object], *,
 def _fp32_cases(d: Path) -> None:
     x = _write_fp32(d)
     inputs_mb = 2 * x.nbytes / _MB
-    for name, y, target in (("clean", "y.npy", 6), ("torch-default-slope defect", "y_torch_default.npy", 12)):
+    for name, y, target in (("clean", "y.npy", 6), ("torch-default-slope defect", "y_torch_default.npy", 3)):
         args = _compare_args(d, "x.npy", y)
         alone, took = side_by_side(lambda: golden.forward(x, 0.2), lambda a=args: _compare_in_process(a))
         rss = peak_rss_mb(args)

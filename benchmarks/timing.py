@@ -1,4 +1,4 @@
-"""Shared helpers: best-of-n wall time and peak traced memory of a call."""
+"""Shared helpers: best-of-n wall time, calls timed in alternation, peak traced memory of a call."""
 from __future__ import annotations
 
 import time
@@ -14,6 +14,15 @@ def best_time(fn: Callable[[], object], *, repeat: int = 5) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def alternated(*fns: Callable[[], object], rounds: int = 5) -> list[float]:
+    """The best time of each call, the calls run in turn ``rounds`` times (the same load for all)."""
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            best[i] = min(best[i], best_time(fn, repeat=1))
+    return best
 
 
 def peak_bytes(fn: Callable[[], object]) -> int:

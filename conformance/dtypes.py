@@ -12,6 +12,8 @@ from typing import Union
 import ml_dtypes
 import numpy as np
 
+from conformance import jit
+
 DTypeLike = Union[str, np.dtype, type]
 
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
@@ -86,12 +88,26 @@ DTYPES: dict[str, DTypeInfo] = {
     name: DTypeInfo(name, dt, 1 + e + m, e, m, np.dtype(u), np.dtype(s))
     for name, dt, e, m, u, s in _TABLE
 }
+_KNOWN: dict = {}  # what info() was asked, by the argument itself (names, dtypes, types: all hashable)
 _ALIASES = {**{v: k for k, v in _SHORT.items()}, "half": "float16", "float": "float32",
             "double": "float64", "bf16": "bfloat16"}
 
 
 def info(dtype: DTypeLike | DTypeInfo) -> DTypeInfo:
     """The table record for ``dtype`` (a name, alias, numpy dtype or record)."""
+    try:  # the golden and triage ask this table hundreds of thousands of times per run
+        return _KNOWN[dtype]
+    except (KeyError, TypeError):
+        pass
+    rec = _lookup(dtype)
+    try:
+        _KNOWN[dtype] = rec
+    except TypeError:  # an unhashable argument that still names a dtype: not remembered
+        pass
+    return rec
+
+
+def _lookup(dtype: DTypeLike | DTypeInfo) -> DTypeInfo:
     if isinstance(dtype, DTypeInfo):
         return dtype
     if isinstance(dtype, str):
@@ -170,6 +186,13 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> UlpDistance:
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype != b.dtype:
         raise ValueError(f"ulp_distance needs equal dtypes, got {a.dtype} and {b.dtype}")
+    if jit.enabled() and a.size and a.shape == b.shape:
+        from conformance import ulp_loops  # numba, imported on the first compiled call
+
+        rec = info(a.dtype)
+        ulps, nan = ulp_loops.ulp_and_nan(to_bits(np.ravel(a)), to_bits(np.ravel(b)), bits=rec.bits,
+                                    mant_bits=rec.mant_bits)
+        return UlpDistance(ulps.reshape(np.shape(a)), nan.reshape(np.shape(a)))
     nan = is_nan(a) | is_nan(b)
     dist = np.abs(ordered(a) - ordered(b))
     return UlpDistance(np.where(nan, 0, dist), nan)

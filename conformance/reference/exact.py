@@ -12,6 +12,7 @@ otherwise round twice.
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
 from typing import Optional
 
 import numpy as np
@@ -49,7 +50,7 @@ def resolve_pair(dtype: DTypeLike, out_dtype: Optional[DTypeLike]) -> tuple[DTyp
     return src, out
 
 
-def _split(alpha: float) -> tuple[float, float]:
+def split_slope(alpha: float) -> tuple[float, float]:
     """Veltkamp-style split: ``hi`` keeps 26 significant bits, ``lo = alpha - hi`` exactly."""
     bits = struct.unpack("<Q", struct.pack("<d", alpha))[0] & ~((1 << 27) - 1)
     hi = struct.unpack("<d", struct.pack("<Q", bits))[0]
@@ -58,7 +59,7 @@ def _split(alpha: float) -> tuple[float, float]:
 
 def round_to_odd_product(v: np.ndarray, alpha: float) -> np.ndarray:
     """float64 round-to-odd of ``v * alpha`` for v with <= 24 significant bits."""
-    hi, lo = _split(alpha)
+    hi, lo = split_slope(alpha)
     ph, pl = v * hi, v * lo  # both exact: 26 + 24 and 27 + 24 bits
     s = ph + pl
     bb = s - ph
@@ -126,7 +127,14 @@ def effective_slope(alpha: float, *, slope_dtype: SlopeDTypes) -> float:
     """
     if slope_dtype is None:
         return alpha
-    chain = slope_dtype if isinstance(slope_dtype, tuple) else (slope_dtype,)
+    return _rounded_slope(float(alpha).hex(), slope_dtype if isinstance(slope_dtype, tuple) else (slope_dtype,))
+
+
+@lru_cache(maxsize=4096)
+def _rounded_slope(alpha_hex: str, chain: tuple[str, ...]) -> float:
+    """The slope (keyed by its hex spelling, so -0.0 and 0.0 stay apart) rounded to each dtype
+    of ``chain`` in turn; triage asks for the same few slopes many times."""
+    alpha = float.fromhex(alpha_hex)
     for dtype in chain:
         alpha = float(round_float64(np.array([alpha]), info(dtype))[0].astype(np.float64))
     return alpha

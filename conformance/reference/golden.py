@@ -16,6 +16,7 @@ from typing import Optional
 
 import numpy as np
 
+from conformance import jit
 from conformance.dtypes import DTypeInfo, DTypeLike, info, is_nan, to_bits
 from conformance.records import Direction
 from conformance.reference.exact import (
@@ -45,6 +46,7 @@ from conformance.reference.semantics import (
 )
 
 __all__ = ["SUPPORTED_PAIRS", "EXACT", "Semantics", "backward", "cast_exact", "check_alpha", "compute",
+           "reference_compute",
            "effective_slope", "flush_to_zero", "ftz_float32", "forward", "resolve_pair", "round_directed",
            "round_float64", "saturated", "scale_exact"]
 
@@ -358,6 +360,32 @@ def _read(v: np.ndarray, s: Semantics) -> np.ndarray:
 def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[np.ndarray] = None,
             out_dtype: Optional[DTypeLike] = None, semantics: Semantics = EXACT) -> np.ndarray:
     """The golden of one direction under ``semantics`` (``dy`` is required for backward)."""
+    if direction == "backward" and dy is None:
+        raise ValueError("backward needs dy")
+    if _compiles(direction, x, dy, semantics):
+        from conformance.reference import compiled  # numba, imported on the first compiled call
+
+        return compiled.compute(direction, x, alpha, dy=dy, out_dtype=out_dtype, semantics=semantics)
+    return reference_compute(direction, x, alpha, dy=dy, out_dtype=out_dtype, semantics=semantics)
+
+
+def _compiles(direction: Direction, x: np.ndarray, dy: Optional[np.ndarray], semantics: Semantics) -> bool:
+    """True when the compiled loop computes this call (numba there and enabled, the variant
+    covered, and for the backward dy shaped and typed as x)."""
+    if not jit.enabled():
+        return False
+    from conformance.reference import compiled
+
+    if not compiled.covers(direction, semantics):
+        return False
+    if direction == "forward":
+        return True
+    return np.shape(dy) == np.shape(x) and np.asarray(dy).dtype == np.asarray(x).dtype
+
+
+def reference_compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[np.ndarray] = None,
+                      out_dtype: Optional[DTypeLike] = None, semantics: Semantics = EXACT) -> np.ndarray:
+    """The numpy path of :func:`compute`: the reference implementation, every variant."""
     if direction == "backward" and dy is None:
         raise ValueError("backward needs dy")
     s = semantics

@@ -31,7 +31,8 @@ from typing import Optional
 
 import numpy as np
 
-from conformance.dtypes import is_nan, ordered, to_bits
+from conformance import jit
+from conformance.dtypes import info, is_nan, ordered, to_bits
 
 Where = Optional[tuple[str, int]]  # (part label, flat index) of an extreme value
 
@@ -221,6 +222,11 @@ def _mismatching(actual: np.ndarray, golden: np.ndarray) -> tuple[np.ndarray, ..
 
 def _ulps(act: np.ndarray, gold: np.ndarray, *, nan: np.ndarray) -> np.ndarray:
     """ULP distances as :func:`conformance.dtypes.ulp_distance` gives them (0 where ``nan``)."""
+    if jit.enabled():  # the NaN mask it finds is ``nan``: both come from the bit patterns
+        from conformance import ulp_loops  # numba, imported on the first compiled call
+
+        rec = info(act.dtype)
+        return ulp_loops.ulp_and_nan(to_bits(act), to_bits(gold), bits=rec.bits, mant_bits=rec.mant_bits)[0]
     dist = ordered(act) - ordered(gold)
     np.abs(dist, out=dist)
     dist[nan] = 0
@@ -239,6 +245,8 @@ def compare(actual: np.ndarray, golden: np.ndarray, *, tolerance: Tolerance,
     index, act, gold, nan_a, nan_g = _mismatching(actual, golden)
     if index.size == 0:
         return _identical(golden)
+    if jit.enabled():
+        return _compiled_comparison(actual, golden, index, act, gold, tolerance=tolerance, part=part, offset=offset)
     with np.errstate(invalid="ignore"):  # NaN payloads of bfloat16 warn when widened
         a, g = act.astype(np.float64), gold.astype(np.float64)
     mag = np.abs(g)
@@ -255,6 +263,36 @@ def compare(actual: np.ndarray, golden: np.ndarray, *, tolerance: Tolerance,
     metrics = _metrics(errors, actual, golden, part=part,
                        counts=(_count(bad), _count(nan_pos), _count(inf_pos), _count(zero_sign)))
     return Comparison(metrics, index.astype(np.int64, copy=False), bad, act, gold)
+
+
+def _compiled_comparison(actual: np.ndarray, golden: np.ndarray, index: np.ndarray, act: np.ndarray,
+                         gold: np.ndarray, *, tolerance: Tolerance, part: str, offset: int) -> Comparison:
+    """:func:`compare` of the mismatching pairs in one compiled pass (the same values, the
+    same first index of each maximum); the cosine sums stay numpy's pairwise sums."""
+    from conformance.report import metric_loops  # numba, imported on the first compiled call
+
+    rec = info(act.dtype)
+    bad = np.empty(act.size, dtype=np.bool_)
+    tops, counts = metric_loops.mismatch_pass(*_loop_operands(act, gold), bad, rtol=tolerance.rtol, atol=tolerance.atol,
+                                  max_ulp=tolerance.max_ulp, strict_zeros=tolerance.strict_zeros,
+                                  bits=rec.bits, mant_bits=rec.mant_bits)
+    at = [None if top <= 0 else (part, offset + int(index[i])) for top, i in tops]
+    n, k = int(actual.size), int(index.size)
+    violations, nan_pos, inf_pos, zero_signs, within_1e3, within_5e3, above, below = counts
+    dot, aa, gg, exp = _cosine_sums(actual, golden)
+    metrics = Metrics(
+        elements=n, mismatches=k, violations=violations,
+        max_abs=float(tops[0][0]), max_abs_at=at[0], max_rel=float(tops[1][0]), max_rel_at=at[1],
+        max_ulp=tops[2][0], max_ulp_at=at[2], nan_positions=nan_pos, inf_positions=inf_pos,
+        zero_signs=zero_signs, within_1e3=n - k + within_1e3, within_5e3=n - k + within_5e3,
+        above=above, below=below, cos_dot=dot, cos_aa=aa, cos_gg=gg, cos_exp=exp)
+    return Comparison(metrics, index.astype(np.int64, copy=False), bad, act, gold)
+
+
+def _loop_operands(act: np.ndarray, gold: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Bits and float64 values of both sides, as the compiled pass reads them."""
+    with np.errstate(invalid="ignore"):  # NaN payloads of bfloat16 warn when widened
+        return to_bits(act), to_bits(gold), act.astype(np.float64), gold.astype(np.float64)
 
 
 def _count(mask: np.ndarray) -> int:

@@ -1,0 +1,206 @@
+"""The compiled golden loop, ULP distance and metric pass reproduce the numpy paths bit for bit.
+
+Every 16-bit pattern (float16 and bfloat16 as input), edge and random float32/float64
+bit patterns (subnormals, both zeros, NaN payloads, infinities, huge values, and every
+16-bit value widened, which puts products on the output's rounding midpoints), every
+supported dtype pair, forward and backward, every slope class and every variant the
+compiled loop covers.  Variants it does not cover go to the numpy path.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conformance.dtypes import all_patterns, info, to_bits, ulp_distance
+from conformance.reference import golden
+from conformance.reference.exact import SUPPORTED_PAIRS
+from conformance.reference.semantics import Semantics
+from conformance.report.metrics import Tolerance, compare
+
+compiled = pytest.importorskip("conformance.reference.compiled", reason="numba (the fast extra) is not installed")
+
+ALPHAS = (0.0, 1.0, -0.5, 1.5, 1 / 3, 1e-30, 5e-324, 0.2, 0.3)  # 0.3: a product on an fp16 midpoint
+COVERED = (Semantics(), Semantics(predicate="ge"), Semantics(slope=0.3), Semantics(slope_dtype="float16"),
+           Semantics(slope_dtype=("float32", "bfloat16")), Semantics(grad_rule="ge"), Semantics(nan_grad="dy"),
+           Semantics(grad_rule="ge", nan_grad="dy", slope_dtype="float32"), Semantics(daz=True), Semantics(ftz=True),
+           Semantics(daz=True, ftz=True, slope_dtype=("float32", "bfloat16")),
+           Semantics(daz=True, ftz=True, predicate="ge", grad_rule="ge"),
+           Semantics(formulation="scale", nan_grad="dy"))
+#: Backward formulations the compiled loop covers (the forward computes them on the numpy path).
+BACKWARD_ONLY = (Semantics(formulation="swap_branches", nan_grad="dy"), Semantics(formulation="swap_operands"),
+                 Semantics(formulation="max", daz=True), Semantics(formulation="merge", grad_rule="ge"))
+NOT_COVERED = (Semantics(flush_inputs=True), Semantics(opmath="float32"), Semantics(saturate=True),
+               Semantics(formulation="relu"), Semantics(rounding="rtz"), Semantics(result_dtype="float16"),
+               Semantics(flush_output=True), Semantics(grad_rule="max"), Semantics(nan_grad="zero"))
+
+
+def _edges(name: str) -> np.ndarray:
+    """Edge bit patterns of a 32/64-bit dtype, every 16-bit value widened, and random bits."""
+    rec = info(name)
+    m, top = rec.mant_bits, (1 << rec.exp_bits) - 1
+    specials = [0, 1, 2, 3, rec.mant_mask, 1 << m, (1 << m) + 1, rec.exp_mask - 1, rec.exp_mask,
+                rec.exp_mask | 1, rec.exp_mask | (1 << (m - 1)), rec.exp_mask | rec.mant_mask,
+                rec.exp_mask | (1 << (m - 2)) | 5, (top - 1) << m, ((top - 1) << m) | rec.mant_mask,
+                (rec.bias << m), (rec.bias << m) | 1, (2 << m) - 1, (2 << m) - 2, (2 << m) + 1, (4 << m) - 1]
+    bits = np.array(specials, dtype=np.uint64)
+    bits = np.concatenate([bits, bits | np.uint64(rec.sign_mask)]).astype(rec.uint)
+    widened = [all_patterns(d).astype(np.float64).astype(rec.dtype) for d in ("float16", "bfloat16")]
+    random = np.random.default_rng(7).integers(0, 1 << rec.bits, 1 << 15, dtype=np.uint64).astype(rec.uint)
+    with np.errstate(invalid="ignore"):
+        return np.concatenate([bits.view(rec.dtype), *widened, random.view(rec.dtype)])
+
+
+def _inputs(name: str) -> np.ndarray:
+    return all_patterns(name) if info(name).bits == 16 else _edges(name)
+
+
+def _operand_sets(x: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(dy, x) pairs that send every dy pattern down both branches, NaN x included."""
+    flipped = (to_bits(x) ^ np.array(info(x.dtype).sign_mask, dtype=to_bits(x).dtype)).view(x.dtype)
+    return [(x, x), (x, flipped), (x, x[::-1].copy())]
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> None:
+    assert a.dtype == b.dtype and a.shape == b.shape
+    differ = np.flatnonzero(to_bits(a).ravel() != to_bits(b).ravel())
+    assert differ.size == 0, f"{differ.size} elements differ, first at {differ[:5]}"
+
+
+@pytest.fixture(scope="module")
+def inputs() -> dict[str, np.ndarray]:
+    return {name: _inputs(name) for name in ("float16", "bfloat16", "float32", "float64")}
+
+
+@pytest.mark.parametrize("pair", sorted(SUPPORTED_PAIRS), ids="->".join)
+@pytest.mark.parametrize("alpha", ALPHAS, ids=repr)
+def test_forward_matches_the_numpy_path(inputs, pair, alpha):
+    src, out = pair
+    x = inputs[src]
+    _same_bits(compiled.compute("forward", x, alpha, out_dtype=out, semantics=golden.EXACT),
+               golden.reference_compute("forward", x, alpha, out_dtype=out))
+
+
+@pytest.mark.parametrize("pair", sorted(SUPPORTED_PAIRS), ids="->".join)
+@pytest.mark.parametrize("alpha", ALPHAS, ids=repr)
+def test_backward_matches_the_numpy_path(inputs, pair, alpha):
+    src, out = pair
+    for dy, x in _operand_sets(inputs[src]):
+        _same_bits(compiled.compute("backward", x, alpha, dy=dy, out_dtype=out, semantics=golden.EXACT),
+                   golden.reference_compute("backward", x, alpha, dy=dy, out_dtype=out))
+
+
+@pytest.mark.parametrize("semantics", COVERED, ids=str)
+@pytest.mark.parametrize("pair", sorted(SUPPORTED_PAIRS), ids="->".join)
+def test_covered_variants_match_the_numpy_path(inputs, semantics, pair):
+    src, out = pair
+    x = inputs[src]
+    assert compiled.covers("forward", semantics) and compiled.covers("backward", semantics)
+    for alpha in (0.2, -0.5, 1 / 3, 1e-30):
+        _same_bits(compiled.compute("forward", x, alpha, out_dtype=out, semantics=semantics),
+                   golden.reference_compute("forward", x, alpha, out_dtype=out, semantics=semantics))
+        for dy, xs in _operand_sets(x):
+            _same_bits(compiled.compute("backward", xs, alpha, dy=dy, out_dtype=out, semantics=semantics),
+                       golden.reference_compute("backward", xs, alpha, dy=dy, out_dtype=out, semantics=semantics))
+
+
+@pytest.mark.parametrize("semantics", BACKWARD_ONLY, ids=str)
+@pytest.mark.parametrize("pair", sorted(SUPPORTED_PAIRS), ids="->".join)
+def test_covered_backward_formulations_match_the_numpy_path(inputs, semantics, pair):
+    src, out = pair
+    assert compiled.covers("backward", semantics) and not compiled.covers("forward", semantics)
+    for alpha in (0.2, -0.5):
+        for dy, xs in _operand_sets(inputs[src]):
+            _same_bits(compiled.compute("backward", xs, alpha, dy=dy, out_dtype=out, semantics=semantics),
+                       golden.reference_compute("backward", xs, alpha, dy=dy, out_dtype=out, semantics=semantics))
+
+
+@pytest.mark.parametrize("semantics", NOT_COVERED, ids=str)
+def test_other_variants_take_the_numpy_path(semantics, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the compiled loop ran a variant it does not cover")
+
+    monkeypatch.setattr(compiled, "compute", refuse)
+    x = all_patterns("float16")
+    assert not (compiled.covers("forward", semantics) and compiled.covers("backward", semantics))
+    for direction in ("forward", "backward"):
+        if not compiled.covers(direction, semantics):
+            golden.compute(direction, x, 0.2, dy=x, semantics=semantics)
+
+
+def test_golden_dispatches_to_the_compiled_loop_unless_disabled(monkeypatch):
+    calls = []
+    real = compiled.compute
+    monkeypatch.setattr(compiled, "compute", lambda *a, **k: calls.append(a) or real(*a, **k))
+    x = all_patterns("bfloat16").reshape(256, 256)
+    y = golden.forward(x, 0.2)
+    assert len(calls) == 1 and y.shape == x.shape
+    monkeypatch.setenv("CONFORMANCE_COMPILED", "0")
+    _same_bits(golden.forward(x, 0.2), y)
+    assert len(calls) == 1
+
+
+def test_strided_and_empty_inputs(inputs):
+    x = inputs["float32"][: 2 * 4096].reshape(64, 128)[:, ::2]
+    _same_bits(golden.forward(x, 0.3, out_dtype="float16"), golden.reference_compute("forward", x, 0.3,
+                                                                                      out_dtype="float16"))
+    empty = np.zeros((0, 3), dtype=np.float16)
+    assert golden.backward(empty, empty, 0.2).shape == (0, 3)
+
+
+def test_errors_are_the_numpy_path_errors():
+    with pytest.raises(ValueError, match="unsupported dtype pair"):
+        golden.forward(np.ones(3, np.float16), 0.2, out_dtype="bfloat16")
+    with pytest.raises(ValueError, match="alpha must be finite"):
+        golden.forward(np.ones(3, np.float32), float("nan"))
+    with pytest.raises(ValueError, match="dy and x must match"):
+        golden.backward(np.ones(3, np.float32), np.ones(4, np.float32), 0.2)
+
+
+def _numpy_path(monkeypatch, fn):
+    with monkeypatch.context() as m:
+        m.setenv("CONFORMANCE_COMPILED", "0")
+        return fn()
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+def test_ulp_distance_matches_the_numpy_path(inputs, name, monkeypatch):
+    a = inputs[name]
+    b = np.roll(a, 1)
+    compiled_ulps = ulp_distance(a, b)
+    reference = _numpy_path(monkeypatch, lambda: ulp_distance(a, b))
+    assert np.array_equal(compiled_ulps.ulps, reference.ulps) and np.array_equal(compiled_ulps.nan, reference.nan)
+    assert compiled_ulps.ulps.dtype == reference.ulps.dtype == np.int64
+
+
+TOLERANCES = (Tolerance(1e-3, 1e-5), Tolerance(0.0, 0.0, max_ulp=0, strict_zeros=True),
+              Tolerance(1.3e-6, 1e-5, max_ulp=3))
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("tolerance", TOLERANCES, ids=str)
+def test_the_metric_pass_matches_the_numpy_path(inputs, name, tolerance, monkeypatch):
+    x = inputs[name]
+    for actual, expected in ((np.roll(x, 3), x), (golden.forward(x, 0.01), golden.forward(x, 0.2))):
+        got = compare(actual, expected, tolerance=tolerance, part="p", offset=11)
+        ref = _numpy_path(monkeypatch, lambda a=actual, e=expected: compare(a, e, tolerance=tolerance, part="p",
+                                                                               offset=11))
+        assert got.metrics == ref.metrics
+        assert np.array_equal(got.mismatch_index, ref.mismatch_index) and np.array_equal(got.violating, ref.violating)
+        _same_bits(got.actual, ref.actual)
+
+
+def test_without_numba_every_path_is_the_numpy_path(monkeypatch):
+    from conformance import jit
+
+    x = all_patterns("float16")
+    compiled_y = golden.forward(x, 0.3)
+    compiled_cmp = compare(compiled_y, golden.forward(x, 0.2), tolerance=TOLERANCES[0])
+    monkeypatch.setattr(jit, "available", lambda: False)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a compiled loop ran without numba")
+
+    monkeypatch.setattr(compiled, "compute", refuse)
+    assert not jit.enabled()
+    _same_bits(golden.forward(x, 0.3), compiled_y)
+    assert compare(compiled_y, golden.forward(x, 0.2), tolerance=TOLERANCES[0]).metrics == compiled_cmp.metrics
