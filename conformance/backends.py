@@ -126,6 +126,10 @@ class BackendBase:
         """Why the suite skips a pair this backend does not support."""
         return "not supported by the backend"
 
+    def row_notes(self, dtype: str, out_dtype: str, direction: Direction, alpha: float) -> tuple[str, ...]:
+        """What the reader of a row should know that its findings do not say (a kernel's warnings)."""
+        return ()
+
     def suite_pairs(self) -> tuple[Pair, ...]:
         """The (input, output) pairs the default suite plans for this backend."""
         return tuple((d, d) for d in DTYPES) + self.extra_pairs

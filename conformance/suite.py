@@ -276,7 +276,10 @@ def run_row(spec: RowSpec, inputs: Inputs, *, options: Options, collector: Optio
     parts = [(b, o.row) for b, o in zip(batches, outputs)]
     row = merge_rows([r for _, r in parts], config=options.config)
     note = own_batches_note(spec.backend, parts)
-    row = row if note is None else replace(row, notes=(*row.notes, note))
+    noting = getattr(_backend(spec), "row_notes", None)  # a backend object of a user's may lack it
+    said = noting(spec.dtype, spec.out_dtype, spec.direction, spec.alpha) if noting is not None else ()
+    notes = (*row.notes, *([note] if note is not None else []), *said)
+    row = replace(row, notes=notes) if notes != row.notes else row
     if row.verdict != "fail" or options.results_dir is None:
         return row
     return attach_reproducers(row, spec, parts, options=options)

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from conformance import quantized_suite
+from conformance.adapters import WARNINGS_NOTE
 from conformance.backends import WorkerSpec, default_backends, is_import_path, load, profiles_of, versions_of
 from conformance.backends import names as backend_names
 from conformance.commands.args import (
@@ -227,6 +228,8 @@ def render(result: SuiteResult, *, console: Console, view: show.View = show.View
         own = own_batch_line(result.own_batches)
         if own:
             console.print(own, markup=False)
+        for line in warnings_lines(result.rows):
+            console.print(line, markup=False)
     if result.skipped and not view.quiet:
         console.print(f"skipped {show.plural(len(result.skipped), 'row')} the backends do not support:")
         for line in skip_lines(result.skipped):
@@ -313,6 +316,16 @@ def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
             console.print(f"interrupted after {len(result.rows)} of {planned} rows{where}")
         return exit_code(result.interruption)
     return 1 if any(r.verdict == "fail" for r in result.rows) else 0
+
+
+def warnings_lines(rows: Sequence[Row]) -> list[str]:
+    """One line per kernel that raised Python warnings: on how many rows, and the first message."""
+    noted: dict[str, list[str]] = {}
+    for row in rows:
+        noted.setdefault(row.backend, []).extend(n for n in row.notes if n.startswith(WARNINGS_NOTE))
+    return [f"note: {backend} raised Python warnings on {show.plural(len(notes), 'row')} (each row's notes in "
+            f"the JSON count them); the first: {notes[0].split('(the first: ', 1)[-1].rstrip(')')}"
+            for backend, notes in noted.items() if notes]
 
 
 def own_batch_line(backends: Sequence[str]) -> Optional[str]:
