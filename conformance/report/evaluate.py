@@ -175,6 +175,7 @@ class _Context:
     label: str
     layout: Callable[[], Optional[TileLayout]]  # the whole tensor's plan, computed when needed
     profile: Optional[str] = None  # the policy entry backend[profile], when it has one
+    shape: Optional[Shape] = None  # the whole tensor's N-D shape
 
 
 def _lazy_layout(fixed: Optional[TileLayout], layout_fn: Optional[LayoutFn], *,
@@ -223,7 +224,7 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
         layout = result.layout if result.layout is not None else (
             layout_fn(x.size) if layout_fn is not None else None)
         batch = Batch(x.reshape(-1), dy_flat, head["alpha"], direction, head["out_dtype"],
-                      expected, actual)
+                      expected, actual, shape=head["shapes"][0])
         claims = triage(batch, mismatches=comp.mismatch_index, hazards=result.hazards, layout=layout)
         bad = np.zeros(x.size, dtype=bool)
         bad[comp.mismatch_index[comp.violating]] = True
@@ -325,7 +326,7 @@ def _reduced(scans: list[_Scan], ctx: _Context, *, numel: int) -> tuple[Batch, n
     where, x, dy = _joined(parts, "where"), _joined(parts, "x"), _joined(parts, "dy")
     golden, actual = _joined(parts, "golden"), _joined(parts, "actual")
     batch = Batch(x, dy, ctx.alpha, ctx.direction, ctx.out_dtype, golden, actual,
-                  where=where, numel=numel, weight=weight)
+                  where=where, numel=numel, weight=weight, shape=ctx.shape)
     return batch, np.arange(violating.size), violating
 
 
@@ -360,7 +361,8 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
     head = _head(dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
                  profile=profile, variant=None, label=label, shape=(numel,) if shape is None else shape)
     ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
-                   backend, config, label, _lazy_layout(None, layout_fn, numel=numel), profile)
+                   backend, config, label, _lazy_layout(None, layout_fn, numel=numel), profile,
+                   head["shapes"][0])
     where = np.dtype(np.int32 if numel <= np.iinfo(np.int32).max else np.int64)
     scans = []
     for chunk in read():

@@ -5,16 +5,24 @@ carries ``explained``, ``contradicted`` and the equally good alternatives.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Optional
+
 import numpy as np
 
 import conformance.report.triage.sampling as sampling
 from conformance import categories
 from conformance.dtypes import is_nan, is_subnormal, ulp_distance
+from conformance.records import TileLayout
 from conformance.report.metrics import match_mask
-from conformance.report.triage.claims import Batch, Claim, State, max_ulp, merge_claims
+from conformance.report.triage.claims import Batch, Claim, State, beyond_rounding, max_ulp, merge_claims
+from conformance.report.triage.regions import Region, ranked
 from conformance.report.triage.rules import Rule
 from conformance.report.triage.sampling import scope_of, thinned_scope
-from conformance.report.triage.search import Selector, beam_search, candidates_for, stack_semantics
+from conformance.report.triage.search import RULE_COST, Selector, beam_search, candidates_for, stack_semantics
+
+REGION_ROUNDS = 4  # regions with a rule of their own, claimed one after another
+DOMINANT = 0.75  # share of a region's errors its rule must reproduce: a rule that holds there
 
 
 def claim_semantics(batch: Batch, state: State) -> None:
@@ -137,3 +145,56 @@ def _non_finite_symptom(batch: Batch, index: np.ndarray) -> np.ndarray:
     when narrowed, and the value classes (``overflow``, ``spurious-nan``) name that."""
     a, g = batch.actual[index].astype(np.float64), batch.golden[index].astype(np.float64)
     return ~np.isfinite(a) & np.isfinite(g)
+
+
+# ----------------------------------------------------------------------------- rules confined to a region
+
+@dataclass
+class _Trial:
+    gain: float  # description length saved: the region's errors minus the stack, its rules and the region
+    claims: list
+
+
+def claim_regional_semantics(batch: Batch, state: State, layout: Optional[TileLayout]) -> None:
+    """A rule that holds in one region (a core, a tile, an axis slice, a span) and nowhere
+    else: the errors the whole-batch rules left, ranked by where they are dense, are tried
+    region by region; the stack chosen on a region's elements alone competes by the same
+    description length, the region's own cost added.  The region goes into each claim."""
+    for _ in range(REGION_ROUNDS):
+        rest = beyond_rounding(batch, state.remaining)
+        regions = ranked(batch.flat(rest), numel=batch.tensor_size, shape=batch.tensor_shape, layout=layout)
+        trials = [t for t in (_regional_trial(batch, state, r) for r in regions) if t is not None]
+        if not trials:
+            return
+        for claim in max(trials, key=lambda t: t.gain).claims:
+            state.claim(claim, by_rule=True)
+
+
+def _regional_trial(batch: Batch, state: State, region: Region) -> Optional[_Trial]:
+    """The shortest stack on the region's elements (those whole-batch rules claimed left
+    out), when it pays for itself and the region and reproduces most of its errors."""
+    pos = np.flatnonzero(region.contains(batch.flat(np.arange(batch.x.size))))
+    at = np.minimum(np.searchsorted(state.remaining, pos), max(state.remaining.size - 1, 0))
+    open_ = state.remaining[at] == pos if state.remaining.size else np.zeros(pos.size, bool)
+    pos = pos[open_ | match_mask(batch.actual[pos], batch.golden[pos])]
+    sub = batch.subset(pos)
+    mis = np.flatnonzero(~match_mask(sub.actual, sub.golden))
+    wanted = beyond_rounding(sub, mis).size
+    sel = Selector(sub, scope_of(sub, mis))
+    stack, alternatives = beam_search(sel, candidates_for(sub, mis))
+    if not stack:
+        return None
+    right = sel.where_right(sel.predict(stack))
+    gain = sel.length(sel.where_right(sel.predict([])), []) - sel.length(right, stack) - RULE_COST * region.cost
+    if gain <= 0 or np.count_nonzero(right[:mis.size]) < DOMINANT * wanted:
+        return None
+    sel.keep([stack] + [stack[:i] + stack[i + 1:] for i in range(len(stack))])
+    claims = [_in_region(c, pos, region) for c in attribute(sel, mis, stack, alternatives)]
+    return _Trial(gain, claims)
+
+
+def _in_region(claim: Claim, pos: np.ndarray, region: Region) -> Claim:
+    """``claim`` on a region's elements, in batch positions, naming the region."""
+    detail = {**claim.detail, "region": region.text, "region_kind": region.kind, **region.detail}
+    return Claim(claim.category, pos[claim.index], claim.count, f"{claim.summary}, in {region.text} only",
+                 detail)
