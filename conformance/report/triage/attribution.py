@@ -5,7 +5,7 @@ carries ``explained``, ``contradicted`` and the equally good alternatives.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import numpy as np
@@ -23,6 +23,7 @@ from conformance.report.triage.search import RULE_COST, Selector, beam_search, c
 
 REGION_ROUNDS = 4  # regions with a rule of their own, claimed one after another
 DOMINANT = 0.75  # share of a region's errors its rule must reproduce: a rule that holds there
+MAX_REGIONAL_RULES = 2  # a region's own cause is one rule, perhaps stacked on one more
 
 
 def claim_semantics(batch: Batch, state: State) -> None:
@@ -153,6 +154,7 @@ def _non_finite_symptom(batch: Batch, index: np.ndarray) -> np.ndarray:
 class _Trial:
     gain: float  # description length saved: the region's errors minus the stack, its rules and the region
     claims: list
+    inside: list  # whole-batch rules' claims that lie inside the region
 
 
 def claim_regional_semantics(batch: Batch, state: State, layout: Optional[TileLayout]) -> None:
@@ -166,31 +168,51 @@ def claim_regional_semantics(batch: Batch, state: State, layout: Optional[TileLa
         trials = [t for t in (_regional_trial(batch, state, r) for r in regions) if t is not None]
         if not trials:
             return
-        for claim in max(trials, key=lambda t: t.gain).claims:
-            state.claim(claim, by_rule=True)
+        _settle(state, max(trials, key=lambda t: t.gain))
 
 
 def _regional_trial(batch: Batch, state: State, region: Region) -> Optional[_Trial]:
     """The shortest stack on the region's elements (those whole-batch rules claimed left
-    out), when it pays for itself and the region and reproduces most of its errors."""
-    pos = np.flatnonzero(region.contains(batch.flat(np.arange(batch.x.size))))
-    at = np.minimum(np.searchsorted(state.remaining, pos), max(state.remaining.size - 1, 0))
-    open_ = state.remaining[at] == pos if state.remaining.size else np.zeros(pos.size, bool)
-    pos = pos[open_ | match_mask(batch.actual[pos], batch.golden[pos])]
+    out, unless their claim lies inside the region), when it pays for itself and the region,
+    reproduces most of its errors with one or two rules."""
+    flat = batch.flat(np.arange(batch.x.size))
+    inside = [c for c in state.by_rules if c.in_tensor and c.index.size and "region" not in c.detail
+              and region.contains(flat[c.index]).all()]
+    open_ = np.union1d(state.remaining, np.concatenate([c.index for c in inside])) if inside else state.remaining
+    pos = np.flatnonzero(region.contains(flat))
+    at = np.minimum(np.searchsorted(open_, pos), max(open_.size - 1, 0))
+    held = open_[at] == pos if open_.size else np.zeros(pos.size, bool)
+    pos = pos[held | match_mask(batch.actual[pos], batch.golden[pos])]
     sub = batch.subset(pos)
     mis = np.flatnonzero(~match_mask(sub.actual, sub.golden))
-    wanted = beyond_rounding(sub, mis).size
+    wanted = beyond_rounding(sub, mis)
+    if wanted.size < 2:
+        return None
     sel = Selector(sub, scope_of(sub, mis))
     stack, alternatives = beam_search(sel, candidates_for(sub, mis))
-    if not stack:
+    if not stack or sum(r.category is not None for r in stack) > MAX_REGIONAL_RULES:
         return None
     right = sel.where_right(sel.predict(stack))
     gain = sel.length(sel.where_right(sel.predict([])), []) - sel.length(right, stack) - RULE_COST * region.cost
-    if gain <= 0 or np.count_nonzero(right[:mis.size]) < DOMINANT * wanted:
+    if gain <= 0 or np.count_nonzero(right[:mis.size]) < DOMINANT * wanted.size:
         return None
     sel.keep([stack] + [stack[:i] + stack[i + 1:] for i in range(len(stack))])
     claims = [_in_region(c, pos, region) for c in attribute(sel, mis, stack, alternatives)]
-    return _Trial(gain, claims)
+    return _Trial(gain, claims, inside)
+
+
+def _settle(state: State, trial: _Trial) -> None:
+    """Claim a trial's elements; a whole-batch rule's claim inside the region whose every
+    element the region's rule explains too is withdrawn (it adds a rule, and explains nothing
+    more); one that explains more keeps its elements."""
+    taken = np.concatenate([c.index for c in trial.claims]) if trial.claims else np.zeros(0, np.int64)
+    kept = [c for c in trial.inside if not np.isin(c.index, taken).all()]
+    state.withdraw([c for c in trial.inside if not any(c is k for k in kept)])
+    keep = np.concatenate([c.index for c in kept]) if kept else np.zeros(0, np.int64)
+    for claim in trial.claims:
+        index = np.setdiff1d(claim.index, keep) if keep.size else claim.index
+        if index.size:
+            state.claim(replace(claim, index=index, count=int(index.size)), by_rule=True)
 
 
 def _in_region(claim: Claim, pos: np.ndarray, region: Region) -> Claim:
