@@ -15,7 +15,7 @@ from conformance import categories
 from conformance.dtypes import is_nan, is_subnormal, ulp_distance
 from conformance.records import TileLayout
 from conformance.report.metrics import match_mask
-from conformance.report.triage.claims import Batch, Claim, State, beyond_rounding, max_ulp, merge_claims
+from conformance.report.triage.claims import Batch, Claim, State, beyond_rounding, comparable, max_ulp, merge_claims
 from conformance.report.triage.regions import Region, ranked
 from conformance.report.triage.rules import Rule
 from conformance.report.triage.sampling import scope_of, thinned_scope
@@ -196,9 +196,21 @@ def _regional_trial(batch: Batch, state: State, region: Region) -> Optional[_Tri
     gain = sel.length(sel.where_right(sel.predict([])), []) - sel.length(right, stack) - RULE_COST * region.cost
     if gain <= 0 or np.count_nonzero(right[:mis.size]) < DOMINANT * wanted.size:
         return None
+    if _filled(sub, wanted) <= sel.length(right, stack):
+        return None  # one value written over the region says it in fewer words: a location's
     sel.keep([stack] + [stack[:i] + stack[i + 1:] for i in range(len(stack))])
     claims = [_in_region(c, pos, region) for c in attribute(sel, mis, stack, alternatives)]
     return _Trial(gain, claims, inside)
+
+
+def _filled(sub: Batch, wanted: np.ndarray) -> int:
+    """Description length of "the region holds one value" (the commonest of the errors,
+    zeros of either sign alike): the region's elements that hold another."""
+    values = comparable(sub.actual).astype(np.float64)
+    common, count = np.unique(values[wanted], return_counts=True)
+    if not common.size or np.isnan(common[np.argmax(count)]):
+        return int(sub.x.size)
+    return int(np.count_nonzero(values != common[np.argmax(count)]))
 
 
 def _settle(state: State, trial: _Trial) -> None:
