@@ -303,9 +303,10 @@ def _plant(x, dy, alpha, out, golden, defects, tail, rng) -> tuple[np.ndarray, d
         accept[int(i)] = cats
     if tail is not None:
         garbled, where = _relocated(actual, golden, tail, rng)
-        for i in where:
+        for i in where:  # a defect of value that gives the overwritten value there names it too
             if not _same(garbled[i:i + 1], golden[i:i + 1])[0]:
-                accept[int(i)] = (tail.category,) + _nan_symptom(garbled[i], golden[i])
+                also = tuple(d.category for d, y in zip(defects, alone) if _same(y[i:i + 1], garbled[i:i + 1])[0])
+                accept[int(i)] = (tail.category,) + also + _nan_symptom(garbled[i], golden[i])
             else:
                 accept.pop(int(i), None)
         actual = garbled
