@@ -29,21 +29,25 @@ MAX_REGIONAL_RULES = 2  # a region's own cause is one rule, perhaps stacked on o
 def claim_semantics(batch: Batch, state: State) -> None:
     """The stack of rules that describes the remaining mismatches best, attributed to them;
     many mismatches go in sampled rounds first (``SAMPLING.select_sample``)."""
+    base: list[Rule] = []
     while state.remaining.size > sampling.SAMPLING.select_sample:
-        if not sampled_round(batch, state) or state.remaining.size == 0:
+        base = sampled_round(batch, state)
+        if not base or state.remaining.size == 0:
             return
     cands = candidates_for(batch, state.remaining)
     sel = Selector(batch, scope_of(batch, state.remaining))
-    stack, alternatives = beam_search(sel, cands)
+    stack, alternatives = beam_search(sel, cands, base=base) if base else ([], {})
+    if len(stack) <= len(base):  # the stack chosen on a sample, completed by what only all elements show
+        stack, alternatives = beam_search(sel, cands)
     if stack:
         sel.keep([stack] + [stack[:i] + stack[i + 1:] for i in range(len(stack))])
         for claim in attribute(sel, state.remaining, stack, alternatives):
             state.claim(claim, by_rule=True)
 
 
-def sampled_round(batch: Batch, state: State) -> bool:
+def sampled_round(batch: Batch, state: State) -> list[Rule]:
     """One round for many mismatches: select the stack on a stride sample of them, attribute
-    it on all of them.  False when it claims nothing."""
+    it on all of them.  The stack, or none when it claims nothing."""
     mis = state.remaining
     cands = candidates_for(batch, mis)
     full_scope = scope_of(batch, mis)
@@ -51,11 +55,11 @@ def sampled_round(batch: Batch, state: State) -> bool:
     sample = thinned_scope(full_scope, mis, min(sizes.sampled_mismatches, sizes.select_sample))
     stack, alternatives = beam_search(Selector(batch, sample), cands)
     if not stack:
-        return False
+        return []
     claims = attribute(Selector(batch, full_scope), mis, stack, alternatives)
     for claim in claims:
         state.claim(claim, by_rule=True)
-    return state.remaining.size < mis.size
+    return stack if state.remaining.size < mis.size else []
 
 
 def attribute(sel: Selector, mis: np.ndarray, stack: list[Rule], alternatives: dict) -> list[Claim]:
