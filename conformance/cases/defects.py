@@ -11,12 +11,14 @@ saturation, gradient rules, narrowed inputs) or edits (a garbled tail).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 
 from conformance.dtypes import from_bits, info
+from conformance.records import TileLayout, TileSpan
 from conformance.reference import golden as ref
 from conformance.reference.defaults import default_slopes
 from conformance.reference.semantics import EXACT, Semantics
@@ -59,6 +61,7 @@ class Planted:
     actual: np.ndarray
     defects: tuple[Defect, ...]
     accept: dict = field(default_factory=dict)  # flat index -> tuple of categories
+    layout: Optional[TileLayout] = None  # the tiling plan a regional defect was planted by
 
     def __str__(self) -> str:
         shape = "x".join(map(str, self.x.shape)) or "0-d"
@@ -327,7 +330,120 @@ def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (bits_a == bits_b) | nan
 
 
-def cases(count: int, *, seed: int = 0) -> list[Planted]:
-    """``count`` generated cases, seeds ``seed .. seed + count - 1``."""
-    return [generate(seed + i) for i in range(count)]
+def cases(count: int, *, seed: int = 0, plan: Optional[PlanFn] = None) -> list[Planted]:
+    """``count`` generated cases, seeds ``seed .. seed + count - 1``; every ``REGIONAL_EVERY``-th
+    is a regional one (:func:`generate_regional`, on ``plan``'s tiling when given)."""
+    return [generate_regional(seed + i, plan=plan) if i % REGIONAL_EVERY == REGIONAL_EVERY - 1
+            else generate(seed + i) for i in range(count)]
+
+
+# ----------------------------------------------------------------------------- regions
+
+#: A tiling plan for (src, out, direction, numel), chosen with the generator (None: no plan for it).
+PlanFn = Callable[[str, str, str, int, np.random.Generator], Optional[TileLayout]]
+REGIONAL_EVERY = 4
+
+
+def synthetic_plan(rng: np.random.Generator, n: int) -> TileLayout:
+    """Core ranges of whole 32-byte blocks, each cut into equal tiles (the last shorter)."""
+    cores = int(rng.integers(2, 49))
+    per = -(-n // cores)
+    per += -per % 8
+    tile = max(8, -(-per // int(rng.integers(1, 5))))
+    tile += -tile % 8
+    spans = []
+    for core, lo in enumerate(range(0, n, per)):
+        hi = min(lo + per, n)
+        spans += [TileSpan(core, t, s, min(tile, hi - s), is_tail=hi - s < tile)
+                  for t, s in enumerate(range(lo, hi, tile))]
+    return TileLayout(tile, tuple(spans), 8)
+
+
+def _region_shape(rng: np.random.Generator) -> tuple[int, ...]:
+    """Rank 1 to 5, 2,048 to about 40,000 elements."""
+    rank = int(rng.integers(1, 6))
+    while True:
+        shape = (int(rng.integers(2048, 40_000)),) if rank == 1 else tuple(
+            int(v) for v in rng.integers(2, max(3, int(round(25_000 ** (1 / rank)))) + 1, size=rank))
+        if int(np.prod(shape)) >= 2048:
+            return shape
+
+
+def _by_core(layout: TileLayout) -> dict[int, list[TileSpan]]:
+    out: dict[int, list[TileSpan]] = {}
+    for s in layout.spans:
+        out.setdefault(s.core, []).append(s)
+    return out
+
+
+def _region(rng: np.random.Generator, shape: tuple[int, ...], layout: TileLayout,
+            ) -> tuple[str, np.ndarray, Optional[np.ndarray]]:
+    """A region drawn from the plan or the shape: its words, its flat indices, and the flat
+    indices of a region of the same size its data may come from (None: none)."""
+    n = int(np.prod(shape))
+    cores = _by_core(layout)
+    multi = [c for c, v in cores.items() if len(v) > 1]
+    kinds = ["span"] + (["axis"] if len(shape) > 1 else []) + (["core"] if len(cores) > 1 else []) \
+        + (["tiles", "head"] if multi else [])
+    kind = str(rng.choice(kinds))
+    if kind == "core":
+        c = int(rng.choice(sorted(cores)[1:]))
+        lo, hi = cores[c][0].start, cores[c][-1].stop
+        plo = cores[c - 1][0].start
+        return f"core {c}", np.arange(lo, hi), (np.arange(plo, plo + hi - lo) if plo + hi - lo <= lo else None)
+    if kind == "tiles":
+        k = int(rng.integers(1, max(len(cores[c]) for c in multi)))
+        pairs = [(v[k], v[k - 1]) for c, v in cores.items() if len(v) > k]
+        idx = np.concatenate([np.arange(t.start, t.stop) for t, _ in pairs])
+        src = np.concatenate([np.arange(s.start, s.start + t.length) for t, s in pairs])
+        return f"tile {k} of {len(pairs)} cores", idx, src
+    if kind == "head":
+        w = int(rng.choice([16, 32, 64, 128]))
+        idx = np.concatenate([np.arange(s.start, min(s.stop, s.start + w)) for s in layout.spans])
+        return f"first {w} of each tile", idx, None
+    if kind == "axis":
+        a = int(rng.choice([d for d in range(len(shape)) if shape[d] > 1]))
+        i = int(rng.integers(1, shape[a]))
+        grid = np.arange(n).reshape(shape)
+        take = tuple(i if d == a else slice(None) for d in range(len(shape)))
+        prev = tuple(i - 1 if d == a else slice(None) for d in range(len(shape)))
+        return f"index {i} on axis {a}", grid[take].reshape(-1), grid[prev].reshape(-1)
+    k = int(rng.integers(64, max(65, n // 8)))
+    lo = int(rng.integers(0, n - k + 1))
+    t = layout.tile_elements  # the previous iteration's buffer: a tile back
+    return f"[{lo}, {lo + k})", np.arange(lo, lo + k), (np.arange(lo - t, lo + k - t) if lo >= t else None)
+
+
+def generate_regional(seed: int, *, plan: Optional[PlanFn] = None) -> Planted:
+    """One deterministic case with a defect confined to a region of the plan or the shape:
+    a rule of the catalogue that holds there alone, or the region holding another region's
+    results (a stale tile, the previous row or channel, another core's range)."""
+    rng = np.random.default_rng([seed, 20])
+    src, out = _PAIRS[int(rng.integers(len(_PAIRS)))]
+    direction = "forward" if rng.random() < 0.55 else "backward"
+    alpha = float(rng.choice([a for a in _ALPHAS if a not in (0.0, 1.0)]))
+    shape = _region_shape(rng)
+    n = int(np.prod(shape))
+    x = _values(rng, src, n).reshape(shape)
+    dy = _values(rng, src, n).reshape(shape) if direction == "backward" else None
+    golden = _compute(x, dy, alpha, out, EXACT)
+    layout = (plan(src, out, direction, n, rng) if plan is not None else None) or synthetic_plan(rng, n)
+    words, idx, source = _region(rng, shape, layout)
+    if source is not None and rng.random() < 0.3:
+        defect = Defect("stale-block", f"{words} holds the results of another region")
+        actual = golden.copy()
+        actual[idx] = golden[source]
+        cats: Callable[[int], tuple[str, ...]] = lambda i: ("stale-block",)
+    else:
+        pool = catalogue(alpha=alpha, src=src, out=out, direction=direction)
+        rule = pool[int(rng.integers(len(pool)))]
+        defect = Defect(rule.category, f"{rule.name} in {words}", rule.semantics)
+        actual = golden.copy()
+        actual[idx] = _compute(x, dy, alpha, out, rule.semantics)[idx]
+        symptom = ~np.isfinite(actual.astype(np.float64)) & np.isfinite(golden.astype(np.float64))
+        narrowed = ("overflow", "spurious-nan") if rule.category == "input-precision" else ()
+        cats = lambda i: (rule.category,) + (narrowed if symptom[i] else ())  # noqa: E731
+    changed = np.flatnonzero(~_same(actual, golden))
+    return Planted(seed, x, dy, alpha, direction, out, golden, actual, (defect,),
+                   {int(i): cats(int(i)) for i in changed}, layout)
 

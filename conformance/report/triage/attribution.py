@@ -15,7 +15,7 @@ from conformance import categories
 from conformance.dtypes import is_nan, is_subnormal, ulp_distance
 from conformance.records import TileLayout
 from conformance.report.metrics import match_mask
-from conformance.report.triage.claims import Batch, Claim, State, beyond_rounding, comparable, max_ulp, merge_claims
+from conformance.report.triage.claims import Batch, Claim, State, comparable, max_ulp, merge_claims
 from conformance.report.triage.regions import Region, ranked
 from conformance.report.triage.rules import Rule
 from conformance.report.triage.sampling import scope_of, thinned_scope
@@ -167,8 +167,7 @@ def claim_regional_semantics(batch: Batch, state: State, layout: Optional[TileLa
     region by region; the stack chosen on a region's elements alone competes by the same
     description length, the region's own cost added.  The region goes into each claim."""
     for _ in range(REGION_ROUNDS):
-        rest = beyond_rounding(batch, state.remaining)
-        regions = ranked(batch.flat(rest), numel=batch.tensor_size, shape=batch.tensor_shape, layout=layout)
+        regions = ranked(batch.flat(state.remaining), numel=batch.tensor_size, shape=batch.tensor_shape, layout=layout)
         trials = [t for t in (_regional_trial(batch, state, r) for r in regions) if t is not None]
         if not trials:
             return
@@ -189,8 +188,7 @@ def _regional_trial(batch: Batch, state: State, region: Region) -> Optional[_Tri
     pos = pos[held | match_mask(batch.actual[pos], batch.golden[pos])]
     sub = batch.subset(pos)
     mis = np.flatnonzero(~match_mask(sub.actual, sub.golden))
-    wanted = beyond_rounding(sub, mis)
-    if wanted.size < 2:
+    if mis.size < 2:
         return None
     sel = Selector(sub, scope_of(sub, mis))
     stack, alternatives = beam_search(sel, candidates_for(sub, mis))
@@ -198,9 +196,9 @@ def _regional_trial(batch: Batch, state: State, region: Region) -> Optional[_Tri
         return None
     right = sel.where_right(sel.predict(stack))
     gain = sel.length(sel.where_right(sel.predict([])), []) - sel.length(right, stack) - RULE_COST * region.cost
-    if gain <= 0 or np.count_nonzero(right[:mis.size]) < DOMINANT * wanted.size:
+    if gain <= 0 or np.count_nonzero(right[:mis.size]) < DOMINANT * mis.size:
         return None
-    if _filled(sub, wanted) <= sel.length(right, stack):
+    if _filled(sub, mis) <= sel.length(right, stack):
         return None  # one value written over the region says it in fewer words: a location's
     sel.keep([stack] + [stack[:i] + stack[i + 1:] for i in range(len(stack))])
     claims = [_in_region(c, pos, region) for c in attribute(sel, mis, stack, alternatives)]

@@ -8,8 +8,8 @@ A :class:`Region` is a set of flat indices of the tensor, with the words that na
 - from the errors' own extent: a contiguous span, or every k-th element of a range.
 
 Families are enumerated from the plan and the shape alone; the errors only rank them
-(:func:`ranked`: regions where the residue is dense and that hold much of it first), so a
-search tries few.  A region's ``cost`` is its description length in rules: a region the
+(:func:`ranked`: regions that hold much of the residue, where it is denser than elsewhere,
+first), so a search tries few.  A region's ``cost`` is its description length in rules: a region the
 plan or the shape names costs one; a span or a stride, whose bounds the data gives, two.
 """
 from __future__ import annotations
@@ -23,7 +23,8 @@ import numpy as np
 from conformance.records import TileLayout
 
 MIN_EVIDENCE = 4  # errors a region needs before it is tried
-MIN_DENSITY = 0.2  # share of a region's elements that must be wrong for it to be tried
+MIN_SHARE = 0.25  # share of the errors a region must hold to be tried
+MIN_LIFT = 1.5  # how much denser the errors must be in the region than in the tensor
 TOP = 3  # regions tried per search
 
 
@@ -169,8 +170,9 @@ def _counted(regions: list[Region], rest: np.ndarray) -> list[tuple[Region, int]
 def ranked(rest: np.ndarray, *, numel: int, shape: tuple[int, ...], layout: Optional[TileLayout],
            top: int = TOP) -> list[Region]:
     """The regions most worth trying for the errors ``rest`` (flat indices, ascending): those
-    where the errors are dense (a share of the region) and that hold much of them (a share
-    of the errors), at least ``MIN_EVIDENCE`` and ``MIN_DENSITY``; the whole tensor is no region."""
+    that hold much of them (``share``, at least ``MIN_SHARE``) where they are denser than in
+    the whole tensor (``lift``, at least ``MIN_LIFT``): share times log2(lift), per unit of
+    the region's cost.  Sparse errors (a flush of the few subnormals) rank as dense ones do."""
     if rest.size < MIN_EVIDENCE:
         return []
     counted: list[tuple[Region, int]] = []
@@ -181,9 +183,10 @@ def ranked(rest: np.ndarray, *, numel: int, shape: tuple[int, ...], layout: Opti
     counted += _axis_regions(tuple(shape), rest) + _extent_regions(rest)
     scored: dict[tuple, tuple[float, Region]] = {}
     for region, count in counted:
-        if count < MIN_EVIDENCE or region.size >= numel or count < MIN_DENSITY * region.size:
+        share, lift = count / rest.size, (count / rest.size) / (region.size / numel)
+        if count < MIN_EVIDENCE or region.size >= numel or share < MIN_SHARE or lift < MIN_LIFT:
             continue
-        score = (count / region.size) * (count / rest.size) / region.cost
+        score = share * np.log2(lift) / region.cost
         key = region.key()
         if key not in scored or scored[key][0] < score:
             scored[key] = (score, region)
