@@ -341,7 +341,7 @@ def cases(count: int, *, seed: int = 0, plan: Optional[PlanFn] = None) -> list[P
 
 #: A tiling plan for (src, out, direction, numel), chosen with the generator (None: no plan for it).
 PlanFn = Callable[[str, str, str, int, np.random.Generator], Optional[TileLayout]]
-REGIONAL_EVERY = 4
+REGIONAL_EVERY = 8
 
 
 def synthetic_plan(rng: np.random.Generator, n: int) -> TileLayout:
@@ -360,11 +360,11 @@ def synthetic_plan(rng: np.random.Generator, n: int) -> TileLayout:
 
 
 def _region_shape(rng: np.random.Generator) -> tuple[int, ...]:
-    """Rank 1 to 5, 2,048 to about 40,000 elements."""
+    """Rank 1 to 5, 2,048 to about 16,000 elements."""
     rank = int(rng.integers(1, 6))
     while True:
-        shape = (int(rng.integers(2048, 40_000)),) if rank == 1 else tuple(
-            int(v) for v in rng.integers(2, max(3, int(round(25_000 ** (1 / rank)))) + 1, size=rank))
+        shape = (int(rng.integers(2048, 16_000)),) if rank == 1 else tuple(
+            int(v) for v in rng.integers(2, max(3, int(round(12_000 ** (1 / rank)))) + 1, size=rank))
         if int(np.prod(shape)) >= 2048:
             return shape
 
