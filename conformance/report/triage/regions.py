@@ -224,10 +224,9 @@ def mapping_text(target: np.ndarray, shift: int, *, layout: Optional[TileLayout]
     tile 0's output" when the plan tells; else by the axis the shift is one index of; else
     the span."""
     what = "output" if source == "golden" else "written values"
-    if layout is not None and layout.spans:
-        text = _tile_mapping(target, shift, layout, what)
-        if text:
-            return text
+    numel = int(np.prod(shape, dtype=np.int64))
+    if layout is not None and layout.spans and shift in shifts(numel=numel, shape=(), layout=layout):
+        return _tile_mapping(target, shift, layout, what)
     for a in range(len(shape)):
         stride = int(np.prod(shape[a + 1:], dtype=np.int64))
         if stride == abs(shift) and shape[a] > 1:
@@ -235,7 +234,7 @@ def mapping_text(target: np.ndarray, shift: int, *, layout: Optional[TileLayout]
             word = _axis_word(a, len(shape))
             step = 1 if shift > 0 else -1
             first = int(held[0])
-            names = f"{word} {first}" if held.size == 1 else f"{held.size} {word}s on axis {a} ({word} {first}, ...)"
+            names = f"{word} {first}" if held.size == 1 else f"{held.size} {word}s ({word} {first}, ...)"
             return f"{names} on axis {a} hold{'s' if held.size == 1 else ''} the {what} of the {word} " \
                    f"{'before' if step > 0 else 'after'}"
     lo, hi = int(target.min()), int(target.max()) + 1
