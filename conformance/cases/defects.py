@@ -376,42 +376,64 @@ def _by_core(layout: TileLayout) -> dict[int, list[TileSpan]]:
     return out
 
 
-def _region(rng: np.random.Generator, shape: tuple[int, ...], layout: TileLayout,
-            ) -> tuple[str, np.ndarray, Optional[np.ndarray]]:
+Drawn = tuple[str, np.ndarray, Optional[np.ndarray]]  # words, flat indices, a same-size source or None
+
+
+def _region(rng: np.random.Generator, shape: tuple[int, ...], layout: TileLayout) -> Drawn:
     """A region drawn from the plan or the shape: its words, its flat indices, and the flat
     indices of a region of the same size its data may come from (None: none)."""
-    n = int(np.prod(shape))
     cores = _by_core(layout)
     multi = [c for c, v in cores.items() if len(v) > 1]
     kinds = ["span"] + (["axis"] if len(shape) > 1 else []) + (["core"] if len(cores) > 1 else []) \
         + (["tiles", "head"] if multi else [])
     kind = str(rng.choice(kinds))
     if kind == "core":
-        c = int(rng.choice(sorted(cores)[1:]))
-        lo, hi = cores[c][0].start, cores[c][-1].stop
-        plo = cores[c - 1][0].start
-        return f"core {c}", np.arange(lo, hi), (np.arange(plo, plo + hi - lo) if plo + hi - lo <= lo else None)
+        return _core_region(rng, cores)
     if kind == "tiles":
-        k = int(rng.integers(1, max(len(cores[c]) for c in multi)))
-        pairs = [(v[k], v[k - 1]) for c, v in cores.items() if len(v) > k]
-        idx = np.concatenate([np.arange(t.start, t.stop) for t, _ in pairs])
-        src = np.concatenate([np.arange(s.start, s.start + t.length) for t, s in pairs])
-        return f"tile {k} of {len(pairs)} cores", idx, src
+        return _tiles_region(rng, cores, multi)
     if kind == "head":
         w = int(rng.choice([16, 32, 64, 128]))
-        idx = np.concatenate([np.arange(s.start, min(s.stop, s.start + w)) for s in layout.spans])
-        return f"first {w} of each tile", idx, None
+        return f"first {w} of each tile", np.concatenate(
+            [np.arange(s.start, min(s.stop, s.start + w)) for s in layout.spans]), None
     if kind == "axis":
-        a = int(rng.choice([d for d in range(len(shape)) if shape[d] > 1]))
-        i = int(rng.integers(1, shape[a]))
-        grid = np.arange(n).reshape(shape)
-        take = tuple(i if d == a else slice(None) for d in range(len(shape)))
-        prev = tuple(i - 1 if d == a else slice(None) for d in range(len(shape)))
-        return f"index {i} on axis {a}", grid[take].reshape(-1), grid[prev].reshape(-1)
+        return _axis_region(rng, shape)
+    return _span_region(rng, int(np.prod(shape)), tile=layout.tile_elements)
+
+
+def _core_region(rng: np.random.Generator, cores: dict[int, list[TileSpan]]) -> Drawn:
+    """A core's range; its source, the core before's range (when as long)."""
+    c = int(rng.choice(sorted(cores)[1:]))
+    lo, hi = cores[c][0].start, cores[c][-1].stop
+    plo = cores[c - 1][0].start
+    return f"core {c}", np.arange(lo, hi), (np.arange(plo, plo + hi - lo) if plo + hi - lo <= lo else None)
+
+
+def _tiles_region(rng: np.random.Generator, cores: dict[int, list[TileSpan]], multi: list[int]) -> Drawn:
+    """Tile k of every core that has one; its source, tile k - 1 of the same core."""
+    k = int(rng.integers(1, max(len(cores[c]) for c in multi)))
+    pairs = [(v[k], v[k - 1]) for v in cores.values() if len(v) > k]
+    idx = np.concatenate([np.arange(t.start, t.stop) for t, _ in pairs])
+    src = np.concatenate([np.arange(s.start, s.start + t.length) for t, s in pairs])
+    return f"tile {k} of {len(pairs)} cores", idx, src
+
+
+def _axis_region(rng: np.random.Generator, shape: tuple[int, ...]) -> Drawn:
+    """Index i on an axis; its source, index i - 1 on it."""
+    a = int(rng.choice([d for d in range(len(shape)) if shape[d] > 1]))
+    i = int(rng.integers(1, shape[a]))
+    grid = np.arange(int(np.prod(shape))).reshape(shape)
+    at = [slice(None)] * len(shape)
+    at[a] = i
+    prev = list(at)
+    prev[a] = i - 1
+    return f"index {i} on axis {a}", grid[tuple(at)].reshape(-1), grid[tuple(prev)].reshape(-1)
+
+
+def _span_region(rng: np.random.Generator, n: int, *, tile: int) -> Drawn:
+    """A contiguous span; its source, the span a tile before (the previous iteration's buffer)."""
     k = int(rng.integers(64, max(65, n // 8)))
     lo = int(rng.integers(0, n - k + 1))
-    t = layout.tile_elements  # the previous iteration's buffer: a tile back
-    return f"[{lo}, {lo + k})", np.arange(lo, lo + k), (np.arange(lo - t, lo + k - t) if lo >= t else None)
+    return f"[{lo}, {lo + k})", np.arange(lo, lo + k), (np.arange(lo - tile, lo + k - tile) if lo >= tile else None)
 
 
 def generate_regional(seed: int, *, plan: Optional[PlanFn] = None) -> Planted:
@@ -428,22 +450,25 @@ def generate_regional(seed: int, *, plan: Optional[PlanFn] = None) -> Planted:
     dy = _values(rng, src, n).reshape(shape) if direction == "backward" else None
     golden = _compute(x, dy, alpha, out, EXACT)
     layout = (plan(src, out, direction, n, rng) if plan is not None else None) or synthetic_plan(rng, n)
-    words, idx, source = _region(rng, shape, layout)
-    if source is not None and rng.random() < 0.3:
-        defect = Defect("stale-block", f"{words} holds the results of another region")
-        actual = golden.copy()
-        actual[idx] = golden[source]
-        cats: Callable[[int], tuple[str, ...]] = lambda i: ("stale-block",)
-    else:
-        pool = catalogue(alpha=alpha, src=src, out=out, direction=direction)
-        rule = pool[int(rng.integers(len(pool)))]
-        defect = Defect(rule.category, f"{rule.name} in {words}", rule.semantics)
-        actual = golden.copy()
-        actual[idx] = _compute(x, dy, alpha, out, rule.semantics)[idx]
-        symptom = ~np.isfinite(actual.astype(np.float64)) & np.isfinite(golden.astype(np.float64))
-        narrowed = ("overflow", "spurious-nan") if rule.category == "input-precision" else ()
-        cats = lambda i: (rule.category,) + (narrowed if symptom[i] else ())  # noqa: E731
-    changed = np.flatnonzero(~_same(actual, golden))
-    return Planted(seed, x, dy, alpha, direction, out, golden, actual, (defect,),
-                   {int(i): cats(int(i)) for i in changed}, layout)
+    defect, actual, accept = _plant_in_region(rng, x, dy, alpha, out, golden, _region(rng, shape, layout))
+    return Planted(seed, x, dy, alpha, direction, out, golden, actual, (defect,), accept, layout)
 
+
+def _plant_in_region(rng: np.random.Generator, x: np.ndarray, dy: Optional[np.ndarray], alpha: float, out: str,
+                     golden: np.ndarray, region: Drawn) -> tuple[Defect, np.ndarray, dict]:
+    """The defect, the defective output and, per changed element, the categories that name it."""
+    words, idx, source = region
+    actual = golden.copy()
+    if source is not None and rng.random() < 0.3:
+        actual[idx] = golden[source]
+        changed = np.flatnonzero(~_same(actual, golden))
+        return (Defect("stale-block", f"{words} holds the results of another region"), actual,
+                {int(i): ("stale-block",) for i in changed})
+    pool = catalogue(alpha=alpha, src=info(x.dtype).name, out=out, direction="forward" if dy is None else "backward")
+    rule = pool[int(rng.integers(len(pool)))]
+    actual[idx] = _compute(x, dy, alpha, out, rule.semantics)[idx]
+    symptom = ~np.isfinite(actual.astype(np.float64)) & np.isfinite(golden.astype(np.float64))
+    narrowed = ("overflow", "spurious-nan") if rule.category == "input-precision" else ()
+    changed = np.flatnonzero(~_same(actual, golden))
+    return (Defect(rule.category, f"{rule.name} in {words}", rule.semantics), actual,
+            {int(i): (rule.category,) + (narrowed if symptom[i] else ()) for i in changed})

@@ -175,9 +175,9 @@ def claim_regional_semantics(batch: Batch, state: State, layout: Optional[TileLa
 
 
 def _regional_trial(batch: Batch, state: State, region: Region) -> Optional[_Trial]:
-    """The shortest stack on the region's elements (those whole-batch rules claimed left
-    out, unless their claim lies inside the region), when it pays for itself and the region,
-    reproduces most of its errors with one or two rules."""
+    """The shortest stack on the region's elements (leaving out those whole-batch rules
+    claimed, unless their claim lies inside the region), when it pays for itself and for the
+    region and reproduces most of the region's errors with one or two rules."""
     flat = batch.flat(np.arange(batch.x.size))
     inside = [c for c in state.by_rules if c.in_tensor and c.index.size and "region" not in c.detail
               and region.contains(flat[c.index]).all()]
