@@ -172,7 +172,8 @@ def ranked(rest: np.ndarray, *, numel: int, shape: tuple[int, ...], layout: Opti
     """The regions most worth trying for the errors ``rest`` (flat indices, ascending): those
     that hold much of them (``share``, at least ``MIN_SHARE``) where they are denser than in
     the whole tensor (``lift``, at least ``MIN_LIFT``): share times log2(lift), per unit of
-    the region's cost.  Sparse errors (a flush of the few subnormals) rank as dense ones do."""
+    the region's cost.  Sparse errors (a flush of the few subnormals) rank as dense ones do.
+    The span of every error is tried too when it ranks lower (a region no plan or shape names)."""
     if rest.size < MIN_EVIDENCE:
         return []
     counted: list[tuple[Region, int]] = []
@@ -190,8 +191,9 @@ def ranked(rest: np.ndarray, *, numel: int, shape: tuple[int, ...], layout: Opti
         key = region.key()
         if key not in scored or scored[key][0] < score:
             scored[key] = (score, region)
-    best = sorted(scored.values(), key=lambda sr: (-sr[0], sr[1].cost, sr[1].size))
-    return [r for _, r in best[:top]]
+    best = [r for _, r in sorted(scored.values(), key=lambda sr: (-sr[0], sr[1].cost, sr[1].size))]
+    extent = [r for r in best[top:] if r.kind == "span"][:1]  # the span of every error, always tried
+    return best[:top] + extent
 
 
 # ----------------------------------------------------------------------------- mappings
@@ -213,7 +215,7 @@ def shifts(*, numel: int, shape: tuple[int, ...], layout: Optional[TileLayout]) 
     out = []
     for k in found:
         for s in (k, -k):
-            if 64 < abs(s) < numel and s not in out:  # up to 64 is a shifted output (``claim_shift``)
+            if 0 < abs(s) < numel and s not in out:
                 out.append(s)
     return out
 
