@@ -65,8 +65,8 @@ def claim_shift(batch: Batch, state: State, rest: np.ndarray) -> bool:
 
 
 def claim_mapped(batch: Batch, state: State, layout: Optional[TileLayout]) -> None:
-    """Regions holding another region's data: element i holds golden or the written value of
-    element i - k, for an offset k the plan or the shape gives (another tile, the previous
+    """Regions holding another region's data: element i holds the exact result of element
+    i - k, for an offset k the plan or the shape gives (another tile, the previous
     iteration's buffer, another core's range, the previous row or channel), proved value by
     value on the errors; several regions at once, the mapping stated.  ``stale-block``."""
     rest = beyond_rounding(batch, state.remaining)
@@ -77,28 +77,27 @@ def claim_mapped(batch: Batch, state: State, layout: Optional[TileLayout]) -> No
     if telling.size < MIN_EVIDENCE:
         return
     n = batch.golden.size
-    best = max(((_held(batch, telling, k, src), k, src) for k in shifts(
-        numel=n, shape=batch.tensor_shape, layout=layout) for src in ("golden", "actual")),
-        default=(0, 0, ""), key=lambda t: t[0])
-    hits, k, src = best
+    hits, k = max(((_held(batch, telling, k), k) for k in shifts(numel=n, shape=batch.tensor_shape, layout=layout)),
+                  default=(0, 0), key=lambda t: t[0])
     if hits < MIN_EVIDENCE or 2 * hits < telling.size:
         return
     rem = state.remaining
     ok = (rem - k >= 0) & (rem - k < n)
     moved = np.zeros(rem.size, dtype=bool)
-    moved[ok] = match_mask(batch.actual[rem[ok]], getattr(batch, src)[rem[ok] - k])
+    moved[ok] = match_mask(batch.actual[rem[ok]], batch.golden[rem[ok] - k])
     index = rem[moved]
-    text = mapping_text(index, k, layout=layout, shape=batch.tensor_shape, source=src)
+    text = mapping_text(index, k, layout=layout, shape=batch.tensor_shape)
     state.claim(Claim("stale-block", index, index.size, f"{text} (proved value by value)",
-                      {"shift": k, "source": src, "mapping": text, "explained": int(index.size),
+                      {"shift": k, "mapping": text, "explained": int(index.size),
                        "contradicted": 0}))
 
 
-def _held(batch: Batch, index: np.ndarray, k: int, src: str) -> int:
-    """How many of the elements ``index`` hold the ``src`` value (golden or actual) of element i - k."""
+def _held(batch: Batch, index: np.ndarray, k: int) -> int:
+    """How many of the elements ``index`` hold the exact result of element i - k (a wrong
+    value copied along, a constant run, would match the written values by itself)."""
     at = index - k
     ok = (at >= 0) & (at < batch.golden.size)
-    return int(match_mask(batch.actual[index[ok]], getattr(batch, src)[at[ok]]).sum())
+    return int(match_mask(batch.actual[index[ok]], batch.golden[at[ok]]).sum())
 
 
 def _sorted_inputs(x: np.ndarray) -> bool:

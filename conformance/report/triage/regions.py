@@ -220,12 +220,11 @@ def shifts(*, numel: int, shape: tuple[int, ...], layout: Optional[TileLayout]) 
     return out
 
 
-def mapping_text(target: np.ndarray, shift: int, *, layout: Optional[TileLayout], shape: tuple[int, ...],
-                 source: str) -> str:
+def mapping_text(target: np.ndarray, shift: int, *, layout: Optional[TileLayout], shape: tuple[int, ...]) -> str:
     """Which regions hold which regions' values, in words: "tile 1 of each of 48 cores holds
     tile 0's output" when the plan tells; else by the axis the shift is one index of; else
     the span."""
-    what = "output" if source == "golden" else "written values"
+    what = "output"
     numel = int(np.prod(shape, dtype=np.int64))
     if layout is not None and layout.spans and shift in shifts(numel=numel, shape=(), layout=layout):
         return _tile_mapping(target, shift, layout, what)
