@@ -13,8 +13,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from conformance.cases.defects import catalogue, generate
-from conformance.commands.selftest import name_generated, run_generated
+from conformance.cases.defects import catalogue, generate, generate_regional
+from conformance.commands.selftest import name_generated, profile_plan, run_generated
 from conformance.dtypes import all_patterns
 from conformance.reference import golden
 from conformance.reference.semantics import EXACT
@@ -53,6 +53,22 @@ def test_clean_outputs_give_no_finding(seed: int) -> None:
     case = generate(seed, defects=0)
     assert not case.accept and not name_generated(case).pairs
     assert (case.actual.view(np.uint8) == case.golden.view(np.uint8)).all()
+
+
+REGIONAL = 80  # regional cases in their own aggregate test
+
+
+@pytest.mark.parametrize("plan", [None, profile_plan], ids=["synthetic-plans", "chip-profile-plans"])
+def test_defects_confined_to_a_region_are_named_with_their_planted_category(plan: object) -> None:
+    cases = [generate_regional(s, plan=plan) for s in range(1000, 1000 + REGIONAL)]  # type: ignore[arg-type]
+    assert {c.x.ndim for c in cases} == {1, 2, 3, 4, 5}
+    kinds = {str(c.defects[0]).split(" in ")[-1].split()[0] for c in cases}
+    assert {"core", "tile", "first", "index"} <= kinds and any("[" in k for k in kinds), kinds
+    assert any(c.defects[0].category == "stale-block" for c in cases)
+    scored = [name_generated(c) for c in cases]
+    pairs = [ok for s in scored for *_, ok in s.pairs]
+    assert not any(s.false_findings for s in scored)
+    assert sum(pairs) >= REQUIRED * len(pairs), [str(s.case) for s in scored if not all(o for *_, o in s.pairs)][:5]
 
 
 def test_generator_reaches_every_shape_kind_and_special_share() -> None:

@@ -259,7 +259,7 @@ def name_generated(case) -> Scored:
                   case.direction, case.out_dtype, case.golden, case.actual, shape=case.x.shape)
     named: dict[int, str] = {}
     also: dict[int, tuple] = {}  # categories triage reported as equally good for the element
-    for claim in triage(batch, mismatches=mis):
+    for claim in triage(batch, mismatches=mis, layout=case.layout):
         for i in claim.index.tolist():
             named[i] = claim.category
             also[i] = tuple(claim.detail.get("alternative_categories", ()))
@@ -295,7 +295,19 @@ def run_generated(count: int, *, seed: int) -> tuple[list[Scored], float, int]:
     cases with findings where nothing was planted)."""
     from conformance.cases.defects import cases
 
-    scored = [name_generated(c) for c in cases(count, seed=seed)]
+    scored = [name_generated(c) for c in cases(count, seed=seed, plan=profile_plan)]
     total = sum(len(s.pairs) for s in scored)
     right = sum(ok for s in scored for _, _, ok in s.pairs)
     return scored, (right / total if total else 1.0), sum(bool(s.false_findings) for s in scored)
+
+
+def profile_plan(src: str, out: str, direction: str, numel: int, rng) -> object:
+    """The reference kernel's tiling plan on a chip profile drawn by ``rng`` (None where the
+    profile has no kernel for the pair)."""
+    from conformance.ingest.dumps import plan_layout
+    from conformance.npu_impl.chips import PROFILES
+
+    try:
+        return plan_layout(str(rng.choice(sorted(PROFILES))), None, dtypes=(src, out), direction=direction)(numel)
+    except UsageError:
+        return None

@@ -177,12 +177,7 @@ class _Context:
     label: str
     layout: Callable[[], Optional[TileLayout]]  # the whole tensor's plan, computed when needed
     profile: Optional[str] = None  # the policy entry backend[profile], when it has one
-    shape: Shape = ()  # the tensor's shape, for the layouts triage tries
-
-
-def _tensor_shape(shape: Shape, *, numel: int) -> Shape:
-    """``shape`` when it is the whole tensor's, else () (triage then reads it as 1-D)."""
-    return tuple(shape) if int(np.prod(shape, dtype=np.int64)) == numel else ()
+    shape: Optional[Shape] = None  # the whole tensor's N-D shape
 
 
 def _lazy_layout(fixed: Optional[TileLayout], layout_fn: Optional[LayoutFn], *,
@@ -232,7 +227,7 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
         layout = result.layout if result.layout is not None else (
             layout_fn(x.size) if layout_fn is not None else None)
         batch = Batch(x.reshape(-1), dy_flat, head["alpha"], direction, head["out_dtype"],
-                      expected, actual, shape=_tensor_shape(head["shapes"][0], numel=x.size))
+                      expected, actual, shape=head["shapes"][0])
         claims = triage(batch, mismatches=comp.mismatch_index, hazards=result.hazards, layout=layout)
         bad = np.zeros(x.size, dtype=bool)
         bad[comp.mismatch_index[comp.violating]] = True
@@ -335,7 +330,7 @@ def _reduced(scans: list[_Scan], ctx: _Context, *, numel: int) -> tuple[Batch, n
     where, x, dy = _joined(parts, "where"), _joined(parts, "x"), _joined(parts, "dy")
     golden, actual = _joined(parts, "golden"), _joined(parts, "actual")
     batch = Batch(x, dy, ctx.alpha, ctx.direction, ctx.out_dtype, golden, actual,
-                  where=where, numel=numel, weight=weight, shape=_tensor_shape(ctx.shape, numel=numel))
+                  where=where, numel=numel, weight=weight, shape=ctx.shape)
     return batch, np.arange(violating.size), violating
 
 

@@ -10,6 +10,12 @@ Categories come from the registry (``conformance.categories``); the passes run i
   a description-length beam search (``search``, on the scope ``sampling`` gives it); each
   element the chosen stack reproduces goes to the rule it needs that moves its value most;
 - ``clamps``: golden clamped at one limit L reproduces what is left (``saturation`` at L);
+- ``location``: regions holding another region's data (another tile, core, row or
+  channel, at an offset the plan or the shape gives) are ``stale-block``, the mapping stated;
+- ``attribution``: a rule confined to a region (``regions``: a core, a tile, tile k of every
+  core, the head of every tile, an axis slice, a span, a stride) where the errors the
+  whole-batch rules left are dense, by the same description length plus the region's cost;
+  the claim keeps the rule's category and names the region;
 - ``location``: ``tail-block`` by confinement to the tail regions of the tiling plan or
   the end of the tensor, then ``stale-block`` for a block or a stride; a rule's claim
   whose every element lies where a location claim explains them is withdrawn and its
@@ -27,12 +33,12 @@ from typing import Optional
 import numpy as np
 
 from conformance.records import Hazard, TileLayout
-from conformance.report.triage.attribution import claim_semantics
+from conformance.report.triage.attribution import claim_regional_semantics, claim_semantics
 from conformance.report.triage.claims import Batch, Claim, State, beyond_rounding, merge_claims, special_values
 from conformance.report.triage.clamps import claim_clamps
 from conformance.report.triage.hazards import claim_hazards
 from conformance.report.triage.layout import claim_layout
-from conformance.report.triage.location import claim_blocks, claim_shift, claim_tail, tail_regions
+from conformance.report.triage.location import claim_blocks, claim_mapped, claim_shift, claim_tail, tail_regions
 from conformance.report.triage.value_classes import claim_value_classes
 
 __all__ = ["Batch", "Claim", "special_values", "tail_regions", "triage"]
@@ -50,6 +56,10 @@ def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = 
         if state.remaining.size:
             claim_semantics(batch, state)
         claim_clamps(batch, state)
+        if state.remaining.size:
+            claim_mapped(batch, state, layout)
+        if state.remaining.size:
+            claim_regional_semantics(batch, state, layout)
         claim_tail(batch, state, layout)
         claim_blocks(batch, state)
         claim_value_classes(batch, state)

@@ -5,36 +5,49 @@ carries ``explained``, ``contradicted`` and the equally good alternatives.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from typing import Optional
+
 import numpy as np
 
 import conformance.report.triage.sampling as sampling
 from conformance import categories
 from conformance.dtypes import is_nan, is_subnormal, ulp_distance
+from conformance.records import TileLayout
 from conformance.report.metrics import match_mask
-from conformance.report.triage.claims import Batch, Claim, State, max_ulp, merge_claims
+from conformance.report.triage.claims import Batch, Claim, State, comparable, max_ulp, merge_claims
+from conformance.report.triage.regions import Region, ranked
 from conformance.report.triage.rules import Rule
 from conformance.report.triage.sampling import scope_of, thinned_scope
-from conformance.report.triage.search import Selector, beam_search, candidates_for, stack_semantics
+from conformance.report.triage.search import RULE_COST, Selector, beam_search, candidates_for, stack_semantics
+
+REGION_ROUNDS = 4  # regions with a rule of their own, claimed one after another
+DOMINANT = 0.75  # share of a region's errors its rule must reproduce: a rule that holds there
+MAX_REGIONAL_RULES = 2  # a region's own cause is one rule, perhaps stacked on one more
 
 
 def claim_semantics(batch: Batch, state: State) -> None:
     """The stack of rules that describes the remaining mismatches best, attributed to them;
     many mismatches go in sampled rounds first (``SAMPLING.select_sample``)."""
+    base: list[Rule] = []
     while state.remaining.size > sampling.SAMPLING.select_sample:
-        if not sampled_round(batch, state) or state.remaining.size == 0:
+        base = sampled_round(batch, state)
+        if not base or state.remaining.size == 0:
             return
     cands = candidates_for(batch, state.remaining)
     sel = Selector(batch, scope_of(batch, state.remaining))
-    stack, alternatives = beam_search(sel, cands)
+    stack, alternatives = beam_search(sel, cands, base=base) if base else ([], {})
+    if len(stack) <= len(base):  # the stack chosen on a sample, completed by what only all elements show
+        stack, alternatives = beam_search(sel, cands)
     if stack:
         sel.keep([stack] + [stack[:i] + stack[i + 1:] for i in range(len(stack))])
         for claim in attribute(sel, state.remaining, stack, alternatives):
             state.claim(claim, by_rule=True)
 
 
-def sampled_round(batch: Batch, state: State) -> bool:
+def sampled_round(batch: Batch, state: State) -> list[Rule]:
     """One round for many mismatches: select the stack on a stride sample of them, attribute
-    it on all of them.  False when it claims nothing."""
+    it on all of them.  The stack, or none when it claims nothing."""
     mis = state.remaining
     cands = candidates_for(batch, mis)
     full_scope = scope_of(batch, mis)
@@ -42,11 +55,11 @@ def sampled_round(batch: Batch, state: State) -> bool:
     sample = thinned_scope(full_scope, mis, min(sizes.sampled_mismatches, sizes.select_sample))
     stack, alternatives = beam_search(Selector(batch, sample), cands)
     if not stack:
-        return False
+        return []
     claims = attribute(Selector(batch, full_scope), mis, stack, alternatives)
     for claim in claims:
         state.claim(claim, by_rule=True)
-    return state.remaining.size < mis.size
+    return stack if state.remaining.size < mis.size else []
 
 
 def attribute(sel: Selector, mis: np.ndarray, stack: list[Rule], alternatives: dict) -> list[Claim]:
@@ -137,3 +150,87 @@ def _non_finite_symptom(batch: Batch, index: np.ndarray) -> np.ndarray:
     when narrowed, and the value classes (``overflow``, ``spurious-nan``) name that."""
     a, g = batch.actual[index].astype(np.float64), batch.golden[index].astype(np.float64)
     return ~np.isfinite(a) & np.isfinite(g)
+
+
+# ----------------------------------------------------------------------------- rules confined to a region
+
+@dataclass
+class _Trial:
+    gain: float  # description length saved: the region's errors minus the stack, its rules and the region
+    claims: list
+    inside: list  # whole-batch rules' claims that lie inside the region
+
+
+def claim_regional_semantics(batch: Batch, state: State, layout: Optional[TileLayout]) -> None:
+    """A rule that holds in one region (a core, a tile, an axis slice, a span) and nowhere
+    else: the errors the whole-batch rules left, ranked by where they are dense, are tried
+    region by region; the stack chosen on a region's elements alone competes by the same
+    description length, the region's own cost added.  The region goes into each claim."""
+    for _ in range(REGION_ROUNDS):
+        regions = ranked(batch.flat(state.remaining), numel=batch.tensor_size, shape=batch.tensor_shape, layout=layout)
+        trials = [t for t in (_regional_trial(batch, state, r) for r in regions) if t is not None]
+        if not trials:
+            return
+        _settle(state, max(trials, key=lambda t: t.gain))
+
+
+def _regional_trial(batch: Batch, state: State, region: Region) -> Optional[_Trial]:
+    """The shortest stack on the region's elements (leaving out those whole-batch rules
+    claimed, unless their claim lies inside the region), when it pays for itself and for the
+    region and reproduces most of the region's errors with one or two rules."""
+    flat = batch.flat(np.arange(batch.x.size))
+    inside = [c for c in state.by_rules if c.in_tensor and c.index.size and "region" not in c.detail
+              and region.contains(flat[c.index]).all()]
+    open_ = np.union1d(state.remaining, np.concatenate([c.index for c in inside])) if inside else state.remaining
+    pos = np.flatnonzero(region.contains(flat))
+    at = np.minimum(np.searchsorted(open_, pos), max(open_.size - 1, 0))
+    held = open_[at] == pos if open_.size else np.zeros(pos.size, bool)
+    pos = pos[held | match_mask(batch.actual[pos], batch.golden[pos])]
+    sub = batch.subset(pos)
+    mis = np.flatnonzero(~match_mask(sub.actual, sub.golden))
+    if mis.size < 2:
+        return None
+    sel = Selector(sub, scope_of(sub, mis))
+    stack, alternatives = beam_search(sel, candidates_for(sub, mis))
+    if not stack or sum(r.category is not None for r in stack) > MAX_REGIONAL_RULES:
+        return None
+    right = sel.where_right(sel.predict(stack))
+    gain = sel.length(sel.where_right(sel.predict([])), []) - sel.length(right, stack) - RULE_COST * region.cost
+    if gain <= 0 or np.count_nonzero(right[:mis.size]) < DOMINANT * mis.size:
+        return None
+    if _filled(sub, mis) <= sel.length(right, stack):
+        return None  # one value written over the region says it in fewer words: a location's
+    sel.keep([stack] + [stack[:i] + stack[i + 1:] for i in range(len(stack))])
+    claims = [_in_region(c, pos, region) for c in attribute(sel, mis, stack, alternatives)]
+    return _Trial(gain, claims, inside)
+
+
+def _filled(sub: Batch, wanted: np.ndarray) -> int:
+    """Description length of "the region holds one value" (the commonest of the errors,
+    zeros of either sign alike): the region's elements that hold another."""
+    values = comparable(sub.actual).astype(np.float64)
+    common, count = np.unique(values[wanted], return_counts=True)
+    if not common.size or np.isnan(common[np.argmax(count)]):
+        return int(sub.x.size)
+    return int(np.count_nonzero(values != common[np.argmax(count)]))
+
+
+def _settle(state: State, trial: _Trial) -> None:
+    """Claim a trial's elements; a whole-batch rule's claim inside the region whose every
+    element the region's rule explains too is withdrawn (it adds a rule, and explains nothing
+    more); one that explains more keeps its elements."""
+    taken = np.concatenate([c.index for c in trial.claims]) if trial.claims else np.zeros(0, np.int64)
+    kept = [c for c in trial.inside if not np.isin(c.index, taken).all()]
+    state.withdraw([c for c in trial.inside if not any(c is k for k in kept)])
+    keep = np.concatenate([c.index for c in kept]) if kept else np.zeros(0, np.int64)
+    for claim in trial.claims:
+        index = np.setdiff1d(claim.index, keep) if keep.size else claim.index
+        if index.size:
+            state.claim(replace(claim, index=index, count=int(index.size)), by_rule=True)
+
+
+def _in_region(claim: Claim, pos: np.ndarray, region: Region) -> Claim:
+    """``claim`` on a region's elements, in batch positions, naming the region."""
+    detail = {**claim.detail, "region": region.text, "region_kind": region.kind, **region.detail}
+    return Claim(claim.category, pos[claim.index], claim.count, f"{claim.summary}, in {region.text} only",
+                 detail)

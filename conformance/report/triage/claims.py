@@ -28,7 +28,8 @@ class Batch:
     many of its elements each of the batch's last ``weight.size`` elements stands for; the
     elements before those stand for one each.  A reduced batch holds its mismatches first,
     then the sample, each in tensor order, so the mismatches need no weights and are the
-    batch's leading positions.  None means the batch is the whole tensor."""
+    batch's leading positions.  None means the batch is the whole tensor.  ``shape`` is the
+    tensor's N-D shape (None: 1-D), which the regions of an axis are read from."""
 
     x: np.ndarray
     dy: Optional[np.ndarray]
@@ -40,11 +41,29 @@ class Batch:
     where: Optional[np.ndarray] = None
     numel: Optional[int] = None
     weight: Optional[np.ndarray] = None
-    shape: tuple[int, ...] = ()
+    shape: Optional[tuple[int, ...]] = None
 
     @property
     def tensor_size(self) -> int:
         return int(self.x.size if self.numel is None else self.numel)
+
+    @property
+    def tensor_shape(self) -> tuple[int, ...]:
+        """The tensor's shape: ``shape`` when it holds as many elements, else 1-D."""
+        if self.shape is not None and int(np.prod(self.shape, dtype=np.int64)) == self.tensor_size:
+            return tuple(int(d) for d in self.shape)
+        return (self.tensor_size,)
+
+    def subset(self, index: np.ndarray) -> Batch:
+        """The batch of the elements ``index`` (ascending batch positions), standing for the
+        same tensor: flat indices and weights kept."""
+        weight = None
+        if self.weight is not None:
+            lead = self.x.size - self.weight.size
+            weight = self.weight[index[index >= lead] - lead]
+        return Batch(self.x[index], None if self.dy is None else self.dy[index], self.alpha, self.direction,
+                     self.out_dtype, self.golden[index], self.actual[index], where=self.flat(index),
+                     numel=self.tensor_size, weight=weight, shape=self.shape)
 
     def flat(self, index: np.ndarray) -> np.ndarray:
         """Flat indices in the whole tensor of the batch elements ``index``."""

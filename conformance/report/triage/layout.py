@@ -162,7 +162,7 @@ def _reproduced(batch: Batch, lookup: _Lookup, index: np.ndarray, t: Transform) 
 
 def _gate(batch: Batch, wrong: np.ndarray) -> bool:
     """A shape of rank 2 to 5 for the whole tensor, and a quarter of it wrong or more."""
-    shape = batch.shape
+    shape = batch.tensor_shape
     return (len(shape) in _RANKS and int(np.prod(shape)) == batch.tensor_size
             and wrong.size >= 4 and 4 * wrong.size >= batch.tensor_size)
 
@@ -194,7 +194,7 @@ def _proved(batch: Batch, state: State) -> list[tuple[Transform, np.ndarray]]:
     rest = state.remaining
     pick = _sample(beyond_rounding(batch, _sample(rest, most=4 * _SAMPLE)), most=_SAMPLE)
     lookup, found = _Lookup(batch), []
-    for t in transforms(batch.shape, itemsize=batch.golden.dtype.itemsize):
+    for t in transforms(batch.tensor_shape, itemsize=batch.golden.dtype.itemsize):
         if _passes_sample(batch, lookup, pick, t):
             index, contradicted = _proof(batch, lookup, state, t)
             if contradicted == 0 and 10 * index.size >= 9 * rest.size:
@@ -211,7 +211,7 @@ def claim_layout(batch: Batch, state: State) -> bool:
     if not found:
         return False
     (t, index), others = found[0], [o for o, i in found[1:] if np.array_equal(i, found[0][1])]
-    detail = {**t.detail, "shape": list(batch.shape), "explained": int(index.size), "contradicted": 0}
+    detail = {**t.detail, "shape": list(batch.tensor_shape), "explained": int(index.size), "contradicted": 0}
     if others:
         detail["alternatives"] = [o.name for o in others]
     summary = f"the output is golden in another layout: {t.name}" + "".join(f"; or equally: {o.name}" for o in others)

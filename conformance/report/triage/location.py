@@ -17,6 +17,7 @@ from conformance.records import TileLayout
 from conformance.reference.semantics import Semantics
 from conformance.report.metrics import match_mask
 from conformance.report.triage.claims import Batch, Claim, State, beyond_rounding, comparable, observed_slopes
+from conformance.report.triage.regions import MIN_EVIDENCE, mapping_text, shifts
 from conformance.report.triage.rules import slope_dtypes
 from conformance.report.triage.value_classes import value_classes_of
 
@@ -63,6 +64,42 @@ def claim_shift(batch: Batch, state: State, rest: np.ndarray) -> bool:
     return True
 
 
+def claim_mapped(batch: Batch, state: State, layout: Optional[TileLayout]) -> None:
+    """Regions holding another region's data: element i holds the exact result of element
+    i - k, for an offset k the plan or the shape gives (another tile, the previous
+    iteration's buffer, another core's range, the previous row or channel), proved value by
+    value on the errors; several regions at once, the mapping stated.  ``stale-block``."""
+    rest = beyond_rounding(batch, state.remaining)
+    if batch.where is not None or rest.size < MIN_EVIDENCE or _sorted_inputs(batch.x[rest]):
+        return  # a reduced batch lacks the other regions' values
+    a = comparable(batch.actual[rest])
+    telling = rest[np.isfinite(a) & (a != 0)]  # a zero or NaN matches some other element by chance
+    if telling.size < MIN_EVIDENCE:
+        return
+    n = batch.golden.size
+    hits, k = max(((_held(batch, telling, k), k) for k in shifts(numel=n, shape=batch.tensor_shape, layout=layout)),
+                  default=(0, 0), key=lambda t: t[0])
+    if hits < MIN_EVIDENCE or 2 * hits < telling.size:
+        return
+    rem = state.remaining
+    ok = (rem - k >= 0) & (rem - k < n)
+    moved = np.zeros(rem.size, dtype=bool)
+    moved[ok] = match_mask(batch.actual[rem[ok]], batch.golden[rem[ok] - k])
+    index = rem[moved]
+    text = mapping_text(index, k, layout=layout, shape=batch.tensor_shape)
+    state.claim(Claim("stale-block", index, index.size, f"{text} (proved value by value)",
+                      {"shift": k, "mapping": text, "explained": int(index.size),
+                       "contradicted": 0}))
+
+
+def _held(batch: Batch, index: np.ndarray, k: int) -> int:
+    """How many of the elements ``index`` hold the exact result of element i - k (a wrong
+    value copied along, a constant run, would match the written values by itself)."""
+    at = index - k
+    ok = (at >= 0) & (at < batch.golden.size)
+    return int(match_mask(batch.actual[index[ok]], batch.golden[at[ok]]).sum())
+
+
 def _sorted_inputs(x: np.ndarray) -> bool:
     """Inputs that rise or fall with the position (an enumeration of bit patterns, a
     linspace): there the position and the value cannot be told apart."""
@@ -98,7 +135,8 @@ def tail_regions(layout: TileLayout, numel: int) -> list[tuple[int, int, dict]]:
 def _confined(rest: np.ndarray, regions: list[tuple[int, int, dict]], numel: int) -> list[dict]:
     """The regions holding the errors, if they hold all of them, are at least half wrong
     (a tail defect garbles its tail, not one value class) and leave elements outside.
-    Each error counts against the smallest region that holds it, so a 1-element dropped
+    When the tail tiles are the whole tensor (each core's only tile is a short one), nearly
+    every element must be wrong.  Each error counts against the smallest region that holds it, so a 1-element dropped
     tile is not diluted by the wider unaligned-tail region around it."""
     mask = np.zeros(numel, dtype=bool)
     used, left = [], rest
@@ -109,7 +147,8 @@ def _confined(rest: np.ndarray, regions: list[tuple[int, int, dict]], numel: int
             used.append(desc)
             left = left[~inside]
     dense = 2 * rest.size >= int(mask.sum())
-    return used if left.size == 0 and dense and not mask.all() else []
+    whole = mask.all() and 10 * rest.size >= 9 * numel  # a plan of tail tiles alone, all left unwritten
+    return used if left.size == 0 and dense and (whole or not mask.all()) else []
 
 
 def claim_tail(batch: Batch, state: State, layout: Optional[TileLayout]) -> None:
@@ -127,7 +166,8 @@ def claim_tail(batch: Batch, state: State, layout: Optional[TileLayout]) -> None
         lo, hi = int(batch.flat(rest).min()), int(batch.flat(rest).max()) + 1
         state.claim(Claim(
             "tail-block", rest, rest.size,
-            "the remaining errors all lie in tail tiles or the unaligned tail; the rest is clean",
+            "the remaining errors all lie in tail tiles or the unaligned tail; "
+            + ("the rest is clean" if lo > 0 or hi < n else "the plan has no other tiles"),
             {"start": lo, "stop": hi, "regions": used, "align_elements": layout.align_elements,
              "explained": int(rest.size), "contradicted": 0}))
     else:

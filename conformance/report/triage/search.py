@@ -354,10 +354,10 @@ def select(batch: Batch, mismatches: np.ndarray, cands: list[Rule]) -> tuple[lis
     return beam_search(Selector(batch, scope_of(batch, mismatches)), cands)
 
 
-def beam_search(sel: Selector, cands: list[Rule]) -> tuple[list[Rule], dict]:
-    """:func:`select` on the scope of ``sel``."""
-    pred = sel.predict([])
-    best = _Stack(sel.length(sel.where_right(pred), []), [], pred, {})
+def beam_search(sel: Selector, cands: list[Rule], *, base: Sequence[Rule] = ()) -> tuple[list[Rule], dict]:
+    """:func:`select` on the scope of ``sel``, stacks grown from ``base`` (default: none)."""
+    pred = sel.predict(list(base))
+    best = _Stack(sel.length(sel.where_right(pred), list(base)), list(base), pred, {r: [] for r in base})
     beam = [best]
     while beam:
         grown = _ByPrediction()
