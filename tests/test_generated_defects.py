@@ -13,7 +13,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from conformance.cases.defects import catalogue, generate, generate_regional
+from conformance.cases.defects import catalogue, generate
+from conformance.cases.regional_defects import generate_regional
 from conformance.commands.selftest import name_generated, profile_plan, run_generated
 from conformance.dtypes import all_patterns
 from conformance.reference import golden

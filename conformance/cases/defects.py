@@ -19,13 +19,13 @@ from typing import Optional
 import numpy as np
 
 from conformance.dtypes import from_bits, info
-from conformance.records import TileLayout, TileSpan
+from conformance.records import TileLayout
 from conformance.reference import golden as ref
 from conformance.reference.defaults import default_slopes
 from conformance.reference.semantics import EXACT, Semantics
 
-_PAIRS = sorted(ref.SUPPORTED_PAIRS)
-_ALPHAS = (0.0, 0.01, 0.2, 0.3, 1 / 3, 1.5, 2.0, -0.5, -0.2, 1.0)
+PAIRS = sorted(ref.SUPPORTED_PAIRS)
+ALPHAS = (0.0, 0.01, 0.2, 0.3, 1 / 3, 1.5, 2.0, -0.5, -0.2, 1.0)
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def _shape(rng: np.random.Generator) -> tuple[int, ...]:
     return tuple(int(v) for v in rng.integers(1, 12, size=int(rng.integers(2, 4))))
 
 
-def _values(rng: np.random.Generator, dtype: str, n: int) -> np.ndarray:
+def draw_values(rng: np.random.Generator, dtype: str, n: int) -> np.ndarray:
     """Normal values of random sign and magnitude, with random shares of specials."""
     rec = info(dtype)
     exp = rng.integers(max(rec.emin, -60), min(rec.bias, 60) + 1, n)
@@ -178,7 +178,7 @@ def _tail(rng: np.random.Generator, n: int) -> Optional[Defect]:
     return Defect("tail-block", f"garbled last {k}", tail=k)
 
 
-def _compute(x: np.ndarray, dy: Optional[np.ndarray], alpha: float, out: str,
+def compute(x: np.ndarray, dy: Optional[np.ndarray], alpha: float, out: str,
              semantics: Semantics) -> np.ndarray:
     direction = "forward" if dy is None else "backward"
     return ref.compute(direction, x, alpha, dy=dy, out_dtype=out, semantics=semantics).reshape(-1)
@@ -366,9 +366,9 @@ def generate(seed: int, *, defects: Optional[int] = None, min_size: int = 0) -> 
     """One deterministic random case with 0, 1 or 2 planted defects (``defects`` fixes
     how many; ``min_size`` the least number of elements)."""
     rng = np.random.default_rng(seed)
-    src, out = _PAIRS[int(rng.integers(len(_PAIRS)))]
+    src, out = PAIRS[int(rng.integers(len(PAIRS)))]
     direction = "forward" if rng.random() < 0.55 else "backward"
-    alpha = float(rng.choice(_ALPHAS)) if rng.random() < 0.8 else float(rng.uniform(-1, 2))
+    alpha = float(rng.choice(ALPHAS)) if rng.random() < 0.8 else float(rng.uniform(-1, 2))
     shape = _shape(rng)
     while int(np.prod(shape, dtype=np.int64)) < min_size:
         shape = _shape(rng)
@@ -376,9 +376,9 @@ def generate(seed: int, *, defects: Optional[int] = None, min_size: int = 0) -> 
     while kind == "layout" and (len(shape) < 2 or int(np.prod(shape, dtype=np.int64)) < min_size):
         shape = _layout_shape(edit_rng)
     n = int(np.prod(shape, dtype=np.int64))
-    x = _values(rng, src, n).reshape(shape)
-    dy = _values(rng, src, n).reshape(shape) if direction == "backward" else None
-    golden = _compute(x, dy, alpha, out, EXACT)
+    x = draw_values(rng, src, n).reshape(shape)
+    dy = draw_values(rng, src, n).reshape(shape) if direction == "backward" else None
+    golden = compute(x, dy, alpha, out, EXACT)
     wanted = int(rng.choice([0, 1, 1, 1, 2, 2])) if defects is None else defects
     pool = catalogue(alpha=alpha, src=src, out=out, direction=direction)
     tail = _tail(rng, n) if rng.random() < 0.2 and wanted else None
@@ -398,13 +398,13 @@ def _plant(x, dy, alpha, out, golden, defects, tail, rng) -> tuple[np.ndarray, d
     semantics = EXACT
     for d in defects:
         semantics = semantics.combined(d.semantics)
-    actual = _compute(x, dy, alpha, out, semantics) if defects else golden.copy()
-    changed = np.flatnonzero(~_same(actual, golden))
-    alone = [_compute(x, dy, alpha, out, d.semantics) for d in defects]
+    actual = compute(x, dy, alpha, out, semantics) if defects else golden.copy()
+    changed = np.flatnonzero(~same_bits(actual, golden))
+    alone = [compute(x, dy, alpha, out, d.semantics) for d in defects]
     accept: dict = {}
     symptom = ~np.isfinite(actual.astype(np.float64)) & np.isfinite(golden.astype(np.float64))
     for i in changed:
-        cats = tuple(d.category for d, y in zip(defects, alone) if _same(y[i:i + 1], actual[i:i + 1])[0])
+        cats = tuple(d.category for d, y in zip(defects, alone) if same_bits(y[i:i + 1], actual[i:i + 1])[0])
         cats = cats or tuple(d.category for d in defects)
         if "input-precision" in cats and symptom[i]:  # an operand overflowed when narrowed
             cats += ("overflow", "spurious-nan")
@@ -412,8 +412,8 @@ def _plant(x, dy, alpha, out, golden, defects, tail, rng) -> tuple[np.ndarray, d
     if tail is not None:
         garbled, where = _relocated(actual, golden, tail, rng)
         for i in where:  # a defect of value that gives the overwritten value there names it too
-            if not _same(garbled[i:i + 1], golden[i:i + 1])[0]:
-                also = tuple(d.category for d, y in zip(defects, alone) if _same(y[i:i + 1], garbled[i:i + 1])[0])
+            if not same_bits(garbled[i:i + 1], golden[i:i + 1])[0]:
+                also = tuple(d.category for d, y in zip(defects, alone) if same_bits(y[i:i + 1], garbled[i:i + 1])[0])
                 accept[int(i)] = (tail.category,) + also + _nan_symptom(garbled[i], golden[i])
             else:
                 accept.pop(int(i), None)
@@ -428,152 +428,8 @@ def _nan_symptom(actual: np.generic, golden: np.generic) -> tuple[str, ...]:
     return ("lost-nan",) if was and not now else ("spurious-nan",) if now and not was else ()
 
 
-def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     bits_a = a.view(info(a.dtype).uint)
     bits_b = b.view(info(b.dtype).uint)
     nan = np.isnan(a.astype(np.float64)) & np.isnan(b.astype(np.float64))
     return (bits_a == bits_b) | nan
-
-
-def cases(count: int, *, seed: int = 0, plan: Optional[PlanFn] = None) -> list[Planted]:
-    """``count`` generated cases, seeds ``seed .. seed + count - 1``; every ``REGIONAL_EVERY``-th
-    is a regional one (:func:`generate_regional`, on ``plan``'s tiling when given)."""
-    return [generate_regional(seed + i, plan=plan) if i % REGIONAL_EVERY == REGIONAL_EVERY - 1
-            else generate(seed + i) for i in range(count)]
-
-
-# ----------------------------------------------------------------------------- regions
-
-#: A tiling plan for (src, out, direction, numel), chosen with the generator (None: no plan for it).
-PlanFn = Callable[[str, str, str, int, np.random.Generator], Optional[TileLayout]]
-REGIONAL_EVERY = 8
-
-
-def synthetic_plan(rng: np.random.Generator, n: int) -> TileLayout:
-    """Core ranges of whole 32-byte blocks, each cut into equal tiles (the last shorter)."""
-    cores = int(rng.integers(2, 49))
-    per = -(-n // cores)
-    per += -per % 8
-    tile = max(8, -(-per // int(rng.integers(1, 5))))
-    tile += -tile % 8
-    spans = []
-    for core, lo in enumerate(range(0, n, per)):
-        hi = min(lo + per, n)
-        spans += [TileSpan(core, t, s, min(tile, hi - s), is_tail=hi - s < tile)
-                  for t, s in enumerate(range(lo, hi, tile))]
-    return TileLayout(tile, tuple(spans), 8)
-
-
-def _region_shape(rng: np.random.Generator) -> tuple[int, ...]:
-    """Rank 1 to 5, 2,048 to about 16,000 elements."""
-    rank = int(rng.integers(1, 6))
-    while True:
-        shape = (int(rng.integers(2048, 16_000)),) if rank == 1 else tuple(
-            int(v) for v in rng.integers(2, max(3, int(round(12_000 ** (1 / rank)))) + 1, size=rank))
-        if int(np.prod(shape)) >= 2048:
-            return shape
-
-
-def _by_core(layout: TileLayout) -> dict[int, list[TileSpan]]:
-    out: dict[int, list[TileSpan]] = {}
-    for s in layout.spans:
-        out.setdefault(s.core, []).append(s)
-    return out
-
-
-Drawn = tuple[str, np.ndarray, Optional[np.ndarray]]  # words, flat indices, a same-size source or None
-
-
-def _region(rng: np.random.Generator, shape: tuple[int, ...], layout: TileLayout) -> Drawn:
-    """A region drawn from the plan or the shape: its words, its flat indices, and the flat
-    indices of a region of the same size its data may come from (None: none)."""
-    cores = _by_core(layout)
-    multi = [c for c, v in cores.items() if len(v) > 1]
-    kinds = ["span"] + (["axis"] if len(shape) > 1 else []) + (["core"] if len(cores) > 1 else []) \
-        + (["tiles", "head"] if multi else [])
-    kind = str(rng.choice(kinds))
-    if kind == "core":
-        return _core_region(rng, cores)
-    if kind == "tiles":
-        return _tiles_region(rng, cores, multi)
-    if kind == "head":
-        w = int(rng.choice([16, 32, 64, 128]))
-        return f"first {w} of each tile", np.concatenate(
-            [np.arange(s.start, min(s.stop, s.start + w)) for s in layout.spans]), None
-    if kind == "axis":
-        return _axis_region(rng, shape)
-    return _span_region(rng, int(np.prod(shape)), tile=layout.tile_elements)
-
-
-def _core_region(rng: np.random.Generator, cores: dict[int, list[TileSpan]]) -> Drawn:
-    """A core's range; its source, the core before's range (when as long)."""
-    c = int(rng.choice(sorted(cores)[1:]))
-    lo, hi = cores[c][0].start, cores[c][-1].stop
-    plo = cores[c - 1][0].start
-    return f"core {c}", np.arange(lo, hi), (np.arange(plo, plo + hi - lo) if plo + hi - lo <= lo else None)
-
-
-def _tiles_region(rng: np.random.Generator, cores: dict[int, list[TileSpan]], multi: list[int]) -> Drawn:
-    """Tile k of every core that has one; its source, tile k - 1 of the same core."""
-    k = int(rng.integers(1, max(len(cores[c]) for c in multi)))
-    pairs = [(v[k], v[k - 1]) for v in cores.values() if len(v) > k]
-    idx = np.concatenate([np.arange(t.start, t.stop) for t, _ in pairs])
-    src = np.concatenate([np.arange(s.start, s.start + t.length) for t, s in pairs])
-    return f"tile {k} of {len(pairs)} cores", idx, src
-
-
-def _axis_region(rng: np.random.Generator, shape: tuple[int, ...]) -> Drawn:
-    """Index i on an axis; its source, index i - 1 on it."""
-    a = int(rng.choice([d for d in range(len(shape)) if shape[d] > 1]))
-    i = int(rng.integers(1, shape[a]))
-    grid = np.arange(int(np.prod(shape))).reshape(shape)
-    at = [slice(None)] * len(shape)
-    at[a] = i
-    prev = list(at)
-    prev[a] = i - 1
-    return f"index {i} on axis {a}", grid[tuple(at)].reshape(-1), grid[tuple(prev)].reshape(-1)
-
-
-def _span_region(rng: np.random.Generator, n: int, *, tile: int) -> Drawn:
-    """A contiguous span; its source, the span a tile before (the previous iteration's buffer)."""
-    k = int(rng.integers(64, max(65, n // 8)))
-    lo = int(rng.integers(0, n - k + 1))
-    return f"[{lo}, {lo + k})", np.arange(lo, lo + k), (np.arange(lo - tile, lo + k - tile) if lo >= tile else None)
-
-
-def generate_regional(seed: int, *, plan: Optional[PlanFn] = None) -> Planted:
-    """One deterministic case with a defect confined to a region of the plan or the shape:
-    a rule of the catalogue that holds there alone, or the region holding another region's
-    results (a stale tile, the previous row or channel, another core's range)."""
-    rng = np.random.default_rng([seed, 20])
-    src, out = _PAIRS[int(rng.integers(len(_PAIRS)))]
-    direction = "forward" if rng.random() < 0.55 else "backward"
-    alpha = float(rng.choice([a for a in _ALPHAS if a not in (0.0, 1.0)]))
-    shape = _region_shape(rng)
-    n = int(np.prod(shape))
-    x = _values(rng, src, n).reshape(shape)
-    dy = _values(rng, src, n).reshape(shape) if direction == "backward" else None
-    golden = _compute(x, dy, alpha, out, EXACT)
-    layout = (plan(src, out, direction, n, rng) if plan is not None else None) or synthetic_plan(rng, n)
-    defect, actual, accept = _plant_in_region(rng, x, dy, alpha, out, golden, _region(rng, shape, layout))
-    return Planted(seed, x, dy, alpha, direction, out, golden, actual, (defect,), accept, layout)
-
-
-def _plant_in_region(rng: np.random.Generator, x: np.ndarray, dy: Optional[np.ndarray], alpha: float, out: str,
-                     golden: np.ndarray, region: Drawn) -> tuple[Defect, np.ndarray, dict]:
-    """The defect, the defective output and, per changed element, the categories that name it."""
-    words, idx, source = region
-    actual = golden.copy()
-    if source is not None and rng.random() < 0.3:
-        actual[idx] = golden[source]
-        changed = np.flatnonzero(~_same(actual, golden))
-        return (Defect("stale-block", f"{words} holds the results of another region"), actual,
-                {int(i): ("stale-block",) for i in changed})
-    pool = catalogue(alpha=alpha, src=info(x.dtype).name, out=out, direction="forward" if dy is None else "backward")
-    rule = pool[int(rng.integers(len(pool)))]
-    actual[idx] = _compute(x, dy, alpha, out, rule.semantics)[idx]
-    symptom = ~np.isfinite(actual.astype(np.float64)) & np.isfinite(golden.astype(np.float64))
-    narrowed = ("overflow", "spurious-nan") if rule.category == "input-precision" else ()
-    changed = np.flatnonzero(~_same(actual, golden))
-    return (Defect(rule.category, f"{rule.name} in {words}", rule.semantics), actual,
-            {int(i): (rule.category,) + (narrowed if symptom[i] else ()) for i in changed})

@@ -293,7 +293,7 @@ def generated_matrix(scored: list[Scored]) -> Table:
 def run_generated(count: int, *, seed: int) -> tuple[list[Scored], float, int]:
     """Score ``count`` generated cases: (scores, share of planted elements named right,
     cases with findings where nothing was planted)."""
-    from conformance.cases.defects import cases
+    from conformance.cases.regional_defects import cases
 
     scored = [name_generated(c) for c in cases(count, seed=seed, plan=profile_plan)]
     total = sum(len(s.pairs) for s in scored)
