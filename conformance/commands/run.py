@@ -229,7 +229,7 @@ def render(result: SuiteResult, *, console: Console, view: show.View = show.View
         if own:
             console.print(own, markup=False)
         for line in warnings_lines(result.rows):
-            console.print(line, markup=False)
+            console.print(line, markup=False, soft_wrap=True)
     if result.skipped and not view.quiet:
         console.print(f"skipped {show.plural(len(result.skipped), 'row')} the backends do not support:")
         for line in skip_lines(result.skipped):
