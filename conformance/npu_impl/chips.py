@@ -52,7 +52,7 @@ _TBE_STEP = (_TBE_MIRROR + "leaky_relu_grad.py, before v200: r = vmuls(vmaxs(vmi
 _NO_ACLNN_310P = ("ops-nn activation/leaky_relu/docs/aclnnLeakyRelu&aclnnInplaceLeakyRelu.md: "
                   "Atlas inference products are not supported")
 _ACLNN_910B = "ops-nn activation/leaky_relu/README.md: Atlas A2/A3 training products supported"
-_ALPHA_PRECISION = ("the TBE kernel rounds the slope to fp16 on fp16 tensors (" + _TBE_FORWARD + ")")
+_ALPHA_PRECISION = "the TBE kernel rounds the slope to fp16 on fp16 tensors (forward_kernel, backward_kernel)"
 _FIXTURE_950 = ("ops-nn activation/p_relu/tests/ut/op_host/arch35/test_p_relu_tiling.cpp "
                 "(Ascend950 platform fixture; the same figure in the other arch35 tiling tests)")
 
