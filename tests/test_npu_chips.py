@@ -128,3 +128,13 @@ def test_the_output_dtype_is_a_separate_cast_after_the_kernel(src: str, out: str
     same = leaky_relu(x, 0.2)
     assert_same_bits(r.y, same.y.astype(info(out).dtype), what=f"{src}->{out}")
     assert r.plan == same.plan
+
+
+def test_shapes_that_cannot_broadcast_are_a_rejected_input_on_the_backend() -> None:
+    result = CannBackend().backward(np.ones(4, np.float32), np.ones(5, np.float32), 0.2)
+    assert result.value is None and "cannot broadcast" in result.rejected
+
+
+def test_fp16_slope_on_910b_computes_the_reference_bits() -> None:
+    x = all_patterns("float16")
+    assert_same_bits(leaky_relu(x, 0.2, variant="fp16-slope").y, leaky_relu(x, 0.2).y, what="fp16-slope on 910B")
