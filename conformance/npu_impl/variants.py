@@ -3,10 +3,13 @@
 ``expected`` names the triage categories (docs/architecture.md) that prove the
 defect; ``directions`` and ``dtypes`` say where it is visible.  ``dtypes``
 holds input dtypes for same-dtype calls and ``"src->out"`` for cast pairs.
-``semantics`` is the golden variant whose values the build computes (the reference
-computes in float32, PyTorch's opmath); a defect of where values land (tails, races)
-or one no golden variant models has none, and :meth:`Variant.semantics_in` says where
-the golden models it.
+A variant changes only what it seeds; the rest is the chip's own kernel (the profile's
+``forward_kernel``/``backward_kernel``, see :func:`chip_semantics`).  ``semantics`` is the
+golden variant whose values the build computes on the Ascend C kernel (ascend950, whose
+reference computes in float32, PyTorch's opmath); a defect of where values land (tails,
+races) or one no golden variant models has none, and :meth:`Variant.semantics_in` says
+where the golden models it.  Where a variant *is* a chip's kernel (``fp16-slope`` on the
+TBE chips) it seeds nothing there: ``kernel.expected_categories``.
 """
 from __future__ import annotations
 
