@@ -51,7 +51,8 @@ _TBE_STEP = (_TBE_MIRROR + "leaky_relu_grad.py, before v200: r = vmuls(vmaxs(vmi
              "2**38 * 2**44 * 2**44) (fp16: 2**-24, 2**12 * 2**12), dx = g * (|r - 1| * slope + r)")
 _NO_ACLNN_310P = ("ops-nn activation/leaky_relu/docs/aclnnLeakyRelu&aclnnInplaceLeakyRelu.md: "
                   "Atlas inference products are not supported")
-_ACLNN_910B = "ops-nn activation/leaky_relu/README.md: Atlas A2/A3 training products supported"
+_ACLNN_910B = ("ops-nn activation/leaky_relu_grad/README.md (product support table): Atlas A2/A3 "
+               "training and inference products supported")
 _ALPHA_PRECISION = "the TBE kernel rounds the slope to fp16 on fp16 tensors (forward_kernel, backward_kernel)"
 _FIXTURE_950 = ("ops-nn activation/p_relu/tests/ut/op_host/arch35/test_p_relu_tiling.cpp "
                 "(Ascend950 platform fixture; the same figure in the other arch35 tiling tests)")
@@ -143,7 +144,8 @@ PROFILES["ascend910a"] = _profile(
      "gm_bytes_per_s": "assumed: ~1.2 TB/s HBM2 quoted for Ascend 910",
      "forward_kernel": _TBE_FORWARD + " (assumed: Intrinsic_vlrelu as on 910B)",
      "backward_kernel": _TBE_STEP,
-     "aclnn": "ops-nn activation/leaky_relu/README.md lists no 910A (aclnn assumed to launch the TBE kernel)",
+     "aclnn": ("ops-nn activation/leaky_relu_grad/README.md lists only Ascend 950 and Atlas A2/A3; "
+               "for 910A, aclnn is assumed to launch the TBE kernel"),
      "allowed": "alpha-precision: " + _ALPHA_PRECISION + "; saturation: 910A runs only in saturation mode; "
                 "unexplained: the step-function backward gives a positive subnormal x a fractional "
                 "gradient, which no golden variant models",
@@ -179,7 +181,7 @@ PROFILES["ascend950"] = replace(
                                                 "ascend950 (leaky_relu_def.cpp AddConfig)",
                               "backward_kernel": "ops-nn leaky_relu_grad op_kernel/arch35 DAG: compare x GT 0 "
                                                  "in its dtype, Muls<float> on dy cast to fp32, Select, cast back",
-                              "aclnn": "ops-nn activation/leaky_relu/README.md: Ascend 950 supported",
+                              "aclnn": "ops-nn activation/leaky_relu_grad/README.md: Ascend 950PR/950DT supported",
                               "allowed": "nothing: the kernel computes in fp32 opmath, as torch"}))
 
 DEFAULT_PROFILE = "ascend910b1"
