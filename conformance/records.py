@@ -73,3 +73,4 @@ class BackendResult:
     layout: Optional[TileLayout] = None
     hazards: tuple[Hazard, ...] = field(default_factory=tuple)
     rejected: Optional[str] = None
+    notes: tuple[str, ...] = ()  # what the row's reader should know (e.g. the chip is outside aclnn)

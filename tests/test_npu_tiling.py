@@ -111,9 +111,11 @@ def test_the_articles_worked_example() -> None:
 
 
 def test_cast_results_shrink_the_tile() -> None:
-    native = plan_for(1 << 20, _spec("float16", "float16", variant="fp16-slope"))
-    upcast = plan_for(1 << 20, _spec("float16", "float16"))
+    """ascend950 casts fp16 up to fp32 (two more buffers); the 910B TBE kernel computes fp16 natively."""
+    native = plan_for(1 << 20, _spec("float16", "float16", "ascend950", variant="fp16-slope"))
+    upcast = plan_for(1 << 20, _spec("float16", "float16", "ascend950"))
     assert native.tile_elements > upcast.tile_elements
+    assert plan_for(1 << 20, _spec("float16", "float16")).params.buffer_num == native.params.buffer_num == 4
 
 
 def test_cli_json_has_the_documented_keys(tmp_path: Path) -> None:
@@ -155,3 +157,29 @@ def test_cli_rich_output_names_the_plan(capsys: pytest.CaptureFixture[str]) -> N
 def test_cli_bad_arguments_exit_2_with_one_line(args: tuple[str, ...], says: str,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     assert_usage_error(run_cli(["tiling", *args], capsys), mentions=says)
+
+
+def _json(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
+    run = run_cli(["tiling", *args, "--json"], capsys)
+    assert run.code == 0, run.err
+    return json.loads(run.out)
+
+
+def test_cli_plans_the_kernel_and_names_the_separate_output_cast(capsys: pytest.CaptureFixture[str]) -> None:
+    cast = _json(["--numel", "70000", "--dtype", "float32", "--out-dtype", "float16"], capsys)
+    same = _json(["--numel", "70000", "--dtype", "float32"], capsys)
+    assert cast["cores"] == same["cores"] and cast["tile_elements"] == same["tile_elements"]
+    assert "l0op::Cast" in cast["sources"]["output_cast"] and "output_cast" not in same["sources"]
+
+
+@pytest.mark.parametrize("profile,says", [("ascend910b1", "leaky_relu.py"), ("ascend950", "leaky_relu_dag.h")])
+def test_cli_names_the_kernel_and_marks_tbe_tiling_assumed(profile: str, says: str,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    sources = _json(["--numel", "100", "--dtype", "float16", "--profile", profile], capsys)["sources"]
+    assert says in sources["kernel"]
+    assert sources["tiling"].startswith("assumed") is (profile != "ascend950")
+
+
+def test_cli_says_aclnn_does_not_support_310p(capsys: pytest.CaptureFixture[str]) -> None:
+    sources = _json(["--numel", "100", "--dtype", "float16", "--profile", "ascend310p3"], capsys)["sources"]
+    assert "does not support" in sources["aclnn"]

@@ -40,7 +40,8 @@ def test_every_framework_with_known_behaviours_declares_them() -> None:
     assert {"alpha-precision", "subnormal-flush"} <= policy["tensorflow"]
     assert "grad-at-zero" in policy["jax"] and "grad-at-zero" not in policy["torch"]
     assert "formulation" not in policy["keras[numpy]"] and policy["keras[torch]"] == frozenset()
-    assert policy["cann"] == policy["golden"] == policy["dump"] == frozenset()
+    assert policy["cann[ascend950]"] == policy["golden"] == policy["dump"] == frozenset()
+    assert policy["cann"] == frozenset({"alpha-precision"})  # the 910B TBE kernel's fp16 slope
     assert set(names()) <= set(policy)
 
 

@@ -1,4 +1,5 @@
-"""`conformance defaults`: each framework's default slope, declared beside probed live."""
+"""`conformance defaults`: each framework's default slope, declared beside probed live, and the
+emulated CANN chip profiles' figures (UB, cores, kernels, what the gate allows), each with its source."""
 from __future__ import annotations
 
 import argparse
@@ -27,6 +28,32 @@ def _table(results: tuple[ProbeResult, ...]) -> Table:
     return table
 
 
+CHIP_FIGURES = ("ub_usable_bytes", "vector_cores", "forward_kernel", "backward_kernel", "tiling", "aclnn",
+                "allowed")
+
+
+def chip_table() -> Table:
+    """One row per cann --profile: the figures the emulator runs on (their sources follow the table)."""
+    from conformance.npu_impl.chips import DEFAULT_PROFILE, PROFILES
+
+    table = Table(title="emulated CANN chip profiles (cann --profile; sources below)")
+    for column in ("profile", "usable UB (B)", "vector cores", "forward", "backward", "aclnn", "gate allows"):
+        table.add_column(column, overflow="fold")
+    for name, p in PROFILES.items():
+        table.add_row(name + (" (default)" if name == DEFAULT_PROFILE else ""), f"{p.ub_usable_bytes:,}",
+                      str(p.vector_cores), p.forward_kernel, p.backward_kernel,
+                      "yes" if p.aclnn_supported else "not supported",
+                      ", ".join(sorted(p.allowed)) or "-")
+    return table
+
+
+def chip_sources() -> list[str]:
+    """``profile figure: source`` for every figure of ``chip_table``."""
+    from conformance.npu_impl.chips import PROFILES
+
+    return [f"{name} {figure}: {p.source(figure)}" for name, p in PROFILES.items() for figure in CHIP_FIGURES]
+
+
 def close_workers() -> None:
     """End the workers the probes started (Paddle, MindSpore)."""
     import sys
@@ -41,6 +68,9 @@ def execute(args: argparse.Namespace) -> int:
     console = Console()
     console.print(_table(results))
     console.print("sources: " + "; ".join(f"{r.entry.api}: {r.entry.source}" for r in results), style="dim")
+    console.print(chip_table())
+    for line in chip_sources():
+        console.print(line, style="dim", highlight=False, markup=False)
     unprobed: dict[str, list[str]] = {}
     for r in results:
         if has_probe(r.entry) and r.probed is None:

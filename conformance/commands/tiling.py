@@ -48,12 +48,23 @@ def _check(args: argparse.Namespace, prof: ChipProfile) -> None:
         raise UsageError(f"--usable-fraction must be in (0, 1], got {args.usable_fraction}")
 
 
-def plan_sources(plan: TilingPlan, prof: ChipProfile) -> dict[str, str]:
-    """Where each figure of the plan comes from."""
+OUTPUT_CAST = ("a separate l0op::Cast after the kernel (aclnn_leaky_relu.cpp), its plan not shown; "
+               "rounding assumed round-to-nearest-even")
+
+
+def plan_sources(plan: TilingPlan, spec: KernelSpec) -> dict[str, str]:
+    """Where each figure of the plan comes from, and the kernel it plans."""
+    prof = spec.profile
     ub = "ub_usable_bytes" if plan.model == "elewise" else "ub_bytes"
     tiling = prof.source("tiling") if plan.model == "elewise" else \
         "the source article's model: usable fraction of the total UB holds one tile"
-    return {"ub_budget_bytes": prof.source(ub), "vector_cores": prof.source("vector_cores"), "tiling": tiling}
+    sources = {"ub_budget_bytes": prof.source(ub), "vector_cores": prof.source("vector_cores"), "tiling": tiling,
+               "kernel": prof.source("forward_kernel")}
+    if spec.out != spec.kernel_out:
+        sources["output_cast"] = OUTPUT_CAST
+    if prof.aclnn_note:
+        sources["aclnn"] = f"{prof.aclnn_note} ({prof.source('aclnn')})"
+    return sources
 
 
 def _params_json(plan: TilingPlan) -> dict[str, int] | None:
@@ -70,7 +81,7 @@ def plan_json(plan: TilingPlan, spec: KernelSpec, est: Roofline) -> dict[str, An
         "ub_tile_bytes": plan.ub_tile_bytes, "align_elements": plan.align_elements,
         "tile_elements": plan.tile_elements, "tiles": plan.tiles,
         "former_cores": plan.former_cores, "tail_cores": len(plan.cores) - plan.former_cores,
-        "params": _params_json(plan), "sources": plan_sources(plan, spec.profile),
+        "params": _params_json(plan), "sources": plan_sources(plan, spec),
         "cores": [{"core": c.core, "start": c.start, "length": c.length,
                    "tiles": [{"start": t.start, "length": t.length} for t in c.tiles]} for c in plan.cores],
         "roofline": {

@@ -9,6 +9,9 @@ The contract follows ops-nn ``activation/leaky_relu/op_api/aclnn_leaky_relu.cpp`
 ``activation/leaky_relu_grad/op_api/aclnn_leaky_relu_backward.cpp``:
 - the slope is not checked (``CheckParams``: null, dtype, shape), so +/-inf and NaN are computed;
 - the rank is at most 8 (``OP_CHECK_MAX_DIM``);
+- the backward promotes mixed dtypes (``PromoteType(gradOutput, self)`` and ``l0op::Cast``) and
+  broadcasts the shapes (``OP_CHECK_BROADCAST_AND_INFER_SHAPE``);
+- the kernel writes the input dtype; another output dtype is a separate ``l0op::Cast`` after it;
 - DOUBLE is in the supported list but runs on AICPU, not the AICore kernel emulated here
   (:class:`Unsupported`, not a rejection);
 - an empty tensor returns at once, without a launch;
@@ -23,13 +26,14 @@ from typing import Optional
 
 import numpy as np
 
-from conformance.dtypes import DTypeInfo, DTypeLike
+from conformance.dtypes import DTypeInfo, DTypeLike, info
 from conformance.errors import HostValidationError, Unsupported
 from conformance.npu_impl.chips import DEFAULT_PROFILE, PROFILES, ChipProfile, supported_pairs
 from conformance.npu_impl.kernel import KernelSpec, build_spec, launch, plan_for
 from conformance.npu_impl.memory import GmInput, GmTensor
 from conformance.npu_impl.tiling import TilingPlan
 from conformance.npu_impl.variants import DEFAULT_VARIANT, VARIANTS
+from conformance.npu_impl.vector import RoundMode
 from conformance.records import Direction, Hazard, TileLayout
 
 MAX_RANK = 8  # OP_CHECK_MAX_DIM in aclnn_leaky_relu.cpp / aclnn_leaky_relu_backward.cpp
@@ -74,24 +78,56 @@ def _check_alpha(alpha: float) -> float:
         raise _fail(f"alpha must be a number, got {alpha!r}") from None
 
 
-def _check_tensors(arrays: Sequence[np.ndarray]) -> None:
+def _check_arrays(arrays: Sequence[np.ndarray]) -> None:
     for a in arrays:
         if not isinstance(a, np.ndarray):
             raise _fail(f"expected numpy arrays, got {type(a).__name__}")
-    if arrays[0].ndim > MAX_RANK:
-        raise _fail(f"the rank of the input must be at most {MAX_RANK}, got {arrays[0].ndim} "
-                    f"(aclnn OP_CHECK_MAX_DIM)")
-    if arrays[0].dtype == np.float64:
+        if a.ndim > MAX_RANK:
+            raise _fail(f"the rank of the input must be at most {MAX_RANK}, got {a.ndim} "
+                        f"(aclnn OP_CHECK_MAX_DIM)")
+
+
+def promote_type(a: DTypeInfo, b: DTypeInfo) -> DTypeInfo:
+    """``PromoteType``: the wider float; float16 with bfloat16 promotes to float32 (torch's table)."""
+    if a == b:
+        return a
+    if {a.name, b.name} == {"float16", "bfloat16"}:
+        return info("float32")
+    return a if a.bits > b.bits else b
+
+
+def broadcast_shape(dy: np.ndarray, x: np.ndarray) -> tuple[int, ...]:
+    """The shape both inputs broadcast to, or the rejection ``OP_CHECK_BROADCAST_AND_INFER_SHAPE`` makes."""
+    try:
+        return tuple(np.broadcast_shapes(dy.shape, x.shape))
+    except ValueError:
+        raise _fail(f"gradOutput {dy.shape} and self {x.shape} cannot broadcast to one shape "
+                    "(aclnn OP_CHECK_BROADCAST_AND_INFER_SHAPE)") from None
+
+
+def _host_inputs(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The kernel's inputs: the backward's promoted (``l0op::Cast``, exact: it only widens) and
+    broadcast to one shape; DOUBLE runs on AICPU (:class:`Unsupported`)."""
+    _check_arrays(arrays)
+    try:
+        dtypes = [info(a.dtype) for a in arrays]
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    common = dtypes[0] if len(arrays) == 1 else promote_type(dtypes[0], dtypes[1])
+    if common.name == "float64":
         raise Unsupported("float64 (DOUBLE) LeakyRelu runs on AICPU, not the emulated AICore kernel")
-    if len({(a.shape, a.dtype) for a in arrays}) > 1:
-        shown = " and ".join(f"{a.dtype}{a.shape}" for a in arrays)
-        raise _fail(f"dy and x must have the same shape and dtype, got {shown}")
+    if len(arrays) == 1:
+        return list(arrays)
+    shape = broadcast_shape(arrays[0], arrays[1])
+    return [np.broadcast_to(a.astype(common.dtype, copy=False), shape) for a in arrays]
 
 
 def _build(direction: Direction, arrays: Sequence[np.ndarray], *, profile: Optional[str],
            variant: Optional[str], out_dtype: Optional[DTypeLike]) -> KernelSpec:
     src = arrays[0].dtype
     try:
+        if out_dtype is not None and info(out_dtype).name == "float64":
+            raise Unsupported("a DOUBLE output is a cast to float64 after the kernel, not emulated here")
         return build_spec(direction, src, src if out_dtype is None else out_dtype, profile=profile,
                           variant=variant)
     except ValueError as exc:
@@ -117,7 +153,7 @@ def _run(direction: Direction, arrays: Sequence[np.ndarray], alpha: float, *, pr
          variant: Optional[str], out_dtype: Optional[DTypeLike], cores: Optional[int],
          inplace: bool, self_is_result: bool = False) -> KernelResult:
     """Validate like the host, plan, launch, and collect the output and hazards."""
-    _check_tensors(arrays)
+    arrays = _host_inputs(arrays)
     spec = _build(direction, arrays, profile=profile, variant=variant, out_dtype=out_dtype)
     a = _check_alpha(alpha)
     if self_is_result and a < 0:  # -0.0 and NaN pass this check, as in aclnn
@@ -138,15 +174,26 @@ def _execute(spec: KernelSpec, arrays: Sequence[np.ndarray], *, cores: int, inpl
         value = np.empty(arrays[0].shape, spec.out.dtype)
         return KernelResult(arrays[0] if inplace else value, plan, (), plan.layout())
     zone = plan.tile_elements + plan.align_elements
-    output = GmTensor(flat[0].size, spec.out.dtype, red_zone=zone)
+    output = GmTensor(flat[0].size, spec.kernel_out.dtype, red_zone=zone)
     inputs = tuple(GmInput(a, red_zone=zone) for a in flat)
     with np.errstate(all="ignore"):  # inf/NaN/overflow are emulated on purpose
         launch(spec, plan, inputs=inputs, output=output)
-    value = output.body.reshape(arrays[0].shape)
+        value = cast_output(output.body, spec).reshape(arrays[0].shape)
     if inplace:
         arrays[0][...] = value
         value = arrays[0]
     return KernelResult(value, plan, output.hazards(), plan.layout())
+
+
+def cast_output(values: np.ndarray, spec: KernelSpec) -> np.ndarray:
+    """The kernel's output (in the input dtype) converted to the requested dtype by a separate
+    ``l0op::Cast``, as aclnn does after the kernel; its rounding is assumed round-to-nearest-even
+    (RINT; ops-nn does not state it) and it saturates in saturation mode like every vector op."""
+    if spec.out == spec.kernel_out:
+        return values
+    out = np.empty(values.size, spec.out.dtype)
+    spec.vector_unit().cast(out, values.reshape(-1), mode=RoundMode.RINT, count=values.size)
+    return out
 
 
 def leaky_relu(x: np.ndarray, alpha: float, *, profile: Optional[str] = DEFAULT_PROFILE,

@@ -1,6 +1,7 @@
 """The ``cann`` backend: the emulated kernel behind the :class:`conformance.backends.Backend` protocol."""
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Optional
 
@@ -21,6 +22,8 @@ from conformance.npu_impl.chips import get_profile
 from conformance.npu_impl.variants import get_variant
 from conformance.records import BackendResult, Direction
 
+_ANNOUNCED: set[str] = set()
+
 
 class CannBackend(BackendBase):
     """The emulated CANN LeakyRelu kernel on one chip profile, built as one variant."""
@@ -33,9 +36,20 @@ class CannBackend(BackendBase):
 
     def __init__(self, *, profile: Optional[str] = None, variant: Optional[str] = None,
                  cores: Optional[int] = None):
-        self.profile = get_profile(profile).name
+        chip = get_profile(profile)
+        self.profile = chip.name
         self.variant = get_variant(variant).name
         self.cores = cores
+        self.notes: tuple[str, ...] = (chip.aclnn_note,) if chip.aclnn_note else ()
+        if chip.aclnn_note and chip.name not in _ANNOUNCED:  # once per process, on stderr
+            _ANNOUNCED.add(chip.name)
+            print(f"note: {chip.aclnn_note}", file=sys.stderr)
+
+    @classmethod
+    def allowed_on(cls, profile: Optional[str] = None) -> frozenset[str]:
+        """What the modelled chip's own kernel shows by design (e.g. the fp16 slope of the 910B TBE
+        kernel): its profile's ``allowed``, each with its source."""
+        return get_profile(profile).allowed
 
     def __repr__(self) -> str:
         return f"CannBackend(profile={self.profile!r}, variant={self.variant!r})"
@@ -68,8 +82,9 @@ class CannBackend(BackendBase):
         try:
             result = fn()
         except HostValidationError as exc:
-            return BackendResult(value=None, rejected=str(exc))
-        return BackendResult(getattr(result, attr), layout=result.layout, hazards=result.hazards)
+            return BackendResult(value=None, rejected=str(exc), notes=self.notes)
+        return BackendResult(getattr(result, attr), layout=result.layout, hazards=result.hazards,
+                             notes=self.notes)
 
     def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
         self._check(x, out_dtype, "forward")

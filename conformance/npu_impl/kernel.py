@@ -6,10 +6,13 @@ what double buffering allows (ping-pong slot ``i & 1``).  Cores run round-robin,
 one tile per turn, highest core id first within a turn, so a late overlapping
 write lands on top of a neighbour's.
 
-Formulations: ``select`` (Compare + Select, ops-nn arch35), ``maxmin``
-(``max(x,0) + alpha*min(x,0)``, TBE), ``vlrelu`` (the LeakyRelu instruction)
-and ``mask-multiply`` (a seeded defect).  ``maxmin`` and ``vlrelu`` are
-forward-only rules; backward uses ``select`` for them.
+Formulations: ``select`` (Compare + Select, ops-nn arch35 and the TBE v200+
+backward), ``maxmin`` (``max(x,0) + alpha*min(x,0)``), ``vlrelu`` (the LeakyRelu
+instruction, the TBE forward), ``step`` (the TBE pre-v200 backward: a step function
+of x times dy) and ``mask-multiply`` (a seeded defect).  ``maxmin`` and ``vlrelu`` are
+forward-only rules; backward uses the chip's backward for them.  The chip profile
+picks the kernel (``forward_kernel``/``backward_kernel``) and its compute dtype; a
+variant overrides what it seeds.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from conformance.dtypes import DTypeInfo, DTypeLike, info
 from conformance.npu_impl.chips import BUFFER_NUM, ChipProfile, get_profile, supported_pairs
 from conformance.npu_impl.memory import GmInput, GmTensor, UbArena
 from conformance.npu_impl.tiling import ComputeParams, CoreRange, Tile, TilingPlan, UbBuffer, make_plan
-from conformance.npu_impl.variants import KernelFormulation, Variant, get_variant
+from conformance.npu_impl.variants import KernelFormulation, Precision, Variant, get_variant
 from conformance.npu_impl.vector import CopyHow, RoundMode, VectorUnit, copy_in, copy_out
 from conformance.records import Direction
 
@@ -48,12 +51,21 @@ class KernelSpec:
 
     @property
     def compute(self) -> DTypeInfo:
-        return info("float32") if self.variant.precision == "float32" else self.src
+        """fp32 on the Ascend C kernel (and for bf16 on TBE, ``support_bfp16``), else the tensor dtype."""
+        precision = self.variant.precision or chip_precision(self.profile, self.direction, self.src)
+        return info("float32") if precision == "float32" else self.src
 
     @property
     def formulation(self) -> KernelFormulation:
-        forward_only = self.variant.formulation in ("maxmin", "vlrelu")
-        return "select" if forward_only and self.direction == "backward" else self.variant.formulation
+        chosen = self.variant.formulation
+        if chosen is None or (chosen in ("maxmin", "vlrelu") and self.direction == "backward"):
+            return chip_formulation(self.profile, self.direction)
+        return chosen
+
+    @property
+    def kernel_out(self) -> DTypeInfo:
+        """What the kernel writes: the input dtype; another output dtype is a separate ``l0op::Cast``."""
+        return self.src
 
     @property
     def widened(self) -> bool:
@@ -66,14 +78,28 @@ class KernelSpec:
                           ftz_dtype=self.out.name)
 
 
+def chip_precision(chip: ChipProfile, direction: Direction, src: DTypeInfo) -> Precision:
+    """The compute precision of ``chip``'s own kernel for ``src`` tensors."""
+    kernel = chip.forward_kernel if direction == "forward" else chip.backward_kernel
+    return "float32" if kernel == "ascendc" or src.name == "bfloat16" else "native"
+
+
+def chip_formulation(chip: ChipProfile, direction: Direction) -> KernelFormulation:
+    """The instruction sequence of ``chip``'s own kernel in ``direction``."""
+    if direction == "forward":
+        return "vlrelu" if chip.forward_kernel == "tbe" else "select"
+    return "step" if chip.backward_kernel == "tbe-step" else "select"
+
+
 _TEMPS: dict[str, tuple[tuple[str, str], ...]] = {
     "select": (("mask", "bool"), ("prod", "compute")),
     "maxmin": (("t0", "compute"), ("t1", "compute")),
     "vlrelu": (),
+    "step": (("r", "compute"), ("t", "compute")),
     "mask-multiply": (("mask", "bool"), ("m", "compute"), ("om", "compute"),
                       ("t0", "compute"), ("t1", "compute")),
 }
-_OPS = {"select": 3, "maxmin": 4, "vlrelu": 1, "mask-multiply": 9}
+_OPS = {"select": 3, "maxmin": 4, "vlrelu": 1, "step": 10, "mask-multiply": 9}
 
 
 def buffer_spec(spec: KernelSpec) -> tuple[UbBuffer, ...]:
@@ -84,12 +110,12 @@ def buffer_spec(spec: KernelSpec) -> tuple[UbBuffer, ...]:
     so they take no UB and do not count in the tiling's ``BufferNum``."""
     c = spec.compute.name
     bufs = [UbBuffer(f"in{i}", spec.src.name, BUFFER_NUM) for i in range(spec.inputs)]
-    bufs.append(UbBuffer("out", spec.out.name, BUFFER_NUM))
+    bufs.append(UbBuffer("out", spec.kernel_out.name, BUFFER_NUM))
     if spec.variant.cast_input_to:
         bufs += [UbBuffer(f"narrow{i}", spec.variant.cast_input_to) for i in range(spec.inputs)]
     if spec.widened:
         bufs += [UbBuffer(f"wide{i}", c) for i in range(spec.inputs)]
-    if spec.compute != spec.out:
+    if spec.compute != spec.kernel_out:
         bufs.append(UbBuffer("result", c))
     return tuple(bufs)
 
@@ -105,13 +131,13 @@ def compute_params(spec: KernelSpec) -> ComputeParams:
     6 (plus the fp32 cast results), maxDtypeBits 32 (opbase ``DoTiling``, ops-nn
     ``op_host/arch35/leaky_relu_tiling_arch35.cpp``).  The backward runs ``BroadcastBaseTiling``;
     its plan here is assumed to be the same elementwise one over its own buffers."""
-    return ComputeParams.of(buffer_spec(spec), gm_bits=(spec.src.bits, spec.out.bits))
+    return ComputeParams.of(buffer_spec(spec), gm_bits=(spec.src.bits, spec.kernel_out.bits))
 
 
 def vector_ops(spec: KernelSpec) -> int:
     """Vector instructions per element (casts included), for the roofline estimate."""
     casts = spec.inputs * (spec.widened + (spec.variant.cast_input_to is not None))
-    return _OPS[spec.formulation] + casts + (spec.compute != spec.out)
+    return _OPS[spec.formulation] + casts + (spec.compute != spec.kernel_out)
 
 
 def build_spec(direction: Direction, src: DTypeLike, out: DTypeLike, *, profile: Optional[str] = None,
@@ -132,7 +158,7 @@ def plan_for(numel: int, spec: KernelSpec, *, cores: Optional[int] = None,
              usable_fraction: Optional[float] = None) -> TilingPlan:
     """The tiling plan this kernel build uses for ``numel`` elements."""
     return make_plan(numel, profile=spec.profile, params=compute_params(spec),
-                     gm_itemsizes=(spec.src.bits // 8, spec.out.bits // 8), cores=cores,
+                     gm_itemsizes=(spec.src.bits // 8, spec.kernel_out.bits // 8), cores=cores,
                      usable_fraction=usable_fraction, split=spec.variant.split)
 
 
@@ -164,6 +190,28 @@ def _vlrelu(vec: VectorUnit, dst: np.ndarray, v: np.ndarray, g: np.ndarray, slop
     vec.leaky_relu(dst, v, slope, n)
 
 
+# The TBE pre-v200 backward's constants per dtype: (the clamp, the multipliers that lift it to 1).
+_STEP = {"float32": (2.0 ** -126, (2.0 ** 38, 2.0 ** 44, 2.0 ** 44)),
+         "float16": (2.0 ** -24, (2.0 ** 12, 2.0 ** 12))}
+
+
+def _step(vec: VectorUnit, dst: np.ndarray, v: np.ndarray, g: np.ndarray, slope: float,
+          tmp: Temps, n: int, rule: Rule) -> None:
+    """dst = v * (|r - 1| * slope + r), r = max(min(g, tiny), 0) * 1/tiny: 1 for g >= tiny, 0 for
+    g <= 0, a fraction for 0 < g < tiny (a positive fp32 subnormal); every op rounds in its dtype."""
+    tiny, lifts = _STEP[dst.dtype.name]
+    r, t = tmp["r"], tmp["t"]
+    vec.mins(r, g, tiny, n)
+    vec.maxs(r, r, 0.0, n)
+    for lift in lifts:
+        vec.muls(r, r, lift, n)
+    vec.adds(t, r, -1.0, n)
+    vec.abs(t, t, n)
+    vec.muls(t, t, slope, n)
+    vec.add(t, t, r, n)
+    vec.mul(dst, v, t, n)
+
+
 def _mask_multiply(vec: VectorUnit, dst: np.ndarray, v: np.ndarray, g: np.ndarray, slope: float,
                    tmp: Temps, n: int, rule: Rule) -> None:
     """dst = v*m + (slope*v)*(1-m) with m = (g > 0) as 1.0/0.0."""
@@ -179,7 +227,7 @@ def _mask_multiply(vec: VectorUnit, dst: np.ndarray, v: np.ndarray, g: np.ndarra
 
 
 FORMULATIONS: dict[str, FormulationFn] = {
-    "select": _select, "maxmin": _maxmin, "vlrelu": _vlrelu, "mask-multiply": _mask_multiply}
+    "select": _select, "maxmin": _maxmin, "vlrelu": _vlrelu, "step": _step, "mask-multiply": _mask_multiply}
 
 
 # ---------------------------------------------------------------------------- tile windows
@@ -289,7 +337,7 @@ class LeakyReluKernel:
         n, spec = w.compute, self.spec
         wide = [self._widen(i, slot, n) for i in range(spec.inputs)]
         out = self.buf["out"][slot]
-        result = out if spec.compute == spec.out else self.buf["result"][0]
+        result = out if spec.compute == spec.kernel_out else self.buf["result"][0]
         FORMULATIONS[spec.formulation](self.vec, result, wide[0], wide[-1], spec.slope, self.temps, n,
                                        spec.variant.compare_mode)
         if result is not out:
@@ -320,3 +368,33 @@ def launch(spec: KernelSpec, plan: TilingPlan, *, inputs: tuple[Gm, ...], output
     running = [kernel.process() for kernel in reversed(kernels)]
     while running:
         running = [proc for proc in running if next(proc, StopIteration) is not StopIteration]
+
+
+# ---------------------------------------------------------------------------- defect or kernel
+def _signature(spec: KernelSpec) -> tuple[object, ...]:
+    """Everything about a build that changes what it computes or where it writes."""
+    v, p = spec.variant, spec.profile
+    return (spec.formulation, spec.compute, v.slope, v.grad_rule, v.tail, v.split, v.cast_input_to,
+            v.float_mode or p.float_mode, v.subnormals or p.subnormals, v.maxmin_nan or p.maxmin_nan)
+
+
+def seeds_defect(variant: str, *, profile: Optional[str] = None) -> bool:
+    """Whether ``variant`` builds anything but ``profile``'s own kernel where it is visible
+    (``fp16-slope`` is the TBE kernel itself on 910B, a defect on ascend950)."""
+    v, chip = get_variant(variant), get_profile(profile)
+    pairs = supported_pairs(chip)
+    for direction in v.directions:
+        for pair in v.dtypes:
+            src, _, out = pair.partition("->")
+            if (src, out or src) not in pairs:
+                continue
+            built = build_spec(direction, src, out or src, profile=chip.name, variant=variant)  # type: ignore[arg-type]
+            own = build_spec(direction, src, out or src, profile=chip.name)  # type: ignore[arg-type]
+            if _signature(built) != _signature(own):
+                return True
+    return False
+
+
+def expected_categories(variant: str, *, profile: Optional[str] = None) -> tuple[str, ...]:
+    """The categories ``selftest`` must see for ``variant`` on ``profile``: none where it is the kernel."""
+    return get_variant(variant).expected if seeds_defect(variant, profile=profile) else ()

@@ -3,10 +3,13 @@
 ``expected`` names the triage categories (docs/architecture.md) that prove the
 defect; ``directions`` and ``dtypes`` say where it is visible.  ``dtypes``
 holds input dtypes for same-dtype calls and ``"src->out"`` for cast pairs.
-``semantics`` is the golden variant whose values the build computes (the reference
-computes in float32, PyTorch's opmath); a defect of where values land (tails, races)
-or one no golden variant models has none, and :meth:`Variant.semantics_in` says where
-the golden models it.
+A variant changes only what it seeds; the rest is the chip's own kernel (the profile's
+``forward_kernel``/``backward_kernel``, see :func:`chip_semantics`).  ``semantics`` is the
+golden variant whose values the build computes on the Ascend C kernel (ascend950, whose
+reference computes in float32, PyTorch's opmath); a defect of where values land (tails,
+races) or one no golden variant models has none, and :meth:`Variant.semantics_in` says
+where the golden models it.  Where a variant *is* a chip's kernel (``fp16-slope`` on the
+TBE chips) it seeds nothing there: ``kernel.expected_categories``.
 """
 from __future__ import annotations
 
@@ -14,10 +17,10 @@ from dataclasses import dataclass
 from typing import Literal, Optional
 
 from conformance.categories import check
-from conformance.npu_impl.chips import FloatMode, MaxMinNan, SubnormalRule
+from conformance.npu_impl.chips import ChipProfile, FloatMode, MaxMinNan, SubnormalRule
 from conformance.reference.semantics import FORWARD_ONLY, Predicate, Semantics
 
-KernelFormulation = Literal["select", "maxmin", "vlrelu", "mask-multiply"]  # instruction sequences
+KernelFormulation = Literal["select", "maxmin", "vlrelu", "step", "mask-multiply"]  # instruction sequences
 Precision = Literal["float32", "native"]
 TailRule = Literal["exact", "overrun", "dropped"]
 SplitRule = Literal["aligned", "even"]
@@ -36,8 +39,8 @@ class Variant:
     expected: tuple[str, ...]
     directions: tuple[str, ...] = _BOTH
     dtypes: tuple[str, ...] = _ALL
-    formulation: KernelFormulation = "select"
-    precision: Precision = "float32"
+    formulation: Optional[KernelFormulation] = None  # None: the chip's own kernel
+    precision: Optional[Precision] = None  # None: the chip's own kernel
     slope: Optional[float] = None  # a slope the host uses instead of alpha
     grad_rule: Predicate = "gt"  # the backward's compare: dy where x > 0, or where x >= 0
     tail: TailRule = "exact"
@@ -68,8 +71,9 @@ class Variant:
 
 
 _LIST = (
-    Variant("reference", "fp16/bf16 upcast to fp32, Muls by fp32(alpha), Compare GT + Select, "
-            "cast back RINT; exact tails (DataCopyPad or a shifted last copy)", ()),
+    Variant("reference", "the chip's own kernel (ascend950: fp16/bf16 upcast to fp32, Muls by fp32(alpha), "
+            "Compare GT + Select, cast back RINT; TBE chips: vlrelu in the tensor dtype); exact tails "
+            "(DataCopyPad or a shifted last copy)", ()),
     Variant("default-slope", "host ignores alpha and uses the CANN op default slope 0.0",
             ("alpha-mismatch",), slope=0.0, semantics=Semantics(slope=0.0, opmath="float32")),
     Variant("torch-default-slope", "host ignores alpha and uses PyTorch's default slope 0.01",
@@ -105,6 +109,18 @@ _LIST = (
 )
 VARIANTS: dict[str, Variant] = {v.name: v for v in _LIST}
 DEFAULT_VARIANT = "reference"
+
+
+def chip_semantics(profile: ChipProfile, dtype: str) -> Semantics:
+    """The golden variant ``profile``'s own kernel computes on ``dtype`` tensors, either direction:
+    fp32 opmath on the Ascend C kernel and for bf16 (``support_bfp16``), the slope rounded to fp16
+    on TBE fp16; saturation-only chips saturate.  Not modelled by it: the TBE pre-v200 backward's
+    fraction at a positive fp32 subnormal x, and the zero sign the LeakyRelu instruction keeps at
+    x = -0 with a negative slope."""
+    saturate = profile.float_mode == "saturation"
+    if profile.forward_kernel == "tbe" and dtype == "float16":
+        return Semantics(slope_dtype="float16", saturate=saturate)
+    return Semantics(opmath="float32", saturate=saturate)
 
 
 def get_variant(name: Optional[str]) -> Variant:

@@ -186,6 +186,16 @@ class VectorUnit:
         np.add(self._in(a, count), self._in(b, count), out=dst[:count])
         self._done(dst, count)
 
+    def adds(self, dst: np.ndarray, src: np.ndarray, scalar: float, count: int) -> None:
+        """dst = src + T(scalar)."""
+        np.add(self._in(src, count), self._scalar(scalar, dst.dtype), out=dst[:count])
+        self._done(dst, count)
+
+    def abs(self, dst: np.ndarray, src: np.ndarray, count: int) -> None:
+        """dst = |src| (the sign bit cleared, NaN kept)."""
+        np.abs(self._in(src, count), out=dst[:count])
+        self._done(dst, count)
+
     def mul(self, dst: np.ndarray, a: np.ndarray, b: np.ndarray, count: int) -> None:
         """dst = a * b."""
         np.multiply(self._in(a, count), self._in(b, count), out=dst[:count])

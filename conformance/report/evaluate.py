@@ -213,6 +213,7 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
     x = np.asarray(x)
     head = _head(x.dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
                  profile=profile, variant=variant, label=label, shape=x.shape if shape is None else shape)
+    head["notes"] = tuple(result.notes)
     if result.rejected is not None:
         metrics, findings = _rejected(x, result, backend=backend, config=config, profile=profile)
         return Row(**head, metrics=metrics, findings=findings, verdict=verdict([f.allowed for f in findings]))
