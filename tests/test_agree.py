@@ -155,18 +155,21 @@ def _agree_cli(capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, st
 
 def test_cli_from_to_verdicts(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("torch")
-    code, text = _agree_cli(capsys, "--from", "torch", "--to", "cann")
+    code, text = _agree_cli(capsys, "--from", "torch", "--to", "cann", "--profile", "ascend950")
     assert (code, text.count("\n")) == (0, 1) and "torch → cann: identical" in text, text
-    code, text = _agree_cli(capsys, "--from", "golden", "--to", "cann")
+    code, text = _agree_cli(capsys, "--from", "torch", "--to", "cann")  # 910B's TBE kernel: the slope in fp16
+    assert code == 1 and "torch → cann: differs: alpha-precision" in text, text
+    code, text = _agree_cli(capsys, "--from", "golden", "--to", "cann", "--profile", "ascend950")
     assert code == 1 and "golden → cann: differs: rounding" in text, text
-    code, text = _agree_cli(capsys, "--from", "golden", "--to", "cann", "--allow", "rounding")
+    code, text = _agree_cli(capsys, "--from", "golden", "--to", "cann", "--profile", "ascend950", "--allow", "rounding")
     assert code == 0 and "golden → cann: differs within rounding" in text, text
 
 
 def test_cli_matrix_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "agree.json"
-    res = run_cli(["agree", "--backend", "golden,cann", "--dtype", "fp16", "--direction", "forward",
-                   "--alpha", "0.1,0.2", "--max-examples", "5", "--json", str(report)], capsys)
+    res = run_cli(["agree", "--backend", "golden,cann", "--profile", "ascend950", "--dtype", "fp16",
+                   "--direction", "forward", "--alpha", "0.1,0.2", "--max-examples", "5", "--json", str(report)],
+                  capsys)
     assert res.code == 0, res.text
     assert "fp16 fwd" in res.out and "rounding" in res.out
     doc = json.loads(report.read_text())

@@ -87,8 +87,9 @@ def test_a_store_without_pair_counts_is_upgraded_and_recomputed(tmp_path: Path) 
 
 def test_cli_prints_a_line_per_pair(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("torch")
-    res = run_cli(["sweep", "--backend", "torch,cann", "--dtype", "fp16", "--alpha", "0.2", "--workers", "1",
+    res = run_cli(["sweep", "--backend", "torch,cann", "--profile", "ascend950", "--dtype", "fp16", "--alpha", "0.2",
+                   "--workers", "1",
                    "--chunk", str(CHUNK), "--store", str(tmp_path / "s.sqlite")], capsys)
     assert res.code == 0, res.text
-    assert ("torch vs cann[ascend910b1/reference] float16->float16 forward alpha=0.2: 0 of 65,536 patterns "
+    assert ("torch vs cann[ascend950/reference] float16->float16 forward alpha=0.2: 0 of 65,536 patterns "
             "differ (bit-identical)") in res.out

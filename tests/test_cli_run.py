@@ -71,7 +71,8 @@ def test_profile_ascend910a_reports_saturation(cli, tmp_path: Path) -> None:
     proc = cli("run", "--backend", "cann", "--profile", "ascend910a", *NARROW, "--json", "r.json",
                "--results-dir", "res")
     (row,) = _strict_json(tmp_path / "r.json")["rows"]
-    assert proc.code == 1 and "saturation" in {f["category"] for f in row["findings"]}
+    (found,) = [f for f in row["findings"] if f["category"] == "saturation"]
+    assert found["allowed"] and row["verdict"] == "warn" and proc.code == 0  # 910A runs only saturation mode
 
 
 def test_same_seed_same_json_rows(cli, tmp_path: Path) -> None:
@@ -119,7 +120,8 @@ def test_replay_refuses_a_pickled_npy_posing_as_npz(cli, tmp_path: Path) -> None
 
 
 def test_selftest_catches_a_defect_and_passes_the_reference(cli, tmp_path: Path) -> None:
-    proc = cli("selftest", "--variant", "grad-at-zero-one", "--variant", "fp16-slope")
+    # fp16-slope is a defect on ascend950 (its Ascend C kernel computes fp16 in fp32); on 910B it is the kernel
+    proc = cli("selftest", "--profile", "ascend950", "--variant", "grad-at-zero-one", "--variant", "fp16-slope")
     assert proc.code == 0, proc.out + proc.err
     assert "grad-at-zero" in proc.out and "3/3 variants caught and named" in proc.out
     # fp16-slope stays within tolerance and the reference's fp32 rows also show alpha-precision:

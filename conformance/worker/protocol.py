@@ -43,7 +43,8 @@ MAGIC = b"LRW1"
 PREFIX = struct.Struct(">4sQ")
 MAX_FRAME = 1 << 36  # 64 GiB: what a worker accepts from its client (the client is trusted)
 SMALL_FRAME = 4 << 20  # bytes of a hello, probed or error frame
-FRAME_HEADROOM = 1 << 20  # bytes a result frame may hold beyond its value (header, layout, hazards)
+FRAME_HEADROOM = 16 << 20  # bytes a result frame may hold beyond its value (header, layout, hazards:
+#   an overrun of one whole Unified Buffer tile is ~100k hazard records)
 
 
 @dataclass(frozen=True)
