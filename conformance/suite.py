@@ -214,7 +214,7 @@ class Inputs(BatchCache):
         """The boundary sizes ``spec``'s backend declares that no other backend runs."""
         key = (spec.dtype, spec.out_dtype, spec.direction)
         others = {*shared_sizes(*key), *dict(self.pooled.get(key, ()))}  # type: ignore[arg-type]
-        return tuple(n for n in boundary_sizes(_backend(spec), *key) if n not in others)  # type: ignore[arg-type]
+        return tuple(n for n in boundary_sizes(backend_of(spec), *key) if n not in others)  # type: ignore[arg-type]
 
 
 def pooled_sizes(specs: Sequence[RowSpec]) -> Pooled:
@@ -225,7 +225,7 @@ def pooled_sizes(specs: Sequence[RowSpec]) -> Pooled:
     for spec in {(s.backend, s.dtype, s.out_dtype, s.direction): s for s in specs}.values():
         key = (spec.dtype, spec.out_dtype, spec.direction)
         common = shared_sizes(*key)  # type: ignore[arg-type]
-        for n in boundary_sizes(_backend(spec), *key):  # type: ignore[arg-type]
+        for n in boundary_sizes(backend_of(spec), *key):  # type: ignore[arg-type]
             if n not in common:
                 found.setdefault(key, {}).setdefault(n, []).append(spec.backend)
     return {k: tuple((n, "+".join(who)) for n, who in sorted(d.items())) for k, d in found.items()}
@@ -233,7 +233,8 @@ def pooled_sizes(specs: Sequence[RowSpec]) -> Pooled:
 
 # ----------------------------------------------------------------------------- running
 
-def _backend(spec: RowSpec) -> Backend:
+def backend_of(spec: RowSpec) -> Backend:
+    """The backend object that runs ``spec`` (one per name, profile and variant, or the given object)."""
     if spec.given is not None:
         return spec.given
     if spec.worker is not None:
@@ -249,7 +250,7 @@ def run_batch(spec: RowSpec, batch: InputBatch, *, config: GateConfig) -> Row:
 
 def run_batch_output(spec: RowSpec, batch: InputBatch, *, config: GateConfig) -> Output:
     """:func:`run_batch`, keeping the backend's actual output next to the judged row."""
-    backend = _backend(spec)
+    backend = backend_of(spec)
     out = spec.out_dtype if spec.out_dtype != spec.dtype else None
     x, dy = batch.x.copy(), None if batch.dy is None else batch.dy.copy()
     result = shaped_like(guarded_call(backend, spec.direction, x, spec.alpha, dy=dy, out_dtype=out),
@@ -276,7 +277,7 @@ def run_row(spec: RowSpec, inputs: Inputs, *, options: Options, collector: Optio
     parts = [(b, o.row) for b, o in zip(batches, outputs)]
     row = merge_rows([r for _, r in parts], config=options.config)
     note = own_batches_note(spec.backend, parts)
-    noting = getattr(_backend(spec), "row_notes", None)  # a backend object of a user's may lack it
+    noting = getattr(backend_of(spec), "row_notes", None)  # a backend object of a user's may lack it
     said = noting(spec.dtype, spec.out_dtype, spec.direction, spec.alpha) if noting is not None else ()
     notes = (*row.notes, *([note] if note is not None else []), *said)
     row = replace(row, notes=notes) if notes != row.notes else row

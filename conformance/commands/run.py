@@ -11,7 +11,7 @@ import argparse
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from rich.console import Console
 from rich.markup import escape
@@ -51,7 +51,7 @@ from conformance.suite import (
     RowSpec,
     Selection,
     SuiteResult,
-    backend_for,
+    backend_of,
     plan,
     run_suite,
 )
@@ -243,21 +243,12 @@ def as_skip(spec: RowSpec, reason: str) -> Skip:
                 spec.alpha, reason)
 
 
-def _backend_of(spec: RowSpec) -> Any:
-    """The backend object that ran ``spec`` (the suite keeps one per name, profile and variant)."""
-    if spec.given is not None:
-        return spec.given
-    if spec.worker is not None:
-        return backend_for(spec.backend, None, None, spec.worker)
-    return backend_for(spec.backend, spec.profile, spec.variant)
-
-
 def framework_versions(specs: Sequence[RowSpec]) -> dict[str, str]:
     """The versions each backend that ran reports of its framework (first report of a name wins)."""
     found: dict[str, str] = {}
     for spec in {(s.backend, s.profile, s.variant, s.worker): s for s in specs}.values():
         try:
-            backend = _backend_of(spec)
+            backend = backend_of(spec)
         except Exception:  # noqa: BLE001 - a backend that could not start has rows saying so, and no version
             continue
         found.update({k: v for k, v in versions_of(backend).items() if k not in found})
