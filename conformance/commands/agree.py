@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from conformance.backends import default_backends
-from conformance.commands.args import items, parse_int
+from conformance.commands.args import HTML_HELP, html_paths, items, parse_int
 from conformance.commands.run import (
     MAX_EXAMPLES,
     add_selection_options,
@@ -49,6 +49,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="with --from/--to: a triage category the migration may differ in and still exit 0 "
              "(repeat or comma-separate)")
     add("--json", metavar="PATH", help="write the JSON report (rows and the agreement section) here")
+    add("--html", metavar="PATH", help=HTML_HELP)
     add("-q", "--quiet", action="store_true", help="print only the table (or, with --from/--to, the verdict)")
 
 
@@ -147,7 +148,7 @@ def report(result: SuiteResult, *, console: Console, quiet: bool, pair: Optional
 
 
 def execute(args: argparse.Namespace) -> int:
-    paths = files.prepare(files.ReportPaths(args.json, None), inputs={})
+    paths = files.prepare(html_paths(args), inputs={})
     pair = migration_pair(args)
     accepted = allowed_categories(items(args.allow, flag="--allow")) if args.allow else frozenset()
     selection, options = agree_selection(args, pair), agree_options(args)

@@ -152,10 +152,11 @@ HTML_HELP = "write the HTML report (tables and plots, one self-contained file) h
 
 
 def html_paths(args: argparse.Namespace) -> ReportPaths:
-    """The --json, --junit and --html paths; --html without the plotting library is a usage error."""
+    """The --json, --junit (a command may have none) and --html paths; --html without the plotting
+    library is a usage error."""
     from conformance.report.files import ReportPaths
     from conformance.report.html import require_plotly
 
     if args.html is not None:
         require_plotly()
-    return ReportPaths(args.json, args.junit, args.html)
+    return ReportPaths(args.json, getattr(args, "junit", None), args.html)
