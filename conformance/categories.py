@@ -57,6 +57,9 @@ _TABLE: tuple[tuple[str, Group, Kind, str], ...] = (
      "backward at x == 0 used slope 1 instead of alpha (or the reverse)"),
     ("nan-gradient", "semantics", "proved by recomputation",
      "backward at x = NaN gave 0, dy*0, dy or NaN instead of alpha*dy"),
+    ("grad-step", "semantics", "proved by recomputation",
+     ("backward as a step function of x (the TBE pre-v200 kernel): a positive subnormal x got "
+      "a fraction of dy instead of dy")),
     ("tail-block", "location", "proved by confinement",
      ("the remaining errors all lie in the tail (tail tiles, the last partial block, or the "
       "last k elements) and the rest is clean")),

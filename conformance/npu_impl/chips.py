@@ -146,14 +146,13 @@ PROFILES["ascend910a"] = _profile(
      "backward_kernel": _TBE_STEP,
      "aclnn": ("ops-nn activation/leaky_relu_grad/README.md lists only Ascend 950 and Atlas A2/A3; "
                "for 910A, aclnn is assumed to launch the TBE kernel"),
-     "allowed": "alpha-precision: " + _ALPHA_PRECISION + "; saturation: 910A runs only in saturation mode "
-                "(the step-function backward's fractional gradient at a positive subnormal x has no golden "
-                "variant yet, so those elements are unexplained and fail)",
+     "allowed": "alpha-precision: " + _ALPHA_PRECISION + "; saturation: 910A runs only in saturation mode; "
+                "grad-step: the step-function backward gives a positive subnormal x a fraction of dy",
      "tiling": _TILING_ASSUMED},
     ub_bytes=256 * KIB, ub_usable_bytes=248 * KIB, vector_cores=32,
     float_modes=("saturation",), has_datacopy_pad=False, dtypes=("float16", "float32"),
     gm_bytes_per_s=1.2e12, vector_bytes_per_cycle=256, clock_hz=1.8e9, forward_kernel="tbe",
-    backward_kernel="tbe-step", allowed=frozenset({"alpha-precision", "saturation"}))
+    backward_kernel="tbe-step", allowed=frozenset({"alpha-precision", "saturation", "grad-step"}))
 PROFILES["ascend310p3"] = replace(
     PROFILES["ascend910a"], name="ascend310p3", vector_cores=8, gm_bytes_per_s=2.048e11,
     backward_kernel="tbe-select", aclnn_supported=False, allowed=frozenset({"alpha-precision", "saturation"}),

@@ -115,6 +115,18 @@ def elewise_blocks(numel: int, *, min_dtype_bits: int, core_limit: int) -> list[
     return [(start, min(former, numel - start)) for start in range(0, numel, former)]
 
 
+def merged_short_last(ranges: list[tuple[int, int]], *, align: int) -> list[tuple[int, int]]:
+    """``ranges`` with a last block shorter than one 32-byte block joined to the one before.
+
+    Assumed for chips without DataCopyPad, whose TBE schedule is not public: their copies move
+    whole 32-byte blocks, so a sub-block last block would be copied out shifted back over its
+    neighbour's elements, a race between two cores that a real schedule does not plan."""
+    if len(ranges) < 2 or ranges[-1][1] >= align:
+        return ranges
+    (start, length), (_, last) = ranges[-2], ranges[-1]
+    return [*ranges[:-2], (start, length + last)]
+
+
 @dataclass(frozen=True)
 class Tile:
     start: int
@@ -207,6 +219,8 @@ def make_plan(numel: int, *, profile: ChipProfile, params: ComputeParams, gm_ite
     ranges = elewise_blocks(numel, min_dtype_bits=params.min_dtype_bits, core_limit=limit)
     if split == "even" and ranges:
         ranges = split_even(numel, limit)
+    elif not profile.has_datacopy_pad:
+        ranges = merged_short_last(ranges, align=align)
     return TilingPlan(numel, tile, align, _core_ranges(ranges, tile), ub,
                       tile * params.buffer_divisor // BITS_NUM, max(0, len(ranges) - 1), "elewise", params)
 

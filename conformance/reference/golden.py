@@ -343,10 +343,37 @@ def _backward(dy: np.ndarray, x: np.ndarray, alpha: float, out_dtype: Optional[D
             dx = _branch_fma(dx, ds, take, a, daz=daz, out=out)
         if s.grad_rule == "max":
             dx = _gradient_of_max(dx, ds, xs, a, out, daz=daz, ftz=ftz)
+        if s.grad_rule == "step":
+            dx = _step_gradient(dx, ds, xs, a, out)
         dx = _nan_gradient(dx, ds, xs, s.nan_grad, out)
         return saturated(dx, out, which=s.saturate) if s.saturate else dx
 
     return _chunked(one, dy, x, out=out)
+
+
+#: The TBE pre-v200 backward's clamp per dtype, and the multipliers that lift it to 1
+#: (``leaky_relu_grad.py``: vmins(x, tiny), vmaxs(.., 0), vmuls(.., 2**38), ...; docs/explanation/emulated-kernel.md).
+_STEP = {"float32": (2.0 ** -126, (2.0 ** 38, 2.0 ** 44, 2.0 ** 44)),
+         "float16": (2.0 ** -24, (2.0 ** 12, 2.0 ** 12))}
+
+
+def _step_gradient(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, a: float, out: DTypeInfo) -> np.ndarray:
+    """``dx`` where x is not a positive subnormal; there the step function's
+    dy * (|r - 1| * a + r), r = min(x, tiny) / tiny, every operation rounded in x's dtype."""
+    if xs.dtype.name not in _STEP:
+        return dx
+    tiny, lifts = _STEP[xs.dtype.name]
+    t_ = xs.dtype.type
+    sub = (xs > 0) & (xs < t_(tiny))
+    if not sub.any():
+        return dx
+    r = np.minimum(xs[sub], t_(tiny))
+    for lift in lifts:
+        r = r * t_(lift)
+    frac = (np.abs(r - t_(1)) * t_(a)) + r
+    out_dx = dx.copy()
+    out_dx[sub] = cast_exact(ds[sub] * frac, out)
+    return out_dx
 
 
 def _read(v: np.ndarray, s: Semantics) -> np.ndarray:

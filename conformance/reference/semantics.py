@@ -28,7 +28,8 @@ fields, by what they change:
   narrowed before computing), ``result_dtype`` (the result rounded to a narrower dtype,
   then converted to the output dtype);
 - the gradient: ``grad_rule`` (``ge``: dx = dy at x == 0; ``max``: MindSpore's gradient of
-  ``maximum(a*x, x)``; ``result``: selected on y > 0, wrong for a < 0), ``nan_grad`` (dx at
+  ``maximum(a*x, x)``; ``result``: selected on y > 0, wrong for a < 0; ``step``: the TBE
+  pre-v200 step function, which gives a positive subnormal x a fraction of dy), ``nan_grad`` (dx at
   x = NaN), ``grad_form`` (``sum``: autodiff's branch sum; ``fma``: that sum fused).
 """
 from __future__ import annotations
@@ -44,7 +45,7 @@ import numpy as np
 from conformance.dtypes import info
 
 Predicate = Literal["gt", "ge"]
-GradRule = Literal["gt", "ge", "max", "result"]
+GradRule = Literal["gt", "ge", "max", "result", "step"]
 NanGrad = Literal["alpha", "dy", "zero", "dy*0", "nan"]
 GradForm = Literal["select", "sum", "fma"]
 Formulation = Literal["select", "max", "min", "maxmin", "mask-multiply", "relu", "scale", "max_or_min",

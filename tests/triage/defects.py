@@ -141,6 +141,21 @@ def _nan_x_gives_nan() -> Built:
     return F16, actual, 0.2, {"direction": "backward", "dy": DY16}
 
 
+def _step_backward() -> Built:
+    """The TBE pre-v200 LeakyReluGrad, instruction by instruction in float32: r = vmins(x, 2^-126),
+    vmaxs(r, 0), vmuls by 2^38, 2^44, 2^44; t = vabs(r - 1) * alpha + r; dx = dy * t."""
+    x = np.concatenate([np.arange(1, 1 << 14, dtype=np.uint32).view(np.float32),
+                        np.float32([-2.5, -1e-40, -0.0, 0.0, 1.0, 3e38, np.inf, -np.inf])])
+    dy = np.linspace(-3, 3, x.size, dtype=np.float32)
+    r = np.maximum(np.minimum(x, np.float32(2.0 ** -126)), np.float32(0))
+    for lift in (2.0 ** 38, 2.0 ** 44, 2.0 ** 44):
+        r = r * np.float32(lift)
+    t = np.abs(r - np.float32(1)) * np.float32(0.2) + r
+    exact = ref.backward(dy, x, 0.2)
+    sub = (x > 0) & (x < np.float32(2.0 ** -126))
+    return x, np.where(sub, dy * t, exact).astype(np.float32), 0.2, {"direction": "backward", "dy": dy}
+
+
 def _widened(src: str) -> Callable[[], Built]:
     """A 16-bit kernel (float32 math, rounded to T) whose result is then widened to float32."""
     def build() -> Built:
@@ -273,6 +288,7 @@ DEFECTS = [
     Defect("backward-selected-on-result-negative-slope", lambda: selected_on_result(-0.5), "formulation",
            "forward result y > 0"),
     Defect("backward-nan-x-gives-nan", _nan_x_gives_nan, "nan-gradient", "gave NaN"),
+    Defect("backward-step-function-at-subnormals", _step_backward, "grad-step", "step function"),
     Defect("fp16-result-widened-to-fp32", _widened("float16"), "input-precision", "rounded to float16"),
     Defect("bf16-result-widened-to-fp32", _widened("bfloat16"), "input-precision", "rounded to bfloat16"),
     Defect("fp64-computed-in-fp32", _fp64_in_fp32, "input-precision", "float32"),

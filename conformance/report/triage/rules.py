@@ -251,6 +251,9 @@ def _saturation_rules(dtypes: tuple[str, str]) -> list[Rule]:
 
 def _gradient_rules() -> list[Rule]:
     return [
+        rule("grad-step", "backward as the TBE pre-v200 step function: dx = dy*(|r-1|*alpha + r), "
+             "r = min(x, tiny)/tiny, so a positive subnormal x got a fraction of dy", {"rule": "step"},
+             reach="tiny", grad_rule="step"),
         rule("grad-at-zero", "backward at x == 0 used slope 1 (dx = dy) instead of alpha",
              {"rule": "x >= 0"}, reach="zero", grad_rule="ge"),
         rule("grad-at-zero", "backward at x == 0 used slope 1 (dx = dy) instead of alpha "
