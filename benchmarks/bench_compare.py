@@ -31,8 +31,9 @@ from conformance.reference import golden
 N = 16 * 1024 * 1024
 BIG = 256 * 1024 * 1024
 _MB = 1 << 20
-_RSS = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
-        "stderr=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+_RSS = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
+        "stderr=subprocess.DEVNULL); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+        "sys.exit(done.returncode if done.returncode > 1 else 0)")  # a verdict (0, 1) is fine, an error is not
 
 
 def _compare_args(d: Path, x: str, y: str) -> list[str]:
@@ -40,8 +41,14 @@ def _compare_args(d: Path, x: str, y: str) -> list[str]:
 
 
 def _compare_in_process(args: list[str]) -> int:
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        return cli.main(args)
+    """``conformance compare`` in this process; an exit code that is no verdict (2, 3) stops the
+    benchmark, which would otherwise time an error."""
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = cli.main(args)
+    if code not in (0, 1):
+        raise RuntimeError(f"compare exited {code}: {err.getvalue().strip()[-300:]}")
+    return code
 
 
 def peak_rss_mb(args: list[str]) -> float:

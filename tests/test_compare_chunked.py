@@ -177,3 +177,14 @@ def test_chunked_rows_equal_the_whole_batch_evaluator(case: Dumped, tmp_path: Pa
         whole = evaluate(x, 0.2, BackendResult(out), direction=direction, dy=dy, backend="dump",
                          config=load_config(None), label=label, layout_fn=layout_fn)
         assert _exact_part(row) == _exact_part(whole)
+
+
+def test_a_large_compare_on_a_pipe_prints_progress_lines(tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setattr(dumps, "PROGRESS_ELEMENTS", 1000)  # this dump counts as large
+    x = all_patterns("float16")
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", ref.forward(x, 0.01))  # a default-slope defect at --alpha 0.2
+    result = run_cli(["compare", "--x", str(tmp_path / "x.npy"), "--y", str(tmp_path / "y.npy"),
+                      "--alpha", "0.2"], capsys)
+    assert result.code == 1 and "alpha-mismatch" in result.out, result.text
+    assert "progress: finished; 65,536/65,536 elements" in result.err, result.err

@@ -81,5 +81,5 @@ def progress(stack: ExitStack, description: str, *, total: int) -> Callable[[int
     if total < PROGRESS_ELEMENTS:
         return lambda n: None
     bar = stack.enter_context(render.make_progress(console=Console(stderr=True)))
-    task = bar.add_task(description, total=total)
-    return lambda n: bar.advance(task, n)
+    task = bar.add_task(description, total=total, unit="element")
+    return lambda n: bar.update(task, advance=n)  # rich's bar on a terminal, progress lines on a pipe
