@@ -24,33 +24,7 @@ from tests.helpers import assert_usage_error, run_cli
 torch = pytest.importorskip("torch")
 FIXTURES = Path(__file__).parent / "fixtures" / "msprobe"
 
-TORCH_SOURCE = '''
-import torch.nn as nn
-from torch.nn import functional as F
-
-
-class Discriminator(nn.Module):
-    def __init__(self, slope=0.2):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 4, 4, 2, 1)
-        self.act1 = nn.LeakyReLU(0.2, inplace=True)
-        self.conv2 = nn.Conv2d(4, 8, 4, 2, 1)
-        self.act2 = nn.LeakyReLU()  # the implicit default
-        self.conv3 = nn.Conv2d(8, 1, 4, 1, 0)
-        self.slope = slope
-
-    def forward(self, x):
-        x = self.act2(self.conv2(self.act1(self.conv1(x))))
-        return F.leaky_relu(self.conv3(x), negative_slope=self.slope)
-
-
-def make():
-    return Discriminator()
-
-
-def changed():
-    return Discriminator(slope=0.25)
-'''
+TORCH_SOURCE = (Path(__file__).parents[1] / "examples" / "discriminator.py").read_text(encoding="utf-8")
 
 KERAS_SOURCE = '''
 import keras
@@ -123,7 +97,7 @@ def test_source_finds_the_one_implicit_default_and_whose_it_is(models: dict[str,
     implicit = [a for a in found if a.implicit]
     api = SOURCES[framework][1]
     assert [(a.api, a.slope) for a in implicit] == [(api, entry_for(api).declared)]
-    line = next(i for i, text in enumerate(SOURCES[framework][0].splitlines(), 1) if "implicit default" in text)
+    line = next(i for i, text in enumerate(SOURCES[framework][0].splitlines(), 1) if "# the implicit default" in text)
     assert implicit[0].where.startswith(f"{models[framework]}:{line}")
     passed = [a for a in found if a.origin == PASSED]
     assert passed and all(same_slope(a.slope, 0.2) for a in passed)
