@@ -1,10 +1,21 @@
 """Tests see the console a CI log sees: not a terminal, no ``COLUMNS`` (so 120 columns),
 whatever the terminal or pytest-xdist worker they run in; and not GitHub Actions' variables
 (a test of the step summary or the annotations sets them itself), so a run of the suite
-under GitHub Actions neither writes to its step summary nor changes what commands print."""
+under GitHub Actions neither writes to its step summary nor changes what commands print.
+
+Under pytest-xdist the controller compiles the numba loops once, in a process of its own
+started before the workers collect (:func:`tests.helpers.warm_compiled`): on a fresh clone
+the workers then load them from numba's cache instead of each compiling them."""
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_WARMING = pytest.StashKey[subprocess.Popen]()
 
 
 @pytest.fixture(autouse=True)
@@ -13,3 +24,19 @@ def _no_caller_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LINES", raising=False)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In an xdist controller, start compiling the numba loops beside the workers' start-up."""
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None):
+        return
+    code = "from tests.helpers import warm_compiled; warm_compiled()"
+    config.stash[_WARMING] = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT,
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    warming = config.stash.get(_WARMING, None)
+    if warming is not None and warming.poll() is None:
+        warming.kill()
+        warming.wait()

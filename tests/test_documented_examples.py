@@ -5,11 +5,13 @@ The convention, in README.md and docs/**/*.md:
 - A line ``$ conformance ARGS`` (or ``$ .venv/bin/conformance ARGS``) inside a fenced code block is
   a **runnable example**, typed in the repository root.  The lines after it, up to the next ``$``
   line, a ``# exit N`` line or the end of the block, are its documented output; ``# exit N`` is its
-  documented exit code (0 when the block does not say).  The test runs the installed
-  ``conformance`` script (not ``python -m``, which would import from the current directory) with
+  documented exit code (0 when the block does not say).  The test runs the command through
+  ``conformance.cli:main``, the installed ``conformance`` script's entry point, in this process
+  (the frameworks it calls are then imported once per test process, not once per example), with
   ``COLUMNS=100``, in a scratch directory that links the repository's ``examples/``, ``tests/``
   and ``pyproject.toml``, and asserts the exit code and that every documented output line appears
-  in the output, in order.  A line ``...`` stands for lines left out; progress bars are not compared.
+  in its stdout and stderr, in order.  A line ``...`` stands for lines left out; progress bars are
+  not compared.
 - Any other ``conformance ...`` line of a ``sh``/``console`` block, and of an ``examples/*.py``
   docstring, is an illustration: it must parse (its flags exist, its values are accepted by
   argparse), and an import path it passes to ``--backend`` must load.
@@ -20,10 +22,8 @@ Runnable examples that cannot run here are listed in :data:`NOT_RUN` with the re
 from __future__ import annotations
 
 import ast
-import os
 import re
 import shlex
-import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -32,9 +32,9 @@ from pathlib import Path
 import pytest
 
 from conformance import backends, cli
+from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = Path(sys.executable).parent / "conformance"
 _PROMPT = re.compile(r"^\$ (?:\.venv/bin/)?conformance(?: |$)")
 _EXIT = re.compile(r"^# exit (\d+)$")
 _PROGRESS = re.compile(r"━.* \d+/\d+ \d+:\d\d:\d\d$")
@@ -161,18 +161,25 @@ def test_the_documentation_has_runnable_examples() -> None:
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=str)
-def test_a_runnable_example_prints_what_the_text_says(example: Example, scratch: Path) -> None:
+def test_a_runnable_example_prints_what_the_text_says(example: Example, scratch: Path,
+                                                     capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     why = NOT_RUN.get((example.page, example.command))
     if why is not None:
         pytest.skip(why)
-    if not SCRIPT.is_file():
-        pytest.skip(f"no conformance script beside {sys.executable} (install the package)")
-    env = {**os.environ, "COLUMNS": "100", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([str(SCRIPT), *_argv(example.command)], cwd=scratch, env=env,
-                          capture_output=True, text=True, timeout=300)
-    printed = [line.rstrip() for line in (proc.stdout + proc.stderr).splitlines()]
-    assert proc.returncode == example.exit_code, f"{example.command}: exit {proc.returncode}\n{proc.stderr}"
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
+    result = run_cli(_argv(example.command), capsys, cwd=scratch)
+    printed = [line.rstrip() for line in result.text.splitlines()]
+    assert result.code == example.exit_code, f"{example.command}: exit {result.code}\n{result.err}"
     assert _in_order(example.output, printed) == [], "\n".join(printed)
+
+
+def test_the_installed_script_is_the_entry_point_the_examples_call() -> None:
+    from importlib.metadata import entry_points
+
+    (script,) = [e for e in entry_points(group="console_scripts") if e.name == "conformance"]
+    assert script.value == "conformance.cli:main"
 
 
 @pytest.mark.parametrize(("where", "command"), illustrations(), ids=lambda v: str(v)[:60])
