@@ -12,10 +12,12 @@ from typing import Any, Optional
 
 import numpy as np
 
-from conformance import categories
+from conformance import categories, jit
 from conformance.dtypes import info, to_bits, ulp_distance
 from conformance.reference import golden as ref
 from conformance.reference.semantics import EXACT, Semantics
+
+MEMO_ELEMENTS = 1 << 16  # a batch up to this size memoises its predictions (at most a few MB each)
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,10 @@ class Batch:
     numel: Optional[int] = None
     weight: Optional[np.ndarray] = None
     shape: Optional[tuple[int, ...]] = None
+    #: Predictions on every element, per variant, memoised within one triage (the beam search
+    #: asks for a rule again across rounds, states and scopes); see :meth:`variant`.
+    _predictions: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    _source: Optional[tuple[Batch, np.ndarray]] = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def tensor_size(self) -> int:
@@ -61,9 +67,12 @@ class Batch:
         if self.weight is not None:
             lead = self.x.size - self.weight.size
             weight = self.weight[index[index >= lead] - lead]
-        return Batch(self.x[index], None if self.dy is None else self.dy[index], self.alpha, self.direction,
-                     self.out_dtype, self.golden[index], self.actual[index], where=self.flat(index),
-                     numel=self.tensor_size, weight=weight, shape=self.shape)
+        sub = Batch(self.x[index], None if self.dy is None else self.dy[index], self.alpha, self.direction,
+                    self.out_dtype, self.golden[index], self.actual[index], where=self.flat(index),
+                    numel=self.tensor_size, weight=weight, shape=self.shape)
+        if self._memoised:  # its predictions are taken from this batch's
+            object.__setattr__(sub, "_source", (self, index))
+        return sub
 
     def flat(self, index: np.ndarray) -> np.ndarray:
         """Flat indices in the whole tensor of the batch elements ``index``."""
@@ -83,9 +92,35 @@ class Batch:
         return out
 
     def variant(self, index: Optional[np.ndarray] = None, *, semantics: Semantics = EXACT) -> np.ndarray:
-        """Golden recomputed under ``semantics``, on the elements ``index`` (default: all)."""
+        """Golden recomputed under ``semantics``, on the elements ``index`` (default: all).
+
+        A batch of at most ``MEMO_ELEMENTS`` computes each variant once, on every element,
+        and takes ``index`` from it (every variant is elementwise, so the bits are those of
+        computing on ``index`` alone); a larger one computes on ``index`` each time."""
         if semantics == EXACT:
             return self.golden if index is None else self.golden[index]
+        if self._memoised:
+            full = self._everywhere(semantics)
+            return full if index is None else full[index]
+        return self._computed(index, semantics)
+
+    @property
+    def _memoised(self) -> bool:
+        return self._source is not None or self.x.size <= MEMO_ELEMENTS
+
+    def _everywhere(self, semantics: Semantics) -> np.ndarray:
+        """The prediction under ``semantics`` on every element, computed once."""
+        full = self._predictions.get(semantics)
+        if full is None:
+            if self._source is not None:
+                parent, index = self._source
+                full = parent.variant(index, semantics=semantics)
+            else:
+                full = self._computed(None, semantics)
+            self._predictions[semantics] = full
+        return full
+
+    def _computed(self, index: Optional[np.ndarray], semantics: Semantics) -> np.ndarray:
         x = self.x if index is None else self.x[index]
         dy = None if self.dy is None else (self.dy if index is None else self.dy[index])
         return ref.compute(self.direction, x, self.alpha, dy=dy, out_dtype=self.out_dtype, semantics=semantics)
@@ -186,6 +221,14 @@ def observed_slopes(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.nda
     normal number) and which lie on the negative side (x < 0 forward; x <= 0 or NaN backward).
     Computed a piece at a time into arrays as long as ``index`` (a view of their start is
     returned: the pages past it are never touched)."""
+    native = {batch.x.dtype.name, batch.actual.dtype.name, batch.golden.dtype.name} <= {"float32", "float64"}
+    if jit.enabled() and native:
+        from conformance.report import metric_loops  # numba, imported on the first compiled call
+
+        operand = batch.x if batch.direction == "forward" else batch.dy
+        return metric_loops.slopes(batch.actual, operand, batch.x, batch.golden, index,
+                                   smallest_normal=info(batch.out_dtype).smallest_normal,
+                                   forward=batch.direction == "forward")
     slopes, normal, negative = np.empty(index.size), np.empty(index.size, bool), np.empty(index.size, bool)
     done = 0
     for lo in range(0, index.size, PIECE):
@@ -217,7 +260,20 @@ def _slopes_of_piece(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def beyond_rounding(batch: Batch, index: np.ndarray) -> np.ndarray:
-    """The elements of ``index`` that the 1-ULP residue rule would not take."""
+    """The elements of ``index`` that the 1-ULP residue rule would not take: a non-finite
+    value on a side, or more than 1 ULP apart."""
+    if jit.enabled() and index.size:
+        from conformance.report import metric_loops  # numba, imported on the first compiled call
+
+        rec = info(batch.actual.dtype)
+        near = metric_loops.within_rounding(to_bits(batch.actual), to_bits(batch.golden), index,
+                                            bits=rec.bits, mant_bits=rec.mant_bits)
+        return index[~near] if near.any() else index  # a defect's mismatches: most are beyond
+    return reference_beyond_rounding(batch, index)
+
+
+def reference_beyond_rounding(batch: Batch, index: np.ndarray) -> np.ndarray:
+    """The numpy path of :func:`beyond_rounding`."""
     a, g = batch.actual[index], batch.golden[index]
     finite = np.isfinite(a.astype(np.float64)) & np.isfinite(g.astype(np.float64))
     return index[~(finite & (ulp_distance(a, g).ulps <= 1))]
