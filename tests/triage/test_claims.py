@@ -6,7 +6,7 @@ import pytest
 
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
-from conformance.report.triage.claims import MEMO_ELEMENTS, Batch, without
+from conformance.report.triage.claims import MEMO_ELEMENTS, MEMO_WHOLE, Batch, without
 
 
 @pytest.mark.parametrize("dense", [False, True])
@@ -34,18 +34,19 @@ def _batch(n: int) -> Batch:
     return Batch(x, None, 0.2, "forward", "float32", g, g)
 
 
-@pytest.mark.parametrize("n", [1000, MEMO_ELEMENTS + 1])  # memoised, and computed each time
+@pytest.mark.parametrize("n", [1000, MEMO_WHOLE + 1, 8 * MEMO_ELEMENTS])
 def test_a_variant_on_some_elements_is_the_variant_computed_on_them(n: int, monkeypatch) -> None:
     batch = _batch(n)
     calls = []
     compute = ref.compute
     monkeypatch.setattr(ref, "compute", lambda *a, **k: calls.append(1) or compute(*a, **k))
-    index = np.arange(3, n, 7)
+    index = np.arange(3, n, 7)  # memoised by its index up to MEMO_ELEMENTS
     for s in (Semantics(daz=True, ftz=True), Semantics(opmath="float16"), Semantics(saturate=True, slope=3e38)):
         expected = compute("forward", batch.x[index], 0.2, out_dtype="float32", semantics=s)
         for _ in range(2):
             np.testing.assert_array_equal(batch.variant(index, semantics=s).view(np.uint32), expected.view(np.uint32))
         sub = batch.subset(index[::2])
         np.testing.assert_array_equal(sub.variant(semantics=s).view(np.uint32), expected[::2].view(np.uint32))
-    assert len(calls) == (3 if n <= MEMO_ELEMENTS else 9)  # once per variant (subsets too), or per call
+    # per variant: once on every element; once on index and once on the subset; or on every call
+    assert len(calls) == (3 if n <= MEMO_WHOLE else 6 if index.size <= MEMO_ELEMENTS else 9)
 

@@ -17,7 +17,9 @@ from conformance.dtypes import info, to_bits, ulp_distance
 from conformance.reference import golden as ref
 from conformance.reference.semantics import EXACT, Semantics
 
-MEMO_ELEMENTS = 1 << 16  # a batch up to this size memoises its predictions (at most a few MB each)
+MEMO_WHOLE = 1 << 14  # a batch up to this size computes a variant on every element at once
+MEMO_ELEMENTS = 1 << 16  # a larger one memoises its predictions on up to this many elements
+MEMO_BYTES = 1 << 27  # at most this much memoised per batch
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class Batch:
     #: Predictions on every element, per variant, memoised within one triage (the beam search
     #: asks for a rule again across rounds, states and scopes); see :meth:`variant`.
     _predictions: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    _memo_bytes: list = field(default_factory=lambda: [0], init=False, compare=False, repr=False)
     _source: Optional[tuple[Batch, np.ndarray]] = field(default=None, init=False, compare=False, repr=False)
 
     @property
@@ -70,8 +73,7 @@ class Batch:
         sub = Batch(self.x[index], None if self.dy is None else self.dy[index], self.alpha, self.direction,
                     self.out_dtype, self.golden[index], self.actual[index], where=self.flat(index),
                     numel=self.tensor_size, weight=weight, shape=self.shape)
-        if self._memoised:  # its predictions are taken from this batch's
-            object.__setattr__(sub, "_source", (self, index))
+        object.__setattr__(sub, "_source", (self, index))  # its predictions on every element: from this one's
         return sub
 
     def flat(self, index: np.ndarray) -> np.ndarray:
@@ -94,31 +96,38 @@ class Batch:
     def variant(self, index: Optional[np.ndarray] = None, *, semantics: Semantics = EXACT) -> np.ndarray:
         """Golden recomputed under ``semantics``, on the elements ``index`` (default: all).
 
-        A batch of at most ``MEMO_ELEMENTS`` computes each variant once, on every element,
-        and takes ``index`` from it (every variant is elementwise, so the bits are those of
-        computing on ``index`` alone); a larger one computes on ``index`` each time."""
+        Memoised within the batch (triage asks for a rule again across rounds, beam states
+        and scopes): a batch of at most ``MEMO_WHOLE`` elements computes each variant once on
+        every element and takes ``index`` from it; a larger one keeps each prediction on at
+        most ``MEMO_ELEMENTS`` elements by its index.  Every variant is elementwise, so the
+        bits are those of computing on ``index`` alone."""
         if semantics == EXACT:
             return self.golden if index is None else self.golden[index]
-        if self._memoised:
-            full = self._everywhere(semantics)
-            return full if index is None else full[index]
-        return self._computed(index, semantics)
+        whole = self._predictions.get(semantics)
+        if whole is None and (self.x.size <= MEMO_WHOLE or index is None):
+            whole = self._whole(semantics)
+        if whole is not None:
+            return whole if index is None else whole[index]
+        if index.size > MEMO_ELEMENTS or self._memo_bytes[0] > MEMO_BYTES:
+            return self._computed(index, semantics)
+        key = (semantics, index.size, hash(np.ascontiguousarray(index).data.tobytes()))
+        hit = self._predictions.get(key)
+        if hit is None or not np.array_equal(hit[0], index):
+            hit = self._predictions[key] = (index.copy(), self._computed(index, semantics))
+            self._memo_bytes[0] += 2 * hit[1].nbytes + index.nbytes
+        return hit[1]
 
-    @property
-    def _memoised(self) -> bool:
-        return self._source is not None or self.x.size <= MEMO_ELEMENTS
-
-    def _everywhere(self, semantics: Semantics) -> np.ndarray:
-        """The prediction under ``semantics`` on every element, computed once."""
-        full = self._predictions.get(semantics)
-        if full is None:
-            if self._source is not None:
-                parent, index = self._source
-                full = parent.variant(index, semantics=semantics)
-            else:
-                full = self._computed(None, semantics)
-            self._predictions[semantics] = full
-        return full
+    def _whole(self, semantics: Semantics) -> np.ndarray:
+        """The prediction on every element, kept when the batch is small enough."""
+        if self._source is not None and semantics in self._source[0]._predictions:
+            parent, index = self._source
+            whole = parent.variant(index, semantics=semantics)
+        else:
+            whole = self._computed(None, semantics)
+        if self.x.size <= MEMO_ELEMENTS and whole.nbytes <= MEMO_BYTES - self._memo_bytes[0]:
+            self._predictions[semantics] = whole
+            self._memo_bytes[0] += whole.nbytes
+        return whole
 
     def _computed(self, index: Optional[np.ndarray], semantics: Semantics) -> np.ndarray:
         x = self.x if index is None else self.x[index]
