@@ -25,13 +25,19 @@ COVERED = (Semantics(), Semantics(predicate="ge"), Semantics(slope=0.3), Semanti
            Semantics(grad_rule="ge", nan_grad="dy", slope_dtype="float32"), Semantics(daz=True), Semantics(ftz=True),
            Semantics(daz=True, ftz=True, slope_dtype=("float32", "bfloat16")),
            Semantics(daz=True, ftz=True, predicate="ge", grad_rule="ge"),
-           Semantics(formulation="scale", nan_grad="dy"))
+           Semantics(formulation="scale", nan_grad="dy"),
+           # applied around the loop: flushes on every read and of the result, narrowed operands
+           Semantics(flush_inputs=True), Semantics(daz=True, ftz=True, flush_output=True),
+           Semantics(daz=True, ftz=True, flush_output=True, flush_inputs=True),
+           Semantics(input_dtype="float16"), Semantics(input_dtype="bfloat16", daz=True, ftz=True),
+           Semantics(input_dtype="float32", slope_dtype="float32"))
 #: Backward formulations the compiled loop covers (the forward computes them on the numpy path).
 BACKWARD_ONLY = (Semantics(formulation="swap_branches", nan_grad="dy"), Semantics(formulation="swap_operands"),
                  Semantics(formulation="max", daz=True), Semantics(formulation="merge", grad_rule="ge"))
-NOT_COVERED = (Semantics(flush_inputs=True), Semantics(opmath="float32"), Semantics(saturate=True),
+NOT_COVERED = (Semantics(saturate_inputs=True), Semantics(opmath="float32"), Semantics(saturate=True),
                Semantics(formulation="relu"), Semantics(rounding="rtz"), Semantics(result_dtype="float16"),
-               Semantics(flush_output=True), Semantics(grad_rule="max"), Semantics(nan_grad="zero"))
+               Semantics(input_dtype="float16", opmath="float16"), Semantics(grad_rule="max"),
+               Semantics(nan_grad="zero"))
 
 
 def _edges(name: str) -> np.ndarray:
