@@ -30,8 +30,15 @@ from numba.extending import overload
 
 from conformance.dtypes import DTypeInfo, all_patterns, info, to_bits
 from conformance.records import Direction
-from conformance.reference import golden
-from conformance.reference.exact import check_alpha, effective_slope, flush_to_zero, resolve_pair, split_slope
+from conformance.reference.exact import (
+    check_alpha,
+    effective_slope,
+    flush_to_zero,
+    narrowed,
+    read_operand,
+    resolve_pair,
+    split_slope,
+)
 from conformance.reference.semantics import Semantics
 
 __all__ = ["compute", "covers"]
@@ -115,7 +122,7 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
 
 def _prepared(v: np.ndarray, s: Semantics) -> np.ndarray:
     """An operand as the loop reads it: flushed as it is read, narrowed to ``input_dtype``."""
-    return golden.narrowed(golden.read_operand(v, s), s.input_dtype)
+    return narrowed(read_operand(v, s), s.input_dtype)
 
 
 def _load(v, table):  # pragma: no cover - typed by the overload below

@@ -27,6 +27,8 @@ from conformance.reference.exact import (
     effective_slope,
     flush_to_zero,
     ftz_float32,
+    narrowed,
+    read_operand,
     resolve_pair,
     round_directed,
     round_float64,
@@ -46,7 +48,7 @@ from conformance.reference.semantics import (
 )
 
 __all__ = ["SUPPORTED_PAIRS", "EXACT", "Semantics", "backward", "cast_exact", "check_alpha", "compute",
-           "narrowed", "read_operand", "reference_compute",
+           "reference_compute",
            "effective_slope", "flush_to_zero", "ftz_float32", "forward", "resolve_pair", "round_directed",
            "round_float64", "saturated", "scale_exact"]
 
@@ -142,17 +144,6 @@ def _nan_as_computed_wide(y: np.ndarray, v: np.ndarray, alpha: float, *, take_v:
     out = info(y.dtype)
     selected = np.where(take_v, cast_exact(v, out), _product(v, alpha, out, opmath=opmath, daz=daz, ftz=ftz))
     return np.where(nan, np.full((), np.nan, y.dtype), np.where(is_nan(y), selected, y))
-
-
-def narrowed(v: np.ndarray, input_dtype: Optional[DTypeLike]) -> np.ndarray:
-    """``v`` rounded to ``input_dtype`` (overflow to inf) and widened back: a kernel that
-    narrows its operands before computing.  None leaves ``v`` as it is.  A 16-bit ``v``
-    (rounded to the other 16-bit dtype, whose range or precision differs) comes back as
-    float32, which holds both exactly."""
-    if input_dtype is None:
-        return v
-    narrow = round_float64(v.astype(np.float64), info(input_dtype))
-    return cast_exact(narrow, info("float32" if info(v.dtype).bits == 16 else v.dtype))
 
 
 def _holding(v: np.ndarray, result_dtype: DTypeLike) -> np.ndarray:
@@ -374,14 +365,6 @@ def _step_gradient(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, a: float, out
     out_dx = dx.copy()
     out_dx[sub] = cast_exact(ds[sub] * frac, out)
     return out_dx
-
-
-def read_operand(v: np.ndarray, s: Semantics) -> np.ndarray:
-    """An operand as the kernel reads it: saturated as a float32 unit reads it (NaN -> 0,
-    ±inf -> ±max), then flushed on every read, as ``s`` says."""
-    if s.saturate_inputs:
-        v = saturated(v.astype(np.float32), info("float32"))
-    return flush_to_zero(v) if s.flush_inputs else v
 
 
 def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[np.ndarray] = None,
