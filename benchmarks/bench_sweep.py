@@ -21,6 +21,7 @@ import time
 from collections.abc import Sequence
 
 from conformance.backends import call
+from conformance.reference import golden as ref
 from conformance.report.evaluate import evaluate
 from conformance.report.gate import GateConfig
 from conformance.sweep import run as sweeping
@@ -60,7 +61,8 @@ def stage_times(spec_group: Sequence[SweepSpec], lo: int) -> dict[str, float]:
     seg = next(segments(spec_group[0], lo, lo + CHUNK))
     out: dict[str, float] = {}
     start = time.perf_counter()
-    golden = sweeping._golden(spec_group[0], seg.x, seg.dy, seg.alpha)
+    first = spec_group[0]
+    golden = ref.compute(first.direction, seg.x, seg.alpha, dy=seg.dy, out_dtype=first.out_dtype)
     out["golden"] = time.perf_counter() - start
     for spec in spec_group:
         start = time.perf_counter()

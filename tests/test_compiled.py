@@ -25,13 +25,19 @@ COVERED = (Semantics(), Semantics(predicate="ge"), Semantics(slope=0.3), Semanti
            Semantics(grad_rule="ge", nan_grad="dy", slope_dtype="float32"), Semantics(daz=True), Semantics(ftz=True),
            Semantics(daz=True, ftz=True, slope_dtype=("float32", "bfloat16")),
            Semantics(daz=True, ftz=True, predicate="ge", grad_rule="ge"),
-           Semantics(formulation="scale", nan_grad="dy"))
+           Semantics(formulation="scale", nan_grad="dy"),
+           # applied around the loop: flushes on every read and of the result, narrowed operands
+           Semantics(flush_inputs=True), Semantics(daz=True, ftz=True, flush_output=True),
+           Semantics(daz=True, ftz=True, flush_output=True, flush_inputs=True),
+           Semantics(input_dtype="float16"), Semantics(input_dtype="bfloat16", daz=True, ftz=True),
+           Semantics(input_dtype="float32", slope_dtype="float32"))
 #: Backward formulations the compiled loop covers (the forward computes them on the numpy path).
 BACKWARD_ONLY = (Semantics(formulation="swap_branches", nan_grad="dy"), Semantics(formulation="swap_operands"),
                  Semantics(formulation="max", daz=True), Semantics(formulation="merge", grad_rule="ge"))
-NOT_COVERED = (Semantics(flush_inputs=True), Semantics(opmath="float32"), Semantics(saturate=True),
+NOT_COVERED = (Semantics(saturate_inputs=True), Semantics(opmath="float32"), Semantics(saturate=True),
                Semantics(formulation="relu"), Semantics(rounding="rtz"), Semantics(result_dtype="float16"),
-               Semantics(flush_output=True), Semantics(grad_rule="max"), Semantics(nan_grad="zero"))
+               Semantics(input_dtype="float16", opmath="float16"), Semantics(grad_rule="max"),
+               Semantics(nan_grad="zero"))
 
 
 def _edges(name: str) -> np.ndarray:
@@ -204,3 +210,42 @@ def test_without_numba_every_path_is_the_numpy_path(monkeypatch):
     assert not jit.enabled()
     _same_bits(golden.forward(x, 0.3), compiled_y)
     assert compare(compiled_y, golden.forward(x, 0.2), tolerance=TOLERANCES[0]).metrics == compiled_cmp.metrics
+
+
+def _triage_batches(x: np.ndarray) -> list:
+    """Forward and backward batches of ``x`` whose actual output is another slope's, with
+    some elements exact, 1 ULP off and replaced by other patterns (NaN and inf among them)."""
+    from conformance.report.triage.claims import Batch
+
+    out = []
+    other = np.roll(x, 5)
+    for direction in ("forward", "backward"):
+        dy = None if direction == "forward" else np.roll(x, 11)
+        g = golden.compute(direction, x, 0.2, dy=dy)
+        a = golden.compute(direction, x, 0.01, dy=dy)
+        a[::7] = g[::7]
+        a[1::9] = np.nextafter(g[1::9].astype(np.float64), np.inf).astype(g.dtype)
+        a[2::13] = other[2::13]
+        out.append(Batch(x, dy, 0.2, direction, x.dtype.name, g, a))
+    return out
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+def test_the_triage_passes_match_the_numpy_path(inputs, name, monkeypatch):
+    from conformance.report.plots import _class_counts, _ulp_counts
+    from conformance.report.triage.claims import beyond_rounding, observed_slopes
+
+    for batch in _triage_batches(inputs[name]):
+        index = np.flatnonzero(to_bits(batch.actual) != to_bits(batch.golden))
+        passes = (lambda b=batch, i=index: beyond_rounding(b, i), lambda b=batch, i=index: observed_slopes(b, i),
+                  lambda b=batch: (_ulp_counts(b.actual, b.golden), _class_counts(b.x)))
+        for run in passes:
+            got, ref = run(), _numpy_path(monkeypatch, run)
+            if isinstance(got, np.ndarray):
+                got, ref = (got,), (ref,)
+            for g, r in zip(got, ref, strict=True):
+                if isinstance(g, dict):
+                    assert g == r
+                else:
+                    assert g.dtype == r.dtype and np.array_equal(to_bits(g) if g.dtype.kind == "f" else g,
+                                                                 to_bits(r) if r.dtype.kind == "f" else r)

@@ -13,7 +13,8 @@ settings change the slope, the comparison, the flushing of subnormals or which b
 select takes -- ``slope``, ``slope_dtype``, ``daz``, ``ftz``, ``predicate`` and the ``select``
 and ``scale`` formulations (forward); ``grad_rule`` ``gt``/``ge``, ``nan_grad``
 ``alpha``/``dy`` and every formulation but ``relu`` (backward: the forward-only ones are its
-select).  Every other variant is computed by the numpy path.
+select); around the loop, ``flush_inputs``, ``input_dtype`` and ``flush_output`` as the numpy
+path applies them.  Every other variant is computed by the numpy path.
 
 numba is optional (``conformance.jit`` says when it runs and where its cache lives).
 """
@@ -29,15 +30,26 @@ from numba.extending import overload
 
 from conformance.dtypes import DTypeInfo, all_patterns, info, to_bits
 from conformance.records import Direction
-from conformance.reference.exact import check_alpha, effective_slope, resolve_pair, split_slope
+from conformance.reference.exact import (
+    check_alpha,
+    effective_slope,
+    flush_to_zero,
+    narrowed,
+    read_operand,
+    resolve_pair,
+    split_slope,
+)
 from conformance.reference.semantics import Semantics
 
 __all__ = ["compute", "covers"]
 
+#: Settings applied around the loop, as the numpy path applies them: operands flushed as they
+#: are read and narrowed to ``input_dtype``, the result flushed.
+_AROUND = frozenset({"flush_inputs", "input_dtype", "flush_output"})
 _FORWARD_SETTINGS = frozenset({"slope", "slope_dtype", "predicate", "daz", "ftz", "formulation", "grad_rule",
-                               "nan_grad", "grad_form"})
+                               "nan_grad", "grad_form"}) | _AROUND
 _BACKWARD_SETTINGS = frozenset({"slope", "slope_dtype", "predicate", "daz", "ftz", "formulation", "grad_rule",
-                                "nan_grad"})
+                                "nan_grad"}) | _AROUND
 #: How the backward's select reads its comparison: as it is, never taken (``scale``: a*dy
 #: everywhere) or inverted (``swap_branches``); the forward-only formulations are the select.
 _BACKWARD_TAKE = {"scale": 1, "swap_branches": 2}
@@ -88,8 +100,10 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
             out_dtype=None, semantics: Semantics) -> np.ndarray:
     """The golden of ``direction`` under ``semantics`` (which :func:`covers`), compiled."""
     x = np.asarray(x)
-    src, out = resolve_pair(x.dtype, out_dtype)
+    _, out = resolve_pair(x.dtype, out_dtype)
     s = semantics
+    shape, x = x.shape, _prepared(x, s)
+    src = info(x.dtype)  # narrowed operands are computed in the dtype that holds them
     a = effective_slope(check_alpha(alpha if s.slope is None else s.slope), slope_dtype=s.slope_dtype)
     rules, same = _rules(src, out, a, s), src.name == out.name
     result = np.empty(x.size, dtype=out.dtype)
@@ -98,12 +112,17 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
     if direction == "forward":
         _forward_loop(xs, table, sink, s.predicate == "ge", s.formulation == "scale", same, rules)
     else:
-        dys, _ = _operand(np.asarray(dy))
+        dys, _ = _operand(_prepared(np.asarray(dy), s))
         if s.formulation == "swap_operands":  # x and dy passed the other way round
             xs, dys = dys, xs
         _backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy",
                        _BACKWARD_TAKE.get(s.formulation, 0), same, rules)
-    return result.reshape(x.shape)
+    return (flush_to_zero(result) if s.flush_output else result).reshape(shape)
+
+
+def _prepared(v: np.ndarray, s: Semantics) -> np.ndarray:
+    """An operand as the loop reads it: flushed as it is read, narrowed to ``input_dtype``."""
+    return narrowed(read_operand(v, s), s.input_dtype)
 
 
 def _load(v, table):  # pragma: no cover - typed by the overload below

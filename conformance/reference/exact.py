@@ -18,7 +18,7 @@ from typing import Optional
 import numpy as np
 
 from conformance.dtypes import DTypeInfo, DTypeLike, from_bits, info, is_subnormal, to_bits
-from conformance.reference.semantics import Rounding, Saturate, SlopeDTypes
+from conformance.reference.semantics import Rounding, Saturate, Semantics, SlopeDTypes
 
 #: (input dtype, output dtype) pairs the reference computes.
 SUPPORTED_PAIRS: frozenset[tuple[str, str]] = frozenset(
@@ -196,3 +196,21 @@ def add_once(a: np.ndarray, b: np.ndarray, out: DTypeInfo) -> np.ndarray:
         return round_float64(a.astype(np.float64) + b.astype(np.float64), out)
     return (a + b).astype(out.dtype)
 
+
+def narrowed(v: np.ndarray, input_dtype: Optional[DTypeLike]) -> np.ndarray:
+    """``v`` rounded to ``input_dtype`` (overflow to inf) and widened back: a kernel that
+    narrows its operands before computing.  None leaves ``v`` as it is.  A 16-bit ``v``
+    (rounded to the other 16-bit dtype, whose range or precision differs) comes back as
+    float32, which holds both exactly."""
+    if input_dtype is None:
+        return v
+    narrow = round_float64(v.astype(np.float64), info(input_dtype))
+    return cast_exact(narrow, info("float32" if info(v.dtype).bits == 16 else v.dtype))
+
+
+def read_operand(v: np.ndarray, s: Semantics) -> np.ndarray:
+    """An operand as the kernel reads it: saturated as a float32 unit reads it (NaN -> 0,
+    ±inf -> ±max), then flushed on every read, as ``s`` says."""
+    if s.saturate_inputs:
+        v = saturated(v.astype(np.float32), info("float32"))
+    return flush_to_zero(v) if s.flush_inputs else v

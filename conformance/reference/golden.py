@@ -27,6 +27,8 @@ from conformance.reference.exact import (
     effective_slope,
     flush_to_zero,
     ftz_float32,
+    narrowed,
+    read_operand,
     resolve_pair,
     round_directed,
     round_float64,
@@ -142,17 +144,6 @@ def _nan_as_computed_wide(y: np.ndarray, v: np.ndarray, alpha: float, *, take_v:
     out = info(y.dtype)
     selected = np.where(take_v, cast_exact(v, out), _product(v, alpha, out, opmath=opmath, daz=daz, ftz=ftz))
     return np.where(nan, np.full((), np.nan, y.dtype), np.where(is_nan(y), selected, y))
-
-
-def _narrowed(v: np.ndarray, input_dtype: Optional[DTypeLike]) -> np.ndarray:
-    """``v`` rounded to ``input_dtype`` (overflow to inf) and widened back: a kernel that
-    narrows its operands before computing.  None leaves ``v`` as it is.  A 16-bit ``v``
-    (rounded to the other 16-bit dtype, whose range or precision differs) comes back as
-    float32, which holds both exactly."""
-    if input_dtype is None:
-        return v
-    narrow = round_float64(v.astype(np.float64), info(input_dtype))
-    return cast_exact(narrow, info("float32" if info(v.dtype).bits == 16 else v.dtype))
 
 
 def _holding(v: np.ndarray, result_dtype: DTypeLike) -> np.ndarray:
@@ -285,7 +276,7 @@ def _forward(x: np.ndarray, alpha: float, out_dtype: Optional[DTypeLike], s: Sem
     MAXPS/MINPS, measured on MindSpore's fp32 CPU kernels).  ``twice``: LeakyReLU applied
     to its own result (slope a*a, rounded twice)."""
     _, out = resolve_pair(x.dtype, out_dtype)
-    x = _narrowed(x, s.input_dtype)
+    x = narrowed(x, s.input_dtype)
     a, daz, ftz, opmath = _slope(alpha, s), s.daz, s.ftz, s.opmath
 
     def one(xs: np.ndarray) -> np.ndarray:
@@ -326,7 +317,7 @@ def _backward(dy: np.ndarray, x: np.ndarray, alpha: float, out_dtype: Optional[D
     if s.formulation == "swap_operands":
         dy, x, s = x, dy, replace(s, formulation="select")
     _, out = resolve_pair(x.dtype, out_dtype)
-    dy, x = _narrowed(dy, s.input_dtype), _narrowed(x, s.input_dtype)
+    dy, x = narrowed(dy, s.input_dtype), narrowed(x, s.input_dtype)
     if dy.shape != x.shape or dy.dtype != x.dtype:
         raise ValueError(f"dy and x must match: got {dy.dtype}{dy.shape} and {x.dtype}{x.shape}")
     a, daz, ftz, opmath = _slope(alpha, s), s.daz, s.ftz, s.opmath
@@ -376,14 +367,6 @@ def _step_gradient(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, a: float, out
     return out_dx
 
 
-def _read(v: np.ndarray, s: Semantics) -> np.ndarray:
-    """An operand as the kernel reads it: saturated as a float32 unit reads it (NaN -> 0,
-    ±inf -> ±max), then flushed on every read, as ``s`` says."""
-    if s.saturate_inputs:
-        v = saturated(v.astype(np.float32), info("float32"))
-    return flush_to_zero(v) if s.flush_inputs else v
-
-
 def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[np.ndarray] = None,
             out_dtype: Optional[DTypeLike] = None, semantics: Semantics = EXACT) -> np.ndarray:
     """The golden of one direction under ``semantics`` (``dy`` is required for backward)."""
@@ -416,7 +399,7 @@ def reference_compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: 
     if direction == "backward" and dy is None:
         raise ValueError("backward needs dy")
     s = semantics
-    operands = [_read(np.asarray(v), s) for v in ((x,) if direction == "forward" else (dy, x))]
+    operands = [read_operand(np.asarray(v), s) for v in ((x,) if direction == "forward" else (dy, x))]
     core = _forward if direction == "forward" else _backward
     if s.result_dtype is None:
         y = core(*operands, alpha, out_dtype, s)

@@ -6,12 +6,14 @@ the violation mask and the counts, in one pass.
 """
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 
 from conformance.ulp_loops import is_nan_bits, masks, ordered_bits
 
-__all__ = ["mismatch_pass"]
+__all__ = ["class_counts", "mismatch_pass", "slopes", "ulp_bin_counts", "within_rounding"]
 
 
 def mismatch_pass(ab: np.ndarray, gb: np.ndarray, a: np.ndarray, g: np.ndarray, bad: np.ndarray, *,
@@ -62,3 +64,88 @@ def _mismatch_loop(ab, gb, a, g, bad, tops, ulp_top, where, counts, rtol, atol, 
         for j, flag in enumerate((bad[i], nan_pos, inf_pos, zero_sign, rel < 1e-3, rel < 5e-3,
                                   finite and x > y, finite and x < y)):
             counts[j] += flag
+
+
+def within_rounding(ab: np.ndarray, gb: np.ndarray, index: np.ndarray, *, bits: int,
+                    mant_bits: int) -> np.ndarray:
+    """Which pairs at ``index`` of the flat bit patterns ``ab``, ``gb`` are both finite and at
+    most 1 ULP apart (as ``ulp_distance(a, g).ulps <= 1`` on finite pairs), in one pass."""
+    out = np.empty(index.size, dtype=np.bool_)
+    _within_loop(ab, gb, index, out, *masks(ab.dtype.type, bits=bits, mant_bits=mant_bits))
+    return out
+
+
+@numba.njit(cache=True)
+def _within_loop(ab, gb, index, out, magnitude, exp_mask, mant_mask):
+    for k in range(index.size):
+        i = index[k]
+        u, v = ab[i], gb[i]
+        if (u & exp_mask) == exp_mask or (v & exp_mask) == exp_mask:  # inf or NaN on a side
+            out[k] = False
+        else:
+            d = ordered_bits(u, magnitude) - ordered_bits(v, magnitude)
+            out[k] = -1 <= d <= 1
+
+
+def ulp_bin_counts(ab: np.ndarray, gb: np.ndarray, *, bits: int, mant_bits: int) -> np.ndarray:
+    """Per ULP bin, how many pairs of the flat bit patterns ``ab``, ``gb`` (at most 32 bits)
+    fall in it: bin 0 a distance of 0, bin k a distance in [2^(k-1), 2^k), bin 65 NaN."""
+    counts = np.zeros(66, dtype=np.int64)
+    _ulp_bin_loop(ab, gb, counts, *masks(ab.dtype.type, bits=bits, mant_bits=mant_bits))
+    return counts
+
+
+@numba.njit(cache=True)
+def _ulp_bin_loop(ab, gb, counts, magnitude, exp_mask, mant_mask):
+    for i in range(ab.size):
+        if is_nan_bits(ab[i], exp_mask, mant_mask) or is_nan_bits(gb[i], exp_mask, mant_mask):
+            counts[65] += 1
+            continue
+        d = ordered_bits(ab[i], magnitude) - ordered_bits(gb[i], magnitude)
+        d = -d if d < 0 else d
+        k = 0 if d == 0 else math.frexp(float(d))[1]  # exact: d < 2**33
+        counts[k] += 1
+
+
+def class_counts(xb: np.ndarray, *, mant_bits: int, exp_mask: int, sign_mask: int) -> np.ndarray:
+    """``np.bincount`` of each pattern's class code ``exponent field * 4 + sign * 2 + (mantissa != 0)``."""
+    counts = np.zeros(((exp_mask >> mant_bits) + 1) * 4, dtype=np.int64)
+    word = xb.dtype.type
+    _class_loop(xb, counts, word(mant_bits), word(exp_mask), word(sign_mask), word((1 << mant_bits) - 1))
+    return counts
+
+
+@numba.njit(cache=True)
+def _class_loop(xb, counts, mant_bits, exp_mask, sign_mask, mant_mask):
+    for i in range(xb.size):
+        u = xb[i]
+        code = np.int64((u & exp_mask) >> mant_bits) * 4
+        counts[code + 2 * np.int64((u & sign_mask) != 0) + np.int64((u & mant_mask) != 0)] += 1
+
+
+
+def slopes(actual: np.ndarray, operand: np.ndarray, x: np.ndarray, golden: np.ndarray, index: np.ndarray, *,
+           smallest_normal: float, forward: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``triage.claims.observed_slopes`` of float32/float64 arrays in one pass: at ``index``, where
+    actual and the operand (x forward, dy backward) are finite and the operand is not zero, the
+    slope actual / operand in float64, whether golden is a finite normal number, and whether x
+    lies on the negative side (x < 0 forward; x <= 0 or NaN backward)."""
+    out = np.empty(index.size, dtype=np.float64)
+    normal, negative = np.empty(index.size, dtype=np.bool_), np.empty(index.size, dtype=np.bool_)
+    done = _slopes_loop(actual, operand, x, golden, index, out, normal, negative, smallest_normal, forward)
+    return out[:done], normal[:done], negative[:done]
+
+
+@numba.njit(cache=True)
+def _slopes_loop(actual, operand, x, golden, index, out, normal, negative, smallest_normal, forward):
+    k = 0
+    for i in index:
+        a, v = np.float64(actual[i]), np.float64(operand[i])
+        if not (np.isfinite(a) and np.isfinite(v) and v != 0):
+            continue
+        g, w = np.float64(golden[i]), np.float64(x[i])
+        out[k] = a / v
+        normal[k] = abs(g) >= smallest_normal and np.isfinite(g)
+        negative[k] = w < 0 if forward else (w <= 0 or w != w)
+        k += 1
+    return k

@@ -16,6 +16,7 @@ from typing import Optional
 
 import numpy as np
 
+from conformance import jit
 from conformance.dtypes import info, to_bits, ulp_distance
 from conformance.records import TileLayout
 from conformance.report.triage import Batch, Claim
@@ -88,6 +89,13 @@ _ULP_NAMES = ["0"] + [str(1 << (k - 1)) for k in range(1, 65)] + ["nan"]
 
 def _ulp_counts(actual: np.ndarray, golden: np.ndarray) -> dict[str, int]:
     """ULP bins and their counts: ``0``, a bin's lower edge ``2^(k-1)``, or ``nan``."""
+    rec = info(actual.dtype)
+    if jit.enabled() and rec.bits <= 32 and actual.shape == golden.shape:
+        from conformance.report import metric_loops  # numba, imported on the first compiled call
+
+        counts = metric_loops.ulp_bin_counts(to_bits(np.ravel(actual)), to_bits(np.ravel(golden)),
+                                             bits=rec.bits, mant_bits=rec.mant_bits)
+        return {_ULP_NAMES[k]: int(counts[k]) for k in np.flatnonzero(counts).tolist()}
     dist = ulp_distance(actual, golden)
     v = dist.ulps.astype(np.uint64)
     _, bits = np.frexp(v.astype(np.float64))  # the bit length, or one more where the float rounded up
@@ -110,11 +118,17 @@ def _class_name(code: int, *, bias: int, top: int) -> str:
 def _class_counts(x: np.ndarray) -> dict[str, int]:
     """Input classes and their counts: ``±0``, ``±subnormal``, ``±2^e`` (the binade), ``±inf``, ``nan``."""
     rec = info(x.dtype)
-    bits = to_bits(x).astype(np.uint64)
-    field_ = (bits & np.uint64(rec.exp_mask)) >> np.uint64(rec.mant_bits)
-    sign = (bits & np.uint64(rec.sign_mask)) != 0
-    mant = (bits & np.uint64(rec.mant_mask)) != 0
-    counts = np.bincount(field_.astype(np.int64) * 4 + sign * 2 + mant)
+    if jit.enabled():
+        from conformance.report import metric_loops  # numba, imported on the first compiled call
+
+        counts = metric_loops.class_counts(to_bits(np.ravel(x)), mant_bits=rec.mant_bits, exp_mask=rec.exp_mask,
+                                           sign_mask=rec.sign_mask)
+    else:
+        bits = to_bits(x).astype(np.uint64)
+        field_ = (bits & np.uint64(rec.exp_mask)) >> np.uint64(rec.mant_bits)
+        sign = (bits & np.uint64(rec.sign_mask)) != 0
+        mant = (bits & np.uint64(rec.mant_mask)) != 0
+        counts = np.bincount(field_.astype(np.int64) * 4 + sign * 2 + mant)
     found: Counter = Counter()
     for code in np.flatnonzero(counts).tolist():
         found[_class_name(code, bias=rec.bias, top=(1 << rec.exp_bits) - 1)] += int(counts[code])

@@ -4,7 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conformance.report.triage.claims import Batch, without
+from conformance.reference import golden as ref
+from conformance.reference.semantics import Semantics
+from conformance.report.triage.claims import MEMO_ELEMENTS, MEMO_WHOLE, Batch, without
 
 
 @pytest.mark.parametrize("dense", [False, True])
@@ -23,3 +25,28 @@ def test_weights_stand_for_the_last_elements_only() -> None:
     batch = Batch(x, None, 0.2, "forward", "float32", x, x, where=np.arange(5), numel=100,
                   weight=np.array([7.5, 20.0]))
     np.testing.assert_array_equal(batch.weight_of(np.array([4, 0, 3, 2])), [20.0, 1.0, 7.5, 1.0])
+
+
+def _batch(n: int) -> Batch:
+    x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    x[::5] = -x[::5] * np.float32(1e-40)  # subnormals, where DAZ and FTZ change the result
+    g = ref.forward(x, 0.2)
+    return Batch(x, None, 0.2, "forward", "float32", g, g)
+
+
+@pytest.mark.parametrize("n", [1000, MEMO_WHOLE + 1, 8 * MEMO_ELEMENTS])
+def test_a_variant_on_some_elements_is_the_variant_computed_on_them(n: int, monkeypatch) -> None:
+    batch = _batch(n)
+    calls = []
+    compute = ref.compute
+    monkeypatch.setattr(ref, "compute", lambda *a, **k: calls.append(1) or compute(*a, **k))
+    index = np.arange(3, n, 7)  # memoised by its index up to MEMO_ELEMENTS
+    for s in (Semantics(daz=True, ftz=True), Semantics(opmath="float16"), Semantics(saturate=True, slope=3e38)):
+        expected = compute("forward", batch.x[index], 0.2, out_dtype="float32", semantics=s)
+        for _ in range(2):
+            np.testing.assert_array_equal(batch.variant(index, semantics=s).view(np.uint32), expected.view(np.uint32))
+        sub = batch.subset(index[::2])
+        np.testing.assert_array_equal(sub.variant(semantics=s).view(np.uint32), expected[::2].view(np.uint32))
+    # per variant: once on every element; once on index and once on the subset; or on every call
+    assert len(calls) == (3 if n <= MEMO_WHOLE else 6 if index.size <= MEMO_ELEMENTS else 9)
+

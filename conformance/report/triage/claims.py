@@ -12,10 +12,14 @@ from typing import Any, Optional
 
 import numpy as np
 
-from conformance import categories
+from conformance import categories, jit
 from conformance.dtypes import info, to_bits, ulp_distance
 from conformance.reference import golden as ref
 from conformance.reference.semantics import EXACT, Semantics
+
+MEMO_WHOLE = 1 << 14  # a batch up to this size computes a variant on every element at once
+MEMO_ELEMENTS = 1 << 16  # a larger one memoises its predictions on up to this many elements
+MEMO_BYTES = 1 << 27  # at most this much memoised per batch
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,11 @@ class Batch:
     numel: Optional[int] = None
     weight: Optional[np.ndarray] = None
     shape: Optional[tuple[int, ...]] = None
+    #: Predictions on every element, per variant, memoised within one triage (the beam search
+    #: asks for a rule again across rounds, states and scopes); see :meth:`variant`.
+    _predictions: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    _memo_bytes: list = field(default_factory=lambda: [0], init=False, compare=False, repr=False)
+    _source: Optional[tuple[Batch, np.ndarray]] = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def tensor_size(self) -> int:
@@ -61,9 +70,11 @@ class Batch:
         if self.weight is not None:
             lead = self.x.size - self.weight.size
             weight = self.weight[index[index >= lead] - lead]
-        return Batch(self.x[index], None if self.dy is None else self.dy[index], self.alpha, self.direction,
-                     self.out_dtype, self.golden[index], self.actual[index], where=self.flat(index),
-                     numel=self.tensor_size, weight=weight, shape=self.shape)
+        sub = Batch(self.x[index], None if self.dy is None else self.dy[index], self.alpha, self.direction,
+                    self.out_dtype, self.golden[index], self.actual[index], where=self.flat(index),
+                    numel=self.tensor_size, weight=weight, shape=self.shape)
+        object.__setattr__(sub, "_source", (self, index))  # its predictions on every element: from this one's
+        return sub
 
     def flat(self, index: np.ndarray) -> np.ndarray:
         """Flat indices in the whole tensor of the batch elements ``index``."""
@@ -83,9 +94,42 @@ class Batch:
         return out
 
     def variant(self, index: Optional[np.ndarray] = None, *, semantics: Semantics = EXACT) -> np.ndarray:
-        """Golden recomputed under ``semantics``, on the elements ``index`` (default: all)."""
+        """Golden recomputed under ``semantics``, on the elements ``index`` (default: all).
+
+        Memoised within the batch (triage asks for a rule again across rounds, beam states
+        and scopes): a batch of at most ``MEMO_WHOLE`` elements computes each variant once on
+        every element and takes ``index`` from it; a larger one keeps each prediction on at
+        most ``MEMO_ELEMENTS`` elements by its index.  Every variant is elementwise, so the
+        bits are those of computing on ``index`` alone."""
         if semantics == EXACT:
             return self.golden if index is None else self.golden[index]
+        whole = self._predictions.get(semantics)
+        if whole is None and (self.x.size <= MEMO_WHOLE or index is None):
+            whole = self._whole(semantics)
+        if whole is not None:
+            return whole if index is None else whole[index]
+        if index.size > MEMO_ELEMENTS or self._memo_bytes[0] > MEMO_BYTES:
+            return self._computed(index, semantics)
+        key = (semantics, index.size, hash(np.ascontiguousarray(index).data.tobytes()))
+        hit = self._predictions.get(key)
+        if hit is None or not np.array_equal(hit[0], index):
+            hit = self._predictions[key] = (index.copy(), self._computed(index, semantics))
+            self._memo_bytes[0] += 2 * hit[1].nbytes + index.nbytes
+        return hit[1]
+
+    def _whole(self, semantics: Semantics) -> np.ndarray:
+        """The prediction on every element, kept when the batch is small enough."""
+        if self._source is not None and semantics in self._source[0]._predictions:
+            parent, index = self._source
+            whole = parent.variant(index, semantics=semantics)
+        else:
+            whole = self._computed(None, semantics)
+        if self.x.size <= MEMO_ELEMENTS and whole.nbytes <= MEMO_BYTES - self._memo_bytes[0]:
+            self._predictions[semantics] = whole
+            self._memo_bytes[0] += whole.nbytes
+        return whole
+
+    def _computed(self, index: Optional[np.ndarray], semantics: Semantics) -> np.ndarray:
         x = self.x if index is None else self.x[index]
         dy = None if self.dy is None else (self.dy if index is None else self.dy[index])
         return ref.compute(self.direction, x, self.alpha, dy=dy, out_dtype=self.out_dtype, semantics=semantics)
@@ -186,6 +230,14 @@ def observed_slopes(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.nda
     normal number) and which lie on the negative side (x < 0 forward; x <= 0 or NaN backward).
     Computed a piece at a time into arrays as long as ``index`` (a view of their start is
     returned: the pages past it are never touched)."""
+    native = {batch.x.dtype.name, batch.actual.dtype.name, batch.golden.dtype.name} <= {"float32", "float64"}
+    if jit.enabled() and native:
+        from conformance.report import metric_loops  # numba, imported on the first compiled call
+
+        operand = batch.x if batch.direction == "forward" else batch.dy
+        return metric_loops.slopes(batch.actual, operand, batch.x, batch.golden, index,
+                                   smallest_normal=info(batch.out_dtype).smallest_normal,
+                                   forward=batch.direction == "forward")
     slopes, normal, negative = np.empty(index.size), np.empty(index.size, bool), np.empty(index.size, bool)
     done = 0
     for lo in range(0, index.size, PIECE):
@@ -217,7 +269,20 @@ def _slopes_of_piece(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def beyond_rounding(batch: Batch, index: np.ndarray) -> np.ndarray:
-    """The elements of ``index`` that the 1-ULP residue rule would not take."""
+    """The elements of ``index`` that the 1-ULP residue rule would not take: a non-finite
+    value on a side, or more than 1 ULP apart."""
+    if jit.enabled() and index.size:
+        from conformance.report import metric_loops  # numba, imported on the first compiled call
+
+        rec = info(batch.actual.dtype)
+        near = metric_loops.within_rounding(to_bits(batch.actual), to_bits(batch.golden), index,
+                                            bits=rec.bits, mant_bits=rec.mant_bits)
+        return index[~near] if near.any() else index  # a defect's mismatches: most are beyond
+    return reference_beyond_rounding(batch, index)
+
+
+def reference_beyond_rounding(batch: Batch, index: np.ndarray) -> np.ndarray:
+    """The numpy path of :func:`beyond_rounding`."""
     a, g = batch.actual[index], batch.golden[index]
     finite = np.isfinite(a.astype(np.float64)) & np.isfinite(g.astype(np.float64))
     return index[~(finite & (ulp_distance(a, g).ulps <= 1))]
