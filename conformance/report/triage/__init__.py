@@ -44,6 +44,13 @@ from conformance.report.triage.value_classes import claim_value_classes
 __all__ = ["Batch", "Claim", "special_values", "tail_regions", "triage"]
 
 
+def _values(batch: Batch, state: State) -> None:
+    """The value passes: rules over the whole batch, then clamps at a limit on golden or on
+    the rule stacks chosen."""
+    stacks = claim_semantics(batch, state) if state.remaining.size else []
+    claim_clamps(batch, state, bases=stacks)
+
+
 def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = (),
            layout: Optional[TileLayout] = None) -> list[Claim]:
     """Explain every mismatching element (flat indices ``mismatches``) by one category."""
@@ -52,10 +59,10 @@ def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = 
     with np.errstate(all="ignore"):
         if state.remaining.size:
             claim_shift(batch, state, beyond_rounding(batch, state.remaining))
-        claim_layout(batch, state)
-        if state.remaining.size:
-            claim_semantics(batch, state)
-        claim_clamps(batch, state)
+        moved = claim_layout(batch, state, values=_values)  # the value passes on golden moved
+        if moved is None:
+            _values(batch, state)
+        batch = batch if moved is None else moved  # the passes below on golden moved, too
         if state.remaining.size:
             claim_mapped(batch, state, layout)
         if state.remaining.size:

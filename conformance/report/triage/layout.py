@@ -12,21 +12,28 @@ batch has a shape of rank >= 2 and most of it is wrong.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import permutations
+from typing import Optional
 
 import numpy as np
 
+from conformance.dtypes import info, to_bits
 from conformance.report.metrics import match_mask
-from conformance.report.triage.claims import Batch, Claim, State, beyond_rounding
+from conformance.report.triage.claims import Batch, Claim, State, beyond_rounding, comparable
 
 _RANKS = range(2, 6)  # rank! permutations: at most 120 candidates
 _SAMPLE = 256  # errors a candidate is first tried on
 _ZERO, _UNKNOWN = -1, -2  # a source of padding; a source the batch does not hold
 _C0_BY_ITEMSIZE = {1: (32,), 2: (16,), 4: (16, 8), 8: (4,)}  # 32-byte C0; 16 for the cube's fp32
+_AGREE = 0.75  # share of sampled errors whose value agrees with golden moved: a candidate
+_SPREAD = 2.0 ** -4  # log2 ratio within a group's median: one slope, formulation or precision
+_GROUP = 4  # elements a group of one sign relation needs before its median tells
+_TRIED = 2  # candidates proved by recomputation, the most agreeing first
 _NAMED = {(0, 2, 3, 1): "written NHWC, read as NCHW", (0, 3, 1, 2): "written NCHW, read as NHWC"}
 
 Source = Callable[[np.ndarray], np.ndarray]  # flat output positions -> flat golden positions
+Values = Callable[[Batch, State], None]  # the value passes (rules, clamps) run on a batch
 
 
 @dataclass(frozen=True)
@@ -149,15 +156,144 @@ class _Lookup:
         return np.where(flat == _ZERO, _ZERO, np.where(found, self.order[at], _UNKNOWN))
 
 
-def _reproduced(batch: Batch, lookup: _Lookup, index: np.ndarray, t: Transform) -> tuple[np.ndarray, np.ndarray]:
-    """Of the batch elements ``index``: whose source the batch holds, and of those which
-    the transform reproduces bit for bit."""
-    src = lookup(t.source(batch.flat(index).astype(np.int64)))
-    known = src != _UNKNOWN
-    pred = np.zeros(index.size, dtype=batch.golden.dtype)
-    held = src >= 0
-    pred[held] = batch.golden[src[held]]
-    return known, known & match_mask(batch.actual[index], pred)
+def moved_batch(batch: Batch, t: Transform, *, lookup: Optional[_Lookup] = None) -> Batch:
+    """``batch`` with x, dy and golden moved by ``t``: each output position gets the inputs
+    and the exact result of the element it holds (zeros for padding; its own where a
+    reduced batch lacks the source).  The actual output stays as it is."""
+    lookup = _Lookup(batch) if lookup is None else lookup
+    here = np.arange(batch.x.size)
+    src = lookup(t.source(batch.flat(here).astype(np.int64)))
+    take, pad = np.where(src >= 0, src, here), src == _ZERO
+
+    def moved(v: Optional[np.ndarray]) -> Optional[np.ndarray]:
+        if v is None:
+            return None
+        out = v[take]
+        out[pad] = 0
+        return out
+
+    return replace(batch, x=moved(batch.x), dy=moved(batch.dy), golden=moved(batch.golden))
+
+
+def _agreement(actual: np.ndarray, moved: np.ndarray, *, tiny: float) -> float:
+    """Share of elements whose value agrees with golden moved, whatever value rule is on
+    top: the same bits, both below the smallest normal (a flush), or, within a group of
+    one sign of golden and one sign relation, a log2 magnitude ratio within
+    ``_SPREAD`` of the group's median (a slope, a formulation, a narrower precision)."""
+    a, g = comparable(actual).astype(np.float64), comparable(moved).astype(np.float64)
+    agree = match_mask(actual, moved) | ((np.abs(a) < tiny) & (np.abs(g) < tiny))
+    both = np.isfinite(a) & np.isfinite(g) & (a != 0) & (g != 0) & ~agree
+    ratio = np.log2(np.abs(a[both])) - np.log2(np.abs(g[both]))
+    negative, flipped = g[both] < 0, (a[both] < 0) != (g[both] < 0)
+    close = np.zeros(ratio.size, dtype=bool)
+    for group in (negative & flipped, negative & ~flipped, ~negative & flipped, ~negative & ~flipped):
+        if np.count_nonzero(group) >= _GROUP:
+            close |= group & (np.abs(ratio - np.median(ratio[group])) <= _SPREAD)
+    return (int(agree.sum()) + int(close.sum())) / max(actual.size, 1)
+
+
+def _candidates(batch: Batch, state: State, lookup: _Lookup) -> list[Transform]:
+    """The transforms under which the sampled errors' values agree with golden moved
+    (``_agreement`` at least ``_AGREE``), the most agreeing first: found without
+    assuming any value rule, proved by recomputation afterwards."""
+    pick = _sample(beyond_rounding(batch, _sample(state.remaining, most=4 * _SAMPLE)), most=_SAMPLE)
+    if pick.size < 4:
+        return []
+    tiny, flat = info(batch.out_dtype).smallest_normal, batch.flat(pick).astype(np.int64)
+    scored = []
+    for order, t in enumerate(transforms(batch.tensor_shape, itemsize=batch.golden.dtype.itemsize)):
+        src = lookup(t.source(flat))
+        known = src != _UNKNOWN
+        if np.count_nonzero(known) < 4:
+            continue
+        held = src[known]
+        pred = np.zeros(held.size, dtype=batch.golden.dtype)
+        pred[held >= 0] = batch.golden[held[held >= 0]]
+        share = _agreement(batch.actual[pick[known]], pred, tiny=tiny)
+        if share >= _AGREE:
+            scored.append((-share, order, t))
+    return [t for *_, t in sorted(scored, key=lambda s: s[:2])]
+
+
+@dataclass
+class _Proof:
+    """A transform proved: the batch moved by it, the errors golden moved reproduces by
+    itself, and the claims of the value rules on top of it (on the moved batch)."""
+
+    transform: Transform
+    moved: Batch
+    alone: np.ndarray
+    trial: State
+
+
+def _masks(batch: Batch, state: State) -> tuple[np.ndarray, np.ndarray]:
+    """Which elements are still wrong, and which are right (no earlier pass claimed them)."""
+    wrong, claimed = np.zeros(batch.x.size, dtype=bool), np.zeros(batch.x.size, dtype=bool)
+    wrong[state.remaining] = True
+    for c in state.claims:
+        if c.in_tensor:
+            claimed[c.index] = True
+    return wrong, ~wrong & ~claimed
+
+
+def _prove(batch: Batch, state: State, t: Transform, lookup: _Lookup, values: Values) -> Optional[_Proof]:
+    """``t`` with the value rules on golden moved by it (``values``, on every element it
+    alone gets wrong) reproduces at least 90% of the errors bit for bit, the move itself is
+    needed for at least half of them (their inputs differ), and it contradicts no element
+    that is right."""
+    moved = moved_batch(batch, t, lookup=lookup)
+    wrong, right = _masks(batch, state)
+    hits = match_mask(batch.actual, moved.golden)
+    trial = State(np.flatnonzero((wrong | right) & ~hits))
+    values(moved, trial)
+    left = np.zeros(batch.x.size, dtype=bool)
+    left[trial.remaining] = True
+    explained = wrong & ~left
+    shifted = to_bits(moved.x) != to_bits(batch.x)
+    if batch.dy is not None:
+        shifted |= to_bits(moved.dy) != to_bits(batch.dy)
+    errors = state.remaining.size
+    if (right & left).any() or 10 * int(explained.sum()) < 9 * errors or 2 * int((explained & shifted).sum()) < errors:
+        return None
+    return _Proof(t, moved, np.flatnonzero(wrong & hits), trial)
+
+
+def _commit(batch: Batch, state: State, proof: _Proof, others: list[Transform]) -> None:
+    """``layout`` for the errors golden moved reproduces by itself, then each value rule's
+    claim on the moved batch, cut to the errors, saying it holds on golden moved.  When
+    the move alone reproduces none (every value also changed), ``layout`` takes them all
+    and names the rules in its detail."""
+    t, wrong = proof.transform, _masks(batch, state)[0]
+    ruled = [(c, replace(c, index=c.index[wrong[c.index]])) for c in proof.trial.claims if c.in_tensor]
+    ruled = [(c, cut) for c, cut in ruled if cut.index.size]
+    alone = proof.alone if proof.alone.size or not ruled else np.union1d(
+        proof.alone, np.concatenate([cut.index for _, cut in ruled]))
+    composed = [f"{cut.category}: {cut.summary}" for _, cut in ruled]
+    detail = {**t.detail, "shape": list(batch.tensor_shape), "explained": int(alone.size), "contradicted": 0}
+    if others:
+        detail["alternatives"] = [o.name for o in others]
+    if composed:
+        detail["composed_with"] = composed
+    summary = f"the output is golden in another layout: {t.name}" + "".join(f"; or equally: {o.name}" for o in others)
+    if composed and proof.alone.size:
+        extra = sum(cut.index.size for _, cut in ruled)
+        cats = ", ".join(dict.fromkeys(cut.category for _, cut in ruled))
+        summary += f"; {extra} more errors need a value rule on top of it ({cats})"
+    elif composed:
+        summary += "; every value also needs " + "; ".join(composed)
+    state.claim(Claim("layout", alone, int(alone.size), summary, detail))
+    for c, cut in ([] if not proof.alone.size else ruled):
+        note = {**cut.detail, "explained": int(cut.index.size), "layout": t.name}
+        state.claim(replace(cut, count=int(cut.index.size), detail=note,
+                            summary=f"{cut.summary} (on golden moved: {t.name})"),
+                    by_rule=any(c is r for r in proof.trial.by_rules))
+
+
+def _same_memory(batch: Batch, t: Transform, others: list[Transform]) -> list[Transform]:
+    """The transforms that hold every element where ``t`` does (the same memory order)."""
+    flat = batch.flat(np.arange(batch.x.size)).astype(np.int64)
+    mine = t.source(flat)
+    return [o for o in others if o is not t and np.array_equal(o.source(flat), mine)]
 
 
 def _gate(batch: Batch, wrong: np.ndarray) -> bool:
@@ -171,49 +307,19 @@ def _sample(wrong: np.ndarray, *, most: int) -> np.ndarray:
     return wrong[np.linspace(0, wrong.size - 1, min(wrong.size, most)).astype(np.int64)]
 
 
-def _passes_sample(batch: Batch, lookup: _Lookup, pick: np.ndarray, t: Transform) -> bool:
-    known, hits = _reproduced(batch, lookup, pick, t)
-    return known.sum() >= 4 and 10 * int(hits.sum()) >= 9 * int(known.sum())
-
-
-def _proof(batch: Batch, lookup: _Lookup, state: State, t: Transform) -> tuple[np.ndarray, int]:
-    """The remaining errors the transform reproduces, and the elements that are right and
-    that it would change (its contradictions)."""
-    everything = np.arange(batch.x.size)
-    known, hits = _reproduced(batch, lookup, everything, t)
-    wrong = np.zeros(batch.x.size, dtype=bool)
-    wrong[state.remaining] = True
-    right = match_mask(batch.actual, batch.golden)
-    return everything[wrong & hits], int((known & ~hits & right).sum())
-
-
-def _proved(batch: Batch, state: State) -> list[tuple[Transform, np.ndarray]]:
-    """Each transform that reproduces at least 90% of the remaining errors and contradicts
-    no element that is right, with the errors it reproduces (tried first on a sample of
-    the errors beyond 1 ULP)."""
-    rest = state.remaining
-    pick = _sample(beyond_rounding(batch, _sample(rest, most=4 * _SAMPLE)), most=_SAMPLE)
-    lookup, found = _Lookup(batch), []
-    for t in transforms(batch.tensor_shape, itemsize=batch.golden.dtype.itemsize):
-        if _passes_sample(batch, lookup, pick, t):
-            index, contradicted = _proof(batch, lookup, state, t)
-            if contradicted == 0 and 10 * index.size >= 9 * rest.size:
-                found.append((t, index))
-    return found
-
-
-def claim_layout(batch: Batch, state: State) -> bool:
-    """The output in another layout: the errors the first proved transform reproduces are
-    ``layout``; the transforms that reproduce the same errors are its alternatives."""
+def claim_layout(batch: Batch, state: State, *, values: Values) -> Optional[Batch]:
+    """The output in another layout, perhaps with a value rule on top: the first candidate
+    transform proved with the value rules ``values`` (the attribution and clamp passes)
+    on golden moved by it.  Its errors are ``layout`` and the value rules' claims; the
+    batch moved by it is returned, for the passes after ``values`` to run on (None: no
+    layout proved; ``values`` is then still to run)."""
     if not _gate(batch, state.remaining):
-        return False
-    found = _proved(batch, state)
-    if not found:
-        return False
-    (t, index), others = found[0], [o for o, i in found[1:] if np.array_equal(i, found[0][1])]
-    detail = {**t.detail, "shape": list(batch.tensor_shape), "explained": int(index.size), "contradicted": 0}
-    if others:
-        detail["alternatives"] = [o.name for o in others]
-    summary = f"the output is golden in another layout: {t.name}" + "".join(f"; or equally: {o.name}" for o in others)
-    state.claim(Claim("layout", index, int(index.size), summary, detail))
-    return True
+        return None
+    lookup = _Lookup(batch)
+    found = _candidates(batch, state, lookup)
+    for t in found[:_TRIED]:
+        proof = _prove(batch, state, t, lookup, values)
+        if proof is not None:
+            _commit(batch, state, proof, _same_memory(batch, t, found))
+            return proof.moved
+    return None
