@@ -21,12 +21,14 @@ import numpy as np
 from conformance.dtypes import info, to_bits
 from conformance.report.metrics import match_mask
 from conformance.report.triage.claims import Batch, Claim, State, beyond_rounding, comparable
+from conformance.report.triage.value_classes import value_classes_of
 
 _RANKS = range(2, 6)  # rank! permutations: at most 120 candidates
 _SAMPLE = 256  # errors a candidate is first tried on
 _ZERO, _UNKNOWN = -1, -2  # a source of padding; a source the batch does not hold
 _C0_BY_ITEMSIZE = {1: (32,), 2: (16,), 4: (16, 8), 8: (4,)}  # 32-byte C0; 16 for the cube's fp32
-_AGREE = 0.75  # share of sampled errors whose value agrees with golden moved: a candidate
+_AGREE = 0.5  # share of sampled errors whose value agrees with golden moved: a candidate
+_LIFT = 0.5  # of the way from a random shuffle's agreement (chance, on this data) to all
 _SPREAD = 2.0 ** -4  # log2 ratio within a group's median: one slope, formulation or precision
 _GROUP = 4  # elements a group of one sign relation needs before its median tells
 _TRIED = 2  # candidates proved by recomputation, the most agreeing first
@@ -175,16 +177,21 @@ def moved_batch(batch: Batch, t: Transform, *, lookup: Optional[_Lookup] = None)
     return replace(batch, x=moved(batch.x), dy=moved(batch.dy), golden=moved(batch.golden))
 
 
-def _agreement(actual: np.ndarray, moved: np.ndarray, *, tiny: float) -> float:
-    """Share of elements whose value agrees with golden moved, whatever value rule is on
-    top: the same bits, both below the smallest normal (a flush), or, within a group of
-    one sign of golden and one sign relation, a log2 magnitude ratio within
-    ``_SPREAD`` of the group's median (a slope, a formulation, a narrower precision)."""
+def _agreement(actual: np.ndarray, moved: np.ndarray, side: np.ndarray, *, tiny: float) -> float:
+    """Share of elements whose value agrees with ``moved`` (golden or an input moved by a
+    transform), whatever value rule is on top: the same bits, both below the smallest
+    normal (a flush), or, within a group of one input sign (``side``) and one sign
+    relation, a log2 magnitude ratio within ``_SPREAD`` of the group's median (a slope, a
+    formulation, a narrower precision) or zero for most of the group (a slope 0)."""
     a, g = comparable(actual).astype(np.float64), comparable(moved).astype(np.float64)
     agree = match_mask(actual, moved) | ((np.abs(a) < tiny) & (np.abs(g) < tiny))
+    zero = (a == 0) & (g != 0) & ~agree
+    for s in (side, ~side):
+        if 2 * np.count_nonzero(zero & s) >= np.count_nonzero(s & (g != 0)):
+            agree |= zero & s
     both = np.isfinite(a) & np.isfinite(g) & (a != 0) & (g != 0) & ~agree
     ratio = np.log2(np.abs(a[both])) - np.log2(np.abs(g[both]))
-    negative, flipped = g[both] < 0, (a[both] < 0) != (g[both] < 0)
+    negative, flipped = side[both], (a[both] < 0) != (g[both] < 0)
     close = np.zeros(ratio.size, dtype=bool)
     for group in (negative & flipped, negative & ~flipped, ~negative & flipped, ~negative & ~flipped):
         if np.count_nonzero(group) >= _GROUP:
@@ -192,26 +199,58 @@ def _agreement(actual: np.ndarray, moved: np.ndarray, *, tiny: float) -> float:
     return (int(agree.sum()) + int(close.sum())) / max(actual.size, 1)
 
 
+def _concordance(actual: np.ndarray, moved: np.ndarray, side: np.ndarray) -> float:
+    """Share of neighbours in the magnitude order of ``moved``, within one input sign,
+    whose actual magnitudes keep that order: what any value rule monotone on each side
+    keeps (a slope, a narrowing that overflows to inf and underflows to 0, a clamp)."""
+    a, g = np.abs(comparable(actual).astype(np.float64)), np.abs(comparable(moved).astype(np.float64))
+    kept = pairs = 0
+    for s in (side, ~side):
+        ok = s & ~np.isnan(a) & ~np.isnan(g)
+        ranked = a[ok][np.argsort(g[ok], kind="stable")]
+        kept, pairs = kept + int(np.count_nonzero(ranked[1:] >= ranked[:-1])), pairs + max(ranked.size - 1, 0)
+    return kept / max(pairs, 1)
+
+
+def _scores(batch: Batch, pick: np.ndarray, src: np.ndarray, *, tiny: float) -> tuple[float, float]:
+    """How the elements ``pick`` agree with golden, x or dy taken from ``src`` (batch
+    positions, ``_ZERO`` for padding), the best of the three (a formula may swap dy and
+    x): their value agreement, and their magnitude order's concordance."""
+    side = comparable(_taken(batch.x, src)) < 0
+    actual, best = batch.actual[pick], (0.0, 0.0)
+    for values in [batch.golden, batch.x] + ([batch.dy] if batch.dy is not None else []):
+        moved = _taken(values, src)
+        best = max(best[0], _agreement(actual, moved, side, tiny=tiny)), max(best[1], _concordance(actual, moved, side))
+    return best
+
+
+def _taken(values: np.ndarray, src: np.ndarray) -> np.ndarray:
+    out = np.zeros(src.size, dtype=values.dtype)
+    out[src >= 0] = values[src[src >= 0]]
+    return out
+
+
 def _candidates(batch: Batch, state: State, lookup: _Lookup) -> list[Transform]:
-    """The transforms under which the sampled errors' values agree with golden moved
-    (``_agreement`` at least ``_AGREE``), the most agreeing first: found without
-    assuming any value rule, proved by recomputation afterwards."""
+    """The transforms under which the sampled errors agree with golden (or an input)
+    moved, by value or by magnitude order: at least ``_AGREE``, and ``_LIFT`` of the way
+    from a random shuffle's agreement (chance, on this data) to all.  Found without
+    assuming any value rule, the most agreeing first; proved by recomputation afterwards."""
     pick = _sample(beyond_rounding(batch, _sample(state.remaining, most=4 * _SAMPLE)), most=_SAMPLE)
     if pick.size < 4:
         return []
     tiny, flat = info(batch.out_dtype).smallest_normal, batch.flat(pick).astype(np.int64)
+    shuffled = np.random.default_rng(0).integers(0, batch.x.size, pick.size)
+    chance = _scores(batch, pick, shuffled, tiny=tiny)
     scored = []
     for order, t in enumerate(transforms(batch.tensor_shape, itemsize=batch.golden.dtype.itemsize)):
         src = lookup(t.source(flat))
         known = src != _UNKNOWN
         if np.count_nonzero(known) < 4:
             continue
-        held = src[known]
-        pred = np.zeros(held.size, dtype=batch.golden.dtype)
-        pred[held >= 0] = batch.golden[held[held >= 0]]
-        share = _agreement(batch.actual[pick[known]], pred, tiny=tiny)
-        if share >= _AGREE:
-            scored.append((-share, order, t))
+        shares = _scores(batch, pick[known], src[known], tiny=tiny)
+        lift = max((s - c) / (1 - c) if c < 1 else 0.0 for s, c in zip(shares, chance))
+        if lift >= _LIFT and max(shares) >= _AGREE:
+            scored.append((-lift, order, t))
     return [t for *_, t in sorted(scored, key=lambda s: s[:2])]
 
 
@@ -224,6 +263,7 @@ class _Proof:
     moved: Batch
     alone: np.ndarray
     trial: State
+    shifted: np.ndarray  # where the move changes the inputs
 
 
 def _masks(batch: Batch, state: State) -> tuple[np.ndarray, np.ndarray]:
@@ -238,9 +278,10 @@ def _masks(batch: Batch, state: State) -> tuple[np.ndarray, np.ndarray]:
 
 def _prove(batch: Batch, state: State, t: Transform, lookup: _Lookup, values: Values) -> Optional[_Proof]:
     """``t`` with the value rules on golden moved by it (``values``, on every element it
-    alone gets wrong) reproduces at least 90% of the errors bit for bit, the move itself is
-    needed for at least half of them (their inputs differ), and it contradicts no element
-    that is right."""
+    alone gets wrong) reproduces at least half of the errors bit for bit and, with the
+    value classes on golden moved (a narrowed operand's overflow, a NaN, a zero's sign),
+    at least 90%; the move itself is needed for at least half of them (their inputs
+    differ); and it contradicts no element that is right."""
     moved = moved_batch(batch, t, lookup=lookup)
     wrong, right = _masks(batch, state)
     hits = match_mask(batch.actual, moved.golden)
@@ -248,27 +289,41 @@ def _prove(batch: Batch, state: State, t: Transform, lookup: _Lookup, values: Va
     values(moved, trial)
     left = np.zeros(batch.x.size, dtype=bool)
     left[trial.remaining] = True
-    explained = wrong & ~left
-    shifted = to_bits(moved.x) != to_bits(batch.x)
-    if batch.dy is not None:
-        shifted |= to_bits(moved.dy) != to_bits(batch.dy)
+    classed = np.zeros(batch.x.size, dtype=bool)
+    rest = trial.remaining
+    named = value_classes_of(batch.actual[rest], moved.golden[rest])[:4]  # overflow, NaN, zero signs
+    classed[rest] = np.logical_or.reduce([m for _, m, _ in named])
+    proved, shifted = wrong & ~left, _shifted(batch, moved)
     errors = state.remaining.size
-    if (right & left).any() or 10 * int(explained.sum()) < 9 * errors or 2 * int((explained & shifted).sum()) < errors:
+    if (right & left & ~classed).any() or 2 * int(proved.sum()) < errors:
         return None
-    return _Proof(t, moved, np.flatnonzero(wrong & hits), trial)
+    if 10 * int((proved | (wrong & classed)).sum()) < 9 * errors or 2 * int((proved & shifted).sum()) < errors:
+        return None
+    return _Proof(t, moved, np.flatnonzero(wrong & hits), trial, shifted)
+
+
+def _shifted(batch: Batch, moved: Batch) -> np.ndarray:
+    """Where the move changes the inputs (there the transform is needed)."""
+    out = to_bits(moved.x) != to_bits(batch.x)
+    if batch.dy is not None:
+        out |= to_bits(moved.dy) != to_bits(batch.dy)
+    return out
 
 
 def _commit(batch: Batch, state: State, proof: _Proof, others: list[Transform]) -> None:
     """``layout`` for the errors golden moved reproduces by itself, then each value rule's
     claim on the moved batch, cut to the errors, saying it holds on golden moved.  When
-    the move alone reproduces none (every value also changed), ``layout`` takes them all
-    and names the rules in its detail."""
+    the move alone reproduces none (every value also changed), ``layout`` takes those
+    where the move is needed and names the rules in its detail; the rules keep the rest."""
     t, wrong = proof.transform, _masks(batch, state)[0]
     ruled = [(c, replace(c, index=c.index[wrong[c.index]])) for c in proof.trial.claims if c.in_tensor]
     ruled = [(c, cut) for c, cut in ruled if cut.index.size]
-    alone = proof.alone if proof.alone.size or not ruled else np.union1d(
-        proof.alone, np.concatenate([cut.index for _, cut in ruled]))
-    composed = [f"{cut.category}: {cut.summary}" for _, cut in ruled]
+    alone, composed = proof.alone, [f"{cut.category}: {cut.summary}" for _, cut in ruled]
+    if not alone.size and ruled:  # where the move is needed; the rules keep the rest
+        alone = np.concatenate([cut.index[proof.shifted[cut.index]] for _, cut in ruled])
+        alone.sort()
+        ruled = [(c, replace(cut, index=cut.index[~proof.shifted[cut.index]])) for c, cut in ruled]
+        ruled = [(c, cut) for c, cut in ruled if cut.index.size]
     detail = {**t.detail, "shape": list(batch.tensor_shape), "explained": int(alone.size), "contradicted": 0}
     if others:
         detail["alternatives"] = [o.name for o in others]
@@ -280,9 +335,9 @@ def _commit(batch: Batch, state: State, proof: _Proof, others: list[Transform]) 
         cats = ", ".join(dict.fromkeys(cut.category for _, cut in ruled))
         summary += f"; {extra} more errors need a value rule on top of it ({cats})"
     elif composed:
-        summary += "; every value also needs " + "; ".join(composed)
+        summary += "; every value moved also needs " + "; ".join(composed)
     state.claim(Claim("layout", alone, int(alone.size), summary, detail))
-    for c, cut in ([] if not proof.alone.size else ruled):
+    for c, cut in ruled:
         note = {**cut.detail, "explained": int(cut.index.size), "layout": t.name}
         state.claim(replace(cut, count=int(cut.index.size), detail=note,
                             summary=f"{cut.summary} (on golden moved: {t.name})"),
