@@ -5,11 +5,13 @@ Categories come from the registry (``conformance.categories``); the passes run i
 - ``hazards``: the emulator's records (``BackendResult.hazards``);
 - ``location``: an output shifted by k elements is proved element by element first,
   before a rule could match some of its elements by chance;
-- ``layout``: golden permuted or packed (NC1HWC0) reproduces the output, proved likewise;
+- ``layout``: golden permuted or packed (NC1HWC0) reproduces the output, alone or with
+  the value passes below run on golden moved (every later pass then runs on it too);
 - ``attribution``: candidate rules (``rules.catalogue``, each a golden variant) compete in
   a description-length beam search (``search``, on the scope ``sampling`` gives it); each
   element the chosen stack reproduces goes to the rule it needs that moves its value most;
-- ``clamps``: golden clamped at one limit L reproduces what is left (``saturation`` at L);
+- ``clamps``: golden, or golden under a chosen rule stack, clamped at one limit L
+  reproduces what is left (``saturation`` at L);
 - ``location``: regions holding another region's data (another tile, core, row or
   channel, at an offset the plan or the shape gives) are ``stale-block``, the mapping stated;
 - ``attribution``: a rule confined to a region (``regions``: a core, a tile, tile k of every

@@ -5,9 +5,13 @@ golden it holds (or to a zero of padding): every axis permutation of the shape (
 to 5; for 4-D, NCHW read as NHWC and back are named), and NCHW or NHWC packed to
 NC1HWC0 (C0 elements of 32 bytes, or 16 for a 4-byte dtype) or unpacked from it,
 zero padded, the packed tensor read back flat and cut or padded to the tensor's size.
-A transform is ``layout`` when golden moved by it reproduces the actual bits of the
-errors and contradicts none of the elements that are right.  Tried only when the
-batch has a shape of rank >= 2 and most of it is wrong.
+A transform is found without assuming any value rule (the errors' values agree with
+golden moved by it, by ratio within one input sign or by magnitude order, well above a
+random shuffle's agreement), then proved by recomputation: the value passes run on golden,
+x and dy moved by it, and golden moved, alone or under their rules, must reproduce the
+errors bit for bit and contradict no element that is right.  The errors the move alone
+reproduces are ``layout``; those that need a rule on top keep the rule's category.
+Tried only when the batch has a shape of rank >= 2 and a quarter of it is wrong.
 """
 from __future__ import annotations
 
