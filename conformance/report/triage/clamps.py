@@ -23,13 +23,14 @@ from conformance.reference.semantics import EXACT, Semantics
 from conformance.report.metrics import match_mask
 from conformance.report.triage.claims import Batch, Claim, State, comparable
 from conformance.report.triage.rules import Rule
-from conformance.report.triage.search import stack_semantics
+from conformance.report.triage.search import candidates_for, stack_semantics
 
 _SIDES = ("both", "upper", "lower")
 _NAN = ("kept", "0", "+L", "-L")
 _INF = ("L", "kept")
 _INT8_CODES = (127.0, 128.0)  # a requantised int8 code at its limit
 _ROUNDS = 2  # an asymmetric clamp is one side, then the other
+_SEARCHED = 1 << 16  # errors left beyond which no single rule is tried under a clamp
 
 
 @dataclass(frozen=True)
@@ -183,15 +184,33 @@ def _at_limit_left(batch: Batch, state: State, proof: Optional[_Proof]) -> bool:
 
 def _strongest(batch: Batch, state: State, bases: Sequence[Sequence[Rule]]) -> Optional[_Proof]:
     """The clamp on golden; when it leaves errors at a limit, the clamp on a rule stack
-    ``bases`` (a wrong slope, then a clamp) that explains more, if one does."""
+    ``bases`` (a wrong slope, then a clamp) that explains more, if one does; failing
+    those, on one rule of the catalogue that no stack chose because the clamp overwrote
+    every change it made (NaN made at NaN, then clamped)."""
     best = _on(batch, state, ())
-    if not bases or not _at_limit_left(batch, state, best):
+    if not _at_limit_left(batch, state, best):
         return best
     for base in bases:
         proof = _on(batch, state, tuple(base))
         if proof is not None and (best is None or proof.explained.size > best.explained.size):
             best = proof
+    if best is not None or not _shared_magnitude(batch, state.remaining):
+        return best
+    for rule in candidates_for(batch, state.remaining):
+        proof = _on(batch, state, (rule,)) if rule.category is not None else None
+        if proof is not None and (best is None or proof.explained.size > best.explained.size):
+            best = proof
     return best
+
+
+def _shared_magnitude(batch: Batch, rest: np.ndarray) -> bool:
+    """A few errors (at most ``_SEARCHED``), several of them of one finite nonzero magnitude:
+    what a clamp leaves."""
+    if rest.size > _SEARCHED or rest.size < 2:
+        return False
+    a = np.abs(comparable(batch.actual[rest]).astype(np.float64))
+    a = a[np.isfinite(a) & (a != 0)]
+    return a.size >= 2 and int(np.unique(a, return_counts=True)[1].max()) >= 2
 
 
 def claim_clamps(batch: Batch, state: State, *, bases: Sequence[Sequence[Rule]] = ()) -> None:
