@@ -15,6 +15,7 @@ Tried only when the batch has a shape of rank >= 2 and a quarter of it is wrong.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from itertools import permutations
@@ -181,56 +182,72 @@ def moved_batch(batch: Batch, t: Transform, *, lookup: Optional[_Lookup] = None)
     return replace(batch, x=moved(batch.x), dy=moved(batch.dy), golden=moved(batch.golden))
 
 
-def _agreement(actual: np.ndarray, moved: np.ndarray, side: np.ndarray, *, tiny: float) -> float:
-    """Share of elements whose value agrees with ``moved`` (golden or an input moved by a
-    transform), whatever value rule is on top: the same bits, both below the smallest
-    normal (a flush), or, within a group of one input sign (``side``) and one sign
-    relation, a log2 magnitude ratio within ``_SPREAD`` of the group's median (a slope, a
-    formulation, a narrower precision) or zero for most of the group (a slope 0)."""
-    a, g = comparable(actual).astype(np.float64), comparable(moved).astype(np.float64)
-    agree = match_mask(actual, moved) | ((np.abs(a) < tiny) & (np.abs(g) < tiny))
-    zero = (a == 0) & (g != 0) & ~agree
+def _agreement(actual: np.ndarray, moved: np.ndarray, side: np.ndarray, valid: np.ndarray, *,
+               tiny: float) -> np.ndarray:
+    """Per row of ``moved`` (golden or an input, moved by one transform each), the share of
+    the ``valid`` elements whose value agrees with ``actual``, whatever value rule is on
+    top: the same bits, both below the smallest normal (a flush), or, within a group of
+    one input sign (``side``) and one sign relation, a log2 magnitude ratio within
+    ``_SPREAD`` of the group's median (a slope, a formulation, a narrower precision) or
+    zero for most of the group (a slope 0)."""
+    a, g = comparable(actual).astype(np.float64)[None, :], comparable(moved).astype(np.float64)
+    agree = (to_bits(moved) == to_bits(actual)[None, :]) | (np.isnan(a) & np.isnan(g))
+    agree = valid & (agree | ((np.abs(a) < tiny) & (np.abs(g) < tiny)))
+    zero = valid & (a == 0) & (g != 0) & ~agree
     for s in (side, ~side):
-        if 2 * np.count_nonzero(zero & s) >= np.count_nonzero(s & (g != 0)):
-            agree |= zero & s
-    both = np.isfinite(a) & np.isfinite(g) & (a != 0) & (g != 0) & ~agree
-    ratio = np.log2(np.abs(a[both])) - np.log2(np.abs(g[both]))
-    negative, flipped = side[both], (a[both] < 0) != (g[both] < 0)
-    close = np.zeros(ratio.size, dtype=bool)
-    for group in (negative & flipped, negative & ~flipped, ~negative & flipped, ~negative & ~flipped):
-        if np.count_nonzero(group) >= _GROUP:
-            close |= group & (np.abs(ratio - np.median(ratio[group])) <= _SPREAD)
-    return (int(agree.sum()) + int(close.sum())) / max(actual.size, 1)
+        most = 2 * np.count_nonzero(zero & s, axis=1) >= np.count_nonzero(valid & s & (g != 0), axis=1)
+        agree |= zero & s & most[:, None]
+    both = valid & np.isfinite(a) & np.isfinite(g) & (a != 0) & (g != 0) & ~agree
+    ratio = np.where(both, np.log2(np.abs(a)) - np.log2(np.abs(g)), np.nan)
+    flipped = (a < 0) != (g < 0)
+    close = np.zeros(g.shape, dtype=bool)
+    for group in (side & flipped, side & ~flipped, ~side & flipped, ~side & ~flipped):
+        member = both & group
+        enough = np.count_nonzero(member, axis=1) >= _GROUP
+        if enough.any():
+            with warnings.catch_warnings():  # a row without members has no median
+                warnings.simplefilter("ignore", RuntimeWarning)
+                centre = np.nanmedian(np.where(member, ratio, np.nan), axis=1)
+            close |= member & enough[:, None] & (np.abs(ratio - centre[:, None]) <= _SPREAD)
+    return (agree.sum(axis=1) + close.sum(axis=1)) / np.maximum(valid.sum(axis=1), 1)
 
 
-def _concordance(actual: np.ndarray, moved: np.ndarray, side: np.ndarray) -> float:
-    """Share of neighbours in the magnitude order of ``moved``, within one input sign,
-    whose actual magnitudes keep that order: what any value rule monotone on each side
-    keeps (a slope, a narrowing that overflows to inf and underflows to 0, a clamp)."""
+def _concordance(actual: np.ndarray, moved: np.ndarray, side: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Per row of ``moved``, the share of neighbours in its magnitude order, within one
+    input sign, whose actual magnitudes keep that order: what any value rule monotone on
+    each side keeps (a slope, a narrowing that overflows to inf and underflows to 0, a clamp)."""
     a, g = np.abs(comparable(actual).astype(np.float64)), np.abs(comparable(moved).astype(np.float64))
-    kept = pairs = 0
-    for s in (side, ~side):
-        ok = s & ~np.isnan(a) & ~np.isnan(g)
-        ranked = a[ok][np.argsort(g[ok], kind="stable")]
-        kept, pairs = kept + int(np.count_nonzero(ranked[1:] >= ranked[:-1])), pairs + max(ranked.size - 1, 0)
-    return kept / max(pairs, 1)
+    ok = valid & ~np.isnan(a)[None, :] & ~np.isnan(g)
+    group = np.where(ok, side.astype(np.int8), 2)  # 2: left out, sorted last
+    order = np.argsort(np.where(ok, g, np.inf), axis=1, kind="stable")
+    order = np.take_along_axis(order, np.argsort(np.take_along_axis(group, order, 1), axis=1, kind="stable"), 1)
+    ranked, kind = a[order], np.take_along_axis(group, order, 1)
+    pair = (kind[:, 1:] == kind[:, :-1]) & (kind[:, 1:] < 2)
+    kept = np.count_nonzero(pair & (ranked[:, 1:] >= ranked[:, :-1]), axis=1)
+    return kept / np.maximum(np.count_nonzero(pair, axis=1), 1)
 
 
-def _scores(batch: Batch, pick: np.ndarray, src: np.ndarray, *, tiny: float) -> tuple[float, float]:
-    """How the elements ``pick`` agree with golden, x or dy taken from ``src`` (batch
-    positions, ``_ZERO`` for padding), the best of the three (a formula may swap dy and
-    x): their value agreement, and their magnitude order's concordance."""
-    side = comparable(_taken(batch.x, src)) < 0
-    actual, best = batch.actual[pick], (0.0, 0.0)
-    for values in [batch.golden, batch.x] + ([batch.dy] if batch.dy is not None else []):
+def _scores(batch: Batch, pick: np.ndarray, src: np.ndarray, *, tiny: float) -> np.ndarray:
+    """For the elements ``pick`` and each row of sources ``src`` (batch positions,
+    ``_ZERO`` for padding, ``_UNKNOWN`` where a reduced batch lacks one): how they agree
+    with golden so taken, or with x for a gradient (a formula may swap dy and x; dy itself
+    tells what golden does).  Columns: the value agreement, the magnitude concordance,
+    each the best over those references."""
+    valid, side = src != _UNKNOWN, comparable(_taken(batch.x, src)) < 0
+    actual, best = batch.actual[pick], np.zeros((src.shape[0], 2))
+    for values in [batch.golden] + ([batch.x] if batch.dy is not None else []):
         moved = _taken(values, src)
-        best = max(best[0], _agreement(actual, moved, side, tiny=tiny)), max(best[1], _concordance(actual, moved, side))
+        found = np.stack([_agreement(actual, moved, side, valid, tiny=tiny),
+                          _concordance(actual, moved, side, valid)], axis=1)
+        best = np.maximum(best, found)
     return best
 
 
 def _taken(values: np.ndarray, src: np.ndarray) -> np.ndarray:
-    out = np.zeros(src.size, dtype=values.dtype)
-    out[src >= 0] = values[src[src >= 0]]
+    """``values`` at the batch positions ``src`` (zero for padding or an unknown source)."""
+    out = np.zeros(src.shape, dtype=values.dtype)
+    held = src >= 0
+    out[held] = values[src[held]]
     return out
 
 
@@ -238,24 +255,23 @@ def _candidates(batch: Batch, state: State, lookup: _Lookup) -> list[Transform]:
     """The transforms under which the sampled errors agree with golden (or an input)
     moved, by value or by magnitude order: at least ``_AGREE``, and ``_LIFT`` of the way
     from a random shuffle's agreement (chance, on this data) to all.  Found without
-    assuming any value rule, the most agreeing first; proved by recomputation afterwards."""
+    assuming any value rule, all transforms scored at once, the most agreeing first;
+    proved by recomputation afterwards."""
     pick = _sample(beyond_rounding(batch, _sample(state.remaining, most=4 * _SAMPLE)), most=_SAMPLE)
     if pick.size < 4:
         return []
-    tiny, flat = info(batch.out_dtype).smallest_normal, batch.flat(pick).astype(np.int64)
+    flat = batch.flat(pick).astype(np.int64)
+    found = list(transforms(batch.tensor_shape, itemsize=batch.golden.dtype.itemsize))
+    if not found:
+        return []
     shuffled = np.random.default_rng(0).integers(0, batch.x.size, pick.size)
-    chance = _scores(batch, pick, shuffled, tiny=tiny)
-    scored = []
-    for order, t in enumerate(transforms(batch.tensor_shape, itemsize=batch.golden.dtype.itemsize)):
-        src = lookup(t.source(flat))
-        known = src != _UNKNOWN
-        if np.count_nonzero(known) < 4:
-            continue
-        shares = _scores(batch, pick[known], src[known], tiny=tiny)
-        lift = max((s - c) / (1 - c) if c < 1 else 0.0 for s, c in zip(shares, chance))
-        if lift >= _LIFT and max(shares) >= _AGREE:
-            scored.append((-lift, order, t))
-    return [t for *_, t in sorted(scored, key=lambda s: s[:2])]
+    src = np.stack([lookup(t.source(flat)) for t in found] + [shuffled])
+    scores = _scores(batch, pick, src, tiny=info(batch.out_dtype).smallest_normal)
+    chance, scores = scores[-1], scores[:-1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lift = np.where(chance < 1, (scores - chance) / (1 - chance), 0.0).max(axis=1)
+    ok = (np.count_nonzero(src[:-1] != _UNKNOWN, axis=1) >= 4) & (lift >= _LIFT) & (scores.max(axis=1) >= _AGREE)
+    return [found[i] for i in sorted(np.flatnonzero(ok).tolist(), key=lambda i: (-lift[i], i))]
 
 
 @dataclass
