@@ -287,3 +287,17 @@ def test_a_value_rule_alone_on_a_4d_output_is_no_layout() -> None:
     actual = ref.forward(x, 0.3, semantics=Semantics(slope_dtype="float16")).reshape(-1)
     row = judge(x, actual, 0.3)
     assert set(counts(row)) == {"alpha-precision"}, row.message
+
+
+def test_a_clamp_at_fp16_max_on_a_transposed_fp32_output_is_layout_and_saturation() -> None:
+    shape = (3, 6, 10, 10)
+    rng = np.random.default_rng(26)
+    n = int(np.prod(shape))
+    x = (rng.standard_normal(n) * 10.0 ** rng.uniform(0, 5.5, n)).astype(np.float32).reshape(shape)
+    move = lambda y: _transposed(np.clip(y, -65504, 65504), shape, (0, 2, 3, 1))  # noqa: E731
+    actual = move(ref.forward(x, 0.2)).reshape(-1)
+    exact = ref.forward(x, 0.2).reshape(-1)
+    alone, value = _split(actual, exact, _transposed(exact, shape, (0, 2, 3, 1)).reshape(-1))
+    row = judge(x, actual, 0.2)
+    assert counts(row) == {"layout": alone, "saturation": value}, row.message
+    assert _value_finding(row, "saturation").detail["limit_of"] == "float16"

@@ -61,10 +61,11 @@ def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = 
     with np.errstate(all="ignore"):
         if state.remaining.size:
             claim_shift(batch, state, beyond_rounding(batch, state.remaining))
-        moved = claim_layout(batch, state, values=_values)  # the value passes on golden moved
+        moved = claim_layout(batch, state, values=_values)  # the value passes ran on golden moved
         if moved is None:
             _values(batch, state)
-        batch = batch if moved is None else moved  # the passes below on golden moved, too
+        else:
+            batch = moved  # the passes below run on golden moved too
         if state.remaining.size:
             claim_mapped(batch, state, layout)
         if state.remaining.size:
