@@ -21,7 +21,7 @@ import numpy as np
 from conformance.dtypes import DTYPES, info
 from conformance.reference.semantics import EXACT, Semantics
 from conformance.report.metrics import match_mask
-from conformance.report.triage.claims import Batch, Claim, State, comparable
+from conformance.report.triage.claims import Batch, Claim, State, beyond_rounding, comparable
 from conformance.report.triage.rules import Rule
 from conformance.report.triage.search import candidates_for, stack_semantics
 
@@ -31,6 +31,7 @@ _INF = ("L", "kept")
 _INT8_CODES = (127.0, 128.0)  # a requantised int8 code at its limit
 _ROUNDS = 2  # an asymmetric clamp is one side, then the other
 _SEARCHED = 1 << 16  # errors left beyond which no single rule is tried under a clamp
+_SHARED = 4  # errors at one magnitude before a single rule is tried under a clamp there
 
 
 @dataclass(frozen=True)
@@ -188,13 +189,13 @@ def _strongest(batch: Batch, state: State, bases: Sequence[Sequence[Rule]]) -> O
     those, on one rule of the catalogue that no stack chose because the clamp overwrote
     every change it made (NaN made at NaN, then clamped)."""
     best = _on(batch, state, ())
-    if not _at_limit_left(batch, state, best):
+    if not _at_limit_left(batch, state, best) or not _shared_magnitude(batch, state.remaining):
         return best
     for base in bases:
         proof = _on(batch, state, tuple(base))
         if proof is not None and (best is None or proof.explained.size > best.explained.size):
             best = proof
-    if best is not None or not _shared_magnitude(batch, state.remaining):
+    if best is not None:
         return best
     for rule in candidates_for(batch, state.remaining):
         proof = _on(batch, state, (rule,)) if rule.category is not None else None
@@ -204,13 +205,17 @@ def _strongest(batch: Batch, state: State, bases: Sequence[Sequence[Rule]]) -> O
 
 
 def _shared_magnitude(batch: Batch, rest: np.ndarray) -> bool:
-    """A few errors (at most ``_SEARCHED``), several of them of one finite nonzero magnitude:
-    what a clamp leaves."""
-    if rest.size > _SEARCHED or rest.size < 2:
+    """A few errors (at most ``_SEARCHED``) of which several beyond 1 ULP share one finite
+    nonzero magnitude (``_SHARED`` of them, or two at a named limit): what a clamp leaves."""
+    if rest.size > _SEARCHED:
         return False
-    a = np.abs(comparable(batch.actual[rest]).astype(np.float64))
+    a = np.abs(comparable(batch.actual[beyond_rounding(batch, rest)]).astype(np.float64))
     a = a[np.isfinite(a) & (a != 0)]
-    return a.size >= 2 and int(np.unique(a, return_counts=True)[1].max()) >= 2
+    if a.size < 2:
+        return False
+    values, counts = np.unique(a, return_counts=True)
+    top = int(np.argmax(counts))
+    return counts[top] >= _SHARED or (counts[top] >= 2 and limit_of(float(values[top])) is not None)
 
 
 def claim_clamps(batch: Batch, state: State, *, bases: Sequence[Sequence[Rule]] = ()) -> None:
