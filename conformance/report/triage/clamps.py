@@ -185,23 +185,27 @@ def _at_limit_left(batch: Batch, state: State, proof: Optional[_Proof]) -> bool:
 
 def _strongest(batch: Batch, state: State, bases: Sequence[Sequence[Rule]]) -> Optional[_Proof]:
     """The clamp on golden; when it leaves errors at a limit, the clamp on a rule stack
-    ``bases`` (a wrong slope, then a clamp) that explains more, if one does; failing
-    those, on one rule of the catalogue that no stack chose because the clamp overwrote
-    every change it made (NaN made at NaN, then clamped)."""
+    ``bases`` (a wrong slope, then a clamp) that explains more, if one does; and when
+    errors at a limit are still left, the clamp on one rule of the catalogue that no stack
+    chose because the clamp overwrote every change it made (NaN made at NaN, then clamped)."""
     best = _on(batch, state, ())
     if not _at_limit_left(batch, state, best) or not _shared_magnitude(batch, state.remaining):
         return best
     for base in bases:
-        proof = _on(batch, state, tuple(base))
-        if proof is not None and (best is None or proof.explained.size > best.explained.size):
-            best = proof
-    if best is not None:
+        best = _larger(best, _on(batch, state, tuple(base)))
+    if not _at_limit_left(batch, state, best):
         return best
     for rule in candidates_for(batch, state.remaining):
-        proof = _on(batch, state, (rule,)) if rule.category is not None else None
-        if proof is not None and (best is None or proof.explained.size > best.explained.size):
-            best = proof
+        if rule.category is not None:
+            best = _larger(best, _on(batch, state, (rule,)))
     return best
+
+
+def _larger(best: Optional[_Proof], other: Optional[_Proof]) -> Optional[_Proof]:
+    """The proof that explains more (``best`` on a tie)."""
+    if other is None or (best is not None and other.explained.size <= best.explained.size):
+        return best
+    return other
 
 
 def _shared_magnitude(batch: Batch, rest: np.ndarray) -> bool:

@@ -198,7 +198,8 @@ def _agreement(actual: np.ndarray, moved: np.ndarray, side: np.ndarray, valid: n
         most = 2 * np.count_nonzero(zero & s, axis=1) >= np.count_nonzero(valid & s & (g != 0), axis=1)
         agree |= zero & s & most[:, None]
     both = valid & np.isfinite(a) & np.isfinite(g) & (a != 0) & (g != 0) & ~agree
-    ratio = np.where(both, np.log2(np.abs(a)) - np.log2(np.abs(g)), np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):  # log2 of zeros the mask leaves out
+        ratio = np.where(both, np.log2(np.abs(a)) - np.log2(np.abs(g)), np.nan)
     flipped = (a < 0) != (g < 0)
     close = np.zeros(g.shape, dtype=bool)
     for group in (side & flipped, side & ~flipped, ~side & flipped, ~side & ~flipped):
@@ -305,9 +306,9 @@ def _prove(batch: Batch, state: State, t: Transform, lookup: _Lookup, values: Va
     moved = moved_batch(batch, t, lookup=lookup)
     wrong, right = _masks(batch, state)
     hits = match_mask(batch.actual, moved.golden)
-    trial = State(np.flatnonzero((wrong | right) & ~hits))
-    values(moved, trial)
-    left = np.zeros(batch.x.size, dtype=bool)
+    pad = lookup(t.source(batch.flat(np.arange(batch.x.size)).astype(np.int64))) == _ZERO
+    trial = _trial(moved, np.flatnonzero((wrong | right) & ~hits), pad, values)
+    left = pad & (wrong | right) & ~hits  # padding no rule computes
     left[trial.remaining] = True
     classed = np.zeros(batch.x.size, dtype=bool)
     rest = trial.remaining
@@ -320,6 +321,27 @@ def _prove(batch: Batch, state: State, t: Transform, lookup: _Lookup, values: Va
     if 10 * int((proved | (wrong & classed)).sum()) < 9 * errors or 2 * int((proved & shifted).sum()) < errors:
         return None
     return _Proof(t, moved, np.flatnonzero(wrong & hits), trial, shifted)
+
+
+def _trial(moved: Batch, open_: np.ndarray, pad: np.ndarray, values: Values) -> State:
+    """The value passes on the elements ``open_`` of the moved batch, the padding left out
+    (no kernel computes it: its zeros are no evidence for or against a rule); the claims
+    and what is left, in the moved batch's positions."""
+    if not pad.any():
+        trial = State(open_)
+        values(moved, trial)
+        return trial
+    keep = np.flatnonzero(~pad)
+    sub = State(np.searchsorted(keep, open_[~pad[open_]]))
+    values(moved.subset(keep), sub)
+    out = State(keep[sub.remaining])
+    ruled = {id(c) for c in sub.by_rules}
+    for c in sub.claims:
+        lifted = replace(c, index=keep[c.index]) if c.in_tensor else c
+        out.claims.append(lifted)
+        if id(c) in ruled:
+            out.by_rules.append(lifted)
+    return out
 
 
 def _shifted(batch: Batch, moved: Batch) -> np.ndarray:
