@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conformance.cases.defects import catalogue, generate
-from conformance.cases.regional_defects import generate_regional
+from conformance.cases.regional_defects import generate_composed, generate_regional
 from conformance.commands.selftest import name_generated, profile_plan, run_generated
 from conformance.dtypes import all_patterns
 from conformance.reference import golden
@@ -134,3 +134,18 @@ def test_selftest_generated_rejects_a_bad_count(value: str, capsys: pytest.Captu
     from tests.helpers import assert_usage_error, run_cli
 
     assert_usage_error(run_cli(["selftest", "--generated", value], capsys), mentions="--generated")
+
+
+COMPOSED = 80  # composed cases in their own aggregate test
+
+
+def test_a_layout_or_a_clamp_on_top_of_a_rule_names_both_defects() -> None:
+    cases = [generate_composed(s) for s in range(2000, 2000 + COMPOSED)]
+    assert {c.defects[0].category for c in cases} == {"layout", "saturation"}
+    assert {c.x.ndim for c in cases} == {2, 3, 4, 5}
+    scored = [name_generated(c) for c in cases]
+    named = {n for s in scored for p, n, ok in s.pairs if ok}
+    assert {"layout", "saturation"} < named and len(named) >= 6, named
+    pairs = [ok for s in scored for *_, ok in s.pairs]
+    assert not any(s.false_findings for s in scored)
+    assert sum(pairs) >= REQUIRED * len(pairs), [str(s.case) for s in scored if not all(o for *_, o in s.pairs)][:5]

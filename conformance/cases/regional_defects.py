@@ -1,7 +1,9 @@
 """Generated defects confined to a region: a rule of the catalogue that holds in one core,
 tile, tile head, axis slice or span of a tiling plan or an N-D shape alone, or the region
-holding another region's results; and :func:`cases`, the corpus ``selftest --generated``
-judges (every ``REGIONAL_EVERY``-th case regional, the rest from :func:`defects.generate`)."""
+holding another region's results; two defects composed (a layout mix-up or a clamp on top
+of a rule); and :func:`cases`, the corpus ``selftest --generated`` judges (every
+``REGIONAL_EVERY``-th case regional, every ``COMPOSED_EVERY``-th composed, the rest from
+:func:`defects.generate`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -9,11 +11,14 @@ from typing import Optional
 
 import numpy as np
 
-from conformance.cases.defects import (
+from conformance.cases.defects import (  # the layout and clamp edits of the unconfined generator
     ALPHAS,
     PAIRS,
     Defect,
     Planted,
+    _clamp,
+    _layout,
+    _layout_shape,
     catalogue,
     compute,
     draw_values,
@@ -159,8 +164,64 @@ def _plant_in_region(rng: np.random.Generator, x: np.ndarray, dy: Optional[np.nd
             {int(i): (rule.category,) + (narrowed if symptom[i] else ()) for i in changed})
 
 
+def generate_composed(seed: int) -> Planted:
+    """One deterministic case with two defects composed: a layout mix-up on top of a rule
+    of the catalogue (the rule's output written in another layout), or a clamp at a limit
+    on top of a rule (the rule's output clamped).  Per element, the categories of the
+    defects that alone reproduce it, or both where neither does."""
+    rng = np.random.default_rng([seed, 30])
+    src, out = PAIRS[int(rng.integers(len(PAIRS)))]
+    direction = "forward" if rng.random() < 0.55 else "backward"
+    alpha = float(rng.choice([a for a in ALPHAS if a not in (0.0, 1.0)]))
+    shape = _layout_shape(rng)
+    n = int(np.prod(shape))
+    x = draw_values(rng, src, n).reshape(shape)
+    dy = draw_values(rng, src, n).reshape(shape) if direction == "backward" else None
+    golden = compute(x, dy, alpha, out, EXACT)
+    pool = catalogue(alpha=alpha, src=src, out=out, direction=direction)
+    rule = pool[int(rng.integers(len(pool)))]
+    ruled = compute(x, dy, alpha, out, rule.semantics)
+    clamp = rng.random() >= 0.6 and rule.category not in _UNCLAMPED
+    edit = _clamp(rng, ruled, out) if clamp else None
+    if edit is None:  # no value beyond any limit: the layout instead
+        edit = _layout(rng, shape, out)
+    actual = edit.edit(ruled)
+    return Planted(seed, x, dy, alpha, direction, out, golden, actual,
+                   (edit, Defect(rule.category, rule.name, rule.semantics)),
+                   _composed_accept(golden, actual, edit.edit(golden), ruled, (edit.category, rule.category)))
+
+
+def _composed_accept(golden: np.ndarray, actual: np.ndarray, edited: np.ndarray, ruled: np.ndarray,
+                     names: tuple[str, str]) -> dict:
+    """Per changed element, the category of each defect that alone reproduces it (the edit
+    on golden, the rule alone), or both where neither does; an operand overflowed when
+    narrowed is also named by its value class (against golden edited: moved or clamped)."""
+    symptom = ~np.isfinite(actual.astype(np.float64)) & np.isfinite(edited.astype(np.float64))
+    accept = {}
+    for i in np.flatnonzero(~same_bits(actual, golden)).tolist():
+        alone = tuple(c for c, y in zip(names, (edited, ruled)) if same_bits(y[i:i + 1], actual[i:i + 1])[0])
+        cats = alone or names
+        if "input-precision" in cats and symptom[i]:
+            cats += ("overflow", "spurious-nan")
+        accept[i] = cats
+    return accept
+
+
+#: rules a clamp is not composed with: operands narrowed to fp16 overflow to inf, and a
+#: clamp of those infinities is a saturating cast, another rule of the catalogue
+_UNCLAMPED = frozenset({"input-precision"})
+COMPOSED_EVERY = 8  # every COMPOSED_EVERY-th case of the corpus composes two defects
+
+
 def cases(count: int, *, seed: int = 0, plan: Optional[PlanFn] = None) -> list[Planted]:
     """``count`` generated cases, seeds ``seed .. seed + count - 1``; every ``REGIONAL_EVERY``-th
-    is a regional one (:func:`generate_regional`, on ``plan``'s tiling when given)."""
-    return [generate_regional(seed + i, plan=plan) if i % REGIONAL_EVERY == REGIONAL_EVERY - 1
-            else generate(seed + i) for i in range(count)]
+    is a regional one (:func:`generate_regional`, on ``plan``'s tiling when given), and
+    every ``COMPOSED_EVERY``-th, four later, a composed one (:func:`generate_composed`)."""
+    def one(i: int) -> Planted:
+        if i % REGIONAL_EVERY == REGIONAL_EVERY - 1:
+            return generate_regional(seed + i, plan=plan)
+        if i % COMPOSED_EVERY == COMPOSED_EVERY // 2 - 1:
+            return generate_composed(seed + i)
+        return generate(seed + i)
+
+    return [one(i) for i in range(count)]

@@ -128,3 +128,24 @@ def test_random_bit_patterns_clamped_at_the_fp16_limits() -> None:
     row = judge_dump(x, actual, 0.2)
     assert counts(row) == {"saturation": differs(actual, exact)}
     assert _saturation(row).detail["nan"] == "0" and row.verdict == "fail"
+
+
+def test_a_clamp_on_a_wrong_slope_names_both() -> None:
+    """torch with slope 0.3 where 0.2 was meant, clamped at fp16's max: the negative results
+    that only the wrong slope took beyond 65504 are clamped too.  The clamp is proved on
+    golden under the slope rule, and each names its own elements."""
+    torch = pytest.importorskip("torch")
+    from tests.helpers import from_torch, to_torch
+
+    rng = np.random.default_rng(31)
+    x = np.concatenate([rng.uniform(-3e5, -2.2e5, 300), rng.standard_normal(3000) * 1e4,
+                        rng.uniform(7e4, 1e5, 100)]).astype(np.float32)
+    out = from_torch(torch.nn.functional.leaky_relu(to_torch(x), 0.3), "float32")
+    actual = _clamped(out, 65504.0)
+    exact = ref.forward(x, 0.2)
+    clamped = int((np.abs(out.astype(np.float64)) > 65504.0).sum())
+    row = judge(x, actual, 0.2, backend="torch")
+    assert counts(row) == {"alpha-mismatch": differs(actual, exact) - clamped, "saturation": clamped}, row.message
+    finding = _saturation(row)
+    assert finding.detail["limit_of"] == "float16" and finding.detail["contradicted"] == 0
+    assert "0.3" in finding.detail["clamped_after"][0] and "after" in finding.summary

@@ -13,7 +13,8 @@ import pytest
 
 from conformance.dtypes import bfloat16
 from conformance.reference import golden as ref
-from tests.helpers import F16, counts, differs, judge, judge_dump, run_cli
+from conformance.reference.semantics import Semantics
+from tests.helpers import F16, bits_differ, counts, differs, judge, judge_dump, run_cli
 
 
 def _inputs(shape: tuple[int, ...], dtype: object, *, seed: int = 0) -> np.ndarray:
@@ -186,3 +187,117 @@ def test_compare_names_a_dump_written_nhwc_and_read_as_nchw(tmp_path, capsys: py
     assert [f["category"] for f in row["findings"]] == ["layout"]
     assert row["findings"][0]["detail"]["transform"] == "written NHWC, read as NCHW"
     assert row["findings"][0]["count"] == row["mismatches"]
+
+
+# ----------------------------------------------------------------------------- a layout and a value rule at once
+
+def _moved_exact(x: np.ndarray, alpha: float, move) -> np.ndarray:
+    """The exact result moved as the framework's output was: what the output holds where
+    the layout alone is the defect."""
+    return move(ref.forward(x, alpha)).reshape(-1)
+
+
+def _split(actual: np.ndarray, exact: np.ndarray, moved: np.ndarray) -> tuple[int, int]:
+    """Errors the move alone explains, and errors that need a value rule on top of it."""
+    value = bits_differ(actual, moved)
+    return int((bits_differ(actual, exact) & ~value).sum()), int(value.sum())
+
+
+def _value_finding(row, category: str):
+    (finding,) = [f for f in row.findings if f.category == category]
+    return finding
+
+
+def test_a_jax_fp32_output_written_nhwc_and_read_as_nchw_is_layout_and_its_fp32_slope() -> None:
+    """jax.nn.leaky_relu holds the slope in float32: about a tenth of its results differ from
+    the exact ones anyway; moved, they are ``alpha-precision`` on golden moved, the rest ``layout``."""
+    jax = pytest.importorskip("jax")
+    shape = (2, 8, 16, 16)
+    x = _inputs(shape, np.float32, seed=21)
+    out = np.asarray(jax.nn.leaky_relu(jax.numpy.asarray(x), 0.2))
+    move = lambda y: _transposed(y, shape, (0, 2, 3, 1))  # noqa: E731
+    actual = move(out).reshape(-1)
+    alone, value = _split(actual, ref.forward(x, 0.2).reshape(-1), _moved_exact(x, 0.2, move))
+    assert value > 100
+    row = judge(x, actual, 0.2, backend="jax")
+    assert counts(row) == {"layout": alone, "alpha-precision": value}, row.message
+    assert _layout_finding(row).detail["transform"] == "written NHWC, read as NCHW"
+    finding = _value_finding(row, "alpha-precision")
+    assert finding.detail["layout"] == "written NHWC, read as NCHW" and finding.detail["contradicted"] == 0
+
+
+def test_a_torch_fp16_output_with_the_torch_default_slope_packed_to_nc1hwc0_is_layout_and_alpha_mismatch() -> None:
+    torch = pytest.importorskip("torch")
+    from tests.helpers import from_torch, to_torch
+
+    shape = (2, 20, 5, 6)
+    x = _inputs(shape, np.float16, seed=22)
+    out = from_torch(torch.nn.functional.leaky_relu(to_torch(x)), "float16")  # slope 0.01, judged at 0.2
+    move = lambda y: _packed(y.reshape(-1), shape, 16)  # noqa: E731
+    actual = move(out).reshape(-1)
+    alone, value = _split(actual, ref.forward(x, 0.2).reshape(-1), _moved_exact(x, 0.2, move))
+    row = judge(x, actual, 0.2, backend="torch")
+    assert counts(row) == {"layout": alone, "alpha-mismatch": value}, row.message
+    layout = _layout_finding(row)
+    assert layout.detail["transform"] == "written NC1HWC0 with C0=16, read as NCHW" and layout.detail["c0"] == 16
+    assert "0.01" in _value_finding(row, "alpha-mismatch").summary
+
+
+def test_a_tensorflow_fp32_output_that_flushes_subnormals_transposed_is_layout_and_the_flush() -> None:
+    """tf.nn.leaky_relu on CPU flushes subnormal inputs and results and holds the slope in
+    float32: on golden moved, the flushed elements are ``subnormal-flush``, the others that
+    differ ``alpha-precision``."""
+    tf = pytest.importorskip("tensorflow")
+    shape = (3, 8, 7, 5)
+    x = _inputs(shape, np.float32, seed=23).reshape(-1)
+    x[::9] = (np.random.default_rng(3).uniform(-1, 1, x[::9].size) * 1e-39).astype(np.float32)  # subnormals
+    x = x.reshape(shape)
+    out = tf.nn.leaky_relu(tf.constant(x), 0.2).numpy()
+    move = lambda y: _transposed(y, shape, (0, 2, 3, 1))  # noqa: E731
+    actual = move(out).reshape(-1)
+    moved = _moved_exact(x, 0.2, move)
+    alone, value = _split(actual, ref.forward(x, 0.2).reshape(-1), moved)
+    tiny = np.abs(move(x).reshape(-1).astype(np.float64)) < np.finfo(np.float32).tiny
+    tiny |= np.abs(moved.astype(np.float64)) < np.finfo(np.float32).tiny
+    flushed = int((bits_differ(actual, moved) & tiny).sum())
+    row = judge(x, actual.reshape(-1), 0.2, backend="tensorflow")
+    assert counts(row) == {"layout": alone, "subnormal-flush": flushed, "alpha-precision": value - flushed}, \
+        row.message
+
+
+def test_narrowed_inputs_on_a_transposed_output_are_found_with_no_error_golden_moved_reproduces() -> None:
+    """Every element changed: fp32 inputs narrowed to fp16 before computing, transposed.
+    The move alone reproduces no error; ``layout`` takes every moved element and names
+    the rule it needs too."""
+    shape = (6, 9, 7)
+    x = _inputs(shape, np.float32, seed=24)
+    narrowed = ref.compute("forward", x, 0.2, out_dtype="float32", semantics=Semantics(input_dtype="float16"))
+    actual = _transposed(narrowed.reshape(-1), shape, (2, 0, 1)).reshape(-1)
+    exact = ref.forward(x, 0.2).reshape(-1)
+    row = judge(x, actual, 0.2)
+    assert "unexplained" not in counts(row) and sum(counts(row).values()) == differs(actual, exact)
+    finding = _layout_finding(row)
+    assert finding.detail["permutation"] == [2, 0, 1]
+    assert any(c.startswith("input-precision") for c in finding.detail["composed_with"])
+
+
+def test_a_value_rule_alone_on_a_4d_output_is_no_layout() -> None:
+    """Every element off by the fp16 slope (TF's rounding), no move: the rule, never a layout."""
+    x = _inputs((2, 6, 5, 4), np.float16, seed=25)
+    actual = ref.forward(x, 0.3, semantics=Semantics(slope_dtype="float16")).reshape(-1)
+    row = judge(x, actual, 0.3)
+    assert set(counts(row)) == {"alpha-precision"}, row.message
+
+
+def test_a_clamp_at_fp16_max_on_a_transposed_fp32_output_is_layout_and_saturation() -> None:
+    shape = (3, 6, 10, 10)
+    rng = np.random.default_rng(26)
+    n = int(np.prod(shape))
+    x = (rng.standard_normal(n) * 10.0 ** rng.uniform(0, 5.5, n)).astype(np.float32).reshape(shape)
+    move = lambda y: _transposed(np.clip(y, -65504, 65504), shape, (0, 2, 3, 1))  # noqa: E731
+    actual = move(ref.forward(x, 0.2)).reshape(-1)
+    exact = ref.forward(x, 0.2).reshape(-1)
+    alone, value = _split(actual, exact, _transposed(exact, shape, (0, 2, 3, 1)).reshape(-1))
+    row = judge(x, actual, 0.2)
+    assert counts(row) == {"layout": alone, "saturation": value}, row.message
+    assert _value_finding(row, "saturation").detail["limit_of"] == "float16"

@@ -5,11 +5,13 @@ Categories come from the registry (``conformance.categories``); the passes run i
 - ``hazards``: the emulator's records (``BackendResult.hazards``);
 - ``location``: an output shifted by k elements is proved element by element first,
   before a rule could match some of its elements by chance;
-- ``layout``: golden permuted or packed (NC1HWC0) reproduces the output, proved likewise;
+- ``layout``: golden permuted or packed (NC1HWC0) reproduces the output, alone or with
+  the value passes below run on golden moved (every later pass then runs on it too);
 - ``attribution``: candidate rules (``rules.catalogue``, each a golden variant) compete in
   a description-length beam search (``search``, on the scope ``sampling`` gives it); each
   element the chosen stack reproduces goes to the rule it needs that moves its value most;
-- ``clamps``: golden clamped at one limit L reproduces what is left (``saturation`` at L);
+- ``clamps``: golden, or golden under a chosen rule stack, clamped at one limit L
+  reproduces what is left (``saturation`` at L);
 - ``location``: regions holding another region's data (another tile, core, row or
   channel, at an offset the plan or the shape gives) are ``stale-block``, the mapping stated;
 - ``attribution``: a rule confined to a region (``regions``: a core, a tile, tile k of every
@@ -44,6 +46,13 @@ from conformance.report.triage.value_classes import claim_value_classes
 __all__ = ["Batch", "Claim", "special_values", "tail_regions", "triage"]
 
 
+def _values(batch: Batch, state: State) -> None:
+    """The value passes: rules over the whole batch, then clamps at a limit on golden or on
+    the rule stacks chosen."""
+    stacks = claim_semantics(batch, state) if state.remaining.size else []
+    claim_clamps(batch, state, bases=stacks)
+
+
 def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = (),
            layout: Optional[TileLayout] = None) -> list[Claim]:
     """Explain every mismatching element (flat indices ``mismatches``) by one category."""
@@ -52,10 +61,11 @@ def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = 
     with np.errstate(all="ignore"):
         if state.remaining.size:
             claim_shift(batch, state, beyond_rounding(batch, state.remaining))
-        claim_layout(batch, state)
-        if state.remaining.size:
-            claim_semantics(batch, state)
-        claim_clamps(batch, state)
+        moved = claim_layout(batch, state, values=_values)  # the value passes ran on golden moved
+        if moved is None:
+            _values(batch, state)
+        else:
+            batch = moved  # the passes below run on golden moved too
         if state.remaining.size:
             claim_mapped(batch, state, layout)
         if state.remaining.size:

@@ -26,14 +26,17 @@ DOMINANT = 0.75  # share of a region's errors its rule must reproduce: a rule th
 MAX_REGIONAL_RULES = 2  # a region's own cause is one rule, perhaps stacked on one more
 
 
-def claim_semantics(batch: Batch, state: State) -> None:
+def claim_semantics(batch: Batch, state: State) -> list[list[Rule]]:
     """The stack of rules that describes the remaining mismatches best, attributed to them;
-    many mismatches go in sampled rounds first (``SAMPLING.select_sample``)."""
+    many mismatches go in sampled rounds first (``SAMPLING.select_sample``).  Returns the
+    stacks that claimed elements (a clamp may sit on top of one)."""
     base: list[Rule] = []
+    chosen: list[list[Rule]] = []
     while state.remaining.size > sampling.SAMPLING.select_sample:
         base = sampled_round(batch, state)
         if not base or state.remaining.size == 0:
-            return
+            return chosen + ([base] if base else [])
+        chosen.append(base)
     cands = candidates_for(batch, state.remaining)
     sel = Selector(batch, scope_of(batch, state.remaining))
     stack, alternatives = beam_search(sel, cands, base=base) if base else ([], {})
@@ -43,6 +46,8 @@ def claim_semantics(batch: Batch, state: State) -> None:
         sel.keep([stack] + [stack[:i] + stack[i + 1:] for i in range(len(stack))])
         for claim in attribute(sel, state.remaining, stack, alternatives):
             state.claim(claim, by_rule=True)
+        chosen.append(stack)
+    return chosen
 
 
 def sampled_round(batch: Batch, state: State) -> list[Rule]:

@@ -11,6 +11,7 @@ contradicts none (no element beyond L that stays unclamped).  Its category is
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import product
 from typing import Optional
@@ -18,14 +19,19 @@ from typing import Optional
 import numpy as np
 
 from conformance.dtypes import DTYPES, info
+from conformance.reference.semantics import EXACT, Semantics
 from conformance.report.metrics import match_mask
-from conformance.report.triage.claims import Batch, Claim, State, comparable
+from conformance.report.triage.claims import Batch, Claim, State, beyond_rounding, comparable
+from conformance.report.triage.rules import Rule
+from conformance.report.triage.search import candidates_for, stack_semantics
 
 _SIDES = ("both", "upper", "lower")
 _NAN = ("kept", "0", "+L", "-L")
 _INF = ("L", "kept")
 _INT8_CODES = (127.0, 128.0)  # a requantised int8 code at its limit
 _ROUNDS = 2  # an asymmetric clamp is one side, then the other
+_SEARCHED = 1 << 16  # errors left beyond which no single rule is tried under a clamp
+_SHARED = 4  # errors at one magnitude before a single rule is tried under a clamp there
 
 
 @dataclass(frozen=True)
@@ -59,10 +65,10 @@ def limit_of(limit: float) -> Optional[str]:
     return "int8" if limit in _INT8_CODES else None
 
 
-def agreed_limit(batch: Batch, rest: np.ndarray) -> Optional[float]:
-    """The magnitude most errors clamped below their exact value share (None when none
-    is, or no two share one)."""
-    a, g = comparable(batch.actual[rest]), comparable(batch.golden[rest])
+def agreed_limit(batch: Batch, rest: np.ndarray, *, base: Semantics = EXACT) -> Optional[float]:
+    """The magnitude most errors clamped below their value under ``base`` (golden, or a
+    rule's variant of it) share (None when none is, or no two share one)."""
+    a, g = comparable(batch.actual[rest]), comparable(batch.variant(rest, semantics=base))
     below = np.isfinite(a) & (a != 0) & (np.isnan(g) | (np.abs(g) > np.abs(a)))
     if not below.any():
         return None
@@ -77,12 +83,12 @@ class _Proof:
     explained: np.ndarray
     contradicted: int
     seen: tuple[bool, bool] = (False, False)  # the batch has NaN, ±inf beyond the limit
+    base: tuple = ()  # the rules the clamp sits on (none: on golden)
 
 
-def _prove(batch: Batch, affected: np.ndarray, wrong: np.ndarray, clamp: Clamp) -> _Proof:
+def _prove(batch: Batch, affected: np.ndarray, wrong: np.ndarray, clamp: Clamp, g: np.ndarray) -> _Proof:
     """The wrong elements ``clamp`` reproduces, and the elements of ``affected`` where it
-    predicts a change the output does not show."""
-    g = batch.golden[affected]
+    predicts a change the output does not show (``g``: the values it clamps there)."""
     pred = clamp.apply(g)
     changes, follows = ~match_mask(pred, g), match_mask(batch.actual[affected], pred)
     return _Proof(clamp, affected[changes & follows & wrong[affected]], int((changes & ~follows).sum()))
@@ -95,23 +101,31 @@ def _candidates(limit: float, *, seen: tuple[bool, bool]) -> list[Clamp]:
     return [Clamp(limit, s, n, i) for s, n, i in product(_SIDES, nans, infs)]
 
 
-def _best(batch: Batch, state: State, limit: float) -> Optional[_Proof]:
-    """The clamp at ``limit`` that explains most and contradicts nothing, over the
-    elements no earlier pass explained (an earlier clamp's are judged again: the other
-    side of an asymmetric clamp must not predict them)."""
-    open_ = np.ones(batch.x.size, dtype=bool)
+def _open(state: State, size: int, *, on_rules: bool) -> np.ndarray:
+    """The elements a clamp is judged on: those no earlier pass explained, and an earlier
+    clamp's (the other side of an asymmetric clamp must not predict them); on a rule's
+    variant, the rule's too (its values beyond L must be clamped)."""
+    open_ = np.ones(size, dtype=bool)
+    ruled = {id(c) for c in state.by_rules} if on_rules else set()
     for c in state.claims:
-        if c.in_tensor and "limit" not in c.detail:
+        if c.in_tensor and "limit" not in c.detail and id(c) not in ruled:
             open_[c.index] = False
+    return open_
+
+
+def _best(batch: Batch, state: State, limit: float, base: tuple = ()) -> Optional[_Proof]:
+    """The clamp at ``limit`` on golden, or on golden under the rules ``base``, that
+    explains most and contradicts nothing."""
     wrong = np.zeros(batch.x.size, dtype=bool)
     wrong[state.remaining] = True
-    g = comparable(batch.golden)
-    affected = np.flatnonzero(open_ & ~(np.abs(g) <= limit))  # beyond L, or NaN
+    values = batch.variant(semantics=stack_semantics(base))
+    g = comparable(values)
+    affected = np.flatnonzero(_open(state, batch.x.size, on_rules=bool(base)) & ~(np.abs(g) <= limit))
     seen = (bool(np.isnan(g[affected]).any()), bool(np.isinf(g[affected]).any()))
-    proofs = [_prove(batch, affected, wrong, c) for c in _candidates(limit, seen=seen)]
+    proofs = [_prove(batch, affected, wrong, c, values[affected]) for c in _candidates(limit, seen=seen)]
     proofs = [p for p in proofs if p.contradicted == 0 and p.explained.size]
     best = max(proofs, key=lambda p: p.explained.size) if proofs else None  # first of the largest
-    return None if best is None else replace(best, seen=seen)
+    return None if best is None else replace(best, seen=seen, base=tuple(base))
 
 
 def _said(clamp: Clamp, *, seen_nan: bool, seen_inf: bool) -> tuple[str, str, str]:
@@ -129,7 +143,7 @@ def _said(clamp: Clamp, *, seen_nan: bool, seen_inf: bool) -> tuple[str, str, st
 
 def _claim(batch: Batch, proof: _Proof) -> Claim:
     index, c = proof.explained, proof.clamp
-    g = comparable(batch.golden[index])
+    g = comparable(batch.variant(index, semantics=stack_semantics(proof.base)))
     nan, inf = np.isnan(g), np.isinf(g)
     seen_nan, seen_inf = proof.seen
     where, nan_text, inf_text = _said(c, seen_nan=seen_nan, seen_inf=seen_inf)
@@ -140,23 +154,83 @@ def _claim(batch: Batch, proof: _Proof) -> Claim:
               "nan_to_limit": int(nan.sum()) if c.nan in ("+L", "-L") else 0,
               "confirmed_by_inf": bool(inf.any()), "explained": int(index.size), "contradicted": 0}
     summary = f"results clamped to {where}; NaN {nan_text}, {inf_text}"
+    named = [r.summary for r in proof.base if r.category is not None]
+    if named:
+        detail["clamped_after"] = named
+        summary += ", after " + " and ".join(named)
     return Claim("saturation", index, int(index.size), summary, detail)
 
 
 def _proved(batch: Batch, proof: _Proof) -> bool:
-    """Two different exact values clamped, or one at a named limit: one odd value is no clamp."""
-    distinct = np.unique(comparable(batch.golden[proof.explained]).astype(np.float64)).size
+    """Two different values clamped, or one at a named limit: one odd value is no clamp."""
+    values = batch.variant(proof.explained, semantics=stack_semantics(proof.base))
+    distinct = np.unique(comparable(values).astype(np.float64)).size
     return distinct >= 2 or limit_of(proof.clamp.limit) is not None
 
 
-def claim_clamps(batch: Batch, state: State) -> None:
+def _on(batch: Batch, state: State, base: tuple) -> Optional[_Proof]:
+    """The proved clamp at the limit the errors agree on, on golden under ``base``."""
+    limit = agreed_limit(batch, state.remaining, base=stack_semantics(base))
+    proof = None if limit is None else _best(batch, state, limit, base)
+    return proof if proof is not None and _proved(batch, proof) else None
+
+
+def _at_limit_left(batch: Batch, state: State, proof: Optional[_Proof]) -> bool:
+    """Errors whose magnitude is a clamp's limit are left (or no clamp on golden was found)."""
+    if proof is None:
+        return True
+    rest = np.setdiff1d(state.remaining, proof.explained, assume_unique=True)
+    return bool((np.abs(comparable(batch.actual[rest]).astype(np.float64)) == proof.clamp.limit).any())
+
+
+def _strongest(batch: Batch, state: State, bases: Sequence[Sequence[Rule]]) -> Optional[_Proof]:
+    """The clamp on golden; when it leaves errors at a limit, the clamp on a rule stack
+    ``bases`` (a wrong slope, then a clamp) that explains more, if one does; and when
+    errors at a limit are still left, the clamp on one rule of the catalogue that no stack
+    chose because the clamp overwrote every change it made (NaN made at NaN, then clamped)."""
+    best = _on(batch, state, ())
+    if not _at_limit_left(batch, state, best) or not _shared_magnitude(batch, state.remaining):
+        return best
+    for base in bases:
+        best = _larger(best, _on(batch, state, tuple(base)))
+    if not _at_limit_left(batch, state, best):
+        return best
+    for rule in candidates_for(batch, state.remaining):
+        if rule.category is not None:
+            best = _larger(best, _on(batch, state, (rule,)))
+    return best
+
+
+def _larger(best: Optional[_Proof], other: Optional[_Proof]) -> Optional[_Proof]:
+    """The proof that explains more (``best`` on a tie)."""
+    if other is None or (best is not None and other.explained.size <= best.explained.size):
+        return best
+    return other
+
+
+def _shared_magnitude(batch: Batch, rest: np.ndarray) -> bool:
+    """A few errors (at most ``_SEARCHED``) of which several beyond 1 ULP share one finite
+    nonzero magnitude (``_SHARED`` of them, or two at a named limit): what a clamp leaves."""
+    if rest.size > _SEARCHED:
+        return False
+    a = np.abs(comparable(batch.actual[beyond_rounding(batch, rest)]).astype(np.float64))
+    a = a[np.isfinite(a) & (a != 0)]
+    if a.size < 2:
+        return False
+    values, counts = np.unique(a, return_counts=True)
+    top = int(np.argmax(counts))
+    return counts[top] >= _SHARED or (counts[top] >= 2 and limit_of(float(values[top])) is not None)
+
+
+def claim_clamps(batch: Batch, state: State, *, bases: Sequence[Sequence[Rule]] = ()) -> None:
     """Errors that golden clamped at one limit reproduces, with no contradiction, are
-    ``saturation`` at that limit (one side, then the other, for an asymmetric clamp)."""
+    ``saturation`` at that limit (one side, then the other, for an asymmetric clamp); a
+    clamp on golden under one of the rule stacks ``bases`` the attribution chose (the
+    rule's claim keeps the elements the clamp leaves) where that explains more."""
     for _ in range(_ROUNDS):
         if state.remaining.size == 0:
             return
-        limit = agreed_limit(batch, state.remaining)
-        proof = None if limit is None else _best(batch, state, limit)
-        if proof is None or not _proved(batch, proof):
+        proof = _strongest(batch, state, bases)
+        if proof is None:
             return
         state.claim(_claim(batch, proof), by_rule=True)
