@@ -7,12 +7,13 @@ its category and none of its codes is more than :data:`MAX_CODES` away from exac
 frameworks' own requantization rules move a code by one step, anything else fails.  The row's
 ``variant`` is its setting ``S_IN:Z_IN:S_OUT:Z_OUT``.
 
-Codes are judged a chunk at a time (:func:`evaluate_code_chunks`), as float dumps are: one
-pass merges the metrics and keeps every differing code with its flat index, and of the
-matching ones only what triage can tell apart, per input code: the first and the last place
-it holds and how many elements it stands for (every quantized rule but a position split is a
-function of the input code, and a split needs only where each rule first and last fails).
-Triage then judges that batch and finds what it finds on the whole tensor.
+Codes are judged a chunk at a time (:func:`evaluate_code_chunks`), as float dumps are, in
+memory bounded whatever the tensor's size: one pass merges the metrics and keeps, per class
+of elements (input code, output code), how many there are, the first few places and the last
+one.  Every quantized rule but a position split is a function of the input code, so it
+scores a class as a whole; a split needs only where each rule first and last fails; a
+finding's examples are its first places.  Triage then judges a batch of those places, each
+weighted by the elements it stands for, and finds what it finds on the whole tensor.
 """
 from __future__ import annotations
 
@@ -64,74 +65,73 @@ def _finding(claim: QuantClaim, batch: QuantBatch, *, backend: str, profile: Opt
     examples = tuple(Offender(int(batch.position(i)), batch.codes[i], None, batch.golden[i], batch.actual[i],
                               part=part)
                      for i in claim.index[:MAX_EXAMPLES])
-    return Finding(claim.category, int(claim.index.size), allowed, claim.summary, dict(claim.detail),
-                   examples, None, int(claim.index.size))
+    count = batch.count(claim.index)
+    return Finding(claim.category, count, allowed, claim.summary, dict(claim.detail), examples, None, count)
 
 
 # ----------------------------------------------------------------------------- one pass over the chunks
 
+_CLASSES = _CODES * _CODES  # (input code, output code) pairs: every quantized rule but a split tells them apart
+
+
 @dataclass
 class _Kept:
-    """What one pass keeps: the merged metrics, every differing code (flat index, input,
-    output), and per input code the first and last flat index of its matching elements and
-    how many there are."""
+    """What one pass keeps, bounded whatever the tensor's size: the chunks' metrics, and per
+    class of elements (input code, output code) how many there are, the first
+    :data:`MAX_EXAMPLES` places and the last place."""
 
     metrics: list[met.Metrics] = field(default_factory=list)
-    where: list[np.ndarray] = field(default_factory=list)
-    codes: list[np.ndarray] = field(default_factory=list)
-    actual: list[np.ndarray] = field(default_factory=list)
-    first: np.ndarray = field(default_factory=lambda: np.full(_CODES, -1, dtype=np.int64))
-    last: np.ndarray = field(default_factory=lambda: np.full(_CODES, -1, dtype=np.int64))
-    count: np.ndarray = field(default_factory=lambda: np.zeros(_CODES, dtype=np.int64))
+    keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint16))  # the class of each first place
+    where: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # the first places
+    last: np.ndarray = field(default_factory=lambda: np.full(_CLASSES, -1, np.int64))
+    count: np.ndarray = field(default_factory=lambda: np.zeros(_CLASSES, np.int64))
 
 
-def _keep_matching(kept: _Kept, slots: np.ndarray, where: np.ndarray) -> None:
-    """Count the matching elements of one chunk (``slots``: code - lowest code) by input code."""
-    if not slots.size:
-        return
-    seen, first = np.unique(slots, return_index=True)
-    unseen = kept.first[seen] < 0
-    kept.first[seen[unseen]] = where[first[unseen]]
-    seen_back, back = np.unique(slots[::-1], return_index=True)
-    kept.last[seen_back] = where[slots.size - 1 - back]
-    kept.count += np.bincount(slots, minlength=_CODES)
+def _grouped(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A stable order of ``keys`` by class, each element's rank within its class in that order,
+    and the place in that order where each class ends."""
+    order = np.argsort(keys, kind="stable")  # a radix sort on uint16
+    ordered = keys[order]
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    bounds = np.concatenate([starts, [ordered.size]])
+    rank = np.arange(ordered.size) - np.repeat(starts, np.diff(bounds))
+    return order, rank, bounds[1:] - 1
+
+
+def _keep_places(kept: _Kept, keys: np.ndarray, *, offset: int) -> None:
+    """Count one chunk's classes (``keys``), keep their last places and the first places of all so far."""
+    kept.count += np.bincount(keys, minlength=_CLASSES)
+    order, rank, ends = _grouped(keys)
+    kept.last[keys[order[ends]]] = order[ends] + offset
+    first = order[rank < MAX_EXAMPLES]
+    both_keys = np.concatenate([kept.keys, keys[first]])
+    both_where = np.concatenate([kept.where, first + offset])  # earlier chunks first: a class's places ascend
+    order, rank, _ = _grouped(both_keys)
+    chosen = order[rank < MAX_EXAMPLES]
+    kept.keys, kept.where = both_keys[chosen], both_where[chosen]
 
 
 def _scan(chunk: Chunk, kept: _Kept, *, table: np.ndarray, params: QuantParams, part: str) -> None:
-    """Metrics of one chunk, its differing codes and its matching ones counted into ``kept``."""
+    """Metrics of one chunk, and its elements' classes and places kept."""
     golden = lookup(table, chunk.x, params=params)
     kept.metrics.append(code_metrics(chunk.actual, golden, params=params, part=part, offset=chunk.offset))
-    differ = chunk.actual != golden
-    index = np.flatnonzero(differ)
-    kept.where.append(index + chunk.offset)
-    kept.codes.append(chunk.x[index])
-    kept.actual.append(chunk.actual[index])
-    same = np.flatnonzero(~differ)
-    _keep_matching(kept, chunk.x[same].astype(np.int64) - params.code_range[0], same + chunk.offset)
-
-
-def _stand_ins(kept: _Kept) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Slots, flat indices and weights of the matching elements' stand-ins: a code's first
-    place standing for all but one of its elements, its last place for one (one place when
-    it holds one element)."""
-    slots = np.flatnonzero(kept.count)
-    twice = slots[kept.count[slots] > 1]
-    where = np.concatenate([kept.first[slots], kept.last[twice]])
-    weight = np.concatenate([np.where(kept.count[slots] > 1, kept.count[slots] - 1, 1), np.ones(twice.size, np.int64)])
-    return np.concatenate([slots, twice]), where, weight
+    lo = params.code_range[0]
+    keys = ((chunk.x.astype(np.int64) - lo) * _CODES + (chunk.actual.astype(np.int64) - lo)).astype(np.uint16)
+    _keep_places(kept, keys, offset=chunk.offset)
 
 
 def _batch(kept: _Kept, *, alpha: float, params: QuantParams, table: np.ndarray, numel: int) -> QuantBatch:
-    """The differing codes and the matching ones' stand-ins as one batch, by flat index."""
-    slots, rep_where, rep_weight = _stand_ins(kept)
-    mismatches = sum(w.size for w in kept.where)
-    where = np.concatenate([*kept.where, rep_where])
-    codes = np.concatenate([*kept.codes, (slots + params.code_range[0]).astype(params.storage)])
-    actual = np.concatenate([*kept.actual, table[slots].astype(params.storage)])  # a stand-in matches
-    weight = np.concatenate([np.ones(mismatches, np.int64), rep_weight])
+    """A batch standing for the tensor, by flat index: each class's first places, one element
+    each, and, for a class with more elements, its last place standing for the rest."""
+    more = np.flatnonzero(kept.count > MAX_EXAMPLES)
+    keys = np.concatenate([kept.keys.astype(np.int64), more])
+    where = np.concatenate([kept.where, kept.last[more]])
+    weight = np.concatenate([np.ones(kept.keys.size, np.int64), kept.count[more] - MAX_EXAMPLES])
     order = np.argsort(where, kind="stable")
-    codes = codes[order]
-    return QuantBatch(codes, alpha, params, lookup(table, codes, params=params), actual[order],
+    lo = params.code_range[0]
+    codes = (keys[order] // _CODES + lo).astype(params.storage)
+    actual = (keys[order] % _CODES + lo).astype(params.storage)
+    return QuantBatch(codes, alpha, params, lookup(table, codes, params=params), actual,
                       where=where[order], numel=numel, weight=weight[order])
 
 

@@ -48,7 +48,8 @@ class QuantBatch:
     """Flat input codes, the setting, the exact codes and the codes computed.  A batch may
     stand for a larger tensor, as triage's ``Batch`` does: ``where`` holds each element's flat
     index in it (ascending), ``numel`` its size, ``weight`` how many of its elements each
-    stands for (a differing code stands for itself alone)."""
+    stands for (elements alike in input and output code: every rule but a position split
+    is a function of the input code)."""
 
     codes: np.ndarray
     alpha: float
@@ -63,6 +64,13 @@ class QuantBatch:
     def size(self) -> int:
         """Elements of the tensor the batch stands for."""
         return int(self.actual.size if self.numel is None else self.numel)
+
+    def count(self, chosen: np.ndarray) -> int:
+        """How many of the tensor's elements the batch elements ``chosen`` (a mask, or indices)
+        stand for."""
+        if self.weight is None:
+            return int(np.count_nonzero(chosen) if chosen.dtype == bool else chosen.size)
+        return int(self.weight[chosen].sum())
 
     def position(self, index: np.ndarray) -> np.ndarray:
         """The flat tensor indices of the batch elements ``index``."""
@@ -198,7 +206,7 @@ def _score(candidate: Candidate, batch: QuantBatch, mismatch: np.ndarray) -> tup
     """(explained, contradicted) of ``candidate`` over the whole batch."""
     reproduces = candidate.predicted == batch.actual
     changes = candidate.predicted != batch.golden
-    return int((reproduces & mismatch).sum()), int((changes & ~reproduces).sum())
+    return batch.count(reproduces & mismatch), batch.count(changes & ~reproduces)
 
 
 def _boundaries(body: np.ndarray, tail: np.ndarray, batch: QuantBatch) -> tuple[int, int] | None:
@@ -246,7 +254,7 @@ def _alignment(candidate: Candidate) -> int:
 def _claim(candidate: Candidate, index: np.ndarray, batch: QuantBatch, *, contradicted: int,
            also: Sequence[str] = ()) -> QuantClaim:
     worst = int(code_distance(batch.actual[index], batch.golden[index]).max())
-    detail = {**candidate.detail, "rule": candidate.rule, "explained": int(index.size),
+    detail = {**candidate.detail, "rule": candidate.rule, "explained": batch.count(index),
               "contradicted": contradicted, "max_code_diff": worst}
     if also:
         detail["also"] = list(also)
@@ -255,7 +263,7 @@ def _claim(candidate: Candidate, index: np.ndarray, batch: QuantBatch, *, contra
 
 def _full(batch: QuantBatch, mismatch: np.ndarray, found: Sequence[Candidate]) -> list[QuantClaim]:
     """The first candidate explaining every differing code, with the others that do too."""
-    total = int(mismatch.sum())
+    total = batch.count(mismatch)
     full = [c for c in found if _score(c, batch, mismatch) == (total, 0)]
     if not full:  # the splits at the most aligned boundary first
         full = sorted(_splits(batch), key=_alignment, reverse=True)
@@ -268,7 +276,7 @@ def _greedy(batch: QuantBatch, mismatch: np.ndarray, found: Sequence[Candidate])
     """Uncontradicted candidates taking the differing codes left, most first; the rest unexplained."""
     left, claims = mismatch.copy(), []
     while left.any():
-        scored = [(int((c.predicted == batch.actual)[left].sum()), c) for c in found
+        scored = [(batch.count((c.predicted == batch.actual) & left), c) for c in found
                   if _score(c, batch, mismatch)[1] == 0]
         best = max(scored, key=lambda sc: sc[0], default=(0, None))
         if best[1] is None or best[0] == 0:
