@@ -305,3 +305,47 @@ def test_config_path_oddities(dumps: Path, capsys: pytest.CaptureFixture[str], p
 def test_dev_null_is_an_empty_config(dumps: Path, capsys: pytest.CaptureFixture[str]) -> None:
     result = run_cli(_compare("--alpha", "0.2", "--config", "/dev/null"), capsys, cwd=dumps)
     assert result.code == 0, result.text
+
+
+# ----------------------------------------------------------------------------- output whose reader left
+
+def _reader_gone(*argv: str, cwd: Path, stderr_too: bool = False) -> tuple[int, str]:
+    """``conformance ARGV`` whose stdout (and stderr) pipe is closed before its first line, as
+    ``| head -0`` leaves it: the exit code and what stderr said."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "conformance", *argv], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    if stderr_too:
+        proc.stderr.close()
+        return proc.wait(timeout=300), ""
+    return proc.wait(timeout=300), proc.stderr.read().decode()
+
+
+@pytest.mark.parametrize("stderr_too", [False, True], ids=["stdout", "stdout and stderr"])
+def test_a_closed_pipe_loses_no_report_and_keeps_the_verdict(tmp_path: Path, stderr_too: bool) -> None:
+    code, err = _reader_gone(*_run("--json", "r.json", "--junit", "r.xml"), cwd=tmp_path, stderr_too=stderr_too)
+    assert code == 0 and "Traceback" not in err, err
+    import json
+
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert "partial" not in doc and doc["verdict"] == "pass" and len(doc["rows"]) == 1
+    assert "<testcase" in (tmp_path / "r.xml").read_text()
+
+
+def test_a_closed_pipe_keeps_a_failing_verdict(dumps: Path) -> None:
+    np.save(dumps / "y_default.npy", np.where(np.load(dumps / "x.npy") > 0, 1, 0.01).astype(np.float32)
+            * np.load(dumps / "x.npy"))
+    code, err = _reader_gone("compare", "--x", "x.npy", "--y", "y_default.npy", "--alpha", "0.2", "--json",
+                             "c.json", cwd=dumps)
+    assert code == 1 and "Traceback" not in err, err
+    assert "partial" not in (dumps / "c.json").read_text()
+
+
+def test_a_closed_pipe_still_ends_a_usage_error_with_exit_2(dumps: Path) -> None:
+    code, err = _reader_gone("compare", "--x", "missing.npy", "--y", "y.npy", "--alpha", "0.2", cwd=dumps)
+    assert code == 2 and err.strip().splitlines() == [
+        "conformance: error: --x missing.npy: file does not exist; pass the path of a .npy or .npz file"]
