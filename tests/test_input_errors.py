@@ -360,3 +360,44 @@ def test_a_directory_as_a_report_path_suggests_a_file_of_that_kind(tmp_path: Pat
         pytest.importorskip("plotly")
     result = run_cli(_run(flag, "adir"), capsys, cwd=tmp_path)
     assert_usage_error(result, mentions=f"{flag} 'adir' is not a file path; pass one such as {example}")
+
+
+# ----------------------------------------------------------------------------- unreadable files
+
+def _without_privilege(*argv: str, cwd: Path) -> tuple[int, str]:
+    """``conformance ARGV`` where file permissions apply: as root, without the capabilities
+    that bypass them (root reads any file otherwise)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+        if shutil.which("setpriv") is None or subprocess.run([*prefix, "true"], capture_output=True).returncode:
+            pytest.skip("running as root and cannot drop the capabilities: file permissions do not apply")
+    proc = subprocess.run([*prefix, sys.executable, "-m", "conformance", *argv], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+    return proc.returncode, proc.stderr
+
+
+@pytest.mark.parametrize("argv, says", [
+    (("compare", "--x", "x.npy", "--y", "locked.npy", "--alpha", "0.2"),
+     "--y locked.npy: cannot read it (Permission denied)"),
+    (("replay", "locked.npy"), "cannot read reproducer locked.npy: [Errno 13] Permission denied"),
+    (("audit", "closed/model.py"), "closed/model.py: cannot read it (permission denied)"),
+    (("audit", "closed"), "closed: cannot read it (permission denied)"),
+], ids=["compare", "replay", "audit a file in a closed directory", "audit a closed directory"])
+def test_an_unreadable_input_is_exit_2_in_one_line(dumps: Path, argv: tuple[str, ...], says: str) -> None:
+    (dumps / "locked.npy").write_bytes((dumps / "y.npy").read_bytes())
+    (dumps / "locked.npy").chmod(0)
+    (dumps / "closed").mkdir()
+    (dumps / "closed" / "model.py").write_text("import torch\nact = torch.nn.LeakyReLU(0.1)\n")
+    (dumps / "closed").chmod(0)
+    try:
+        code, err = _without_privilege(*argv, cwd=dumps)
+    finally:
+        (dumps / "closed").chmod(0o755)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and says in lines[0], err
