@@ -129,8 +129,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _main(argv: Optional[Sequence[str]]) -> int:
     try:
-        args = build_parser().parse_args(join_negative_values(sys.argv[1:] if argv is None else argv))
-        return _executed(args)
+        return _executed(_parsed(join_negative_values(sys.argv[1:] if argv is None else argv)))
     except UsageError as exc:
         print(f"conformance: error: {exc}", file=sys.stderr)
         return 2
@@ -148,6 +147,14 @@ def _main(argv: Optional[Sequence[str]]) -> int:
 
 
 INTERNAL_ERROR = 3
+
+
+def _parsed(argv: Sequence[str]) -> argparse.Namespace:
+    """The arguments; one that no option takes is named with the help of its sub-command."""
+    args, extra = build_parser().parse_known_args(argv)
+    if extra:
+        raise UsageError(f"unrecognized arguments: {' '.join(extra)} (see conformance {args.command} --help)")
+    return args
 
 
 def _executed(args: argparse.Namespace) -> int:

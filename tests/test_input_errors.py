@@ -401,3 +401,12 @@ def test_an_unreadable_input_is_exit_2_in_one_line(dumps: Path, argv: tuple[str,
         (dumps / "closed").chmod(0o755)
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and says in lines[0], err
+
+
+@pytest.mark.parametrize("argv, command", [(("defaults", "--framework", "x"), "defaults"),
+                                           (("run", "--bogus"), "run"),
+                                           (("tiling", "--numel", "8", "--dtype", "fp16", "extra"), "tiling")])
+def test_an_unknown_argument_points_at_its_commands_help(capsys, argv: tuple[str, ...], command: str) -> None:
+    result = run_cli(argv, capsys)
+    assert_usage_error(result, mentions=f"(see conformance {command} --help)")
+    assert "unrecognized arguments" in result.err
