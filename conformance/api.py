@@ -3,7 +3,9 @@
 ``check`` plans and runs the same rows as ``conformance run`` (``suite.plan`` and
 ``suite.run_suite``, the same inputs for the same seed, the same gate), on a
 kernel function wrapped by :mod:`conformance.adapters`, on a backend object, or
-on a backend name (registered, or ``package.module:factory``).
+on a backend name (registered, or ``package.module:factory``).  ``reference=`` is
+``run --reference``: those backends' rows run too, and every other row is compared
+with them bit for bit (``Report.agreement``).
 """
 from __future__ import annotations
 
@@ -14,10 +16,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 from conformance import adapters
-from conformance.backends import is_backend, profiles_of
+from conformance.backends import is_backend, load, profiles_of
 from conformance.errors import UsageError
 from conformance.records import Direction
 from conformance.report import export
+from conformance.report.agreement import Agreement
 from conformance.report.evaluate import Row
 from conformance.report.gate import GateConfig, allowed_categories, load_config, overall
 from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, RowSpec, Selection, SuiteResult, plan, run_suite
@@ -32,6 +35,8 @@ class Report:
     seed: int = 0
     versions: dict = field(default_factory=dict, compare=False)
     config: Optional[GateConfig] = field(default=None, compare=False)  # the gate the rows were judged under
+    references: tuple[str, ...] = ()  # the reference= backends (their rows are among ``rows``)
+    agreement: tuple[Agreement, ...] = ()  # every other row against each reference, bit for bit
 
     @property
     def verdict(self) -> str:
@@ -47,9 +52,19 @@ class Report:
         """Each failing row's title, its "Mismatched elements: k / N (p%)" lines and its findings."""
         return "\n\n".join(f"{r.title}\n{r.message}" for r in self.failures)
 
+    @property
+    def subject(self) -> tuple[Row, ...]:
+        """The rows of the checked kernel or backend, without the references' rows."""
+        return tuple(r for r in self.rows if r.backend not in self.references) if self.references else self.rows
+
+    @property
+    def _agreement(self) -> Optional[tuple[Agreement, ...]]:
+        """The agreement for the JSON report: None when no reference was asked for (as ``run``)."""
+        return self.agreement if self.references else None
+
     def to_dict(self) -> dict:
         return export.report_dict(self.rows, seed=self.seed, versions=self.versions or export.versions(),
-                                  config=self.config)
+                                  config=self.config, agreement=self._agreement)
 
     def to_json(self) -> str:
         """The strict JSON report (schema ``leakyrelu-conformance/1``), as ``run --json`` writes it."""
@@ -57,25 +72,52 @@ class Report:
 
     def write_json(self, path: str | Path) -> None:
         export.write_json(self.rows, path, seed=self.seed, versions=self.versions or export.versions(),
-                          config=self.config)
+                          config=self.config, agreement=self._agreement)
 
 
 def _selection(subject: Any, *, name: Optional[str], dtypes: Optional[tuple[str, ...]], kind: str,
                backward: Any, alphas: tuple[float, ...], directions: tuple[Direction, ...],
-               profile: Optional[str], variant: Optional[str]) -> Selection:
-    common = dict(dtypes=dtypes, alphas=alphas, directions=directions)
+               profile: Optional[str], variant: Optional[str], references: tuple[str, ...]) -> Selection:
+    common = dict(dtypes=dtypes, alphas=alphas, directions=directions, references=references)
     if isinstance(subject, str):
         _check_choice(profile, profiles_of(subject)[0], what=f"profile of {subject}")
         _check_choice(variant, profiles_of(subject)[1], what=f"variant of {subject}")
-        return Selection(backends=(subject,), profile=profile, variant=variant, **common)  # type: ignore[arg-type]
+        return Selection(backends=_backends(subject, references), profile=profile, variant=variant,
+                         **common)  # type: ignore[arg-type]
     if is_backend(subject):
         label = name or getattr(subject, "name", "") or type(subject).__name__
-        return Selection(backends=(label,), objects=((label, subject),), **common)  # type: ignore[arg-type]
+        return Selection(backends=_backends(label, references), objects=((label, subject),),
+                         **common)  # type: ignore[arg-type]
     if kind not in ("numpy", "torch"):
         raise UsageError(f"kind={kind!r}: pass 'numpy' or 'torch'")
     wrap = adapters.from_numpy if kind == "numpy" else adapters.from_torch
     kernel = wrap(subject, backward=backward, dtypes=dtypes, name=name)
-    return Selection(backends=(kernel.name,), objects=((kernel.name, kernel),), **common)  # type: ignore[arg-type]
+    return Selection(backends=_backends(kernel.name, references), objects=((kernel.name, kernel),),
+                     **common)  # type: ignore[arg-type]
+
+
+def _backends(subject: str, references: tuple[str, ...]) -> tuple[str, ...]:
+    """The references first, then the checked backend (as ``run --reference`` orders them)."""
+    return tuple(dict.fromkeys((*references, subject)))
+
+
+def _references(reference: Optional[str | Sequence[str]]) -> tuple[str, ...]:
+    """``reference=`` as backend names, validated as ``run --reference`` validates them: a
+    registered name or an import path that loads; a name, or a sequence (or comma-separated string)."""
+    if reference is None:
+        return ()
+    spelled = [reference] if isinstance(reference, str) else list(reference)
+    if not all(isinstance(r, str) for r in spelled):
+        raise UsageError(f"reference={reference!r}: pass a backend name or a sequence of names, such as 'torch'")
+    names = tuple(dict.fromkeys(n.strip() for r in spelled for n in r.split(",") if n.strip()))
+    if not names:
+        raise UsageError(f"reference={reference!r}: pass a backend name such as 'torch'")
+    for n in names:
+        try:
+            load(n)
+        except UsageError as exc:
+            raise UsageError(f"reference: {exc}") from None
+    return names
 
 
 def _check_choice(value: Optional[str], choices: Sequence[str], *, what: str) -> None:
@@ -114,7 +156,7 @@ def check(fn: Any, *, dtypes: Optional[Sequence[str]] = None, alphas: Sequence[f
           name: Optional[str] = None, seed: int = 0, max_examples: int = 100,
           config: Optional[GateConfig | str | Path] = None, results_dir: Optional[str | Path] = None,
           profile: Optional[str] = None, variant: Optional[str] = None, strict: bool = False,
-          allow: Sequence[str] = ()) -> Report:
+          allow: Sequence[str] = (), reference: Optional[str | Sequence[str]] = None) -> Report:
     """Run the conformance suite on ``fn`` and judge it as ``conformance run`` would.
 
     ``fn``: a kernel ``fn(x, alpha)`` (numpy arrays, or tensors with ``kind="torch"``), a
@@ -126,11 +168,15 @@ def check(fn: Any, *, dtypes: Optional[Sequence[str]] = None, alphas: Sequence[f
     ``./pyproject.toml``'s ``[tool.conformance]``, as the CLI reads it); a
     ``GateConfig`` may give a kernel's name a policy.  ``strict``: any bit difference fails
     (``--strict``); ``allow``: categories any backend may show (``--allow``).  ``results_dir``:
-    where failing rows' reproducers go (None: none are written).
+    where failing rows' reproducers go (None: none are written).  ``reference``: a backend name
+    or a sequence of them, as ``run --reference`` takes: their rows run too (first, in
+    ``rows``), every other row runs on the same inputs and is compared with each reference bit
+    for bit, and each reference with the ones before it (``Report.agreement``; the verdicts
+    against golden do not change).
     """
     selection = _selection(fn, name=name, dtypes=_dtypes(dtypes), kind=kind, backward=backward,
                            alphas=_alphas(alphas), directions=tuple(directions),
-                           profile=profile, variant=variant)
+                           profile=profile, variant=variant, references=_references(reference))
     for d in selection.directions:
         if d not in DIRECTIONS:
             raise UsageError(f"direction {d!r}: pass forward and/or backward")
@@ -144,4 +190,5 @@ def check(fn: Any, *, dtypes: Optional[Sequence[str]] = None, alphas: Sequence[f
     result: SuiteResult = run_suite(selection, options, specs=specs)
     if result.interruption is not None:
         raise result.interruption
-    return Report(tuple(result.rows), tuple(skipped), seed, export.versions(), gate)
+    return Report(tuple(result.rows), tuple(skipped), seed, export.versions(), gate,
+                  selection.references, tuple(result.agreement))

@@ -5,7 +5,9 @@ builds the parser and maps errors to exit codes: 0 pass, 1 gate failure,
 2 usage or input error (one line, never a traceback), 3 internal error (one
 line and the path of the saved traceback; the finished rows are written as a
 partial report), 130 on Ctrl-C, 143 on SIGTERM (which goes the same way as
-Ctrl-C: partial reports, see ``conformance.interrupts``).
+Ctrl-C: partial reports, see ``conformance.interrupts``).  Output whose reader went away
+(``conformance run | head -1``) is dropped from there on while the command finishes: its
+reports are written whole and its exit code is its verdict's.
 """
 from __future__ import annotations
 
@@ -16,9 +18,10 @@ import re
 import sys
 import tempfile
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from importlib import metadata
-from typing import Optional
+from typing import Any, Optional, TextIO
 
 from conformance.errors import UsageError
 from conformance.interrupts import ProcessExit, describe, exit_code, os_exit_raises, sigterm_as_interrupt
@@ -74,15 +77,59 @@ def join_negative_values(argv: Sequence[str]) -> list[str]:
     return out
 
 
+class _Reader:
+    """A text stream whose writes go nowhere once its reader has gone (a closed pipe): the
+    descriptor is pointed at the null device, so neither this command nor the interpreter's
+    flush at exit sees the broken pipe again."""
+
+    def __init__(self, stream: TextIO):
+        self.stream, self.gone = stream, False
+
+    def _drop(self) -> None:
+        self.gone = True
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+        except (OSError, ValueError, AttributeError):  # a stream with no descriptor (a test's capture)
+            pass
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                return self.stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+@contextmanager
+def _closed_pipes_dropped() -> Iterator[None]:
+    """stdout and stderr as :class:`_Reader` streams while the command runs."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Reader(saved[0]), _Reader(saved[1])  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    with sigterm_as_interrupt(), os_exit_raises():
+    with sigterm_as_interrupt(), os_exit_raises(), _closed_pipes_dropped():
         return _main(argv)
 
 
 def _main(argv: Optional[Sequence[str]]) -> int:
     try:
-        args = build_parser().parse_args(join_negative_values(sys.argv[1:] if argv is None else argv))
-        return _executed(args)
+        return _executed(_parsed(join_negative_values(sys.argv[1:] if argv is None else argv)))
     except UsageError as exc:
         print(f"conformance: error: {exc}", file=sys.stderr)
         return 2
@@ -100,6 +147,14 @@ def _main(argv: Optional[Sequence[str]]) -> int:
 
 
 INTERNAL_ERROR = 3
+
+
+def _parsed(argv: Sequence[str]) -> argparse.Namespace:
+    """The arguments; one that no option takes is named with the help of its sub-command."""
+    args, extra = build_parser().parse_known_args(argv)
+    if extra:
+        raise UsageError(f"unrecognized arguments: {' '.join(extra)} (see conformance {args.command} --help)")
+    return args
 
 
 def _executed(args: argparse.Namespace) -> int:

@@ -10,12 +10,21 @@ convention: 130 for SIGINT, 143 for SIGTERM.
 Because the signals raise their own classes, :func:`from_signal` tells the
 user's Ctrl-C from a ``KeyboardInterrupt`` that a backend raised itself (a
 plug-in's ``raise KeyboardInterrupt`` is a finding on its row, not a stop).
+
+A signal handler runs wherever the main thread is, also inside a garbage-collector
+callback, a weakref callback or a ``__del__``, where Python cannot propagate an exception:
+it prints "Exception ignored" and goes on, and the Ctrl-C would be lost.  While the
+handlers are active, such a swallowed interruption is sent again (:func:`_resend`), so it
+lands at the next point where it can stop the run.
 """
 from __future__ import annotations
 
+import _thread
 import os
 import signal
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -63,6 +72,28 @@ def from_signal(exc: BaseException) -> bool:
     return isinstance(exc, KeyboardInterrupt) and signal.getsignal(signal.SIGINT) is not _raise_interrupted
 
 
+RESEND_AFTER = 0.05  # seconds: the hook has returned by then, so the signal is not raised inside it
+
+
+def _send_later(signum: int) -> None:
+    time.sleep(RESEND_AFTER)
+    _thread.interrupt_main(signum)
+
+
+def _resend(previous: Any) -> Any:
+    """An unraisable-exception hook that sends a swallowed :class:`Interrupted` again, from
+    another thread a moment later (raised inside this hook, it would be swallowed too), and
+    hands anything else on to ``previous``."""
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, Interrupted):
+            _thread.start_new_thread(_send_later, (unraisable.exc_value.signum,))  # does not wait for the thread
+            return
+        previous(unraisable)
+
+    return hook
+
+
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """Within the block SIGINT raises :class:`Interrupted` and SIGTERM :class:`Terminated`; the
@@ -75,9 +106,11 @@ def sigterm_as_interrupt() -> Iterator[None]:
     previous_int = signal.getsignal(signal.SIGINT)
     if previous_int is signal.default_int_handler:  # an ignored SIGINT (nohup, `cmd &`) stays ignored
         signal.signal(signal.SIGINT, _raise_interrupted)
+    previous_hook, sys.unraisablehook = sys.unraisablehook, _resend(sys.unraisablehook)
     try:
         yield
     finally:
+        sys.unraisablehook = previous_hook
         signal.signal(signal.SIGTERM, previous)
         if previous_int is signal.default_int_handler:
             signal.signal(signal.SIGINT, previous_int)

@@ -17,7 +17,13 @@ test with each failing row's "Mismatched elements: k / N (p%)" lines and its
 triage categories; a row the kernel does not support is skipped with its reason.
 ``--leakyrelu-json PATH`` writes every row the session's checks ran as one JSON
 report (schema ``leakyrelu-conformance/1``); the fixture's ``json=PATH`` argument
-writes that call's report.
+writes that call's report.  ``reference="torch"`` (or several names), in either
+form, is ``run --reference``: the reference's rows run too, and the report's
+``agreement`` says whether the kernel gives the same bits::
+
+    def test_same_bits_as_torch(leakyrelu_conformance):
+        report = leakyrelu_conformance(my_fn, dtypes=["float16"], alphas=[0.2], reference="torch")
+        assert all(a.identical for a in report.agreement), [a.why for a in report.agreement]
 """
 from __future__ import annotations
 
@@ -31,6 +37,7 @@ import pytest
 ROWS = pytest.StashKey[list]()
 SEED = pytest.StashKey[Optional[int]]()
 CONFIGS = pytest.StashKey[list]()  # the gate configuration of each check, for the session's report
+AGREEMENTS = pytest.StashKey[Optional[list]]()  # of the checks with reference= (None: none had one)
 _SHORT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
 _DEFAULT_DTYPES = tuple(_SHORT)  # a kernel's four same-dtype pairs, as check() runs them
 _DIRECTIONS = ("forward", "backward")
@@ -47,6 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[ROWS] = []
     config.stash[SEED] = None
     config.stash[CONFIGS] = []
+    config.stash[AGREEMENTS] = None
     for short in _SHORT.values():  # -k fp16 and -m fp16 select the rows of @conformance_rows
         config.addinivalue_line("markers", f"{short}: a leakyrelu_row whose input or output dtype is {short}")
 
@@ -60,7 +68,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         configs = session.config.stash.get(CONFIGS, [])
         same = configs[0] if configs and all(c == configs[0] for c in configs) else None  # one gate, or none said
         export.write_json(rows, path, seed=session.config.stash.get(SEED, None), versions=export.versions(),
-                          flag="--leakyrelu-json", config=same)
+                          flag="--leakyrelu-json", config=same, agreement=session.config.stash.get(AGREEMENTS, None))
 
 
 def _check(request: pytest.FixtureRequest, fn: Any, *, json: Optional[str | Path], options: dict,
@@ -81,6 +89,8 @@ def _check(request: pytest.FixtureRequest, fn: Any, *, json: Optional[str | Path
     request.config.stash[ROWS].extend(report.rows)
     request.config.stash[SEED] = report.seed
     request.config.stash[CONFIGS].append(report.config)
+    if report.references:
+        request.config.stash[AGREEMENTS] = [*(request.config.stash[AGREEMENTS] or ()), *report.agreement]
     if json is not None:
         report.write_json(json)
     return report
@@ -167,20 +177,30 @@ def generate_rows(metafunc: pytest.Metafunc, fn: Any, **options: Any) -> None:
         metafunc.parametrize("leakyrelu_row", [_param(c) for c in row_cases(fn, **options)], indirect=True)
 
 
+@dataclass
+class RowRun:
+    """``leakyrelu_row``: calling it, ``(json=None) -> Row``, checks the item's row; ``report`` is
+    then that check's ``Report`` (with ``reference=``, the reference's row and the ``agreement``)."""
+
+    request: pytest.FixtureRequest
+    case: RowCase
+    report: Any = None
+
+    def __call__(self, *, json: Optional[str | Path] = None) -> Any:
+        __tracebackhide__ = True
+        case = self.case
+        options = {**case.options, "dtypes": [case.dtypes], "alphas": [case.alpha], "directions": [case.direction]}
+        self.report = _check(self.request, case.fn, json=json, options=options, skip_unsupported=True)
+        _fail_on(self.report)
+        return self.report.subject[0]
+
+
 @pytest.fixture
-def leakyrelu_row(request: pytest.FixtureRequest) -> Callable[..., Any]:
+def leakyrelu_row(request: pytest.FixtureRequest) -> RowRun:
     """The row the test item stands for, as ``run(json=None) -> Row``: fails the test when the
     row fails, skips it when the kernel does not support it."""
     case = getattr(request, "param", None)
     if not isinstance(case, RowCase):
         pytest.fail("leakyrelu_row: parametrize the test with @conformance_rows(fn, ...) or "
                     "generate_rows(metafunc, fn, ...)", pytrace=False)
-
-    def run(*, json: Optional[str | Path] = None) -> Any:
-        __tracebackhide__ = True
-        options = {**case.options, "dtypes": [case.dtypes], "alphas": [case.alpha], "directions": [case.direction]}
-        report = _check(request, case.fn, json=json, options=options, skip_unsupported=True)
-        _fail_on(report)
-        return report.rows[0]
-
-    return run
+    return RowRun(request, case)

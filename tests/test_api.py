@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -88,3 +89,56 @@ def test_check_takes_a_backend_object_under_its_name() -> None:
     report = conformance.check(kernel, alphas=[0.2, 1.5])
     assert [(r.backend, r.direction, r.verdict) for r in report.rows] == [("mine", "forward", "pass")] * 2
     assert {why for _, why in report.skipped} == {"mine has no backward (pass backward=...)"}
+
+
+# ----------------------------------------------------------------------------- reference=
+
+def _agreement_rows(doc: dict) -> list[tuple]:
+    return [tuple(json.dumps(a[k]) for k in sorted(a)) for a in doc["agreement"]]
+
+
+def test_reference_gives_the_agreement_run_reference_gives(tmp_path, capsys) -> None:
+    out = tmp_path / "cli.json"
+    code = run_cli(["run", "--backend", "cann", "--reference", "torch", "--dtype", "fp16", "--alpha", "0.2",
+                    "--direction", "forward", "--json", str(out), "--results-dir", str(tmp_path), "-q"], capsys).code
+    report = conformance.check("cann", reference="torch", dtypes=["float16"], alphas=[0.2], directions=["forward"])
+    cli_doc, api_doc = json.loads(out.read_text()), json.loads(report.to_json())
+    assert code == 0 and report.verdict == "pass" and export.validate(api_doc, export.SCHEMA) == []
+    assert _rows(api_doc) == _rows(cli_doc) and [r.backend for r in report.rows] == ["torch", "cann"]
+    assert _agreement_rows(api_doc) == _agreement_rows(cli_doc) and len(report.agreement) == 1
+    (found,) = report.agreement
+    assert (found.reference, found.backend, found.identical) == ("torch", "cann", False)  # fp16(alpha) on 910B
+    assert found.causes[0] == "alpha-precision" and [r.backend for r in report.subject] == ["cann"]
+
+
+def test_a_kernel_against_a_reference_is_identical_or_says_why_it_differs() -> None:
+    options = dict(dtypes=["float16"], alphas=[0.1], directions=["forward"], reference="golden")
+    exact = conformance.check(my_kernel.exact_leaky_relu, **options)
+    naive = conformance.check(my_kernel.naive_leaky_relu, **options)
+    assert [(a.reference, a.backend, a.identical) for a in exact.agreement] == [("golden", "exact_leaky_relu", True)]
+    (differs,) = naive.agreement
+    assert not differs.identical and differs.differing > 0 and differs.causes == ("alpha-precision",)
+    assert [r.backend for r in naive.subject] == ["naive_leaky_relu"] and naive.references == ("golden",)
+
+
+def test_several_references_are_each_compared_as_run_compares_them() -> None:
+    listed = conformance.check(my_kernel.exact_leaky_relu, dtypes=["float32"], alphas=[0.2],
+                               directions=["forward"], reference=["golden", "torch"])
+    joined = conformance.check(my_kernel.exact_leaky_relu, dtypes=["float32"], alphas=[0.2],
+                               directions=["forward"], reference="golden,torch")
+    pairs = [(a.reference, a.backend) for a in listed.agreement]
+    assert pairs == [(a.reference, a.backend) for a in joined.agreement]
+    assert sorted(pairs) == [("golden", "exact_leaky_relu"), ("golden", "torch"), ("torch", "exact_leaky_relu")]
+
+
+def test_no_reference_leaves_the_report_without_agreement() -> None:
+    report = conformance.check(my_kernel.exact_leaky_relu, dtypes=["float32"], alphas=[0.2], directions=["forward"])
+    assert report.agreement == () and "agreement" not in json.loads(report.to_json())
+
+
+@pytest.mark.parametrize("reference, says", [("nope", "reference: unknown backend 'nope'"),
+                                             ("", "reference='': pass a backend name"),
+                                             ([3], "reference=[3]: pass a backend name")])
+def test_a_bad_reference_is_a_usage_error_naming_the_fix(reference, says: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(says)):
+        conformance.check(my_kernel.exact_leaky_relu, dtypes=["float32"], alphas=[0.2], reference=reference)

@@ -150,10 +150,11 @@ def test_the_worker_serves_a_pipe() -> None:
 
 
 def test_output_piped_into_head_stops_quietly() -> None:
-    """rich answers a closed pipe with SystemExit(1): that is the reader leaving, not loaded code exiting."""
+    """A closed pipe is the reader leaving, not a failure: the rest of the output is dropped and
+    the exit code is the command's own."""
     proc = subprocess.Popen([sys.executable, "-m", "conformance", "tiling", "--numel", "100", "--dtype", "fp16"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # the reader is gone before the first line, as `| head -0` leaves
     code, err = proc.wait(timeout=120), proc.stderr.read().decode()
-    assert code == 1 and err == "", err
+    assert code == 0 and err == "", err

@@ -186,3 +186,51 @@ def test_profile_gives_triage_the_tiling_plan(run, dumps: Path) -> None:
     # without a plan, errors confined to the end are still tail-block, by position
     assert "confined to the last" in blind.out and "unexplained" not in blind.out
     assert "tail-block ×" in planned.out and "tail tiles" in planned.out
+
+
+# ----------------------------------------------------------------------------- progress and -q
+
+LARGE = ("--x", "x.npy", "--y", "y.npy", "--reference-y", "y.npy", "--dy", "dy.npy", "--dx", "dx.npy",
+         "--alpha", "0.2")  # forward with a reference, and backward: every judged dump of a compare
+
+
+@pytest.fixture
+def large(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test dumps count as large (they get a progress display)."""
+    from conformance.ingest import dumps as ingest_dumps
+
+    monkeypatch.setattr(ingest_dumps, "PROGRESS_ELEMENTS", 1000)
+
+
+def test_a_large_compare_on_a_pipe_shows_progress_and_quiet_silences_it(run, dumps: Path, large) -> None:
+    loud = run(*LARGE, cwd=dumps)
+    assert loud.code == 0 and loud.err.count("progress: finished") == 3, loud.err
+    quiet = run(*LARGE, "-q", cwd=dumps)
+    assert quiet.code == 0 and quiet.err == "", quiet.err
+    assert quiet.out.strip().splitlines()[-1] == "2 rows: 2 passed, 0 warned, 0 failed: PASS"
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "pipe"])
+def test_quiet_compare_makes_no_progress_display(run, dumps: Path, large, monkeypatch, terminal: bool) -> None:
+    """-q makes no progress display at all, whether stderr is a terminal (a redrawn bar) or a pipe."""
+    from conformance.report import console as render
+
+    made: list[bool] = []
+    real = render.make_progress
+
+    def recording(*, console, disable: bool = False):
+        made.append(console.is_terminal)
+        return real(console=console, disable=disable)
+
+    monkeypatch.setattr(render, "make_progress", recording)
+    monkeypatch.setenv("FORCE_COLOR" if terminal else "NO_COLOR", "1")
+    monkeypatch.delenv("NO_COLOR" if terminal else "FORCE_COLOR", raising=False)
+    assert run(*LARGE, cwd=dumps).code == 0 and made == [terminal] * 3
+    made.clear()
+    quiet = run(*LARGE, "-q", cwd=dumps)
+    assert quiet.code == 0 and made == [] and quiet.err == "", quiet.err
+
+
+def test_quiet_compare_still_prints_its_error(run, dumps: Path, large) -> None:
+    result = run("--x", "x.npy", "--y", "missing.npy", "--alpha", "0.2", "-q", cwd=dumps)
+    assert_usage_error(result, mentions="missing.npy")

@@ -305,3 +305,108 @@ def test_config_path_oddities(dumps: Path, capsys: pytest.CaptureFixture[str], p
 def test_dev_null_is_an_empty_config(dumps: Path, capsys: pytest.CaptureFixture[str]) -> None:
     result = run_cli(_compare("--alpha", "0.2", "--config", "/dev/null"), capsys, cwd=dumps)
     assert result.code == 0, result.text
+
+
+# ----------------------------------------------------------------------------- output whose reader left
+
+def _reader_gone(*argv: str, cwd: Path, stderr_too: bool = False) -> tuple[int, str]:
+    """``conformance ARGV`` whose stdout (and stderr) pipe is closed before its first line, as
+    ``| head -0`` leaves it: the exit code and what stderr said."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "conformance", *argv], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    if stderr_too:
+        proc.stderr.close()
+        return proc.wait(timeout=300), ""
+    return proc.wait(timeout=300), proc.stderr.read().decode()
+
+
+@pytest.mark.parametrize("stderr_too", [False, True], ids=["stdout", "stdout and stderr"])
+def test_a_closed_pipe_loses_no_report_and_keeps_the_verdict(tmp_path: Path, stderr_too: bool) -> None:
+    code, err = _reader_gone(*_run("--json", "r.json", "--junit", "r.xml"), cwd=tmp_path, stderr_too=stderr_too)
+    assert code == 0 and "Traceback" not in err, err
+    import json
+
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert "partial" not in doc and doc["verdict"] == "pass" and len(doc["rows"]) == 1
+    assert "<testcase" in (tmp_path / "r.xml").read_text()
+
+
+def test_a_closed_pipe_keeps_a_failing_verdict(dumps: Path) -> None:
+    np.save(dumps / "y_default.npy", np.where(np.load(dumps / "x.npy") > 0, 1, 0.01).astype(np.float32)
+            * np.load(dumps / "x.npy"))
+    code, err = _reader_gone("compare", "--x", "x.npy", "--y", "y_default.npy", "--alpha", "0.2", "--json",
+                             "c.json", cwd=dumps)
+    assert code == 1 and "Traceback" not in err, err
+    assert "partial" not in (dumps / "c.json").read_text()
+
+
+def test_a_closed_pipe_still_ends_a_usage_error_with_exit_2(dumps: Path) -> None:
+    code, err = _reader_gone("compare", "--x", "missing.npy", "--y", "y.npy", "--alpha", "0.2", cwd=dumps)
+    assert code == 2 and err.strip().splitlines() == [
+        "conformance: error: --x missing.npy: file does not exist; pass the path of a .npy or .npz file"]
+
+
+@pytest.mark.parametrize("flag, example", [("--json", "reports/out.json"), ("--junit", "reports/junit.xml"),
+                                           ("--html", "reports/report.html")])
+def test_a_directory_as_a_report_path_suggests_a_file_of_that_kind(tmp_path: Path, capsys, flag: str,
+                                                                   example: str) -> None:
+    (tmp_path / "adir").mkdir()
+    if flag == "--html":
+        pytest.importorskip("plotly")
+    result = run_cli(_run(flag, "adir"), capsys, cwd=tmp_path)
+    assert_usage_error(result, mentions=f"{flag} 'adir' is not a file path; pass one such as {example}")
+
+
+# ----------------------------------------------------------------------------- unreadable files
+
+def _without_privilege(*argv: str, cwd: Path) -> tuple[int, str]:
+    """``conformance ARGV`` where file permissions apply: as root, without the capabilities
+    that bypass them (root reads any file otherwise)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+        if shutil.which("setpriv") is None or subprocess.run([*prefix, "true"], capture_output=True).returncode:
+            pytest.skip("running as root and cannot drop the capabilities: file permissions do not apply")
+    proc = subprocess.run([*prefix, sys.executable, "-m", "conformance", *argv], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+    return proc.returncode, proc.stderr
+
+
+@pytest.mark.parametrize("argv, says", [
+    (("compare", "--x", "x.npy", "--y", "locked.npy", "--alpha", "0.2"),
+     "--y locked.npy: cannot read it (Permission denied)"),
+    (("replay", "locked.npy"), "cannot read reproducer locked.npy: [Errno 13] Permission denied"),
+    (("audit", "closed/model.py"), "closed/model.py: cannot read it (permission denied)"),
+    (("audit", "closed"), "closed: cannot read it (permission denied)"),
+], ids=["compare", "replay", "audit a file in a closed directory", "audit a closed directory"])
+def test_an_unreadable_input_is_exit_2_in_one_line(dumps: Path, argv: tuple[str, ...], says: str) -> None:
+    (dumps / "locked.npy").write_bytes((dumps / "y.npy").read_bytes())
+    (dumps / "locked.npy").chmod(0)
+    (dumps / "closed").mkdir()
+    (dumps / "closed" / "model.py").write_text("import torch\nact = torch.nn.LeakyReLU(0.1)\n")
+    (dumps / "closed").chmod(0)
+    try:
+        code, err = _without_privilege(*argv, cwd=dumps)
+    finally:
+        (dumps / "closed").chmod(0o755)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and says in lines[0], err
+
+
+@pytest.mark.parametrize("argv, command", [(("defaults", "--framework", "x"), "defaults"),
+                                           (("run", "--bogus"), "run"),
+                                           (("tiling", "--numel", "8", "--dtype", "fp16", "extra"), "tiling")])
+def test_an_unknown_argument_points_at_its_commands_help(capsys, argv: tuple[str, ...], command: str) -> None:
+    result = run_cli(argv, capsys)
+    assert_usage_error(result, mentions=f"(see conformance {command} --help)")
+    assert "unrecognized arguments" in result.err

@@ -10,6 +10,8 @@ import json
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from conformance.report import export
 
 pytest_plugins = ["pytester"]
@@ -28,6 +30,16 @@ def test_exact(leakyrelu_conformance):
 def test_defective(leakyrelu_conformance):
     leakyrelu_conformance(max_kernel, dtypes=["float16"], alphas=[1.5], directions=["forward"])
 '''
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_before_pytester() -> None:
+    """The compiled golden loaded in this process first: pytester's in-process runs drop the
+    modules they import, and numba cannot register its typing of a re-imported module twice."""
+    import conformance
+    from examples.my_kernel import exact_leaky_relu
+
+    conformance.check(exact_leaky_relu, dtypes=["float16"], alphas=[0.2], directions=["forward"])
 
 
 def _run(pytester, *args: str):
@@ -159,3 +171,43 @@ def test_row_items_feed_the_session_json_report(pytester) -> None:
     assert export.validate(doc, export.SCHEMA) == []
     assert sorted((r["dtype"], r["alpha"]["value"], r["verdict"]) for r in doc["rows"]) == [
         ("bfloat16", 0.2, "pass"), ("bfloat16", 1.5, "fail"), ("float16", 0.2, "pass"), ("float16", 1.5, "fail")]
+
+
+# ----------------------------------------------------------------------------- reference=
+
+REFERENCE_TESTS = '''
+from conformance.pytest_plugin import conformance_rows
+from examples.my_kernel import exact_leaky_relu, naive_leaky_relu
+
+def test_fixture_same_bits(leakyrelu_conformance):
+    report = leakyrelu_conformance(exact_leaky_relu, dtypes=["float16"], alphas=[0.1], directions=["forward"],
+                                   reference="golden")
+    assert [(a.reference, a.backend, a.identical) for a in report.agreement] == [
+        ("golden", "exact_leaky_relu", True)]
+
+@conformance_rows(naive_leaky_relu, dtypes=["float16"], alphas=[0.1], directions=["forward"], reference="golden")
+def test_row_against_golden(leakyrelu_row):
+    row = leakyrelu_row()
+    assert row.backend == "naive_leaky_relu"
+    (found,) = leakyrelu_row.report.agreement
+    assert not found.identical and found.causes == ("alpha-precision",), found.why
+'''
+
+
+def test_reference_in_the_fixture_and_the_marker_gives_the_agreement(pytester) -> None:
+    pytester.syspathinsert(ROOT)
+    pytester.makepyfile(test_reference=REFERENCE_TESTS)
+    out = pytester.path / "agree.json"
+    pytester.runpytest(*PLUGIN, "--leakyrelu-json", str(out)).assert_outcomes(passed=2)
+    doc = json.loads(out.read_text())
+    assert export.validate(doc, export.SCHEMA) == []
+    assert [(r["backend"], r["verdict"]) for r in doc["rows"]] == [
+        ("golden", "pass"), ("exact_leaky_relu", "pass"), ("golden", "pass"), ("naive_leaky_relu", "warn")]
+    assert [(a["backend"], a["identical"]) for a in doc["agreement"]] == [
+        ("exact_leaky_relu", True), ("naive_leaky_relu", False)]
+
+
+def test_a_session_without_reference_writes_no_agreement(pytester) -> None:
+    out = pytester.path / "report.json"
+    _run(pytester, "--leakyrelu-json", str(out)).assert_outcomes(passed=1, failed=1)
+    assert "agreement" not in json.loads(out.read_text())

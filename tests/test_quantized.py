@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
+from dataclasses import replace
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from conformance.cases.quantized import quant_grid
 from conformance.frameworks import quantized_models as models
 from conformance.reference.quantized import QuantParams, all_codes, exact_table, leaky_relu_quantized, round_half_even
+from conformance.report.gate import GateConfig
+from conformance.report.messages import MAX_EXAMPLES
+from conformance.report.quantized import evaluate_codes
 from conformance.report.triage.quantized import QuantBatch, triage_quantized
 
 TIE_PRONE = (0.01, 0.04, 0.05, 1 / 255, 0.1, 0.5, 0.25)
@@ -278,3 +285,86 @@ def test_the_grid_covers_both_dtypes_ties_and_xnnpack_declining() -> None:
     assert {p.dtype for p, _ in grid} == {"qint8", "quint8"}
     assert any(models.xnnpack_multipliers(a, params=p) is None for p, a in grid)
     assert quant_grid(12) == grid and len(quant_grid(40)) == 40
+
+
+# --- Judged a chunk at a time ----------------------------------------------------------------
+
+def _defects() -> dict[str, Callable[[np.ndarray, float, QuantParams], np.ndarray]]:
+    """Kernels whose codes differ from exact in every way triage names: the frameworks' rules,
+    a position split, a wrong slope, zero point or scale, wrapped codes, and noise."""
+    def noisy(codes: np.ndarray, alpha: float, p: QuantParams) -> np.ndarray:
+        out = leaky_relu_quantized(codes, alpha, params=p).astype(np.int64)
+        out[::37] += 3
+        return np.clip(out, *p.code_range).astype(p.storage)
+
+    found = {name: (lambda c, a, p, fn=m.compute: fn(c, a, params=p)) for name, m in models.MODELS.items()}
+    return {**found,
+            "torch, block 96": lambda c, a, p: models.torch(c, a, params=p, block=96),
+            "slope 0.01": lambda c, a, p: leaky_relu_quantized(c, 0.01, params=p),
+            "z_out + 1": lambda c, a, p: leaky_relu_quantized(c, a, params=replace(p, z_out=p.z_out + 1)),
+            "s_out * 1.5": lambda c, a, p: leaky_relu_quantized(c, a, params=replace(p, s_out=p.s_out * 1.5)),
+            "noise": noisy}
+
+
+def _whole_tensor_findings(codes: np.ndarray, out: np.ndarray, alpha: float, p: QuantParams) -> list[tuple]:
+    """Triage of every element as one batch (the reference the kept batch must equal)."""
+    golden = leaky_relu_quantized(codes, alpha, params=p)
+    return [(c.category, int(c.index.size), c.summary, c.detail, c.index[:MAX_EXAMPLES].tolist())
+            for c in triage_quantized(QuantBatch(codes, alpha, p, golden, out))]
+
+
+@pytest.mark.parametrize(("params", "alpha"), quant_grid(6), ids=str)
+def test_the_kept_batch_finds_what_the_whole_tensor_shows(params: QuantParams, alpha: float) -> None:
+    """Findings, counts, details and example indices of the kept batch (differing codes, and
+    per input code the first and last matching place and a count) equal whole-tensor triage."""
+    codes = np.random.default_rng(5).choice(all_codes(params), 5_003)
+    for name, make in _defects().items():
+        out = make(codes, alpha, params)
+        row = evaluate_codes(codes, out, alpha, params=params, backend="dump", config=GateConfig())
+        kept = [(f.category, f.count, f.summary, f.detail, [e.index for e in f.examples]) for f in row.findings]
+        assert kept == _whole_tensor_findings(codes, out, alpha, params), name
+
+
+def _compare_quant(tmp_path: Path, capsys: pytest.CaptureFixture[str], *, chunk: int) -> tuple[int, dict]:
+    """``compare --quant`` of x.npy and y.npy read ``chunk`` codes at a time: the exit code and
+    the JSON report but its timings; no read of the dumps returns more than ``chunk`` codes."""
+    from conformance.cli import main
+    from conformance.ingest import dumps
+    from conformance.ingest.arrays import Dump
+
+    report, largest = tmp_path / f"chunk{chunk}.json", [0]
+    saved, dumps.CHUNK_ELEMENTS = (dumps.CHUNK_ELEMENTS, Dump.chunk), chunk
+
+    def spied(self: Dump, start: int, stop: int) -> np.ndarray:
+        part = saved[1](self, start, stop)
+        largest[0] = max(largest[0], part.size)
+        return part
+
+    Dump.chunk = spied  # type: ignore[method-assign]
+    try:
+        code = main(["compare", "--x", str(tmp_path / "x.npy"), "--y", str(tmp_path / "y.npy"), "--alpha", "0.2",
+                     "--quant", "0.05:0:0.04:-28", "--json", str(report), "-q"])
+    finally:
+        dumps.CHUNK_ELEMENTS, Dump.chunk = saved  # type: ignore[method-assign]
+    capsys.readouterr()
+    assert 0 < largest[0] <= chunk, f"the dumps were read {largest[0]} codes at a time, not {chunk}"
+    doc = json.loads(report.read_text())
+    doc["summary"].pop("durations", None)
+    for row in doc["rows"]:
+        row.pop("seconds", None)
+    doc["summary"]["command"] = doc["summary"].get("command", [])[:-1]  # the report path differs
+    return code, doc
+
+
+def test_compare_quant_in_chunks_writes_the_json_of_one_chunk(tmp_path: Path, capsys) -> None:
+    """A torch-like dump whose vector body ends at element 640, read 64 codes at a time (the
+    split on a chunk boundary) and 97 at a time, against the dump read as one chunk."""
+    params = QuantParams(0.05, 0, 0.04, -28, "qint8")
+    codes = np.random.default_rng(1).choice(all_codes(params), (10, 70))
+    np.save(tmp_path / "x.npy", codes)
+    np.save(tmp_path / "y.npy", models.torch(codes, 0.2, params=params).reshape(codes.shape))
+    whole = _compare_quant(tmp_path, capsys, chunk=1 << 30)
+    assert whole[0] == 1 and [f["category"] for f in whole[1]["rows"][0]["findings"]] == ["position-split"]
+    assert whole[1]["rows"][0]["findings"][0]["detail"]["boundary"] == 640
+    for chunk in (64, 97):
+        assert _compare_quant(tmp_path, capsys, chunk=chunk) == whole, chunk

@@ -44,7 +44,10 @@ def kind_of(target: str) -> str:
 
 def audit(target: str) -> Audit:
     """Every LeakyReLU of ``target``; a UsageError (one line) when it cannot be read."""
-    kind, path = kind_of(target), Path(target)
+    try:
+        kind, path = kind_of(target), Path(target)
+    except PermissionError:  # a directory on the way that may not be listed or entered
+        raise UsageError(f"{target}: cannot read it (permission denied); pass a model you can read") from None
     notes: tuple[str, ...] = ()
     if kind == "source":
         from conformance.audit.source import audit_source

@@ -145,6 +145,7 @@ def _read(path: Path) -> dict[str, np.ndarray]:
         what = "is a directory" if path.is_dir() else "does not exist"
         raise CorpusError(f"reproducer {path} {what}; pass a .npz written by 'conformance run'")
     try:
+        path.open("rb").close()  # unreadable: say so (is_zipfile would call it no zip)
         if not zipfile.is_zipfile(path):  # a .npy, a pickle, text: np.load would read it whole
             raise ValueError("not an .npz (zip) file, or a truncated one")
         _check_sizes(path)

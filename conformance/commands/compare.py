@@ -123,7 +123,7 @@ def _evaluate(args: argparse.Namespace, x: Dump, out: Dump, *, dy: Optional[Dump
                                alpha=alpha, direction=direction, out_dtype=out.dtype.name,
                                backend="dump", profile=args.profile, config=config, label=label,
                                layout_fn=layout_fn, shape=x.shape,
-                               advance=progress(stack, f"{direction} {label}", total=x.size))
+                               advance=progress(stack, f"{direction} {label}", total=x.size, quiet=args.quiet))
 
 
 def _check_flags(args: argparse.Namespace) -> None:
@@ -155,7 +155,7 @@ def _source(args: argparse.Namespace) -> Callable[[GateConfig], list[Row]]:
         from conformance.commands import compare_msprobe
 
         return lambda config: compare_msprobe.rows(args.msprobe, config=config, profile=args.profile,
-                                                   cores=_cores(args.cores))
+                                                   cores=_cores(args.cores), quiet=args.quiet)
     if args.quant is not None:
         return lambda config: compare_quant.rows(args, config=config)
     if args.manifest is not None:

@@ -29,9 +29,10 @@ def _check(call: Call) -> None:
 
 
 def evaluate_call(call: Call, *, config: GateConfig, profile: Optional[str] = None,
-                  cores: Optional[int] = None) -> Row:
+                  cores: Optional[int] = None, quiet: bool = False) -> Row:
     """The row of one call: golden of the call's x (and dy) at its slope against its output;
-    ``profile``/``cores`` give triage the reference kernel's tiling plan (``tail-block``)."""
+    ``profile``/``cores`` give triage the reference kernel's tiling plan (``tail-block``);
+    ``quiet``: no progress bar (``-q``)."""
     _check(call)
     layout_fn: Optional[LayoutFn] = None
     if profile is not None or cores is not None:
@@ -42,11 +43,12 @@ def evaluate_call(call: Call, *, config: GateConfig, profile: Optional[str] = No
                               dtype=call.x.dtype, alpha=call.alpha, direction=call.direction,
                               out_dtype=call.out.dtype.name, backend="dump", config=config,
                               profile=profile, label=call.out_file, shape=call.x.shape, layout_fn=layout_fn,
-                              advance=progress(stack, call.name, total=call.x.size))
+                              advance=progress(stack, call.name, total=call.x.size, quiet=quiet))
     return replace(row, variant=call.name, notes=(*(() if call.note is None else (call.note,)), *call.where))
 
 
 def rows(dump_dir: str, *, config: GateConfig, profile: Optional[str] = None,
-         cores: Optional[int] = None) -> list[Row]:
+         cores: Optional[int] = None, quiet: bool = False) -> list[Row]:
     """One row per LeakyReLU call of the msprobe dump at ``dump_dir``."""
-    return [evaluate_call(call, config=config, profile=profile, cores=cores) for call in read_calls(dump_dir)]
+    return [evaluate_call(call, config=config, profile=profile, cores=cores, quiet=quiet)
+            for call in read_calls(dump_dir)]

@@ -3,22 +3,26 @@
 ``--x`` and ``--y`` hold int8 (qint8) or uint8 (quint8) codes of the same shape; the setting
 gives the per-tensor affine parameters of both.  The row is judged by code distance and
 quantized triage (``report.quantized``) as backend ``dump``, so the same table, JSON, JUnit
-and exit codes follow.  A bad setting or a float array is exit 2 with one line.
+and exit codes follow.  The dumps are memory-mapped and read a chunk at a time
+(``ingest.dumps.chunks``), as float dumps are.  A bad setting or a float array is exit 2
+with one line.
 """
 from __future__ import annotations
 
 import argparse
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
 
 from conformance.commands.args import parse_alpha, shown
 from conformance.errors import UsageError
-from conformance.ingest.arrays import read
+from conformance.ingest.arrays import Dump, read
+from conformance.ingest.dumps import chunks, progress
 from conformance.reference.quantized import QDTYPES, QuantParams, parse_setting
 from conformance.report.evaluate import Row
 from conformance.report.gate import GateConfig
-from conformance.report.quantized import evaluate_codes
+from conformance.report.quantized import evaluate_code_chunks
 
 _BY_STORAGE = {np.dtype(storage): name for name, (storage, _, _) in QDTYPES.items()}
 _NOT_WITH = ("--dy", "--dx", "--dtype", "--msprobe", "--manifest", "--profile", "--cores")
@@ -34,16 +38,17 @@ def check_flags(args: argparse.Namespace) -> None:
         raise UsageError(f"--quant needs {', '.join(missing)} (int8 or uint8 codes, and the slope)")
 
 
-def _codes(path: str, *, flag: str) -> np.ndarray:
-    """The codes of one dump, native byte order; a UsageError for any dtype but int8/uint8."""
+def _codes(path: str, *, flag: str) -> Dump:
+    """The codes of one dump, memory-mapped; a UsageError for any dtype but int8/uint8."""
     raw = read(path, flag=flag)
-    if raw.dtype.newbyteorder("=") not in _BY_STORAGE:
+    native = raw.dtype.newbyteorder("=")
+    if native not in _BY_STORAGE:
         raise UsageError(f"{flag} {path}: --quant reads int8 or uint8 codes, got {raw.dtype}; "
                          "save the quantized tensor's integer codes (int_repr)")
-    return np.asarray(raw)
+    return Dump(raw, native)
 
 
-def setting(text: str, *, x: np.ndarray) -> QuantParams:
+def setting(text: str, *, x: Dump) -> QuantParams:
     """``--quant`` parsed for the dtype of ``x``; a UsageError saying what to fix."""
     try:
         return parse_setting(text, dtype=_BY_STORAGE[x.dtype])
@@ -60,5 +65,8 @@ def rows(args: argparse.Namespace, *, config: GateConfig) -> list[Row]:
     if x.size == 0:
         raise UsageError(f"--x {args.x} holds no codes; pass the dumps of a call with data")
     params = setting(args.quant, x=x)
-    alpha = parse_alpha(args.alpha)
-    return [evaluate_codes(x, y, alpha, params=params, backend="dump", config=config, label=Path(args.y).name)]
+    alpha, label = parse_alpha(args.alpha), Path(args.y).name
+    with ExitStack() as stack:
+        return [evaluate_code_chunks(lambda: chunks(x, y, dy=None), numel=x.size, alpha=alpha, params=params,
+                                     backend="dump", config=config, label=label, shape=x.shape,
+                                     advance=progress(stack, f"forward {label}", total=x.size, quiet=args.quiet))]

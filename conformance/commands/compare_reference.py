@@ -81,4 +81,5 @@ def _judged(args: argparse.Namespace, x: Dump, ref: Dump, *, dy: Optional[Dump],
                                alpha=parse_alpha(args.alpha), direction=row.direction,
                                out_dtype=ref.dtype.name, backend="dump", profile=args.profile,
                                config=config, label=label, layout_fn=layout_fn, shape=x.shape,
-                               advance=progress(stack, f"{row.direction} {label}", total=x.size))
+                               advance=progress(stack, f"{row.direction} {label}", total=x.size,
+                                                quiet=args.quiet))

@@ -9,6 +9,7 @@ back here: ``conformance compare --manifest DIR`` gives ``run``'s rows.
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +40,33 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _exported(specs: list, target: str, **how: Any) -> dict:
-    """:func:`export` into ``target``; a path that is no directory, or cannot be written, is exit 2."""
+    """:func:`export` into ``target``; a path that is no directory, or cannot be written, is exit 2.
+    An export cut short (Ctrl-C, SIGTERM, a full disk) leaves ``target`` as it found it, so the
+    same command runs again."""
     root = Path(target)
     if root.exists() and not root.is_dir():
         raise UsageError(f"export-cases {target} is not a directory; pass a new directory")
+    existed = root.exists()
     try:
         return export(specs, root, **how)
+    except UsageError:
+        raise
     except OSError as exc:
+        _undo(root, existed=existed)
         raise UsageError(f"export-cases {target}: cannot write there ({exc.strerror or exc}); "
                          "pass a new directory you can write") from None
+    except BaseException:
+        _undo(root, existed=existed)
+        raise
+
+
+def _undo(root: Path, *, existed: bool) -> None:
+    """Remove what an unfinished export wrote: ``root`` itself when it made it, else what is inside."""
+    for path in ([root] if not existed else list(root.iterdir())) if root.exists() else []:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def execute(args: argparse.Namespace) -> int:

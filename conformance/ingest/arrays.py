@@ -267,8 +267,11 @@ def _check_file(file: Path, *, where: str) -> bytes:
         raise UsageError(f"{where}: file does not exist; pass the path of a .npy or .npz file")
     if not file.is_file():
         raise UsageError(f"{where}: not a regular file; pass the path of a .npy or .npz file")
-    with open(file, "rb") as handle:
-        magic = handle.read(6)
+    try:
+        with open(file, "rb") as handle:
+            magic = handle.read(6)
+    except OSError as exc:  # permission denied, an I/O error
+        raise UsageError(f"{where}: cannot read it ({exc.strerror or exc}); pass a file you can read") from None
     if magic.startswith(b"\x80"):  # a pickle protocol header
         raise UsageError(f"{where}: holds a pickled object; save a plain numeric array with numpy.save")
     if magic and not (magic.startswith(_MAGIC) or magic.startswith(b"PK")):

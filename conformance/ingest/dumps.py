@@ -76,9 +76,10 @@ def plan_layout(profile: Optional[str], cores: Optional[int], *, dtypes: tuple[s
     return layout
 
 
-def progress(stack: ExitStack, description: str, *, total: int) -> Callable[[int], None]:
-    """A progress bar on stderr for large inputs, closed with ``stack``; a no-op for small ones."""
-    if total < PROGRESS_ELEMENTS:
+def progress(stack: ExitStack, description: str, *, total: int, quiet: bool = False) -> Callable[[int], None]:
+    """A progress bar on stderr for large inputs, closed with ``stack``; a no-op for small ones
+    and under ``-q`` (on a terminal and on a pipe alike)."""
+    if quiet or total < PROGRESS_ELEMENTS:
         return lambda n: None
     bar = stack.enter_context(render.make_progress(console=Console(stderr=True)))
     task = bar.add_task(description, total=total, unit="element")

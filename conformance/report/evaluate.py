@@ -22,6 +22,7 @@ from conformance.report import metrics as met
 from conformance.report import plots as plotting
 from conformance.report.gate import GateConfig, finding_allowed, verdict
 from conformance.report.messages import MAX_EXAMPLES, Offender, failure_message
+from conformance.report.summary import RowKey
 from conformance.report.text import Shape
 from conformance.report.triage import Batch, Claim, special_values, triage
 from conformance.report.triage.sampling import SAMPLING
@@ -45,16 +46,9 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class Row:
+class Row(RowKey):
     """The judged result for one (backend, dtype, out_dtype, direction, alpha)."""
 
-    backend: str
-    profile: Optional[str]
-    variant: Optional[str]
-    dtype: str
-    out_dtype: str
-    direction: str
-    alpha: float
     metrics: met.Metrics
     findings: tuple[Finding, ...]
     verdict: str
@@ -62,17 +56,6 @@ class Row:
     shapes: tuple[Shape, ...] = ()  # the shape of each part's input array, aligned with parts
     notes: tuple[str, ...] = ()  # what the reader of the row should know, e.g. a default slope was used
     plots: Optional[plotting.Plots] = None  # bounded counts the HTML report draws (None: no differences)
-
-    @property
-    def key(self) -> tuple:
-        return (self.backend, self.profile, self.variant, self.dtype, self.out_dtype,
-                self.direction, self.alpha)
-
-    @property
-    def title(self) -> str:
-        extra = "/".join(p for p in (self.profile, self.variant) if p)
-        who = self.backend + (f"[{extra}]" if extra else "")
-        return f"{who} {self.dtype}->{self.out_dtype} {self.direction} alpha={self.alpha!r}"
 
     def shape_of(self, part: str) -> Optional[Shape]:
         """The input shape of the batch labelled ``part`` (None when unknown)."""

@@ -67,7 +67,8 @@ def _can_create_in(directory: Path) -> bool:
 def check_report_path(path: str, *, flag: str) -> None:
     """A report can be written to ``path``; nothing is created, opened or truncated."""
     if not path.strip() or path.endswith(os.sep) or os.path.isdir(path):
-        raise UsageError(f"{flag} {path!r} is not a file path; pass one such as reports/out.json")
+        example = {"--junit": "junit.xml", "--html": "report.html"}.get(flag, "out.json")
+        raise UsageError(f"{flag} {path!r} is not a file path; pass one such as reports/{example}")
     if is_stream(path):
         if not os.access(path, os.W_OK):
             raise UsageError(f"{flag} {path}: cannot write there (permission denied); pass a writable path")

@@ -6,21 +6,33 @@ The metric is the code distance: a row's ``max_ulp`` and ``max_abs`` are the gre
 its category and none of its codes is more than :data:`MAX_CODES` away from exact: the
 frameworks' own requantization rules move a code by one step, anything else fails.  The row's
 ``variant`` is its setting ``S_IN:Z_IN:S_OUT:Z_OUT``.
+
+Codes are judged a chunk at a time (:func:`evaluate_code_chunks`), as float dumps are, in
+memory bounded whatever the tensor's size: one pass merges the metrics and keeps, per class
+of elements (input code, output code), how many there are, the first few places and the last
+one.  Every quantized rule but a position split is a function of the input code, so it
+scores a class as a whole; a split needs only where each rule first and last fails; a
+finding's examples are its first places.  Triage then judges a batch of those places, each
+weighted by the elements it stands for, and finds what it finds on the whole tensor.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import reduce
 from typing import Optional
 
 import numpy as np
 
 from conformance.reference.quantized import QuantParams, exact_table, lookup, setting_text
 from conformance.report import metrics as met
-from conformance.report.evaluate import Finding, Row
+from conformance.report.evaluate import Chunk, Finding, Row
 from conformance.report.gate import GateConfig, verdict
 from conformance.report.messages import MAX_EXAMPLES, Offender
 from conformance.report.triage.quantized import QuantBatch, QuantClaim, code_distance, triage_quantized
 
 MAX_CODES = 1  # the largest code difference a named requantization rule may show
+_CODES = 256  # codes of an 8-bit dtype
 
 
 def _relative(diff: np.ndarray, golden: np.ndarray, *, params: QuantParams) -> np.ndarray:
@@ -30,13 +42,14 @@ def _relative(diff: np.ndarray, golden: np.ndarray, *, params: QuantParams) -> n
     return np.where(np.isnan(rel), 0.0, rel)
 
 
-def code_metrics(actual: np.ndarray, golden: np.ndarray, *, params: QuantParams, part: str) -> met.Metrics:
-    """Counts and the greatest code distance (with where it is) of one comparison."""
+def code_metrics(actual: np.ndarray, golden: np.ndarray, *, params: QuantParams, part: str,
+                 offset: int = 0) -> met.Metrics:
+    """Counts and the greatest code distance (with where it is, ``offset`` added) of one comparison."""
     diff = code_distance(actual, golden)
     rel = _relative(diff, golden, params=params)
     worst = int(diff.argmax()) if diff.size else 0
-    at = (part, worst) if diff.size and diff[worst] else None
-    rel_at = (part, int(rel.argmax())) if diff.size and rel.max() > 0 else None
+    at = (part, offset + worst) if diff.size and diff[worst] else None
+    rel_at = (part, offset + int(rel.argmax())) if diff.size and rel.max() > 0 else None
     mismatches = int(np.count_nonzero(diff))
     top = int(diff[worst]) if diff.size else 0
     return met.Metrics(int(diff.size), mismatches, mismatches, float(top), at,
@@ -49,10 +62,102 @@ def _finding(claim: QuantClaim, batch: QuantBatch, *, backend: str, profile: Opt
              config: GateConfig, part: str) -> Finding:
     within = claim.detail.get("max_code_diff", 0) <= MAX_CODES
     allowed = within and config.allows(backend, claim.category, profile=profile)
-    examples = tuple(Offender(int(i), batch.codes[i], None, batch.golden[i], batch.actual[i], part=part)
+    examples = tuple(Offender(int(batch.position(i)), batch.codes[i], None, batch.golden[i], batch.actual[i],
+                              part=part)
                      for i in claim.index[:MAX_EXAMPLES])
-    return Finding(claim.category, int(claim.index.size), allowed, claim.summary, dict(claim.detail),
-                   examples, None, int(claim.index.size))
+    count = batch.count(claim.index)
+    return Finding(claim.category, count, allowed, claim.summary, dict(claim.detail), examples, None, count)
+
+
+# ----------------------------------------------------------------------------- one pass over the chunks
+
+_CLASSES = _CODES * _CODES  # (input code, output code) pairs: every quantized rule but a split tells them apart
+
+
+@dataclass
+class _Kept:
+    """What one pass keeps, bounded whatever the tensor's size: the chunks' metrics, and per
+    class of elements (input code, output code) how many there are, the first
+    :data:`MAX_EXAMPLES` places and the last place."""
+
+    metrics: list[met.Metrics] = field(default_factory=list)
+    keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint16))  # the class of each first place
+    where: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # the first places
+    last: np.ndarray = field(default_factory=lambda: np.full(_CLASSES, -1, np.int64))
+    count: np.ndarray = field(default_factory=lambda: np.zeros(_CLASSES, np.int64))
+
+
+def _grouped(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A stable order of ``keys`` by class, each element's rank within its class in that order,
+    and the place in that order where each class ends."""
+    order = np.argsort(keys, kind="stable")  # a radix sort on uint16
+    ordered = keys[order]
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    bounds = np.concatenate([starts, [ordered.size]])
+    rank = np.arange(ordered.size) - np.repeat(starts, np.diff(bounds))
+    return order, rank, bounds[1:] - 1
+
+
+def _keep_places(kept: _Kept, keys: np.ndarray, *, offset: int) -> None:
+    """Count one chunk's classes (``keys``), keep their last places and the first places of all so far."""
+    kept.count += np.bincount(keys, minlength=_CLASSES)
+    order, rank, ends = _grouped(keys)
+    kept.last[keys[order[ends]]] = order[ends] + offset
+    first = order[rank < MAX_EXAMPLES]
+    both_keys = np.concatenate([kept.keys, keys[first]])
+    both_where = np.concatenate([kept.where, first + offset])  # earlier chunks first: a class's places ascend
+    order, rank, _ = _grouped(both_keys)
+    chosen = order[rank < MAX_EXAMPLES]
+    kept.keys, kept.where = both_keys[chosen], both_where[chosen]
+
+
+def _scan(chunk: Chunk, kept: _Kept, *, table: np.ndarray, params: QuantParams, part: str) -> None:
+    """Metrics of one chunk, and its elements' classes and places kept."""
+    golden = lookup(table, chunk.x, params=params)
+    kept.metrics.append(code_metrics(chunk.actual, golden, params=params, part=part, offset=chunk.offset))
+    lo = params.code_range[0]
+    keys = ((chunk.x.astype(np.int64) - lo) * _CODES + (chunk.actual.astype(np.int64) - lo)).astype(np.uint16)
+    _keep_places(kept, keys, offset=chunk.offset)
+
+
+def _batch(kept: _Kept, *, alpha: float, params: QuantParams, table: np.ndarray, numel: int) -> QuantBatch:
+    """A batch standing for the tensor, by flat index: each class's first places, one element
+    each, and, for a class with more elements, its last place standing for the rest."""
+    more = np.flatnonzero(kept.count > MAX_EXAMPLES)
+    keys = np.concatenate([kept.keys.astype(np.int64), more])
+    where = np.concatenate([kept.where, kept.last[more]])
+    weight = np.concatenate([np.ones(kept.keys.size, np.int64), kept.count[more] - MAX_EXAMPLES])
+    order = np.argsort(where, kind="stable")
+    lo = params.code_range[0]
+    codes = (keys[order] // _CODES + lo).astype(params.storage)
+    actual = (keys[order] % _CODES + lo).astype(params.storage)
+    return QuantBatch(codes, alpha, params, lookup(table, codes, params=params), actual,
+                      where=where[order], numel=numel, weight=weight[order])
+
+
+Reader = Callable[[], Iterable[Chunk]]  # the codes' chunks (x: input codes, actual: output codes), in order
+
+
+def evaluate_code_chunks(read: Reader, *, numel: int, alpha: float, params: QuantParams, backend: str,
+                         profile: Optional[str] = None, config: GateConfig, label: str = "codes",
+                         shape: Optional[tuple[int, ...]] = None,
+                         advance: Callable[[int], None] = lambda n: None) -> Row:
+    """Judge ``numel`` output codes that ``read()`` gives as consecutive flat chunks beside
+    their input codes, against the exact result; ``advance(n)`` is told of each chunk done."""
+    table = exact_table(alpha, params=params)
+    kept = _Kept()
+    for chunk in read():
+        _scan(chunk, kept, table=table, params=params, part=label)
+        advance(int(chunk.x.size))
+    metrics = reduce(met.merge, kept.metrics) if kept.metrics else met.empty()
+    findings: tuple[Finding, ...] = ()
+    if metrics.mismatches:
+        batch = _batch(kept, alpha=alpha, params=params, table=table, numel=numel)
+        findings = tuple(_finding(c, batch, backend=backend, profile=profile, config=config, part=label)
+                         for c in triage_quantized(batch))
+    return Row(backend, profile, setting_text(params), params.dtype, params.dtype, "forward", float(alpha),
+               metrics, findings, verdict([f.allowed for f in findings]), parts=(label,),
+               shapes=((numel,) if shape is None else tuple(shape),))
 
 
 def evaluate_codes(codes: np.ndarray, actual: np.ndarray, alpha: float, *, params: QuantParams,
@@ -60,10 +165,6 @@ def evaluate_codes(codes: np.ndarray, actual: np.ndarray, alpha: float, *, param
                    label: str = "codes") -> Row:
     """Judge ``actual`` (the codes a backend computed from ``codes``) against the exact result."""
     flat, out = np.asarray(codes).reshape(-1), np.asarray(actual).reshape(-1)
-    golden = lookup(exact_table(alpha, params=params), flat, params=params)
-    batch = QuantBatch(flat, alpha, params, golden, out)
-    findings = tuple(_finding(c, batch, backend=backend, profile=profile, config=config, part=label)
-                     for c in triage_quantized(batch))
-    return Row(backend, profile, setting_text(params), params.dtype, params.dtype, "forward", float(alpha),
-               code_metrics(out, golden, params=params, part=label), findings,
-               verdict([f.allowed for f in findings]), parts=(label,), shapes=(tuple(np.shape(codes)),))
+    return evaluate_code_chunks(lambda: [Chunk(0, flat, None, out)], numel=int(flat.size), alpha=alpha,
+                                params=params, backend=backend, profile=profile, config=config, label=label,
+                                shape=tuple(np.shape(codes)))

@@ -10,15 +10,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from conformance.report.evaluate import Row
 from conformance.report.gate import CATEGORIES, VERDICTS, GateConfig
+
+if TYPE_CHECKING:
+    from conformance.report.evaluate import Row
 
 
 @dataclass(frozen=True)
-class Skip:
-    """A row the run planned but did not run, and why (the backend does not support it)."""
+class RowKey:
+    """What names a row of the suite, run or skipped: (backend, profile, variant, dtype,
+    out_dtype, direction, alpha)."""
 
     backend: str
     profile: Optional[str]
@@ -27,17 +30,28 @@ class Skip:
     out_dtype: str
     direction: str
     alpha: float
-    reason: str
+
+    @property
+    def key(self) -> tuple:
+        return (self.backend, self.profile, self.variant, self.dtype, self.out_dtype,
+                self.direction, self.alpha)
 
     @property
     def label(self) -> str:
-        """``cann[ascend910b1/reference]``, as a row's backend is labelled."""
+        """``cann[ascend910b1/reference]``: the backend with its profile and variant."""
         return backend_label(self.backend, self.profile, self.variant)
 
     @property
     def title(self) -> str:
-        """The same words as :attr:`Row.title`."""
+        """``cann[ascend910b1] float16->float16 forward alpha=0.2``."""
         return f"{self.label} {self.dtype}->{self.out_dtype} {self.direction} alpha={self.alpha!r}"
+
+
+@dataclass(frozen=True)
+class Skip(RowKey):
+    """A row the run planned but did not run, and why (the backend does not support it)."""
+
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -67,7 +81,7 @@ def backend_label(backend: str, profile: Optional[str], variant: Optional[str]) 
 
 
 def _label(row: Row) -> str:
-    return backend_label(row.backend, row.profile, row.variant)
+    return row.label
 
 
 def _verdict_counts(rows: Sequence[Row], skipped: Sequence[Skip]) -> dict[str, int]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import Optional
 
 import numpy as np
 
@@ -44,13 +45,46 @@ RULES: tuple[tuple[str, str, QuantSemantics], ...] = (
 
 @dataclass(frozen=True)
 class QuantBatch:
-    """Flat input codes, the setting, the exact codes and the codes computed."""
+    """Flat input codes, the setting, the exact codes and the codes computed.  A batch may
+    stand for a larger tensor, as triage's ``Batch`` does: ``where`` holds each element's flat
+    index in it (ascending), ``numel`` its size, ``weight`` how many of its elements each
+    stands for (elements alike in input and output code: every rule but a position split
+    is a function of the input code)."""
 
     codes: np.ndarray
     alpha: float
     params: QuantParams
     golden: np.ndarray
     actual: np.ndarray
+    where: Optional[np.ndarray] = None  # None: the elements are the tensor, in order
+    numel: Optional[int] = None
+    weight: Optional[np.ndarray] = None  # None: one each
+
+    @property
+    def size(self) -> int:
+        """Elements of the tensor the batch stands for."""
+        return int(self.actual.size if self.numel is None else self.numel)
+
+    def count(self, chosen: np.ndarray) -> int:
+        """How many of the tensor's elements the batch elements ``chosen`` (a mask, or indices)
+        stand for."""
+        if self.weight is None:
+            return int(np.count_nonzero(chosen) if chosen.dtype == bool else chosen.size)
+        return int(self.weight[chosen].sum())
+
+    def position(self, index: np.ndarray) -> np.ndarray:
+        """The flat tensor indices of the batch elements ``index``."""
+        return index if self.where is None else self.where[index]
+
+    def median(self, values: np.ndarray, *, keep: np.ndarray) -> float:
+        """``np.median(values)`` over the tensor's elements that ``keep`` marks, weights counted."""
+        if self.weight is None:
+            return float(np.median(values))
+        order = np.argsort(values, kind="stable")
+        ranks = np.cumsum(self.weight[keep][order])
+        total = int(ranks[-1])
+        middle = np.searchsorted(ranks, [(total - 1) // 2, total // 2], side="right")
+        return float(np.mean(values[order][middle]))
 
     def predict(self, *, semantics: QuantSemantics = EXACT_QUANT, alpha: float | None = None,
                 params: QuantParams | None = None) -> np.ndarray:
@@ -109,7 +143,7 @@ def _branch_ratio(batch: QuantBatch, *, negative: bool) -> float:
     y = batch.actual.astype(np.int64) - p.z_out
     lo, hi = p.code_range
     keep = ((x < 0) if negative else (x > 0)) & (batch.actual > lo) & (batch.actual < hi) & (np.abs(x) >= 4)
-    return float(np.median(y[keep] / x[keep])) if keep.any() else float("nan")
+    return batch.median(y[keep] / x[keep], keep=keep) if keep.any() else float("nan")
 
 
 def _slopes(batch: QuantBatch) -> list[float]:
@@ -135,7 +169,8 @@ def _param_values(batch: QuantBatch) -> Iterator[tuple[str, float | int]]:
     for field, z in (("z_in", p.z_in), ("z_out", p.z_out)):
         for value in (0, z - 1, z + 1, z - 2, z + 2, -z, z - 128, z + 128):
             yield field, value
-    yield "z_out", int(np.median(batch.actual.astype(np.int64) - batch.golden.astype(np.int64))) + p.z_out
+    offsets = batch.actual.astype(np.int64) - batch.golden.astype(np.int64)
+    yield "z_out", int(batch.median(offsets, keep=np.ones(offsets.size, dtype=bool))) + p.z_out
     yield "s_in", p.s_out
     yield "s_out", p.s_in
     for value in _snapped(p.s_in / ratio) if ratio > 0 else ():
@@ -171,14 +206,15 @@ def _score(candidate: Candidate, batch: QuantBatch, mismatch: np.ndarray) -> tup
     """(explained, contradicted) of ``candidate`` over the whole batch."""
     reproduces = candidate.predicted == batch.actual
     changes = candidate.predicted != batch.golden
-    return int((reproduces & mismatch).sum()), int((changes & ~reproduces).sum())
+    return batch.count(reproduces & mismatch), batch.count(changes & ~reproduces)
 
 
-def _boundaries(body: np.ndarray, tail: np.ndarray, actual: np.ndarray) -> tuple[int, int] | None:
+def _boundaries(body: np.ndarray, tail: np.ndarray, batch: QuantBatch) -> tuple[int, int] | None:
     """The multiples of :data:`SPLIT_STEP` (lowest, highest) where ``body`` before and ``tail``
-    from it on reproduce ``actual``, or None."""
-    n = actual.size
-    body_wrong, tail_wrong = np.flatnonzero(body != actual), np.flatnonzero(tail != actual)
+    from it on reproduce the batch's codes, or None."""
+    n, actual = batch.size, batch.actual
+    body_wrong = batch.position(np.flatnonzero(body != actual))
+    tail_wrong = batch.position(np.flatnonzero(tail != actual))
     highest = int(body_wrong[0]) if body_wrong.size else n  # body holds on [0, highest)
     lowest = int(tail_wrong[-1]) + 1 if tail_wrong.size else 0  # tail holds on [lowest, n)
     lo = -(-max(lowest, 1) // SPLIT_STEP) * SPLIT_STEP
@@ -191,7 +227,7 @@ def _splits(batch: QuantBatch) -> Iterator[Candidate]:
     paths = [("exact", batch.golden)] + [(c.rule, c.predicted) for c in _rule_candidates(batch)]
     for body_rule, body in paths:
         for tail_rule, tail in paths:
-            found = None if tail_rule == body_rule else _boundaries(body, tail, batch.actual)
+            found = None if tail_rule == body_rule else _boundaries(body, tail, batch)
             if found is not None:
                 boundary = _aligned(*found)
                 rule = f"{body_rule} before element {boundary}, {tail_rule} from it on"
@@ -218,7 +254,7 @@ def _alignment(candidate: Candidate) -> int:
 def _claim(candidate: Candidate, index: np.ndarray, batch: QuantBatch, *, contradicted: int,
            also: Sequence[str] = ()) -> QuantClaim:
     worst = int(code_distance(batch.actual[index], batch.golden[index]).max())
-    detail = {**candidate.detail, "rule": candidate.rule, "explained": int(index.size),
+    detail = {**candidate.detail, "rule": candidate.rule, "explained": batch.count(index),
               "contradicted": contradicted, "max_code_diff": worst}
     if also:
         detail["also"] = list(also)
@@ -227,7 +263,7 @@ def _claim(candidate: Candidate, index: np.ndarray, batch: QuantBatch, *, contra
 
 def _full(batch: QuantBatch, mismatch: np.ndarray, found: Sequence[Candidate]) -> list[QuantClaim]:
     """The first candidate explaining every differing code, with the others that do too."""
-    total = int(mismatch.sum())
+    total = batch.count(mismatch)
     full = [c for c in found if _score(c, batch, mismatch) == (total, 0)]
     if not full:  # the splits at the most aligned boundary first
         full = sorted(_splits(batch), key=_alignment, reverse=True)
@@ -240,7 +276,7 @@ def _greedy(batch: QuantBatch, mismatch: np.ndarray, found: Sequence[Candidate])
     """Uncontradicted candidates taking the differing codes left, most first; the rest unexplained."""
     left, claims = mismatch.copy(), []
     while left.any():
-        scored = [(int((c.predicted == batch.actual)[left].sum()), c) for c in found
+        scored = [(batch.count((c.predicted == batch.actual) & left), c) for c in found
                   if _score(c, batch, mismatch)[1] == 0]
         best = max(scored, key=lambda sc: sc[0], default=(0, None))
         if best[1] is None or best[0] == 0:
