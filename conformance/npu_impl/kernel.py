@@ -57,10 +57,10 @@ class KernelSpec:
 
     @property
     def formulation(self) -> KernelFormulation:
-        chosen = self.variant.formulation
+        chosen, own = self.variant.formulation, chip_formulation(self.profile, self.direction)
         if chosen is None or (chosen in ("maxmin", "vlrelu") and self.direction == "backward"):
-            return chip_formulation(self.profile, self.direction)
-        return chosen
+            return own
+        return own if own == "step" else chosen  # the step backward has no select a variant could replace
 
     @property
     def kernel_out(self) -> DTypeInfo:
