@@ -218,10 +218,10 @@ def applicable_names(names: list[str], *, profile: Optional[str]) -> list[str]:
 GENERATED_REQUIRED = 0.999  # share of planted elements triage must name right
 
 
-def execute_generated(count: int, *, seed: int) -> int:
+def execute_generated(count: int, *, seed: int, quiet: bool = False) -> int:
     console = show.make_console()
-    with console.status(f"selftest: {count} generated cases"):
-        scored, share, false = run_generated(count, seed=seed)
+    with _generated_progress(console, count, quiet=quiet) as scored_one:
+        scored, share, false = run_generated(count, seed=seed, on_case=scored_one)
     console.print(generated_matrix(scored))
     planted = sum(len(s.pairs) for s in scored)
     ok = share >= GENERATED_REQUIRED and not false
@@ -229,6 +229,19 @@ def execute_generated(count: int, *, seed: int) -> int:
                   f"{100 * share:.3f}% named right (need {100 * GENERATED_REQUIRED:.1f}%), "
                   f"{false} cases with findings where nothing was planted: {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
+
+
+@contextmanager
+def _generated_progress(console: Console, count: int, *, quiet: bool) -> Iterator[Callable[[], None]]:
+    """A spinner on a terminal; on a pipe, :class:`LineProgress` lines on stderr (every few seconds
+    and at the end); the callable counts one more case scored."""
+    if console.is_terminal:
+        with console.status(f"selftest: {count} generated cases"):
+            yield lambda: None
+        return
+    with show.LineProgress(disable=quiet) as progress:
+        task = progress.add_task("selftest --generated", total=count, unit="case")
+        yield lambda: progress.update(task, advance=1)
 
 
 @contextmanager
@@ -256,7 +269,7 @@ def execute(args: argparse.Namespace) -> int:
         count = parse_int(args.generated, flag="--generated")
         if count < 1:
             raise UsageError(f"--generated must be at least 1, got {count}")
-        return execute_generated(count, seed=parse_int(args.seed, flag="--seed"))
+        return execute_generated(count, seed=parse_int(args.seed, flag="--seed"), quiet=view_from(args).quiet)
     console, quiet = show.make_console(), view_from(args).quiet
     names = _names(args)
     profile = _profile(args.profile)
@@ -333,12 +346,16 @@ def generated_matrix(scored: list[Scored]) -> Table:
     return table
 
 
-def run_generated(count: int, *, seed: int) -> tuple[list[Scored], float, int]:
+def run_generated(count: int, *, seed: int,
+                  on_case: Callable[[], None] = lambda: None) -> tuple[list[Scored], float, int]:
     """Score ``count`` generated cases: (scores, share of planted elements named right,
-    cases with findings where nothing was planted)."""
+    cases with findings where nothing was planted); ``on_case`` hears of each case scored."""
     from conformance.cases.regional_defects import cases
 
-    scored = [name_generated(c) for c in cases(count, seed=seed, plan=profile_plan)]
+    scored = []
+    for case in cases(count, seed=seed, plan=profile_plan):
+        scored.append(name_generated(case))
+        on_case()
     total = sum(len(s.pairs) for s in scored)
     right = sum(ok for s in scored for _, _, ok in s.pairs)
     return scored, (right / total if total else 1.0), sum(bool(s.false_findings) for s in scored)
