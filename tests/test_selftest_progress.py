@@ -34,3 +34,25 @@ def test_run_generated_reports_each_case_scored() -> None:
     seen: list[int] = []
     scored, _, _ = selftest.run_generated(5, seed=2, on_case=lambda: seen.append(1))
     assert len(seen) == len(scored) == 5
+
+
+def test_a_variant_not_applicable_on_the_chip_is_printed_not_run_and_not_counted(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.test_selftest_profiles import small_suite
+
+    ran: list[str] = []
+
+    def suite(selection, options):
+        ran.append(selection.variant)
+        return small_suite(selection, options)
+
+    monkeypatch.setattr(selftest, "run_suite", suite)
+    result = run_cli(["selftest", "--profile", "ascend910a", "--variant", "grad-at-zero-one",
+                      "--variant", "mask-multiply"], capsys)
+    assert result.code == 0, result.text
+    assert ran == ["reference"]
+    assert "grad-at-zero-one: not applicable on ascend910a: the pre-v200 step-function backward" in result.out
+    assert result.out.strip().splitlines()[-1] == ("selftest: 1/1 variants caught and named; 2 not applicable "
+                                                   "on ascend910a (grad-at-zero-one, mask-multiply)")
+    progress = [line.split(";")[0] for line in result.err.splitlines() if line.startswith("selftest progress: ")]
+    assert progress == ["selftest progress: reference done"]
