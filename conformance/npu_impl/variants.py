@@ -160,8 +160,8 @@ CHIP_FITS: tuple[ChipFit, ...] = (
             "the pre-v200 step-function backward has no compare whose GT could become GE "
             "(x = +/-0 gives r = 0, so alpha*dy either way)"),
     ChipFit("mask-multiply", _SATURATION_ONLY,
-            "saturation mode reads +/-inf as +/-max, so inf*0 never makes the NaN the mask multiply "
-            "shows elsewhere; a step-function backward has no select to replace"),
+            "saturation mode turns every op's NaN into 0, so the mask multiply's inf*0 adds 0 and the "
+            "sum is the select's result; a step-function backward has no select to replace"),
     ChipFit("cast-before-compute", _SATURATION_ONLY,
             "saturation mode: the narrowing cast clamps at +/-65504 and turns NaN into 0, and no op "
             "yields inf, so overflow cannot show; the precision the narrowing loses does",
