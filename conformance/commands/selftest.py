@@ -15,6 +15,10 @@ Rules:
   *mis-named* when something is reported but none of the expected categories.
   Other categories reported beside an expected one are listed; with
   ``--strict`` they make the variant fail too.
+- A defect that seeds nothing on the chip (``variants.CHIP_FITS``: it perturbs an instruction
+  the chip's kernel model does not have, or it is that kernel) is *not applicable* there, with
+  the reason: it is not run and counts neither as caught nor as missed.  Where a chip shows a
+  defect under other categories, ``CHIP_FITS`` names them.
 """
 from __future__ import annotations
 
@@ -61,6 +65,11 @@ class Outcome:
     reported: tuple[str, ...]
     rows: int
     strict: bool = False
+    not_applicable: str = ""  # why the variant seeds nothing on the chip; such a variant is not run
+
+    @property
+    def applies(self) -> bool:
+        return not self.not_applicable
 
     @property
     def caught(self) -> bool:
@@ -76,6 +85,8 @@ class Outcome:
 
     @property
     def status(self) -> str:
+        if not self.applies:
+            return "n/a"
         if self.ok:
             return "yes"
         if self.caught:
@@ -133,10 +144,25 @@ def confusion_table(outcomes: list[Outcome]) -> Table:
     for column in ("variant", "expected category", "categories found", "rows", "caught"):
         table.add_column(column)
     for o in outcomes:
-        style = "green" if o.ok else "bold red"
-        table.add_row(o.variant, ", ".join(o.expected) or "(none: must pass)",
-                      ", ".join(o.reported) or "-", str(o.rows), f"[{style}]{o.status}[/]")
+        style = "dim" if not o.applies else "green" if o.ok else "bold red"
+        wanted = "(not applicable)" if not o.applies else ", ".join(o.expected) or "(none: must pass)"
+        table.add_row(o.variant, wanted, ", ".join(o.reported) or "-", str(o.rows), f"[{style}]{o.status}[/]")
     return table
+
+
+def verdict_line(outcomes: list[Outcome], *, chip: str) -> str:
+    """The final line: applicable variants caught, those not applicable on ``chip``, what failed."""
+    run = [o for o in outcomes if o.applies]
+    bad = [o.variant for o in run if not o.ok]
+    skipped = [o.variant for o in outcomes if not o.applies]
+    return (f"selftest: {len(run) - len(bad)}/{len(run)} variants caught and named"
+            + (f"; {len(skipped)} not applicable on {chip} ({', '.join(skipped)})" if skipped else "")
+            + (f"; FAILED: {', '.join(bad)}" if bad else ""))
+
+
+def not_applicable_lines(outcomes: list[Outcome], *, chip: str) -> list[str]:
+    """One line per variant that seeds nothing on ``chip``: ``NAME: not applicable on CHIP: WHY``."""
+    return [f"{o.variant}: not applicable on {chip}: {o.not_applicable}" for o in outcomes if not o.applies]
 
 
 def _profile(name: Optional[str]) -> Optional[str]:
@@ -159,29 +185,43 @@ def _names(args: argparse.Namespace) -> list[str]:
 
 def run_selftest(names: list[str], *, profile: Optional[str], seed: int, strict: bool,
                  on_variant: Callable[[str], None] = lambda name: None) -> list[Outcome]:
-    """``reference`` first (it sets the baseline), then each requested defect."""
-    from conformance.npu_impl.kernel import expected_categories
-    from conformance.npu_impl.variants import DEFAULT_VARIANT
+    """``reference`` first (it sets the baseline), then each requested defect that applies on the
+    chip (``variants.CHIP_FITS``); one that does not is an outcome with its reason, not run."""
+    from conformance.npu_impl.chips import get_profile
+    from conformance.npu_impl.variants import DEFAULT_VARIANT, expected_on, not_applicable
 
+    chip = get_profile(profile)
     on_variant(DEFAULT_VARIANT)
     ref_rows = variant_rows(DEFAULT_VARIANT, profile=profile, seed=seed)
     baseline = baseline_of(ref_rows)
     outcomes = [judge(DEFAULT_VARIANT, ref_rows, expected=(), baseline=baseline, strict=strict)]
     for name in (n for n in names if n != DEFAULT_VARIANT):
+        reason = not_applicable(name, chip)
+        if reason:
+            outcomes.append(Outcome(name, (), (), 0, strict, not_applicable=reason))
+            continue
         on_variant(name)
         rows = variant_rows(name, profile=profile, seed=seed)
-        outcomes.append(judge(name, rows, expected=expected_categories(name, profile=profile), baseline=baseline,
-                              strict=strict))
+        outcomes.append(judge(name, rows, expected=expected_on(name, chip), baseline=baseline, strict=strict))
     return outcomes
+
+
+def applicable_names(names: list[str], *, profile: Optional[str]) -> list[str]:
+    """``reference`` and the variants of ``names`` selftest runs on ``profile``."""
+    from conformance.npu_impl.chips import get_profile
+    from conformance.npu_impl.variants import DEFAULT_VARIANT, not_applicable
+
+    chip = get_profile(profile)
+    return list(dict.fromkeys([DEFAULT_VARIANT, *(n for n in names if not not_applicable(n, chip))]))
 
 
 GENERATED_REQUIRED = 0.999  # share of planted elements triage must name right
 
 
-def execute_generated(count: int, *, seed: int) -> int:
+def execute_generated(count: int, *, seed: int, quiet: bool = False) -> int:
     console = show.make_console()
-    with console.status(f"selftest: {count} generated cases"):
-        scored, share, false = run_generated(count, seed=seed)
+    with _generated_progress(console, count, quiet=quiet) as scored_one:
+        scored, share, false = run_generated(count, seed=seed, on_case=scored_one)
     console.print(generated_matrix(scored))
     planted = sum(len(s.pairs) for s in scored)
     ok = share >= GENERATED_REQUIRED and not false
@@ -192,16 +232,27 @@ def execute_generated(count: int, *, seed: int) -> int:
 
 
 @contextmanager
+def _generated_progress(console: Console, count: int, *, quiet: bool) -> Iterator[Callable[[], None]]:
+    """A spinner on a terminal; on a pipe, :class:`LineProgress` lines on stderr (every few seconds
+    and at the end); the callable counts one more case scored."""
+    if console.is_terminal:
+        with console.status(f"selftest: {count} generated cases"):
+            yield lambda: None
+        return
+    with show.LineProgress(disable=quiet) as progress:
+        task = progress.add_task("selftest --generated", total=count, unit="case")
+        yield lambda: progress.update(task, advance=1)
+
+
+@contextmanager
 def _lines(console: Console, names: list[str], *, quiet: bool) -> Iterator[Callable[[str], None]]:
     """On a pipe, a line on stderr as each variant finishes (the status spinner shows nothing
     there); the callable takes the variant that starts.  On a terminal, nothing."""
-    from conformance.npu_impl.variants import DEFAULT_VARIANT
-
     if console.is_terminal:
         yield lambda name: None
         return
     progress, running = show.LineProgress(disable=quiet), []
-    task = progress.add_task("selftest", total=len(dict.fromkeys([DEFAULT_VARIANT, *names])), unit="variant")
+    task = progress.add_task("selftest", total=len(names), unit="variant")
 
     def started(name: str) -> None:
         if running:
@@ -218,23 +269,27 @@ def execute(args: argparse.Namespace) -> int:
         count = parse_int(args.generated, flag="--generated")
         if count < 1:
             raise UsageError(f"--generated must be at least 1, got {count}")
-        return execute_generated(count, seed=parse_int(args.seed, flag="--seed"))
+        return execute_generated(count, seed=parse_int(args.seed, flag="--seed"), quiet=view_from(args).quiet)
     console, quiet = show.make_console(), view_from(args).quiet
     names = _names(args)
     profile = _profile(args.profile)
-    with console.status("selftest") as status, _lines(console, names, quiet=quiet) as lines:
+    with console.status("selftest") as status, \
+            _lines(console, applicable_names(names, profile=profile), quiet=quiet) as lines:
         def started(name: str) -> None:
             status.update(f"selftest: {name}")
             lines(name)
 
         outcomes = run_selftest(names, profile=profile, seed=parse_int(args.seed, flag="--seed"),
                                 strict=args.strict, on_variant=started)
+    from conformance.npu_impl.chips import get_profile
+
+    chip = get_profile(profile).name
     if not quiet:
         console.print(confusion_table(outcomes))
-    bad = [o.variant for o in outcomes if not o.ok]
-    console.print(f"selftest: {len(outcomes) - len(bad)}/{len(outcomes)} variants caught and named"
-                  + (f"; FAILED: {', '.join(bad)}" if bad else ""))
-    return 1 if bad else 0
+        for line in not_applicable_lines(outcomes, chip=chip):
+            console.print(line, markup=False, highlight=False)
+    console.print(verdict_line(outcomes, chip=chip), markup=False, highlight=False)
+    return 0 if all(o.ok for o in outcomes) else 1
 
 
 # ----------------------------------------------------------------------------- generated defects
@@ -291,12 +346,16 @@ def generated_matrix(scored: list[Scored]) -> Table:
     return table
 
 
-def run_generated(count: int, *, seed: int) -> tuple[list[Scored], float, int]:
+def run_generated(count: int, *, seed: int,
+                  on_case: Callable[[], None] = lambda: None) -> tuple[list[Scored], float, int]:
     """Score ``count`` generated cases: (scores, share of planted elements named right,
-    cases with findings where nothing was planted)."""
+    cases with findings where nothing was planted); ``on_case`` hears of each case scored."""
     from conformance.cases.regional_defects import cases
 
-    scored = [name_generated(c) for c in cases(count, seed=seed, plan=profile_plan)]
+    scored = []
+    for case in cases(count, seed=seed, plan=profile_plan):
+        scored.append(name_generated(case))
+        on_case()
     total = sum(len(s.pairs) for s in scored)
     right = sum(ok for s in scored for _, _, ok in s.pairs)
     return scored, (right / total if total else 1.0), sum(bool(s.false_findings) for s in scored)

@@ -57,10 +57,10 @@ class KernelSpec:
 
     @property
     def formulation(self) -> KernelFormulation:
-        chosen = self.variant.formulation
+        chosen, own = self.variant.formulation, chip_formulation(self.profile, self.direction)
         if chosen is None or (chosen in ("maxmin", "vlrelu") and self.direction == "backward"):
-            return chip_formulation(self.profile, self.direction)
-        return chosen
+            return own
+        return own if own == "step" else chosen  # the step backward has no select a variant could replace
 
     @property
     def kernel_out(self) -> DTypeInfo:
@@ -368,33 +368,3 @@ def launch(spec: KernelSpec, plan: TilingPlan, *, inputs: tuple[Gm, ...], output
     running = [kernel.process() for kernel in reversed(kernels)]
     while running:
         running = [proc for proc in running if next(proc, StopIteration) is not StopIteration]
-
-
-# ---------------------------------------------------------------------------- defect or kernel
-def _signature(spec: KernelSpec) -> tuple[object, ...]:
-    """Everything about a build that changes what it computes or where it writes."""
-    v, p = spec.variant, spec.profile
-    return (spec.formulation, spec.compute, v.slope, v.grad_rule, v.tail, v.split, v.cast_input_to,
-            v.float_mode or p.float_mode, v.subnormals or p.subnormals, v.maxmin_nan or p.maxmin_nan)
-
-
-def seeds_defect(variant: str, *, profile: Optional[str] = None) -> bool:
-    """Whether ``variant`` builds anything but ``profile``'s own kernel where it is visible
-    (``fp16-slope`` is the TBE kernel itself on 910B, a defect on ascend950)."""
-    v, chip = get_variant(variant), get_profile(profile)
-    pairs = supported_pairs(chip)
-    for direction in v.directions:
-        for pair in v.dtypes:
-            src, _, out = pair.partition("->")
-            if (src, out or src) not in pairs:
-                continue
-            built = build_spec(direction, src, out or src, profile=chip.name, variant=variant)  # type: ignore[arg-type]
-            own = build_spec(direction, src, out or src, profile=chip.name)  # type: ignore[arg-type]
-            if _signature(built) != _signature(own):
-                return True
-    return False
-
-
-def expected_categories(variant: str, *, profile: Optional[str] = None) -> tuple[str, ...]:
-    """The categories ``selftest`` must see for ``variant`` on ``profile``: none where it is the kernel."""
-    return get_variant(variant).expected if seeds_defect(variant, profile=profile) else ()

@@ -9,7 +9,10 @@ golden variant whose values the build computes on the Ascend C kernel (ascend950
 reference computes in float32, PyTorch's opmath); a defect of where values land (tails,
 races) or one no golden variant models has none, and :meth:`Variant.semantics_in` says
 where the golden models it.  Where a variant *is* a chip's kernel (``fp16-slope`` on the
-TBE chips) it seeds nothing there: ``kernel.expected_categories``.
+TBE chips), or perturbs an instruction the chip's kernel model does not have, it is not
+applicable there: :data:`CHIP_FITS` says so per chip, with the reason, and where a chip
+shows a defect under other categories (``cast-before-compute`` in saturation mode) it says
+which.
 """
 from __future__ import annotations
 
@@ -121,6 +124,66 @@ def chip_semantics(profile: ChipProfile, dtype: str) -> Semantics:
     if profile.forward_kernel == "tbe" and dtype == "float16":
         return Semantics(slope_dtype="float16", saturate=saturate)
     return Semantics(opmath="float32", saturate=saturate)
+
+
+@dataclass(frozen=True)
+class ChipFit:
+    """How one seeded defect meets the chips whose ``trait`` (a :class:`ChipProfile` attribute and
+    its value) matches: not applicable there (``expected`` None: the variant builds the chip's own
+    kernel, bit for bit, on selftest's inputs), or caught under other categories (``expected``)."""
+
+    variant: str
+    trait: tuple[str, object]
+    reason: str
+    expected: Optional[tuple[str, ...]] = None
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"CHIP_FITS names an unknown variant {self.variant!r}")
+        for name in self.expected or ():
+            check(name)
+
+    def matches(self, profile: ChipProfile) -> bool:
+        attribute, value = self.trait
+        return bool(getattr(profile, attribute) == value)
+
+
+_SATURATION_ONLY = ("float_modes", ("saturation",))
+#: Where a seeded defect meets a chip's kernel model differently; every other (variant, chip) applies
+#: as the variant says.  tests/test_selftest_fits.py proves each entry by recomputation.
+CHIP_FITS: tuple[ChipFit, ...] = (
+    ChipFit("fp16-slope", ("forward_kernel", "tbe"),
+            "the TBE forward is tbe.vlrelu(x, fp16(alpha)) on fp16 tensors: the variant is the chip's own kernel"),
+    ChipFit("saturation-mode", _SATURATION_ONLY,
+            "the chip runs only in saturation mode: the variant is the chip's own kernel"),
+    ChipFit("grad-at-zero-one", ("backward_kernel", "tbe-step"),
+            "the pre-v200 step-function backward has no compare whose GT could become GE "
+            "(x = +/-0 gives r = 0, so alpha*dy either way)"),
+    ChipFit("mask-multiply", _SATURATION_ONLY,
+            "saturation mode turns every op's NaN into 0, so the mask multiply's inf*0 adds 0 and the "
+            "sum is the select's result; a step-function backward has no select to replace"),
+    ChipFit("cast-before-compute", _SATURATION_ONLY,
+            "saturation mode: the narrowing cast clamps at +/-65504 and turns NaN into 0, and no op "
+            "yields inf, so overflow cannot show; the precision the narrowing loses does",
+            expected=("input-precision",)),
+)
+
+
+def fit_on(variant: str, profile: ChipProfile) -> Optional[ChipFit]:
+    """The entry of :data:`CHIP_FITS` for ``variant`` on ``profile`` (None: it applies as declared)."""
+    return next((f for f in CHIP_FITS if f.variant == variant and f.matches(profile)), None)
+
+
+def not_applicable(variant: str, profile: ChipProfile) -> str:
+    """Why ``variant`` seeds nothing on ``profile`` ("" when it applies)."""
+    fit = fit_on(variant, profile)
+    return fit.reason if fit is not None and fit.expected is None else ""
+
+
+def expected_on(variant: str, profile: ChipProfile) -> tuple[str, ...]:
+    """The categories selftest must see for an applicable ``variant`` on ``profile``."""
+    fit = fit_on(variant, profile)
+    return fit.expected if fit is not None and fit.expected is not None else get_variant(variant).expected
 
 
 def get_variant(name: Optional[str]) -> Variant:
