@@ -8,6 +8,7 @@ then sizes at the tiling boundaries, where the launch-level loop must keep every
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from conformance.dtypes import all_patterns, info, to_bits
 from conformance.npu_impl import PROFILES, VARIANTS, leaky_relu, leaky_relu_backward, supported_pairs
 from conformance.npu_impl.chips import get_profile
-from conformance.npu_impl.kernel import build_spec, plan_for
+from conformance.npu_impl.kernel import Window, buffer_spec, build_spec, plan_for, tile_windows
 from conformance.npu_impl.variants import Variant, get_variant
 
 pytest.importorskip("conformance.npu_impl.compiled", reason="numba (the fast extra) is not installed")
@@ -109,13 +110,33 @@ def test_an_unclassified_value_keeps_the_instructions():
     assert fusion.variant_fusion(odd) == "instructions"
 
 
+def _level(spec, numel: int) -> str:
+    plan = plan_for(numel, spec)
+    windows = partial(tile_windows, plan=plan, variant=spec.variant, has_pad=spec.profile.has_datacopy_pad)
+    return fusion.fusion_for(spec, plan, windows=windows,
+                             ub_bytes=sum(b.bytes_for(plan.tile_elements) for b in buffer_spec(spec)))
+
+
 def test_the_launch_level_needs_a_plan_without_hazards(monkeypatch):
     spec = build_spec("forward", "float32", "float32", profile="ascend910b1", slope=0.2)
-    assert fusion.fusion_for(spec, plan_for(600_001, spec)) == "launch"
+    assert _level(spec, 600_001) == "launch"
     overrun = build_spec("forward", "float32", "float32", profile="ascend910b1", variant="tail-overrun")
-    assert fusion.fusion_for(overrun, plan_for(4097, overrun)) == "tile"
+    assert _level(overrun, 4097) == "tile"
     monkeypatch.setenv("CONFORMANCE_COMPILED", "0")
-    assert fusion.fusion_for(spec, plan_for(600_001, spec)) == "instructions"
+    assert _level(spec, 600_001) == "instructions"
+
+
+def test_a_window_reaching_into_a_neighbour_is_no_launch():
+    """A plan whose last copy would shift back over the core before it keeps the emulated launch."""
+    spec = build_spec("forward", "float32", "float32", profile="ascend910a", slope=0.2)
+    plan = plan_for(4096, spec)
+    assert len(plan.cores) > 1
+    shifted = lambda core: [Window(max(core.start - 8, 0), core.length, core.length, "block")]  # noqa: E731
+    assert not fusion.launch_is_elementwise(spec, plan, windows=shifted)
+    for numel in (4096, 1025, 4097, 12_345):  # 910A has no DataCopyPad: bulk copies plus a shifted last block
+        plan = plan_for(numel, spec)
+        assert fusion.launch_is_elementwise(spec, plan, windows=partial(
+            tile_windows, plan=plan, variant=spec.variant, has_pad=False)), numel
 
 
 def test_a_lane_numpy_decides_by_position_goes_back_to_the_instructions():

@@ -20,15 +20,13 @@ to ``instructions`` (``compiled`` says which lanes).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, Optional, Union
 
 import numpy as np
 
 from conformance import jit
 from conformance.dtypes import info, to_bits
-from conformance.npu_impl.chips import BLOCK_BYTES
-from conformance.npu_impl.memory import round_up
 from conformance.npu_impl.vector import moved_elements, scalar_as
 
 if TYPE_CHECKING:
@@ -38,6 +36,7 @@ if TYPE_CHECKING:
     from conformance.npu_impl.variants import Variant
 
 Fusion = Literal["instructions", "tile", "launch"]
+WindowsOf = Callable[["CoreRange"], Sequence["Window"]]
 _ORDER: tuple[Fusion, ...] = ("instructions", "tile", "launch")
 
 #: How far each Variant setting lets the compiled path fuse.  A setting missing here, or a
@@ -67,12 +66,13 @@ def variant_fusion(variant: Variant) -> Fusion:
     return _ORDER[level]
 
 
-def fusion_for(spec: KernelSpec, plan: TilingPlan) -> Fusion:
-    """How this launch runs: its variant's level, ``launch`` only where the plan allows it."""
+def fusion_for(spec: KernelSpec, plan: TilingPlan, *, windows: WindowsOf, ub_bytes: int) -> Fusion:
+    """How this launch runs: its variant's level, ``launch`` only where the plan allows it
+    (``windows``: each core's tile windows; ``ub_bytes``: what Init allocates in UB)."""
     if not jit.enabled() or lanes_for(spec, whole=False) is None:
         return "instructions"
     level = variant_fusion(spec.variant)
-    if level == "launch" and not _launch_allowed(spec, plan):
+    if level == "launch" and not _launch_allowed(spec, plan, windows=windows, ub_bytes=ub_bytes):
         return "tile"
     return level
 
@@ -126,39 +126,30 @@ _ALLOWED: dict[tuple[object, ...], tuple[TilingPlan, bool]] = {}
 _CACHE_SIZE = 64
 
 
-def _launch_allowed(spec: KernelSpec, plan: TilingPlan) -> bool:
-    """:func:`launch_is_elementwise`, remembered per plan (plans are built once per shape)."""
+def _launch_allowed(spec: KernelSpec, plan: TilingPlan, *, windows: WindowsOf, ub_bytes: int) -> bool:
+    """:func:`launch_is_elementwise` with the buffers fitting in UB, remembered per plan
+    (plans are built once per shape)."""
     key = (id(plan), spec.variant.tail, spec.variant.split, spec.profile.has_datacopy_pad,
-           spec.profile.ub_usable_bytes, _buffer_bytes(spec, plan))
+           spec.profile.ub_usable_bytes, ub_bytes)
     hit = _ALLOWED.get(key)
     if hit is not None and hit[0] is plan:
         return hit[1]
     if len(_ALLOWED) >= _CACHE_SIZE:
         _ALLOWED.clear()
-    allowed = _buffer_bytes(spec, plan) <= spec.profile.ub_usable_bytes and launch_is_elementwise(spec, plan)
+    allowed = ub_bytes <= spec.profile.ub_usable_bytes and launch_is_elementwise(spec, plan, windows=windows)
     _ALLOWED[key] = (plan, allowed)
     return allowed
 
 
-def _buffer_bytes(spec: KernelSpec, plan: TilingPlan) -> int:
-    """UB bytes Init allocates (kernel.buffer_spec at the plan's tile length)."""
-    from conformance.npu_impl.kernel import buffer_spec
-
-    return sum(b.count * round_up(plan.tile_elements * b.bits // 8, BLOCK_BYTES) for b in buffer_spec(spec))
-
-
-def launch_is_elementwise(spec: KernelSpec, plan: TilingPlan) -> bool:
+def launch_is_elementwise(spec: KernelSpec, plan: TilingPlan, *, windows: WindowsOf) -> bool:
     """Every core copies out only lanes it computed from the same elements, inside its own range,
     and the cores together write every element once or more (by the same core)."""
-    from conformance.npu_impl.kernel import tile_windows
-
     has_pad, itemsize = spec.profile.has_datacopy_pad, spec.kernel_out.bits // 8
     covered = 0
     for core in plan.cores:
         if core.start != covered:
             return False
-        windows = tile_windows(core, plan=plan, variant=spec.variant, has_pad=has_pad)
-        spans = [_span(w, itemsize=itemsize, has_pad=has_pad) for w in windows]
+        spans = [_span(w, itemsize=itemsize, has_pad=has_pad) for w in windows(core)]
         if any(s is None for s in spans) or not _covers(core, spans):  # type: ignore[arg-type]
             return False
         covered = core.start + core.length
@@ -169,12 +160,12 @@ def _span(w: Window, *, itemsize: int, has_pad: bool) -> Optional[tuple[int, int
     """The GM range a window writes, when each lane it writes is one it computed from that element."""
     if w.how == "pad" and not has_pad:
         return None
-    if moved_elements(w.copy, itemsize, how=w.how, has_pad=has_pad) != w.compute:
+    moved = moved_elements(w.copy, itemsize, how=w.how, has_pad=has_pad)
+    if w.last_block is None:
+        return (w.start, w.start + w.compute) if moved == w.compute else None
+    start, lane, count = w.last_block  # the shifted last block holds the lanes after the bulk copy
+    if start != w.start + lane or not lane <= moved <= w.compute or lane + count != w.compute:
         return None
-    if w.last_block is not None:
-        start, lane, count = w.last_block
-        if start != w.start + lane or lane + count != w.compute:
-            return None
     return w.start, w.start + w.compute
 
 

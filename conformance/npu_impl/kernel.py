@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Literal, Optional, Union
 
 import numpy as np
@@ -410,7 +411,9 @@ def launch(spec: KernelSpec, plan: TilingPlan, *, inputs: tuple[Gm, ...], output
 def run(spec: KernelSpec, plan: TilingPlan, inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, tuple[Hazard, ...]]:
     """The launch's output (flat, in the output dtype, after the host's cast) and its hazards:
     one compiled loop, the emulated launch with compiled tiles, or the instructions (``fusion``)."""
-    level = fusion_for(spec, plan)
+    has_pad = spec.profile.has_datacopy_pad
+    level = fusion_for(spec, plan, windows=partial(tile_windows, plan=plan, variant=spec.variant, has_pad=has_pad),
+                       ub_bytes=sum(b.bytes_for(plan.tile_elements) for b in buffer_spec(spec)))
     if level == "launch":
         value = run_launch(spec, tuple(inputs))
         if value is not None:
