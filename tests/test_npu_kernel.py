@@ -2,7 +2,7 @@
 exactly its golden semantics, host validation, in-place."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
@@ -303,3 +303,14 @@ def test_profile_facts_from_domain_md() -> None:
     assert PROFILES["ascend910b3"].vector_cores == 40
     assert (a.ub_usable_bytes, a.float_modes, a.has_datacopy_pad) == (248 * 1024, ("saturation",), False)
     assert "bfloat16" not in a.dtypes and "bfloat16" not in PROFILES["ascend310p3"].dtypes
+
+
+def test_a_shape_plans_once_and_a_changed_chip_plans_anew() -> None:
+    from conformance.npu_impl.kernel import build_spec, layout_of, plan_for
+
+    spec = build_spec("forward", "float32", "float32", profile="ascend910b1", slope=0.2)
+    plan = plan_for(100_003, spec)
+    assert plan_for(100_003, spec) is plan and layout_of(plan) is layout_of(plan)
+    assert layout_of(plan) == plan.layout()
+    fewer = replace(spec, profile=spec.profile.with_knobs(vector_cores=2))
+    assert len(plan_for(100_003, fewer).cores) == 2 < len(plan.cores)

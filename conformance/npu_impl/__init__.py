@@ -29,11 +29,9 @@ import numpy as np
 from conformance.dtypes import DTypeInfo, DTypeLike, info
 from conformance.errors import HostValidationError, Unsupported
 from conformance.npu_impl.chips import DEFAULT_PROFILE, PROFILES, ChipProfile, supported_pairs
-from conformance.npu_impl.kernel import KernelSpec, build_spec, launch, plan_for
-from conformance.npu_impl.memory import GmInput, GmTensor
+from conformance.npu_impl.kernel import KernelSpec, build_spec, layout_of, plan_for, run
 from conformance.npu_impl.tiling import TilingPlan
 from conformance.npu_impl.variants import DEFAULT_VARIANT, VARIANTS
-from conformance.npu_impl.vector import RoundMode
 from conformance.records import Direction, Hazard, TileLayout
 
 MAX_RANK = 8  # OP_CHECK_MAX_DIM in aclnn_leaky_relu.cpp / aclnn_leaky_relu_backward.cpp
@@ -173,27 +171,13 @@ def _execute(spec: KernelSpec, arrays: Sequence[np.ndarray], *, cores: int, inpl
     if flat[0].size == 0:  # aclnn returns at once for an empty tensor
         value = np.empty(arrays[0].shape, spec.out.dtype)
         return KernelResult(arrays[0] if inplace else value, plan, (), plan.layout())
-    zone = plan.tile_elements + plan.align_elements
-    output = GmTensor(flat[0].size, spec.kernel_out.dtype, red_zone=zone)
-    inputs = tuple(GmInput(a, red_zone=zone) for a in flat)
     with np.errstate(all="ignore"):  # inf/NaN/overflow are emulated on purpose
-        launch(spec, plan, inputs=inputs, output=output)
-        value = cast_output(output.body, spec).reshape(arrays[0].shape)
+        flat_value, hazards = run(spec, plan, flat)
+        value = flat_value.reshape(arrays[0].shape)
     if inplace:
         arrays[0][...] = value
         value = arrays[0]
-    return KernelResult(value, plan, output.hazards(), plan.layout())
-
-
-def cast_output(values: np.ndarray, spec: KernelSpec) -> np.ndarray:
-    """The kernel's output (in the input dtype) converted to the requested dtype by a separate
-    ``l0op::Cast``, as aclnn does after the kernel; its rounding is assumed round-to-nearest-even
-    (RINT; ops-nn does not state it) and it saturates in saturation mode like every vector op."""
-    if spec.out == spec.kernel_out:
-        return values
-    out = np.empty(values.size, spec.out.dtype)
-    spec.vector_unit().cast(out, values.reshape(-1), mode=RoundMode.RINT, count=values.size)
-    return out
+    return KernelResult(value, plan, hazards, layout_of(plan))
 
 
 def leaky_relu(x: np.ndarray, alpha: float, *, profile: Optional[str] = DEFAULT_PROFILE,

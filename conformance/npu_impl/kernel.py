@@ -16,19 +16,24 @@ variant overrides what it seeds.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, Optional, Union
+from functools import partial
+from typing import TYPE_CHECKING, Literal, Optional, Union
 
 import numpy as np
 
 from conformance.dtypes import DTypeInfo, DTypeLike, info
 from conformance.npu_impl.chips import BUFFER_NUM, ChipProfile, get_profile, supported_pairs
+from conformance.npu_impl.fusion import fusion_for, lanes_for, run_launch, run_tile
 from conformance.npu_impl.memory import GmInput, GmTensor, UbArena
 from conformance.npu_impl.tiling import ComputeParams, CoreRange, Tile, TilingPlan, UbBuffer, make_plan
 from conformance.npu_impl.variants import KernelFormulation, Precision, Variant, get_variant
 from conformance.npu_impl.vector import CopyHow, RoundMode, VectorUnit, copy_in, copy_out
-from conformance.records import Direction
+from conformance.records import Direction, Hazard, TileLayout
+
+if TYPE_CHECKING:
+    from conformance.npu_impl.compiled import Lanes
 
 Gm = Union[GmInput, GmTensor]
 Temps = dict[str, np.ndarray]
@@ -154,12 +159,36 @@ def build_spec(direction: Direction, src: DTypeLike, out: DTypeLike, *, profile:
     return KernelSpec(direction, s, o, slope, build, chip)
 
 
+_PLANS: dict[tuple[object, ...], tuple[ChipProfile, TilingPlan]] = {}
+_LAYOUTS: dict[int, tuple[TilingPlan, TileLayout]] = {}
+_CACHE_SIZE = 64
+
+
 def plan_for(numel: int, spec: KernelSpec, *, cores: Optional[int] = None,
              usable_fraction: Optional[float] = None) -> TilingPlan:
-    """The tiling plan this kernel build uses for ``numel`` elements."""
-    return make_plan(numel, profile=spec.profile, params=compute_params(spec),
-                     gm_itemsizes=(spec.src.bits // 8, spec.kernel_out.bits // 8), cores=cores,
+    """The tiling plan this kernel build uses for ``numel`` elements (built once per shape and build)."""
+    params, itemsizes = compute_params(spec), (spec.src.bits // 8, spec.kernel_out.bits // 8)
+    key = (numel, id(spec.profile), params, itemsizes, cores, usable_fraction, spec.variant.split)
+    hit = _PLANS.get(key)
+    if hit is not None and hit[0] is spec.profile:
+        return hit[1]
+    plan = make_plan(numel, profile=spec.profile, params=params, gm_itemsizes=itemsizes, cores=cores,
                      usable_fraction=usable_fraction, split=spec.variant.split)
+    if len(_PLANS) >= _CACHE_SIZE:
+        _PLANS.clear()
+    _PLANS[key] = (spec.profile, plan)
+    return plan
+
+
+def layout_of(plan: TilingPlan) -> TileLayout:
+    """``plan.layout()``, built once per plan."""
+    hit = _LAYOUTS.get(id(plan))
+    if hit is not None and hit[0] is plan:
+        return hit[1]
+    if len(_LAYOUTS) >= _CACHE_SIZE:
+        _LAYOUTS.clear()
+    _LAYOUTS[id(plan)] = (plan, plan.layout())
+    return _LAYOUTS[id(plan)][1]
 
 
 # ---------------------------------------------------------------------------- formulations
@@ -284,9 +313,9 @@ class LeakyReluKernel:
     """One core's kernel instance: ``init()`` then iterate ``process()`` (one step per tile)."""
 
     def __init__(self, core: CoreRange, *, spec: KernelSpec, plan: TilingPlan,
-                 inputs: tuple[Gm, ...], output: GmTensor):
+                 inputs: tuple[Gm, ...], output: GmTensor, lanes: Optional[Lanes] = None):
         self.core, self.spec, self.plan = core, spec, plan
-        self.inputs, self.output = inputs, output
+        self.inputs, self.output, self.lanes = inputs, output, lanes
         self.vec = spec.vector_unit()
         self.buf: dict[str, list[np.ndarray]] = {}
         self.temps: Temps = {}
@@ -333,8 +362,16 @@ class LeakyReluKernel:
             copy_out(self.output, start, ub[lane:], count, core=core, how="block", has_pad=pad)
 
     def compute(self, slot: int, w: Window) -> None:
-        """Compute: widen, apply the formulation, cast the result back (RINT)."""
-        n, spec = w.compute, self.spec
+        """Compute: widen, apply the formulation, cast the result back (RINT); in one compiled
+        loop when the kernel has lanes (``fusion``), unless a lane needs the instructions."""
+        n = w.compute
+        ins = [self.buf[f"in{i}"][slot][:n] for i in range(self.spec.inputs)]
+        if self.lanes is None or not run_tile(ins[0], ins[-1], self.buf["out"][slot][:n], self.lanes):
+            self.instructions(slot, n)
+
+    def instructions(self, slot: int, n: int) -> None:
+        """Compute as the vector unit's instructions, one by one over the tile."""
+        spec = self.spec
         wide = [self._widen(i, slot, n) for i in range(spec.inputs)]
         out = self.buf["out"][slot]
         result = out if spec.compute == spec.kernel_out else self.buf["result"][0]
@@ -359,12 +396,43 @@ def _np(dtype: str) -> np.dtype:
     return np.dtype(np.bool_) if dtype == "bool" else info(dtype).dtype
 
 
-def launch(spec: KernelSpec, plan: TilingPlan, *, inputs: tuple[Gm, ...], output: GmTensor) -> None:
+def launch(spec: KernelSpec, plan: TilingPlan, *, inputs: tuple[Gm, ...], output: GmTensor,
+           lanes: Optional[Lanes] = None) -> None:
     """Run every core's kernel: Init on all, then round-robin tiles, highest core first."""
-    kernels = [LeakyReluKernel(core, spec=spec, plan=plan, inputs=inputs, output=output)
+    kernels = [LeakyReluKernel(core, spec=spec, plan=plan, inputs=inputs, output=output, lanes=lanes)
                for core in plan.cores]
     for kernel in kernels:
         kernel.init()
     running = [kernel.process() for kernel in reversed(kernels)]
     while running:
         running = [proc for proc in running if next(proc, StopIteration) is not StopIteration]
+
+
+def run(spec: KernelSpec, plan: TilingPlan, inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, tuple[Hazard, ...]]:
+    """The launch's output (flat, in the output dtype, after the host's cast) and its hazards:
+    one compiled loop, the emulated launch with compiled tiles, or the instructions (``fusion``)."""
+    has_pad = spec.profile.has_datacopy_pad
+    level = fusion_for(spec, plan, windows=partial(tile_windows, plan=plan, variant=spec.variant, has_pad=has_pad),
+                       ub_bytes=sum(b.bytes_for(plan.tile_elements) for b in buffer_spec(spec)))
+    if level == "launch":
+        value = run_launch(spec, tuple(inputs))
+        if value is not None:
+            return value, ()
+    zone = plan.tile_elements + plan.align_elements
+    output = GmTensor(plan.numel, spec.kernel_out.dtype, red_zone=zone)
+    gm = tuple(GmInput(a, red_zone=zone) for a in inputs)
+    lanes = None if level == "instructions" else lanes_for(spec, whole=False)
+    launch(spec, plan, inputs=gm, output=output, lanes=lanes)
+    return cast_output(output.body, spec), output.hazards()
+
+
+def cast_output(values: np.ndarray, spec: KernelSpec) -> np.ndarray:
+    """The kernel's output (in the input dtype) converted to the requested dtype by a separate
+    ``l0op::Cast``, as aclnn does after the kernel; its rounding is assumed round-to-nearest-even
+    (RINT; ops-nn does not state it) and it saturates in saturation mode like every vector op."""
+    if spec.out == spec.kernel_out:
+        return values
+    out = np.empty(values.size, spec.out.dtype)
+    spec.vector_unit().cast(out, values.reshape(-1), mode=RoundMode.RINT, count=values.size)
+    return out
+

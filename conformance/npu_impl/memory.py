@@ -57,7 +57,8 @@ class GmTensor:
     def __init__(self, numel: int, dtype: np.dtype, *, red_zone: int, init: np.ndarray | None = None):
         self.numel, self.red_zone, self.dtype = numel, red_zone, np.dtype(dtype)
         self.data = np.empty(numel + 2 * red_zone, dtype=self.dtype)
-        _bytes_of(self.data).fill(SENTINEL_BYTE)
+        for zone in (self.data[:red_zone], self.data[red_zone + numel:]):  # the body is filled below
+            _bytes_of(zone).fill(SENTINEL_BYTE)
         if init is None:
             fill_garbage(_bytes_of(self.body))
         else:
