@@ -1,0 +1,89 @@
+"""Fill numba's cache with every compiled loop the commands call, so the first run does not compile.
+
+``python -m conformance.compile_cache`` (``make setup`` runs it) calls the golden for each dtype
+pair, the ULP and metric passes, and the emulated kernel of every chip profile and seeded
+variant on small inputs, and throws the results away.  numba compiles a loop per argument
+signature on its first call and keeps it in the cache (:mod:`conformance.jit` says where); a
+later process loads it in milliseconds instead of compiling for tens of seconds.  Without
+numba, or with ``CONFORMANCE_COMPILED=0``, it does nothing.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from conformance import jit
+from conformance.dtypes import info, ulp_distance
+from conformance.errors import ConformanceError
+
+__all__ = ["warm"]
+
+#: The golden's (input, output) dtype pairs: each is a numba signature of its own.
+GOLDEN_PAIRS = (("float16", "float16"), ("bfloat16", "bfloat16"), ("float32", "float32"),
+                ("float64", "float64"), ("float32", "float16"), ("float16", "float32"))
+#: Sizes that reach one tile, several tiles and a short last block on every chip's plan.
+_EMULATOR_SIZES = (31, 4097)
+
+
+def _sample(name: str, numel: int = 8) -> np.ndarray:
+    return np.linspace(-3, 3, numel).astype(info(name).dtype)
+
+
+def warm_golden() -> None:
+    """The golden forward and backward for each pair, on writable and read-only inputs."""
+    from conformance.reference import golden as ref
+
+    for (name, out), writable in ((pair, w) for pair in GOLDEN_PAIRS for w in (True, False)):
+        x = _sample(name)
+        x.setflags(write=writable)
+        ref.compute("forward", x, 0.2, out_dtype=out)
+        ref.compute("backward", x, 0.2, dy=x, out_dtype=out)
+
+
+def warm_metrics() -> None:
+    """The ULP distance and the metric pass for 16-, 32- and 64-bit data."""
+    from conformance.report.metrics import Tolerance, compare
+
+    for name in ("float16", "float32", "float64"):
+        a = _sample(name)
+        ulp_distance(a, a[::-1].copy())
+        compare(a, a[::-1].copy(), tolerance=Tolerance(rtol=0.0, atol=0.0))
+
+
+def warm_emulator() -> None:
+    """Every profile's kernel and seeded variant, forward and backward, for each dtype pair it runs."""
+    from conformance import npu_impl
+    from conformance.npu_impl.chips import PROFILES, supported_pairs
+    from conformance.npu_impl.variants import VARIANTS
+
+    for profile, variant in ((p, v) for p in PROFILES for v in VARIANTS):
+        for (name, out), numel in ((pair, n) for pair in sorted(supported_pairs(PROFILES[profile]))
+                                   for n in _EMULATOR_SIZES):
+            x = _sample(name, numel)
+            try:
+                npu_impl.leaky_relu(x, 0.2, profile=profile, variant=variant, out_dtype=out)
+                npu_impl.leaky_relu_backward(x, x, 0.2, profile=profile, variant=variant, out_dtype=out)
+            except ConformanceError:
+                continue  # a build this chip or variant refuses compiles nothing
+
+
+def warm() -> float:
+    """Compile (or load) every loop; the seconds it took.  Nothing when the compiled paths are off."""
+    start = time.perf_counter()
+    if jit.enabled():
+        for step in (warm_golden, warm_metrics, warm_emulator):
+            step()
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    seconds = warm()
+    what = "compiled loops cached" if jit.enabled() else "compiled paths off: nothing to cache"
+    print(f"conformance: {what} in {seconds:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
