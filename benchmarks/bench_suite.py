@@ -10,6 +10,7 @@ the figure is the sweep work itself).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -67,4 +68,4 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import Optional
 
 import numpy as np
 
+from conformance import pool
 from conformance.backends import (
     Backend,
     WorkerSpec,
@@ -102,12 +104,14 @@ class Selection:
 
 @dataclass(frozen=True)
 class Options:
-    """How to run: seed, hypothesis example count, gate config, where reproducers go."""
+    """How to run: seed, hypothesis example count, gate config, where reproducers go, and on how
+    many processes the rows may run (:func:`run_rows`)."""
 
     config: GateConfig = field(default_factory=GateConfig)
     seed: int = 0
     max_examples: int = 100
     results_dir: Optional[Path] = Path("results")
+    jobs: int = 1
 
 
 @dataclass(frozen=True)
@@ -301,38 +305,74 @@ def own_batches_note(backend: str, parts: Sequence[tuple[InputBatch, Row]]) -> O
             f"backend) add: {found}")
 
 
-def run_suite(selection: Selection, options: Options, *,
-              on_row: Optional[Callable[[RowSpec, Row], None]] = None,
+RowDone = Callable[[RowSpec, Row, float], None]  # a finished row, and the seconds it took
+Finished = Callable[[int, Row, float], None]  # the same, by the row's index in the plan
+ROWS_PER_JOB = 8  # a run of fewer rows per process runs in this process alone: forking would cost more
+
+
+def run_suite(selection: Selection, options: Options, *, on_row: Optional[RowDone] = None,
               specs: Optional[list[RowSpec]] = None) -> SuiteResult:
     """Run the selection; Ctrl-C or SIGTERM stops it and returns the completed rows marked interrupted.
-    With references, the rows run grouped by (dtype, out_dtype, direction, alpha), references first,
-    so only one group's outputs are kept; the result lists the rows in the planned order."""
+    The rows run on up to ``options.jobs`` processes (:func:`processes`); the result lists them in the planned
+    order, whichever finished first.  With references, the rows run here, grouped by (dtype,
+    out_dtype, direction, alpha), references first, so only one group's outputs are kept."""
     todo, skipped = plan(selection) if specs is None else (specs, [])
     refs = selection.references
     pooled = pooled_sizes(todo) if refs else None  # a comparison: the same inputs, boundaries too
     inputs = Inputs(seed=options.seed, max_examples=options.max_examples, alphas=selection.alphas, pooled=pooled)
     result = SuiteResult(skipped=skipped)
     collector = Collector(refs) if refs else None
-    order = comparison_order(todo, refs) if refs else list(range(len(todo)))
-    done: list[tuple[int, Row]] = []
+    done: dict[int, Row] = {}
+
+    def finished(i: int, row: Row, seconds: float) -> None:
+        done[i] = row
+        if on_row is not None:
+            on_row(todo[i], row, seconds)
     try:
-        for i in order:
-            spec = todo[i]
-            row = run_row(spec, inputs, options=options, **({} if collector is None else {"collector": collector}))
-            done.append((i, row))
-            if spec.backend not in result.own_batches and inputs.own_sizes(spec):
-                result.own_batches.append(spec.backend)
-            if on_row is not None:
-                on_row(spec, row)
+        if collector is not None:
+            in_order(comparison_order(todo, refs), lambda i: run_row(todo[i], inputs, options=options,
+                                                                     collector=collector), finished=finished)
+        else:
+            run_rows(todo, inputs, options=options, finished=finished,
+                     lanes=processes(selection, options, rows=len(todo)))
     except KeyboardInterrupt as exc:
         result.interruption = exc
-    result.rows = [row for _, row in sorted(done, key=lambda d: d[0])]
+    result.rows = [done[i] for i in sorted(done)]
+    result.own_batches = list(dict.fromkeys(todo[i].backend for i in sorted(done) if inputs.own_sizes(todo[i])))
     if collector is not None:  # in the planned order of the rows compared, then of their references
         place = {(s.backend, s.dtype, s.out_dtype, s.direction, s.alpha): i for i, s in enumerate(todo)}
         result.agreement = sorted(collector.found, key=lambda a: (
             place.get((a.backend, a.dtype, a.out_dtype, a.direction, a.alpha), len(todo)),
             place.get((a.reference, a.dtype, a.out_dtype, a.direction, a.alpha), len(todo))))
     return result
+
+
+def in_order(order: Iterable[int], run: Callable[[int], Row], *, finished: Finished) -> None:
+    """``run`` each index of ``order`` here, one after another, timed."""
+    for i in order:
+        start = time.perf_counter()
+        finished(i, run(i), time.perf_counter() - start)
+
+
+def processes(selection: Selection, options: Options, *, rows: int) -> int:
+    """How many processes run ``rows`` rows: ``options.jobs``, but at least ``ROWS_PER_JOB`` rows
+    each, and one for a comparison (its rows run in order, see :func:`run_suite`)."""
+    return 1 if selection.references else max(1, min(options.jobs, rows // ROWS_PER_JOB))
+
+
+def run_rows(specs: Sequence[RowSpec], inputs: Inputs, *, options: Options, lanes: int,
+             finished: Finished) -> None:
+    """Every row, ``finished(index, row, seconds)`` as each ends.  With ``lanes`` > 1, forked
+    processes run rows too (:mod:`conformance.pool`: a backend's rows stay in one process while they
+    can; a backend served by a worker runs here, where its pipes are)."""
+    def run(i: int) -> Row:
+        return run_row(specs[i], inputs, options=options)
+
+    if lanes <= 1:
+        return in_order(range(len(specs)), run, finished=finished)
+    tasks = [pool.Task(i, f"{s.backend}|{s.profile}|{s.variant}|{s.worker}", here=s.worker is not None)
+             for i, s in enumerate(specs)]
+    pool.run_tasks(tasks, run, jobs=lanes, deliver=finished)
 
 
 def comparison_order(specs: Sequence[RowSpec], references: Sequence[str]) -> list[int]:

@@ -8,7 +8,10 @@ last three the completed rows are still reported, marked partial).
 from __future__ import annotations
 
 import argparse
+import bisect
+import os
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
@@ -53,10 +56,12 @@ from conformance.suite import (
     SuiteResult,
     backend_of,
     plan,
+    processes,
     run_suite,
 )
 
 MAX_EXAMPLES = 10_000  # hypothesis examples per dtype pair; more only slows the run
+MAX_JOBS = 256
 HELP = "run the conformance suite (golden, torch, tensorflow, cann, ...) and gate on it"
 
 
@@ -70,6 +75,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--config", metavar="FILE", help="TOML gate configuration ([tool.conformance] table)")
     add("--baseline", metavar="OLD.json",
         help="gate only on findings that are new or larger than in this earlier --json report")
+    add("--jobs", metavar="N",
+        help="processes the rows run on (default: the cores this process may use); 1 runs every row "
+             "in this process; the reports are the same either way")
     add_gate_options(parser)
     add_view_options(parser)
 
@@ -204,9 +212,19 @@ def references_from(values: Optional[Sequence[str]]) -> tuple[str, ...]:
 
 def options_from(args: argparse.Namespace) -> Options:
     config = config_from(args)
+    jobs = available_cores() if args.jobs is None else parse_int(args.jobs, flag="--jobs", minimum=1,
+                                                                 maximum=MAX_JOBS)
     return Options(config=config, seed=parse_int(args.seed, flag="--seed"),
                    max_examples=parse_int(args.max_examples, flag="--max-examples", maximum=MAX_EXAMPLES),
-                   results_dir=Path(args.results_dir))
+                   results_dir=Path(args.results_dir), jobs=jobs)
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 # ----------------------------------------------------------------------------- reports
@@ -256,7 +274,7 @@ def framework_versions(specs: Sequence[RowSpec]) -> dict[str, str]:
 
 
 class Timer:
-    """Seconds per finished row (rows run one after another) and since the start."""
+    """Seconds each finished row took (where it ran) and since the start."""
 
     def __init__(self) -> None:
         self.start = self.last = time.perf_counter()
@@ -270,9 +288,10 @@ class Timer:
         self.last = time.perf_counter()
         self.specs, self.skipped = specs, skipped
 
-    def finished(self, row: Row) -> None:
+    def finished(self, row: Row, seconds: Optional[float] = None) -> None:
+        """``row`` took ``seconds`` (None: the time since the last row finished here)."""
         now = time.perf_counter()
-        self.seconds[row.key], self.last = now - self.last, now
+        self.seconds[row.key], self.last = now - self.last if seconds is None else seconds, now
 
     def info(self) -> RunInfo:
         return RunInfo(command=command_line(), versions=framework_versions(self.specs),
@@ -332,20 +351,25 @@ def own_batch_line(backends: Sequence[str]) -> Optional[str]:
 def run_with_progress(selection: Selection, options: Options, *, console: Console, title: str,
                       quiet: bool, done: list[Row], timer: Optional[Timer] = None,
                       quantized: bool = False) -> tuple[SuiteResult, int]:
-    """Plan and run the selection under a progress display; every finished row is appended to
-    ``done`` (for a partial report) and timed by ``timer``; ``quantized`` adds the selection's
-    quantized rows.  The result, and the number of rows planned."""
+    """Plan and run the selection under a progress display; every finished row is put into ``done``
+    in the planned order (for a partial report) and timed by ``timer``; ``quantized`` adds the
+    selection's quantized rows.  The result, and the number of rows planned."""
     timer = timer or Timer()
     specs, skipped = plan(selection)
     if not specs:
         raise UsageError(no_rows(skipped))
     quant_specs, quant_skipped = quantized_suite.for_selection(selection) if quantized else ([], [])
+    place = {id(s): i for i, s in enumerate([*specs, *quant_specs])}
+    placed: list[int] = []
     with show.make_progress(console=console, disable=quiet) as progress:
-        task = progress.add_task(title, total=len(specs) + len(quant_specs))
+        task = progress.add_task(title, total=len(specs) + len(quant_specs),
+                                 groups=side_by_side(selection, specs, options))
 
-        def finished(spec: RowSpec | quantized_suite.QuantRowSpec, row: Row) -> None:
-            done.append(row)
-            timer.finished(row)
+        def finished(spec: RowSpec | quantized_suite.QuantRowSpec, row: Row, seconds: Optional[float] = None) -> None:
+            at = bisect.bisect(placed, place[id(spec)])
+            placed.insert(at, place[id(spec)])
+            done.insert(at, row)
+            timer.finished(row, seconds)
             progress.update(task, advance=1, description=escape(str(spec)), group=spec.backend)
 
         timer.begin(specs, skipped)
@@ -357,6 +381,14 @@ def run_with_progress(selection: Selection, options: Options, *, console: Consol
     for line in quant_skipped if not quiet else ():
         console.print(f"skipped {line}", markup=False)
     return result, len(specs) + len(quant_specs)
+
+
+def side_by_side(selection: Selection, specs: Sequence[RowSpec], options: Options) -> Optional[dict[str, int]]:
+    """Rows per backend when the rows run on several processes (the progress says when each
+    backend is done); None when they run one after another."""
+    if processes(selection, options, rows=len(specs)) <= 1:
+        return None
+    return dict(Counter(s.backend for s in specs))
 
 
 def no_rows(skipped: Sequence[tuple[RowSpec, str]]) -> str:
