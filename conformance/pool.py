@@ -39,6 +39,9 @@ from typing import Any, Optional
 from conformance.interrupts import Terminated, os_exit_raises
 
 HERE = 0  # the lane of this process; children are lanes 1..jobs-1
+#: Modules whose native thread pools do not survive a fork (a forked child hangs in its first call):
+#: a process that imported one of them runs its tasks alone.  JAX counts once its runtime started.
+THREADED = ("tensorflow", "torch", "onnxruntime", "paddle", "mindspore")
 STOP_GRACE = 5.0  # seconds an interrupted child gets to unwind before it is killed
 
 Run = Callable[[int], Any]
@@ -97,6 +100,15 @@ class Scheduler:
     def stop(self) -> None:
         with self.lock:
             self.stopped = True
+
+
+def can_fork() -> bool:
+    """Whether forked children of this process can run tasks: a POSIX ``fork``, and no framework
+    thread pool started here yet (:data:`THREADED`, an initialised JAX runtime)."""
+    if not hasattr(os, "fork") or any(name in sys.modules for name in THREADED):
+        return False
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    return not getattr(bridge, "_backends", None)
 
 
 def run_tasks(tasks: Sequence[Task], run: Run, *, jobs: int, deliver: Deliver) -> None:

@@ -356,8 +356,11 @@ def in_order(order: Iterable[int], run: Callable[[int], Row], *, finished: Finis
 
 def processes(selection: Selection, options: Options, *, rows: int) -> int:
     """How many processes run ``rows`` rows: ``options.jobs``, but at least ``ROWS_PER_JOB`` rows
-    each, and one for a comparison (its rows run in order, see :func:`run_suite`)."""
-    return 1 if selection.references else max(1, min(options.jobs, rows // ROWS_PER_JOB))
+    each; one for a comparison (its rows run in order, see :func:`run_suite`), and one when this
+    process cannot be forked safely (``pool.can_fork``: a framework already runs threads here)."""
+    if selection.references or not pool.can_fork():
+        return 1
+    return max(1, min(options.jobs, rows // ROWS_PER_JOB))
 
 
 def run_rows(specs: Sequence[RowSpec], inputs: Inputs, *, options: Options, lanes: int,

@@ -17,18 +17,21 @@ import pytest
 from benchmarks.unchanged import normalise
 from conformance import pool, suite
 from conformance.report.console import LineProgress
-from tests.helpers import error_lines, run_cli
+from tests.helpers import cli_subprocess, error_lines
 
 #: A numpy kernel whose slope is its dtype's (a warning) and at most 1 (so alpha 1.5 fails, and saves
-#: a reproducer, in a row planned last); ``logged`` also logs the pid of each process that runs it,
-#: and ``slow`` pauses too.
+#: a reproducer, in a row planned last); ``logged`` and ``logged_too`` also log the pid of each process
+#: that runs them, ``slow`` pauses too, and ``buggy`` is a backend with a bug in a forked process.
 KERNEL = '''
 import os
 import time
 
 import numpy as np
 
+from conformance.records import BackendResult
+
 LOG = {log!r}
+PARENT = os.getpid()  # the process that loads this file, before it forks
 
 
 def rounded(x, alpha):
@@ -46,8 +49,35 @@ def logged(x, alpha, pause=0.0):
     return rounded(x, alpha)
 
 
+logged_too = logged
+logged_backward = logged_too_backward = rounded_backward
+
+
 def slow(x, alpha):
     return logged(x, alpha, pause=0.3)
+
+
+class Buggy:
+    name, profile, variant = "buggy", None, None
+
+    def supports(self, dtype, out_dtype, direction):
+        return dtype == out_dtype == "float16"
+
+    def forward(self, x, alpha, *, out_dtype=None):
+        with np.errstate(all="ignore"):
+            return BackendResult(rounded(x, alpha))
+
+    def backward(self, dy, x, alpha, *, out_dtype=None):
+        with np.errstate(all="ignore"):
+            return BackendResult(rounded_backward(dy, x, alpha))
+
+    def row_notes(self, *row):
+        if os.getpid() != PARENT:
+            raise RuntimeError("a bug in a row")
+        return ()
+
+
+buggy = buggy_too = Buggy
 '''
 ROWS = ["--dtype", "fp16", "--alpha", "0", "--alpha", "0.2", "--alpha", "1.5", "--max-examples", "5"]
 
@@ -69,54 +99,53 @@ def _comparable(path: Path, *, run_dir: Path) -> dict:
     return doc
 
 
-def _logging_rows(monkeypatch, log: Path) -> None:
-    """Every row logs the pid of the process that runs it (forked processes inherit the patch)."""
-    real = suite.run_row
-
-    def logged(spec, inputs, *, options):
-        with open(log, "a") as out:
-            out.write(f"{os.getpid()}\n")
-        return real(spec, inputs, options=options)
-
-    monkeypatch.setattr(suite, "run_row", logged)
-
-
-def _run(capsys, run_dir: Path, kernel: Path, *, jobs: int):
-    """One run with backend objects of its own, as in a new process (a kernel's warning tallies
-    would otherwise carry over from the run before)."""
+def _run(run_dir: Path, kernel: Path, *, jobs: int) -> subprocess.CompletedProcess:
+    """A run in a new process (this one may have started framework threads, which a fork does
+    not survive): each logging kernel is a process's first backend when there are two."""
     run_dir.mkdir()
-    suite.backend_for.cache_clear()
-    result = run_cli(["run", "--backend", f"golden,torch,{kernel}:rounded", *ROWS, "--json", "r.json", "--junit",
-                      "r.xml", "--results-dir", "res", "--jobs", str(jobs)], capsys, cwd=run_dir)
-    assert result.code == 1, result.text  # the kernel's alpha-1.5 rows fail
-    return result
+    done = cli_subprocess("run", "--backend", f"{kernel}:logged,{kernel}:logged_too,golden", *ROWS,
+                          "--json", "r.json", "--junit", "r.xml", "--results-dir", "res", "--jobs", str(jobs),
+                          cwd=run_dir)
+    assert done.returncode == 1, done.stdout + done.stderr  # the kernels' alpha-1.5 rows fail
+    return done
 
 
-def test_two_processes_give_the_reports_of_one(tmp_path: Path, capsys, monkeypatch) -> None:
-    kernel = _kernel(tmp_path)
-    _logging_rows(monkeypatch, tmp_path / "rows.log")
-    serial = _run(capsys, tmp_path / "one", kernel, jobs=1)
-    assert _pids(tmp_path / "rows.log") == {os.getpid()}
-    (tmp_path / "rows.log").unlink()
-    parallel = _run(capsys, tmp_path / "two", kernel, jobs=2)
-    assert len(_pids(tmp_path / "rows.log")) == 2  # this process and a forked one ran rows
+def test_two_processes_give_the_reports_of_one(tmp_path: Path) -> None:
+    kernel, log = _kernel(tmp_path), tmp_path / "pids.log"
+    serial = _run(tmp_path / "one", kernel, jobs=1)
+    assert len(_pids(log)) == 1
+    log.unlink()
+    parallel = _run(tmp_path / "two", kernel, jobs=2)
+    assert len(_pids(log)) == 2  # the run and a forked process each ran a kernel
     assert _comparable(tmp_path / "two" / "r.json", run_dir=tmp_path / "two") == \
         _comparable(tmp_path / "one" / "r.json", run_dir=tmp_path / "one")
     junit = [re.sub(r'(time|timestamp)="[^"]*"', "", (tmp_path / d / "r.xml").read_text()) for d in ("one", "two")]
     assert junit[0] == junit[1]
-    assert parallel.out == serial.out
-    saved = sorted(p.name for p in (tmp_path / "one" / "res").iterdir())
-    assert saved and saved == sorted(p.name for p in (tmp_path / "two" / "res").iterdir())
+    assert parallel.stdout == serial.stdout
+    saved = sorted(p.name for p in (tmp_path / "one" / "res").iterdir())  # each kernel's alpha-1.5 rows
+    assert len(saved) == 4 and saved == sorted(p.name for p in (tmp_path / "two" / "res").iterdir())
     assert all((tmp_path / "one" / "res" / n).read_bytes() == (tmp_path / "two" / "res" / n).read_bytes()
                for n in saved)
 
 
-def test_a_comparison_and_a_small_run_stay_in_this_process() -> None:
+def test_a_comparison_a_small_run_and_a_process_with_framework_threads_stay_alone(monkeypatch) -> None:
     options = suite.Options(jobs=4)
+    monkeypatch.setattr(pool, "can_fork", lambda: True)
     assert suite.processes(suite.Selection(), options, rows=4 * suite.ROWS_PER_JOB) == 4
     assert suite.processes(suite.Selection(), options, rows=2 * suite.ROWS_PER_JOB - 1) == 1
     assert suite.processes(suite.Selection(references=("torch",)), options, rows=400) == 1
     assert suite.processes(suite.Selection(), suite.Options(jobs=1), rows=400) == 1
+    monkeypatch.setattr(pool, "can_fork", lambda: False)
+    assert suite.processes(suite.Selection(), options, rows=400) == 1
+
+
+def test_a_framework_that_started_threads_keeps_the_rows_here(monkeypatch) -> None:
+    for name in pool.THREADED:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.delitem(sys.modules, "jax._src.xla_bridge", raising=False)
+    assert pool.can_fork()
+    monkeypatch.setitem(sys.modules, "torch", sys)  # imported: its thread pool may have started
+    assert not pool.can_fork()
 
 
 def test_sigterm_stops_every_process_and_keeps_the_finished_rows(tmp_path: Path) -> None:
@@ -146,25 +175,17 @@ def test_sigterm_stops_every_process_and_keeps_the_finished_rows(tmp_path: Path)
             os.kill(pid, 0)
 
 
-def test_an_internal_error_in_a_forked_process_is_exit_3_with_its_traceback(tmp_path: Path, capsys,
-                                                                          monkeypatch) -> None:
-    real, parent = suite.run_row, os.getpid()
-
-    def failing_there(spec, inputs, *, options):
-        if os.getpid() != parent:
-            raise RuntimeError("a bug in a row")
-        return real(spec, inputs, options=options)
-
-    monkeypatch.setattr(suite, "run_row", failing_there)
-    result = run_cli(["run", "--backend", "golden,torch", "--dtype", "fp16", "--max-examples", "5", "--json",
-                      "r.json", "--jobs", "2"], capsys, cwd=tmp_path)
-    assert result.code == 3, result.text
-    lines = error_lines(result.err)
+def test_an_internal_error_in_a_forked_process_is_exit_3_with_its_traceback(tmp_path: Path) -> None:
+    kernel = _kernel(tmp_path)
+    done = cli_subprocess("run", "--backend", f"{kernel}:buggy,{kernel}:buggy_too", "--dtype", "fp16",
+                          "--max-examples", "5", "--json", "r.json", "--jobs", "2", cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    lines = error_lines(done.stderr)
     assert len(lines) == 1 and "internal error: RuntimeError: a bug in a row" in lines[0]
     saved = Path(re.search(r"traceback saved to (\S+);", lines[0]).group(1))
     text = saved.read_text()
     saved.unlink()
-    assert "in a forked suite process" in text and "in failing_there" in text  # the child's own frames
+    assert "in a forked suite process" in text and "in row_notes" in text  # the child's own frames
     assert json.loads((tmp_path / "r.json").read_text())["partial"] is True
 
 
