@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import functools
 import os
 import time
 from collections import Counter
@@ -38,6 +39,7 @@ from conformance.commands.args import (
     view_from,
 )
 from conformance.errors import UsageError
+from conformance.frameworks.quantized_profiles import SUITE_PROFILES
 from conformance.interrupts import exit_code
 from conformance.report import console as show
 from conformance.report import export, files
@@ -46,10 +48,12 @@ from conformance.report.baseline import compare, judged_against, load_report
 from conformance.report.baseline import render as render_diff
 from conformance.report.evaluate import Row
 from conformance.report.files import ReportPaths
+from conformance.report.gate import GateConfig
 from conformance.report.summary import RunInfo, Skip, command_line
 from conformance.suite import (
     DIRECTIONS,
     SUITE_ALPHAS,
+    ExtraRow,
     Options,
     RowSpec,
     Selection,
@@ -363,7 +367,7 @@ def run_with_progress(selection: Selection, options: Options, *, console: Consol
     placed: list[int] = []
     with show.make_progress(console=console, disable=quiet) as progress:
         task = progress.add_task(title, total=len(specs) + len(quant_specs),
-                                 groups=side_by_side(selection, specs, options))
+                                 groups=side_by_side(selection, [*specs, *quant_specs], options))
 
         def finished(spec: RowSpec | quantized_suite.QuantRowSpec, row: Row, seconds: Optional[float] = None) -> None:
             at = bisect.bisect(placed, place[id(spec)])
@@ -373,9 +377,8 @@ def run_with_progress(selection: Selection, options: Options, *, console: Consol
             progress.update(task, advance=1, description=escape(str(spec)), group=spec.backend)
 
         timer.begin(specs, skipped)
-        result = run_suite(selection, options, specs=specs, on_row=finished)
-        if quant_specs:
-            quantized_suite.extend(result, quant_specs, config=options.config, on_row=finished)
+        result = run_suite(selection, options, specs=specs, on_row=finished,
+                           extra=quantized_rows(quant_specs, config=options.config))
         progress.update(task, description=f"{title}: {show.plural(len(result.rows), 'row')}")
     result.skipped = skipped
     for line in quant_skipped if not quiet else ():
@@ -383,9 +386,17 @@ def run_with_progress(selection: Selection, options: Options, *, console: Consol
     return result, len(specs) + len(quant_specs)
 
 
-def side_by_side(selection: Selection, specs: Sequence[RowSpec], options: Options) -> Optional[dict[str, int]]:
-    """Rows per backend when the rows run on several processes (the progress says when each
-    backend is done); None when they run one after another."""
+def quantized_rows(specs: Sequence[quantized_suite.QuantRowSpec], *, config: GateConfig) -> list[ExtraRow]:
+    """The quantized rows as rows the suite runs after its own, each beside the float rows of the
+    backend that brings it (tflite's beside tensorflow's)."""
+    return [ExtraRow(q, SUITE_PROFILES[(q.backend, q.profile)].brought_by,
+                     functools.partial(quantized_suite.run_quantized_row, q, config=config)) for q in specs]
+
+
+def side_by_side(selection: Selection, specs: Sequence[RowSpec | quantized_suite.QuantRowSpec],
+                 options: Options) -> Optional[dict[str, int]]:
+    """Rows per backend (quantized ones included) when the rows run on several processes (the
+    progress says when each backend is done); None when they run one after another."""
     if processes(selection, options, rows=len(specs)) <= 1:
         return None
     return dict(Counter(s.backend for s in specs))
