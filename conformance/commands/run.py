@@ -365,16 +365,16 @@ def run_with_progress(selection: Selection, options: Options, *, console: Consol
     quant_specs, quant_skipped = quantized_suite.for_selection(selection) if quantized else ([], [])
     place = {id(s): i for i, s in enumerate([*specs, *quant_specs])}
     placed: list[int] = []
-    with show.make_progress(console=console, disable=quiet) as progress:
-        task = progress.add_task(title, total=len(specs) + len(quant_specs),
-                                 groups=side_by_side(selection, [*specs, *quant_specs], options))
+    groups = side_by_side(selection, [*specs, *quant_specs], options)
+    with show.make_progress(console=console, disable=quiet, ticking=groups is None) as progress:
+        task = progress.add_task(title, total=len(specs) + len(quant_specs), groups=groups)
 
         def finished(spec: RowSpec | quantized_suite.QuantRowSpec, row: Row, seconds: Optional[float] = None) -> None:
             at = bisect.bisect(placed, place[id(spec)])
             placed.insert(at, place[id(spec)])
             done.insert(at, row)
             timer.finished(row, seconds)
-            progress.update(task, advance=1, description=escape(str(spec)), group=spec.backend)
+            progress.update(task, advance=1, description=escape(str(spec)), group=spec.backend, refresh=True)
 
         timer.begin(specs, skipped)
         result = run_suite(selection, options, specs=specs, on_row=finished,

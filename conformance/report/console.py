@@ -387,11 +387,13 @@ def _count(n: Optional[float], unit: str) -> str:
     return f"{count:,} {unit}" + ("" if count == 1 else "s")
 
 
-def make_progress(*, console: Console, disable: bool = False) -> Progress | LineProgress:
+def make_progress(*, console: Console, disable: bool = False, ticking: bool = True) -> Progress | LineProgress:
     """A progress bar for the suite (description, bar, n/m, elapsed), redrawn in place on a
-    terminal; on a pipe, :class:`LineProgress` lines on stderr instead."""
+    terminal; on a pipe, :class:`LineProgress` lines on stderr instead.  ``ticking=False``: the bar
+    is redrawn only when updated with ``refresh=True``, by no thread of its own (a process about
+    to fork must not have a thread holding the console's lock)."""
     if not console.is_terminal:
         return LineProgress(disable=disable)
     return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                     MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False,
-                    disable=disable)
+                    disable=disable, auto_refresh=ticking)
