@@ -103,7 +103,7 @@ class Selection:
 @dataclass(frozen=True)
 class Options:
     """How to run: seed, hypothesis example count, gate config, where reproducers go, and on how
-    many processes the rows may run (:func:`run_rows`)."""
+    many processes the rows may run (:func:`processes`)."""
 
     config: GateConfig = field(default_factory=GateConfig)
     seed: int = 0
