@@ -1,8 +1,8 @@
 """``jax``: ``jax.nn.leaky_relu`` on CPU, forward, and backward by ``jax.vjp``.
 
-In the default suite.  JAX is imported on the first call, once per process, and
-``jax_enable_x64`` (which float64 needs) is switched on then; the switch is
-process-wide, as JAX's configuration is.  The backward is one jitted function of
+In the default suite.  JAX is imported when the backend is made (a broken install is
+a one-line error before any row runs), and ``jax_enable_x64`` (which float64 needs) is
+switched on then; the switch is process-wide, as JAX's configuration is.  The backward is one jitted function of
 (x, dy, alpha), ``vjp``'s pullback applied to dy: XLA compiles it once per shape and
 dtype, where the pullback run op by op compiles each of its operations (the same
 bits, on every 16-bit pattern and every suite slope).
@@ -15,13 +15,12 @@ from typing import Any, Optional
 import numpy as np
 
 from conformance.backends import SameDtypeBackend
-from conformance.frameworks.loading import require, require_installed
+from conformance.frameworks.loading import require
 from conformance.records import BackendResult
 
 
-@functools.lru_cache(maxsize=1)
 def jax_module() -> Any:
-    """The jax module, imported once, with float64 switched on."""
+    """The jax module (imported on the first call), with float64 switched on."""
     jax = require("jax", backend="jax")
     jax.config.update("jax_enable_x64", True)
     return jax
@@ -48,7 +47,7 @@ class JaxBackend(SameDtypeBackend):
     allowed = frozenset({"alpha-precision", "subnormal-flush", "grad-at-zero"})  # XLA:CPU DAZ/FTZ; x >= 0
 
     def __init__(self) -> None:
-        require_installed("jax", "jaxlib", backend=self.name)
+        jax_module()
 
     def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
         jax = jax_module()

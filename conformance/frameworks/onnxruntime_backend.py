@@ -14,7 +14,7 @@ import numpy as np
 
 from conformance.backends import BackendBase
 from conformance.errors import Unsupported
-from conformance.frameworks.loading import require, require_installed
+from conformance.frameworks.loading import require
 from conformance.records import BackendResult, Direction
 
 OPSET = 22
@@ -30,7 +30,8 @@ class OnnxRuntimeBackend(BackendBase):
     allowed = frozenset({"alpha-precision"})  # the float32 alpha attribute
 
     def __init__(self) -> None:
-        require_installed("onnx", "onnxruntime", backend=self.name)  # imported on the first call
+        self.onnx = require("onnx", backend=self.name)
+        self.ort = require("onnxruntime", backend=self.name)
         self.session = functools.lru_cache(maxsize=64)(self._session)
 
     def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
@@ -44,16 +45,15 @@ class OnnxRuntimeBackend(BackendBase):
         return f"onnxruntime runs LeakyRelu on (T, T) only, T in {', '.join(DTYPES)}"
 
     def _session(self, dtype: str, alpha: float) -> Any:
-        onnx, ort = require("onnx", backend=self.name), require("onnxruntime", backend=self.name)
-        helper, proto = onnx.helper, onnx.TensorProto
+        helper, proto = self.onnx.helper, self.onnx.TensorProto
         elem = {"float16": proto.FLOAT16, "float32": proto.FLOAT}[dtype]
         node = helper.make_node("LeakyRelu", ["x"], ["y"], alpha=alpha)
         graph = helper.make_graph([node], "leaky_relu", [helper.make_tensor_value_info("x", elem, [None])],
                                   [helper.make_tensor_value_info("y", elem, [None])])
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-        options = ort.SessionOptions()
+        options = self.ort.SessionOptions()
         options.log_severity_level = 3
-        return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        return self.ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
     def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
         if x.dtype.name not in DTYPES:
