@@ -40,8 +40,9 @@ from conformance.interrupts import Terminated, os_exit_raises
 
 HERE = 0  # the lane of this process; children are lanes 1..jobs-1
 #: Modules whose native thread pools do not survive a fork (a forked child hangs in its first call):
-#: a process that imported one of them runs its tasks alone.  JAX counts once its runtime started.
-THREADED = ("tensorflow", "torch", "onnxruntime", "paddle", "mindspore")
+#: a process that imported one of them runs its tasks alone.  JAX counts once its runtime started;
+#: ONNX Runtime's threads are its sessions', which a forked process builds anew.
+THREADED = ("tensorflow", "torch", "paddle", "mindspore")
 STOP_GRACE = 5.0  # seconds an interrupted child gets to unwind before it is killed
 
 Run = Callable[[int], Any]
