@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, Pipe
 from typing import Any, Optional
 
+from conformance.errors import PoolFailure, RemoteTraceback
 from conformance.interrupts import Terminated, os_exit_raises
 
 HERE = 0  # the lane of this process; children are lanes 1..jobs-1
@@ -47,17 +48,6 @@ STOP_GRACE = 5.0  # seconds an interrupted child gets to unwind before it is kil
 
 Run = Callable[[int], Any]
 Deliver = Callable[[int, Any, float], None]
-
-
-class PoolFailure(RuntimeError):
-    """A forked process of the pool died (a signal, an exit) before it answered."""
-
-
-class RemoteTraceback(Exception):
-    """The traceback of an exception raised in a forked process, as its text."""
-
-    def __str__(self) -> str:
-        return f"in a forked suite process:\n{self.args[0]}"
 
 
 @dataclass(frozen=True)
