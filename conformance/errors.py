@@ -52,3 +52,14 @@ class ProtocolError(ConformanceError):
 
 class WorkerFailure(ConformanceError):
     """The worker died, hung or sent garbage; the message says which (one line)."""
+
+
+class PoolFailure(ConformanceError, RuntimeError):
+    """A process forked to run rows (``run --jobs``) ended before it answered."""
+
+
+class RemoteTraceback(ConformanceError):
+    """The traceback of an exception raised in a forked process, as its text."""
+
+    def __str__(self) -> str:
+        return f"in a forked suite process:\n{self.args[0]}"

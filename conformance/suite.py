@@ -20,14 +20,13 @@ Every batch is judged with ``report.evaluate`` and the batches are merged with
 from __future__ import annotations
 
 import functools
-import re
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
-
+from conformance import pool, reproducers
 from conformance.backends import (
     Backend,
     WorkerSpec,
@@ -49,6 +48,7 @@ from conformance.records import BackendResult, Direction, Pair
 from conformance.report.agreement import Agreement, Collector, Output
 from conformance.report.evaluate import Finding, Row, evaluate, merge_rows
 from conformance.report.gate import GateConfig
+from conformance.reproducers import save_reproducer
 
 SUITE_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.2, 0.3, 1 / 3, 1.0, 1.5)
 DIRECTIONS: tuple[Direction, ...] = ("forward", "backward")
@@ -102,12 +102,14 @@ class Selection:
 
 @dataclass(frozen=True)
 class Options:
-    """How to run: seed, hypothesis example count, gate config, where reproducers go."""
+    """How to run: seed, hypothesis example count, gate config, where reproducers go, and on how
+    many processes the rows may run (:func:`processes`)."""
 
     config: GateConfig = field(default_factory=GateConfig)
     seed: int = 0
     max_examples: int = 100
     results_dir: Optional[Path] = Path("results")
+    jobs: int = 1
 
 
 @dataclass(frozen=True)
@@ -301,38 +303,100 @@ def own_batches_note(backend: str, parts: Sequence[tuple[InputBatch, Row]]) -> O
             f"backend) add: {found}")
 
 
-def run_suite(selection: Selection, options: Options, *,
-              on_row: Optional[Callable[[RowSpec, Row], None]] = None,
-              specs: Optional[list[RowSpec]] = None) -> SuiteResult:
-    """Run the selection; Ctrl-C or SIGTERM stops it and returns the completed rows marked interrupted.
-    With references, the rows run grouped by (dtype, out_dtype, direction, alpha), references first,
-    so only one group's outputs are kept; the result lists the rows in the planned order."""
+RowDone = Callable[[RowSpec, Row, float], None]  # a finished row, and the seconds it took
+Finished = Callable[[int, Row, float], None]  # the same, by the row's index in the plan
+ROWS_PER_JOB = 8  # a run of fewer rows per process runs in this process alone: forking would cost more
+
+
+@dataclass(frozen=True)
+class ExtraRow:
+    """A row of another kind that the suite runs after its own (the quantized rows): ``run()``
+    judges it, ``spec`` is what ``on_row`` is told, and it runs beside the rows of the selected
+    backend ``beside`` (in the process that has that backend's framework imported already)."""
+
+    spec: object
+    beside: str
+    run: Callable[[], Row]
+
+
+def run_suite(selection: Selection, options: Options, *, on_row: Optional[RowDone] = None,
+              specs: Optional[list[RowSpec]] = None, extra: Sequence[ExtraRow] = ()) -> SuiteResult:
+    """Run the selection, then ``extra``; Ctrl-C or SIGTERM stops it and returns the completed rows
+    marked interrupted.  The rows run on up to ``options.jobs`` processes (:func:`processes`); the
+    result lists them in the planned order, whichever finished first.  With references, the rows run
+    here, grouped by (dtype, out_dtype, direction, alpha), references first, so only one group's
+    outputs are kept."""
     todo, skipped = plan(selection) if specs is None else (specs, [])
     refs = selection.references
     pooled = pooled_sizes(todo) if refs else None  # a comparison: the same inputs, boundaries too
     inputs = Inputs(seed=options.seed, max_examples=options.max_examples, alphas=selection.alphas, pooled=pooled)
     result = SuiteResult(skipped=skipped)
     collector = Collector(refs) if refs else None
-    order = comparison_order(todo, refs) if refs else list(range(len(todo)))
-    done: list[tuple[int, Row]] = []
+    done: dict[int, Row] = {}
+    n = len(todo)
+
+    def run(i: int) -> Row:
+        if i >= n:
+            return extra[i - n].run()
+        return run_row(todo[i], inputs, options=options, **({} if collector is None else {"collector": collector}))
+
+    def finished(i: int, row: Row, seconds: float) -> None:
+        done[i] = row
+        if on_row is not None:
+            on_row(todo[i] if i < n else extra[i - n].spec, row, seconds)  # type: ignore[arg-type]
     try:
-        for i in order:
-            spec = todo[i]
-            row = run_row(spec, inputs, options=options, **({} if collector is None else {"collector": collector}))
-            done.append((i, row))
-            if spec.backend not in result.own_batches and inputs.own_sizes(spec):
-                result.own_batches.append(spec.backend)
-            if on_row is not None:
-                on_row(spec, row)
+        if collector is not None:
+            in_order([*comparison_order(todo, refs), *range(n, n + len(extra))], run, finished=finished)
+        else:
+            lanes = processes(selection, options, rows=n + len(extra))
+            run_tasks(row_tasks(todo, extra), run, lanes=lanes, finished=finished)
     except KeyboardInterrupt as exc:
         result.interruption = exc
-    result.rows = [row for _, row in sorted(done, key=lambda d: d[0])]
+    result.rows = [done[i] for i in sorted(done)]
+    result.own_batches = list(dict.fromkeys(todo[i].backend for i in sorted(done)
+                                            if i < n and inputs.own_sizes(todo[i])))
     if collector is not None:  # in the planned order of the rows compared, then of their references
         place = {(s.backend, s.dtype, s.out_dtype, s.direction, s.alpha): i for i, s in enumerate(todo)}
         result.agreement = sorted(collector.found, key=lambda a: (
-            place.get((a.backend, a.dtype, a.out_dtype, a.direction, a.alpha), len(todo)),
-            place.get((a.reference, a.dtype, a.out_dtype, a.direction, a.alpha), len(todo))))
+            place.get((a.backend, a.dtype, a.out_dtype, a.direction, a.alpha), n),
+            place.get((a.reference, a.dtype, a.out_dtype, a.direction, a.alpha), n)))
     return result
+
+
+def in_order(order: Iterable[int], run: Callable[[int], Row], *, finished: Finished) -> None:
+    """``run`` each index of ``order`` here, one after another, timed."""
+    for i in order:
+        start = time.perf_counter()
+        finished(i, run(i), time.perf_counter() - start)
+
+
+def processes(selection: Selection, options: Options, *, rows: int) -> int:
+    """How many processes run ``rows`` rows: ``options.jobs``, but at least ``ROWS_PER_JOB`` rows
+    each; one for a comparison (its rows run in order, see :func:`run_suite`), and one when this
+    process cannot be forked safely (``pool.can_fork``: a framework already runs threads here)."""
+    if selection.references or not pool.can_fork():
+        return 1
+    return max(1, min(options.jobs, rows // ROWS_PER_JOB))
+
+
+def row_tasks(specs: Sequence[RowSpec], extra: Sequence[ExtraRow] = ()) -> list[pool.Task]:
+    """The rows as pool tasks: grouped by the backend that runs them (an extra row with the first
+    of its ``beside`` backend), those of a backend served by a worker kept in this process."""
+    def group(s: RowSpec) -> str:
+        return f"{s.backend}|{s.profile}|{s.variant}|{s.worker}"
+
+    first = {s.backend: group(s) for s in reversed(specs)}
+    return [*(pool.Task(i, group(s), here=s.worker is not None) for i, s in enumerate(specs)),
+            *(pool.Task(len(specs) + j, first.get(e.beside, e.beside)) for j, e in enumerate(extra))]
+
+
+def run_tasks(tasks: Sequence[pool.Task], run: Callable[[int], Row], *, lanes: int, finished: Finished) -> None:
+    """Every task, ``finished(index, row, seconds)`` as each ends: here, in order, or with ``lanes``
+    > 1 on forked processes too (:mod:`conformance.pool`: a backend's rows stay in one process while
+    they can; a backend served by a worker runs here, where its pipes are)."""
+    if lanes <= 1:
+        return in_order([t.index for t in tasks], run, finished=finished)
+    pool.run_tasks(tasks, run, jobs=lanes, deliver=finished)
 
 
 def comparison_order(specs: Sequence[RowSpec], references: Sequence[str]) -> list[int]:
@@ -357,68 +421,10 @@ def _fails_with(spec: RowSpec, batch: InputBatch, category: str, *, config: Gate
     return any(f.category == category and not f.allowed for f in row.findings)
 
 
-def _take(batch: InputBatch, index: np.ndarray, *, label: str) -> InputBatch:
-    x = batch.x.reshape(-1)[index]
-    dy = None if batch.dy is None else batch.dy.reshape(-1)[index]
-    return InputBatch(label, x, dy)
-
-
-def _prefix_lengths(n: int) -> list[int]:
-    """1..16, then doubling, then n: the candidate lengths for prefix reduction."""
-    lengths = list(range(1, min(n, 16) + 1))
-    k = 32
-    while k < n:
-        lengths.append(k)
-        k *= 2
-    return lengths + ([n] if n not in lengths else [])
-
-
-def _candidates(batch: InputBatch, finding: Finding) -> Iterable[InputBatch]:
-    """Ever larger candidate reproducers: single offenders, all offenders, then prefixes."""
-    n = batch.x.size
-    hits = [ex.index for ex in finding.examples if 0 <= ex.index < n and ex.x is not None]
-    for i in hits:
-        yield _take(batch, np.array([i]), label="reproducer")
-    if len(hits) > 1:
-        yield _take(batch, np.array(hits), label="reproducer")
-    for k in _prefix_lengths(n):
-        yield _take(batch, np.arange(k), label="reproducer")
-
-
 def shrink(spec: RowSpec, batch: InputBatch, finding: Finding, *, config: GateConfig) -> InputBatch:
-    """The smallest candidate that still fails with ``finding.category``.
-
-    Deterministic reduction rather than hypothesis shrinking: the row's inputs
-    come from several sources (sweeps, pools, drawn tensors), so we reduce the
-    failing batch itself.  Value defects reduce to one offending element;
-    layout defects (tails, core ranges, red zones) to the shortest failing prefix.
-    """
-    for candidate in _candidates(batch, finding):
-        if candidate.x.size and _fails_with(spec, candidate, finding.category, config=config):
-            return candidate
-    return replace(batch, label="reproducer")
-
-
-def _failing_part(parts: Sequence[tuple[InputBatch, Row]], category: str) -> Optional[tuple[InputBatch, Finding]]:
-    """The smallest batch whose own row fails with ``category``, with that row's finding
-    (its example indices point into this batch, unlike the merged row's)."""
-    failing = [(b, f) for b, r in parts for f in r.findings if f.category == category and not f.allowed]
-    return min(failing, key=lambda bf: bf[0].x.size) if failing else None
-
-
-def reproducer_path(spec: RowSpec, category: str, *, results_dir: Path) -> Path:
-    parts = (spec.backend, spec.profile, spec.variant, spec.dtype, spec.out_dtype, spec.direction,
-             f"a{spec.alpha!r}", category)
-    text = "-".join(p for p in parts if p)
-    return results_dir / (re.sub(r"[^A-Za-z0-9.+-]+", "_", text) + ".npz")
-
-
-def save_reproducer(spec: RowSpec, batch: InputBatch, finding: Finding, *, results_dir: Path) -> Path:
-    out = spec.out_dtype if spec.out_dtype != spec.dtype else None
-    case = corpus.Case(batch.x, spec.alpha, spec.direction, dy=batch.dy, out_dtype=out)
-    rep = corpus.Reproducer(case, spec.backend, spec.profile, spec.variant, finding.category,
-                            finding.summary, str(spec), spec.worker.command if spec.worker else None)
-    return corpus.save(rep, reproducer_path(spec, finding.category, results_dir=results_dir))
+    """The smallest candidate of ``batch`` that still fails ``spec``'s row with ``finding.category``
+    (see :func:`conformance.reproducers.smallest`)."""
+    return reproducers.smallest(batch, finding, fails=lambda b: _fails_with(spec, b, finding.category, config=config))
 
 
 def attach_reproducers(row: Row, spec: RowSpec, parts: Sequence[tuple[InputBatch, Row]], *,
@@ -426,7 +432,7 @@ def attach_reproducers(row: Row, spec: RowSpec, parts: Sequence[tuple[InputBatch
     """Shrink and save one reproducer per failing category; record the paths in the findings."""
     findings = []
     for finding in row.findings:
-        part = None if finding.allowed else _failing_part(parts, finding.category)
+        part = None if finding.allowed else reproducers.failing_part(parts, finding.category)
         if part is not None and options.results_dir is not None:
             small = shrink(spec, part[0], part[1], config=options.config)
             path = save_reproducer(spec, small, finding, results_dir=options.results_dir)

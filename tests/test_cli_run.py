@@ -127,3 +127,8 @@ def test_selftest_catches_a_defect_and_passes_the_reference(cli, tmp_path: Path)
     # fp16-slope stays within tolerance and the reference's fp32 rows also show alpha-precision:
     # only a per-row baseline keeps the defect visible
     assert "alpha-precision" in proc.out
+
+
+@pytest.mark.parametrize("jobs", ["0", "two", "-1"])
+def test_jobs_must_be_a_whole_number_of_processes(cli, jobs: str) -> None:
+    assert_usage_error(cli("run", "--backend", "golden", *NARROW, "--jobs", jobs), mentions="--jobs")

@@ -14,7 +14,7 @@ BUILTIN_BASES = {
     "UsageError": Exception, "BackendUnavailable": errors.UsageError, "Unsupported": Exception,
     "CorpusError": ValueError, "UnknownCategory": ValueError, "HostValidationError": ValueError,
     "MissingInstruction": RuntimeError, "GmFault": RuntimeError, "UbOverflowError": MemoryError,
-    "ProtocolError": Exception, "WorkerFailure": Exception,
+    "ProtocolError": Exception, "WorkerFailure": Exception, "PoolFailure": RuntimeError, "RemoteTraceback": Exception,
 }
 
 

@@ -8,7 +8,11 @@ last three the completed rows are still reported, marked partial).
 from __future__ import annotations
 
 import argparse
+import bisect
+import functools
+import os
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
@@ -35,6 +39,7 @@ from conformance.commands.args import (
     view_from,
 )
 from conformance.errors import UsageError
+from conformance.frameworks.quantized_profiles import SUITE_PROFILES
 from conformance.interrupts import exit_code
 from conformance.report import console as show
 from conformance.report import export, files
@@ -43,20 +48,24 @@ from conformance.report.baseline import compare, judged_against, load_report
 from conformance.report.baseline import render as render_diff
 from conformance.report.evaluate import Row
 from conformance.report.files import ReportPaths
+from conformance.report.gate import GateConfig
 from conformance.report.summary import RunInfo, Skip, command_line
 from conformance.suite import (
     DIRECTIONS,
     SUITE_ALPHAS,
+    ExtraRow,
     Options,
     RowSpec,
     Selection,
     SuiteResult,
     backend_of,
     plan,
+    processes,
     run_suite,
 )
 
 MAX_EXAMPLES = 10_000  # hypothesis examples per dtype pair; more only slows the run
+MAX_JOBS = 256
 HELP = "run the conformance suite (golden, torch, tensorflow, cann, ...) and gate on it"
 
 
@@ -70,6 +79,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--config", metavar="FILE", help="TOML gate configuration ([tool.conformance] table)")
     add("--baseline", metavar="OLD.json",
         help="gate only on findings that are new or larger than in this earlier --json report")
+    add("--jobs", metavar="N",
+        help="processes the rows run on (default: the cores this process may use); 1 runs every row "
+             "in this process; the reports are the same either way")
     add_gate_options(parser)
     add_view_options(parser)
 
@@ -204,9 +216,19 @@ def references_from(values: Optional[Sequence[str]]) -> tuple[str, ...]:
 
 def options_from(args: argparse.Namespace) -> Options:
     config = config_from(args)
+    jobs = available_cores() if args.jobs is None else parse_int(args.jobs, flag="--jobs", minimum=1,
+                                                                 maximum=MAX_JOBS)
     return Options(config=config, seed=parse_int(args.seed, flag="--seed"),
                    max_examples=parse_int(args.max_examples, flag="--max-examples", maximum=MAX_EXAMPLES),
-                   results_dir=Path(args.results_dir))
+                   results_dir=Path(args.results_dir), jobs=jobs)
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 # ----------------------------------------------------------------------------- reports
@@ -256,7 +278,7 @@ def framework_versions(specs: Sequence[RowSpec]) -> dict[str, str]:
 
 
 class Timer:
-    """Seconds per finished row (rows run one after another) and since the start."""
+    """Seconds each finished row took (where it ran) and since the start."""
 
     def __init__(self) -> None:
         self.start = self.last = time.perf_counter()
@@ -270,9 +292,10 @@ class Timer:
         self.last = time.perf_counter()
         self.specs, self.skipped = specs, skipped
 
-    def finished(self, row: Row) -> None:
+    def finished(self, row: Row, seconds: Optional[float] = None) -> None:
+        """``row`` took ``seconds`` (None: the time since the last row finished here)."""
         now = time.perf_counter()
-        self.seconds[row.key], self.last = now - self.last, now
+        self.seconds[row.key], self.last = now - self.last if seconds is None else seconds, now
 
     def info(self) -> RunInfo:
         return RunInfo(command=command_line(), versions=framework_versions(self.specs),
@@ -332,31 +355,51 @@ def own_batch_line(backends: Sequence[str]) -> Optional[str]:
 def run_with_progress(selection: Selection, options: Options, *, console: Console, title: str,
                       quiet: bool, done: list[Row], timer: Optional[Timer] = None,
                       quantized: bool = False) -> tuple[SuiteResult, int]:
-    """Plan and run the selection under a progress display; every finished row is appended to
-    ``done`` (for a partial report) and timed by ``timer``; ``quantized`` adds the selection's
-    quantized rows.  The result, and the number of rows planned."""
+    """Plan and run the selection under a progress display; every finished row is put into ``done``
+    in the planned order (for a partial report) and timed by ``timer``; ``quantized`` adds the
+    selection's quantized rows.  The result, and the number of rows planned."""
     timer = timer or Timer()
     specs, skipped = plan(selection)
     if not specs:
         raise UsageError(no_rows(skipped))
     quant_specs, quant_skipped = quantized_suite.for_selection(selection) if quantized else ([], [])
-    with show.make_progress(console=console, disable=quiet) as progress:
-        task = progress.add_task(title, total=len(specs) + len(quant_specs))
+    place = {id(s): i for i, s in enumerate([*specs, *quant_specs])}
+    placed: list[int] = []
+    groups = side_by_side(selection, [*specs, *quant_specs], options)
+    with show.make_progress(console=console, disable=quiet, ticking=groups is None) as progress:
+        task = progress.add_task(title, total=len(specs) + len(quant_specs), groups=groups)
 
-        def finished(spec: RowSpec | quantized_suite.QuantRowSpec, row: Row) -> None:
-            done.append(row)
-            timer.finished(row)
-            progress.update(task, advance=1, description=escape(str(spec)), group=spec.backend)
+        def finished(spec: RowSpec | quantized_suite.QuantRowSpec, row: Row, seconds: Optional[float] = None) -> None:
+            at = bisect.bisect(placed, place[id(spec)])
+            placed.insert(at, place[id(spec)])
+            done.insert(at, row)
+            timer.finished(row, seconds)
+            progress.update(task, advance=1, description=escape(str(spec)), group=spec.backend, refresh=True)
 
         timer.begin(specs, skipped)
-        result = run_suite(selection, options, specs=specs, on_row=finished)
-        if quant_specs:
-            quantized_suite.extend(result, quant_specs, config=options.config, on_row=finished)
+        result = run_suite(selection, options, specs=specs, on_row=finished,
+                           extra=quantized_rows(quant_specs, config=options.config))
         progress.update(task, description=f"{title}: {show.plural(len(result.rows), 'row')}")
     result.skipped = skipped
     for line in quant_skipped if not quiet else ():
         console.print(f"skipped {line}", markup=False)
     return result, len(specs) + len(quant_specs)
+
+
+def quantized_rows(specs: Sequence[quantized_suite.QuantRowSpec], *, config: GateConfig) -> list[ExtraRow]:
+    """The quantized rows as rows the suite runs after its own, each beside the float rows of the
+    backend that brings it (tflite's beside tensorflow's)."""
+    return [ExtraRow(q, SUITE_PROFILES[(q.backend, q.profile)].brought_by,
+                     functools.partial(quantized_suite.run_quantized_row, q, config=config)) for q in specs]
+
+
+def side_by_side(selection: Selection, specs: Sequence[RowSpec | quantized_suite.QuantRowSpec],
+                 options: Options) -> Optional[dict[str, int]]:
+    """Rows per backend (quantized ones included) when the rows run on several processes (the
+    progress says when each backend is done); None when they run one after another."""
+    if processes(selection, options, rows=len(specs)) <= 1:
+        return None
+    return dict(Counter(s.backend for s in specs))
 
 
 def no_rows(skipped: Sequence[tuple[RowSpec, str]]) -> str:

@@ -3,11 +3,13 @@
 In the default suite.  ONNX Runtime's CPU provider has no bfloat16
 or float64 LeakyRelu (onnxruntime 1.32: NOT_IMPLEMENTED), and ONNX has no gradient to run,
 so those rows are skipped with the reason.
-One session is built per (dtype, alpha) and kept.
+One session is built per (dtype, alpha) and process, and kept: a process forked from this one
+(``run --jobs``) builds its own, since the threads of a session do not survive a fork.
 """
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any, Optional
 
 import numpy as np
@@ -44,7 +46,7 @@ class OnnxRuntimeBackend(BackendBase):
             return f"ONNX Runtime's CPU provider has no {dtype} LeakyRelu"
         return f"onnxruntime runs LeakyRelu on (T, T) only, T in {', '.join(DTYPES)}"
 
-    def _session(self, dtype: str, alpha: float) -> Any:
+    def _session(self, pid: int, dtype: str, alpha: float) -> Any:
         helper, proto = self.onnx.helper, self.onnx.TensorProto
         elem = {"float16": proto.FLOAT16, "float32": proto.FLOAT}[dtype]
         node = helper.make_node("LeakyRelu", ["x"], ["y"], alpha=alpha)
@@ -59,7 +61,7 @@ class OnnxRuntimeBackend(BackendBase):
         if x.dtype.name not in DTYPES:
             raise Unsupported(self.skip_reason(x.dtype.name, x.dtype.name, "forward"))
         flat = np.ascontiguousarray(x).reshape(-1)
-        (y,) = self.session(x.dtype.name, float(alpha)).run(["y"], {"x": flat})
+        (y,) = self.session(os.getpid(), x.dtype.name, float(alpha)).run(["y"], {"x": flat})
         return BackendResult(np.asarray(y).reshape(x.shape))
 
     def backward(self, dy: np.ndarray, x: np.ndarray, alpha: float, *,

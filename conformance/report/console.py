@@ -307,13 +307,17 @@ class _Task:
     group: Optional[str] = None
     in_group: float = 0  # completed in the current group
     shown: float = field(default_factory=time.monotonic)  # when the last line was printed
+    totals: dict[str, float] = field(default_factory=dict)  # units per group, when groups run side by side
+    in_groups: dict[str, float] = field(default_factory=dict)  # completed per group of ``totals``
 
 
 class LineProgress:
     """Progress for a pipe, as CI reads it: plain lines on stderr, one each time a group (a backend)
     finishes, one every ``every`` seconds while a group runs, and one at the end, each
     ``TITLE progress: WHAT; DONE/TOTAL UNITS, SECONDS s``.  It takes the calls of rich's
-    ``Progress`` that the commands make (``add_task``, ``update``)."""
+    ``Progress`` that the commands make (``add_task``, ``update``).  When groups finish side by side
+    (rows on several processes), ``add_task(groups=...)`` gives each group's total, and a group's
+    line comes when its last unit is done."""
 
     def __init__(self, *, stream: Optional[TextIO] = None, every: float = PROGRESS_EVERY,
                  clock: Callable[[], float] = time.monotonic, disable: bool = False):
@@ -332,14 +336,16 @@ class LineProgress:
             self._line(task, "finished" if task.total is None or task.completed >= task.total else "stopped")
 
     def add_task(self, description: str, *, total: Optional[float] = None, unit: str = "row",
-                 **_: Any) -> int:
-        self.tasks.append(_Task(description, total, unit, shown=self.clock()))
+                 groups: Optional[dict[str, float]] = None, **_: Any) -> int:
+        self.tasks.append(_Task(description, total, unit, shown=self.clock(), totals=dict(groups or {})))
         return len(self.tasks) - 1
 
     def update(self, task_id: int, *, advance: float = 0, group: Optional[str] = None, **_: Any) -> None:
         """Count ``advance`` more done, in ``group`` when given; print a line when a group ends
         or ``every`` seconds have passed since the last line."""
         task = self.tasks[task_id]
+        if group is not None and task.in_groups.get(group, 0) < task.totals.get(group, 0):
+            return self._side_by_side(task, group, advance=advance)
         if group is not None and task.group is not None and group != task.group:
             self._line(task, f"{task.group} done ({_count(task.in_group, task.unit)})")
             task.in_group = 0
@@ -348,6 +354,16 @@ class LineProgress:
         task.in_group += advance
         if self.clock() - task.shown >= self.every:
             self._line(task, "running" + (f" {task.group}" if task.group else ""))
+
+    def _side_by_side(self, task: _Task, group: str, *, advance: float) -> None:
+        """:meth:`update` for a group of ``totals``: its line once all its units are done."""
+        task.completed += advance
+        task.in_groups[group] = task.in_groups.get(group, 0) + advance
+        if task.in_groups[group] >= task.totals[group]:
+            self._line(task, f"{group} done ({_count(task.in_groups[group], task.unit)})")
+        elif self.clock() - task.shown >= self.every:
+            running = [g for g, n in task.in_groups.items() if n < task.totals[g]]
+            self._line(task, f"running {', '.join(running)}")
 
     def done(self, task_id: int, what: str, *, advance: float = 1) -> None:
         """Count ``advance`` more done and say at once that ``what`` finished."""
@@ -371,11 +387,13 @@ def _count(n: Optional[float], unit: str) -> str:
     return f"{count:,} {unit}" + ("" if count == 1 else "s")
 
 
-def make_progress(*, console: Console, disable: bool = False) -> Progress | LineProgress:
+def make_progress(*, console: Console, disable: bool = False, ticking: bool = True) -> Progress | LineProgress:
     """A progress bar for the suite (description, bar, n/m, elapsed), redrawn in place on a
-    terminal; on a pipe, :class:`LineProgress` lines on stderr instead."""
+    terminal; on a pipe, :class:`LineProgress` lines on stderr instead.  ``ticking=False``: the bar
+    is redrawn only when updated with ``refresh=True``, by no thread of its own (a process about
+    to fork must not have a thread holding the console's lock)."""
     if not console.is_terminal:
         return LineProgress(disable=disable)
     return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                     MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False,
-                    disable=disable)
+                    disable=disable, auto_refresh=ticking)
