@@ -39,6 +39,8 @@ $(STAMP): pyproject.toml Makefile
 	# so the light frameworks (jax, keras, onnx, onnxruntime) cannot replace it.
 	$(PY) -m pip install -q $(TORCH_SPEC)
 	$(PY) -m pip install -q -e ".[dev,all]"
+	# compile the numba loops once (cached next to the package), so no run or test compiles them
+	$(PY) -m conformance.compile_cache
 	touch $(STAMP)
 
 setup-frameworks: $(FRAMEWORK_STAMPS)

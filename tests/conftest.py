@@ -4,7 +4,7 @@ whatever the terminal or pytest-xdist worker they run in; and not GitHub Actions
 under GitHub Actions neither writes to its step summary nor changes what commands print.
 
 Under pytest-xdist the controller compiles the numba loops once, in a process of its own
-started before the workers collect (:func:`tests.helpers.warm_compiled`): on a fresh clone
+started before the workers collect (:mod:`conformance.compile_cache`): on a fresh clone
 the workers then load them from numba's cache instead of each compiling them."""
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """In an xdist controller, start compiling the numba loops beside the workers' start-up."""
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None):
         return
-    code = "from tests.helpers import warm_compiled; warm_compiled()"
+    code = "from conformance.compile_cache import warm; warm()"
     config.stash[_WARMING] = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT,
                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

@@ -189,28 +189,3 @@ def finite_normal_indices(a: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.isfinite(w) & (np.abs(w) >= info(a.dtype).smallest_normal) & (w != 0))
 
 
-#: The dtype pairs whose compiled loops the suite calls: each one is a numba signature of its own.
-_COMPILED_PAIRS = (("float16", "float16"), ("bfloat16", "bfloat16"), ("float32", "float32"),
-                   ("float64", "float64"), ("float32", "float16"), ("float16", "float32"))
-
-
-def warm_compiled() -> None:
-    """Compile (or load from numba's cache) every compiled loop the suite calls: the golden's
-    forward and backward for each dtype pair, on writable and read-only inputs, and the ULP and
-    metric passes for 16-, 32- and 64-bit data.  The results are thrown away."""
-    from conformance import jit
-    from conformance.dtypes import ulp_distance
-    from conformance.reference import golden as ref
-    from conformance.report.metrics import Tolerance, compare
-
-    if not jit.enabled():
-        return
-    for (name, out), writable in ((pair, w) for pair in _COMPILED_PAIRS for w in (True, False)):
-        x = np.linspace(-3, 3, 8).astype(info(name).dtype)
-        x.setflags(write=writable)
-        ref.compute("forward", x, 0.2, out_dtype=out)
-        ref.compute("backward", x, 0.2, dy=x, out_dtype=out)
-    for name in ("float16", "float32", "float64"):
-        a = np.linspace(-3, 3, 8).astype(name)
-        ulp_distance(a, a[::-1].copy())
-        compare(a, a[::-1].copy(), tolerance=Tolerance(rtol=0.0, atol=0.0))
