@@ -75,9 +75,24 @@ def from_signal(exc: BaseException) -> bool:
 RESEND_AFTER = 0.05  # seconds: the hook has returned by then, so the signal is not raised inside it
 
 
+_pending: list[int] = []  # swallowed signals not yet sent again; cleared when the block ends
+_pending_lock = threading.Lock()
+
+
 def _send_later(signum: int) -> None:
     time.sleep(RESEND_AFTER)
-    _thread.interrupt_main(signum)
+    with _pending_lock:
+        if signum in _pending:  # the block has not ended (which raises it itself) nor been sent
+            _pending.remove(signum)
+            _thread.interrupt_main(signum)
+
+
+def _take_pending() -> Optional[int]:
+    """The swallowed signal not yet sent again, if any, now no thread will send it."""
+    with _pending_lock:
+        signum = _pending[0] if _pending else None
+        _pending.clear()
+    return signum
 
 
 def _resend(previous: Any) -> Any:
@@ -87,6 +102,8 @@ def _resend(previous: Any) -> Any:
 
     def hook(unraisable: Any) -> None:
         if isinstance(unraisable.exc_value, Interrupted):
+            with _pending_lock:
+                _pending.append(unraisable.exc_value.signum)
             _thread.start_new_thread(_send_later, (unraisable.exc_value.signum,))  # does not wait for the thread
             return
         previous(unraisable)
@@ -111,9 +128,12 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         sys.unraisablehook = previous_hook
+        swallowed = _take_pending()
         signal.signal(signal.SIGTERM, previous)
         if previous_int is signal.default_int_handler:
             signal.signal(signal.SIGINT, previous_int)
+        if swallowed is not None and sys.exc_info()[0] is None:  # the block ended before it was sent
+            raise Terminated() if swallowed == signal.SIGTERM else Interrupted()
 
 
 class ProcessExit(SystemExit):
