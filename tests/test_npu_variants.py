@@ -286,3 +286,22 @@ def test_only_location_defects_and_unmodelled_formulas_lack_semantics() -> None:
     lacking = {v.name for v in VARIANTS.values() if v.semantics is None}
     assert lacking == {"tail-overrun", "tail-dropped", "core-overlap", "nan-swallowing-max"}
     assert VARIANTS["mask-multiply"].semantics_in("backward") is None
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_a_saturating_cast_before_compute_on_910a_is_named_in_full(direction: str):
+    """In saturation mode the fp32->fp16 cast clamps at ±65504 and turns NaN into 0: the golden
+    narrowed that way (with the operands saturated) reproduces every element, none unexplained."""
+    from tests.helpers import counts, judge_named
+
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.standard_normal(4000).astype(np.float32) * 1e5,
+                        np.array([np.nan, np.inf, -np.inf, 7e4, -7e4, 65504, 1e-30, -1e-30], np.float32)])
+    if direction == "forward":
+        actual, dy = leaky_relu(x, 0.2, profile="ascend910a", variant="cast-before-compute").y, None
+    else:
+        dy = rng.standard_normal(x.size).astype(np.float32) * 100
+        dy[-8:] = [7e4, -7e4, np.nan, np.inf, -np.inf, 1e6, -1e6, 3.0]
+        actual = leaky_relu_backward(dy, x, 0.2, profile="ascend910a", variant="cast-before-compute").dx
+    row = judge_named(x, actual, 0.2, dy=dy)
+    assert "input-precision" in counts(row) and "lost-nan" not in counts(row)

@@ -122,7 +122,7 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
 
 def _prepared(v: np.ndarray, s: Semantics) -> np.ndarray:
     """An operand as the loop reads it: flushed as it is read, narrowed to ``input_dtype``."""
-    return narrowed(read_operand(v, s), s.input_dtype)
+    return narrowed(read_operand(v, s), s.input_dtype, saturating=s.saturate_inputs)
 
 
 def _load(v, table):  # pragma: no cover - typed by the overload below

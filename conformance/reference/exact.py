@@ -197,14 +197,17 @@ def add_once(a: np.ndarray, b: np.ndarray, out: DTypeInfo) -> np.ndarray:
     return (a + b).astype(out.dtype)
 
 
-def narrowed(v: np.ndarray, input_dtype: Optional[DTypeLike]) -> np.ndarray:
+def narrowed(v: np.ndarray, input_dtype: Optional[DTypeLike], *, saturating: bool = False) -> np.ndarray:
     """``v`` rounded to ``input_dtype`` (overflow to inf) and widened back: a kernel that
     narrows its operands before computing.  None leaves ``v`` as it is.  A 16-bit ``v``
     (rounded to the other 16-bit dtype, whose range or precision differs) comes back as
-    float32, which holds both exactly."""
+    float32, which holds both exactly.  ``saturating``: the conversion of a chip in
+    saturation mode, where overflow gives ±max of ``input_dtype`` and NaN gives 0."""
     if input_dtype is None:
         return v
     narrow = round_float64(v.astype(np.float64), info(input_dtype))
+    if saturating:
+        narrow = saturated(narrow, info(input_dtype))
     return cast_exact(narrow, info("float32" if info(v.dtype).bits == 16 else v.dtype))
 
 

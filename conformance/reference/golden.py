@@ -276,7 +276,7 @@ def _forward(x: np.ndarray, alpha: float, out_dtype: Optional[DTypeLike], s: Sem
     MAXPS/MINPS, measured on MindSpore's fp32 CPU kernels).  ``twice``: LeakyReLU applied
     to its own result (slope a*a, rounded twice)."""
     _, out = resolve_pair(x.dtype, out_dtype)
-    x = narrowed(x, s.input_dtype)
+    x = narrowed(x, s.input_dtype, saturating=s.saturate_inputs)
     a, daz, ftz, opmath = _slope(alpha, s), s.daz, s.ftz, s.opmath
 
     def one(xs: np.ndarray) -> np.ndarray:
@@ -317,7 +317,7 @@ def _backward(dy: np.ndarray, x: np.ndarray, alpha: float, out_dtype: Optional[D
     if s.formulation == "swap_operands":
         dy, x, s = x, dy, replace(s, formulation="select")
     _, out = resolve_pair(x.dtype, out_dtype)
-    dy, x = narrowed(dy, s.input_dtype), narrowed(x, s.input_dtype)
+    dy, x = (narrowed(v, s.input_dtype, saturating=s.saturate_inputs) for v in (dy, x))
     if dy.shape != x.shape or dy.dtype != x.dtype:
         raise ValueError(f"dy and x must match: got {dy.dtype}{dy.shape} and {x.dtype}{x.shape}")
     a, daz, ftz, opmath = _slope(alpha, s), s.daz, s.ftz, s.opmath

@@ -23,7 +23,8 @@ fields, by what they change:
   product is NaN, as a compare-select ``a > b ? a : b`` does; ``propagate`` is ``np.maximum``);
 - limits and rounding: ``saturate`` (Ascend saturation mode: NaN -> 0 and ±inf -> ±max;
   ``"inf"`` clamps only the infinities), ``saturate_inputs`` (operands saturate as a
-  float32 unit reads them), ``rounding`` of the final conversion (``rtz`` truncates, so
+  float32 unit reads them, and narrowing to ``input_dtype`` saturates at its limits),
+  ``rounding`` of the final conversion (``rtz`` truncates, so
   overflow gives ±max; ``rna`` rounds half away from zero), ``input_dtype`` (operands
   narrowed before computing), ``result_dtype`` (the result rounded to a narrower dtype,
   then converted to the output dtype);
