@@ -22,7 +22,8 @@ from conformance.ingest.dumps import chunks, progress
 from conformance.reference.quantized import QDTYPES, QuantParams, parse_setting
 from conformance.report.evaluate import Row
 from conformance.report.gate import GateConfig
-from conformance.report.quantized import evaluate_code_chunks
+from conformance.report.quantized import evaluate_code_chunks, with_layout
+from conformance.report.triage.quantized_layout import LAYOUT_MAX_CODES
 
 _BY_STORAGE = {np.dtype(storage): name for name, (storage, _, _) in QDTYPES.items()}
 _NOT_WITH = ("--dy", "--dx", "--dtype", "--msprobe", "--manifest", "--profile", "--cores")
@@ -67,6 +68,10 @@ def rows(args: argparse.Namespace, *, config: GateConfig) -> list[Row]:
     params = setting(args.quant, x=x)
     alpha, label = parse_alpha(args.alpha), Path(args.y).name
     with ExitStack() as stack:
-        return [evaluate_code_chunks(lambda: chunks(x, y, dy=None), numel=x.size, alpha=alpha, params=params,
-                                     backend="dump", config=config, label=label, shape=x.shape,
-                                     advance=progress(stack, f"forward {label}", total=x.size, quiet=args.quiet))]
+        row = evaluate_code_chunks(lambda: chunks(x, y, dy=None), numel=x.size, alpha=alpha, params=params,
+                                   backend="dump", config=config, label=label, shape=x.shape,
+                                   advance=progress(stack, f"forward {label}", total=x.size, quiet=args.quiet))
+    unexplained = any(f.category == "unexplained" for f in row.findings)
+    if unexplained and x.size <= LAYOUT_MAX_CODES:  # a layout proof reads the whole tensor
+        row = with_layout(row, x.whole(), y.whole(), params=params, config=config, label=label)
+    return [row]

@@ -18,7 +18,7 @@ weighted by the elements it stands for, and finds what it finds on the whole ten
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import reduce
 from typing import Optional
 
@@ -30,6 +30,7 @@ from conformance.report.evaluate import Chunk, Finding, Row
 from conformance.report.gate import GateConfig, verdict
 from conformance.report.messages import MAX_EXAMPLES, Offender
 from conformance.report.triage.quantized import QuantBatch, QuantClaim, code_distance, triage_quantized
+from conformance.report.triage.quantized_layout import LAYOUT_MAX_CODES, claim_code_layout
 
 MAX_CODES = 1  # the largest code difference a named requantization rule may show
 _CODES = 256  # codes of an 8-bit dtype
@@ -168,3 +169,22 @@ def evaluate_codes(codes: np.ndarray, actual: np.ndarray, alpha: float, *, param
     return evaluate_code_chunks(lambda: [Chunk(0, flat, None, out)], numel=int(flat.size), alpha=alpha,
                                 params=params, backend=backend, profile=profile, config=config, label=label,
                                 shape=tuple(np.shape(codes)))
+
+
+def with_layout(row: Row, codes: np.ndarray, actual: np.ndarray, *, params: QuantParams, config: GateConfig,
+                profile: Optional[str] = None, label: str = "codes") -> Row:
+    """``row`` of ``actual`` (codes of ``codes``' shape), judged again as output in another layout
+    when its triage left codes unexplained and a layout with the quantized rules explains them all."""
+    if not any(f.category == "unexplained" for f in row.findings):
+        return row
+    flat, out = np.asarray(codes).reshape(-1), np.asarray(actual).reshape(-1)
+    if flat.size > LAYOUT_MAX_CODES:
+        return row
+    table = exact_table(row.alpha, params=params)
+    batch = QuantBatch(flat, row.alpha, params, lookup(table, flat, params=params), out)
+    claims = claim_code_layout(batch, tuple(np.shape(codes)))
+    if claims is None:
+        return row
+    findings = tuple(_finding(c, b, backend=row.backend, profile=profile, config=config, part=label)
+                     for c, b in claims)
+    return replace(row, findings=findings, verdict=verdict([f.allowed for f in findings]))
