@@ -126,19 +126,25 @@ def _span_region(rng: np.random.Generator, n: int, *, tile: int) -> Drawn:
     return f"[{lo}, {lo + k})", np.arange(lo, lo + k), (np.arange(lo - tile, lo + k - tile) if lo >= tile else None)
 
 
+def _drawn(rng: np.random.Generator, *, shape_of: Callable[[np.random.Generator], tuple[int, ...]]) -> tuple:
+    """A case's dtype pair, direction, slope (neither 0 nor 1), shape, inputs and exact result."""
+    src, out = PAIRS[int(rng.integers(len(PAIRS)))]
+    direction = "forward" if rng.random() < 0.55 else "backward"
+    alpha = float(rng.choice([a for a in ALPHAS if a not in (0.0, 1.0)]))
+    shape = shape_of(rng)
+    n = int(np.prod(shape))
+    x = draw_values(rng, src, n).reshape(shape)
+    dy = draw_values(rng, src, n).reshape(shape) if direction == "backward" else None
+    return src, out, direction, alpha, shape, x, dy, compute(x, dy, alpha, out, EXACT)
+
+
 def generate_regional(seed: int, *, plan: Optional[PlanFn] = None) -> Planted:
     """One deterministic case with a defect confined to a region of the plan or the shape:
     a rule of the catalogue that holds there alone, or the region holding another region's
     results (a stale tile, the previous row or channel, another core's range)."""
     rng = np.random.default_rng([seed, 20])
-    src, out = PAIRS[int(rng.integers(len(PAIRS)))]
-    direction = "forward" if rng.random() < 0.55 else "backward"
-    alpha = float(rng.choice([a for a in ALPHAS if a not in (0.0, 1.0)]))
-    shape = _region_shape(rng)
-    n = int(np.prod(shape))
-    x = draw_values(rng, src, n).reshape(shape)
-    dy = draw_values(rng, src, n).reshape(shape) if direction == "backward" else None
-    golden = compute(x, dy, alpha, out, EXACT)
+    src, out, direction, alpha, shape, x, dy, golden = _drawn(rng, shape_of=_region_shape)
+    n = x.size
     layout = (plan(src, out, direction, n, rng) if plan is not None else None) or synthetic_plan(rng, n)
     defect, actual, accept = _plant_in_region(rng, x, dy, alpha, out, golden, _region(rng, shape, layout))
     return Planted(seed, x, dy, alpha, direction, out, golden, actual, (defect,), accept, layout)
@@ -170,14 +176,7 @@ def generate_composed(seed: int) -> Planted:
     on top of a rule (the rule's output clamped).  Per element, the categories of the
     defects that alone reproduce it, or both where neither does."""
     rng = np.random.default_rng([seed, 30])
-    src, out = PAIRS[int(rng.integers(len(PAIRS)))]
-    direction = "forward" if rng.random() < 0.55 else "backward"
-    alpha = float(rng.choice([a for a in ALPHAS if a not in (0.0, 1.0)]))
-    shape = _layout_shape(rng)
-    n = int(np.prod(shape))
-    x = draw_values(rng, src, n).reshape(shape)
-    dy = draw_values(rng, src, n).reshape(shape) if direction == "backward" else None
-    golden = compute(x, dy, alpha, out, EXACT)
+    src, out, direction, alpha, shape, x, dy, golden = _drawn(rng, shape_of=_layout_shape)
     pool = catalogue(alpha=alpha, src=src, out=out, direction=direction)
     rule = pool[int(rng.integers(len(pool)))]
     ruled = compute(x, dy, alpha, out, rule.semantics)
