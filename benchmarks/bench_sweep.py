@@ -9,7 +9,10 @@ golden computed once per chunk and shared by both (the sweep's default):
 Each configuration runs 32 chunks of 2^21 patterns (2^26 in all) spread evenly over the
 pattern space (one every 2^27, so positives, negatives, subnormals, infinities and NaNs
 weigh as in the full sweep) on the embedded Dask cluster with one worker per core, after a
-warm-up chunk per worker (imports), and the rate is extrapolated to 2^32 patterns.
+warm-up chunk per worker (imports), and the rate is extrapolated to 2^32 patterns twice: by
+wall time (what this machine takes at its present load, printed beside it) and by the CPU
+seconds the workers spent on the chunks, divided among the cores (what the cores would take
+with nothing else running).
 A per-stage breakdown (golden, each backend, judging) of one negative and one positive
 chunk in this process says where the time goes.
 Run: ``make bench`` or ``python -c "import benchmarks.bench_sweep as b; b.main()"``.
@@ -49,11 +52,12 @@ def sampled_tasks(group: Sequence[SweepSpec], *, chunk: int = CHUNK) -> list[swe
             for members in by_class.values() for lo in range(0, ALL, ALL // SAMPLES)]
 
 
-def timed_sweep(execute: sweeping.Executor, tasks: Sequence[sweeping.ChunkTask]) -> float:
-    start = time.perf_counter()
-    for _ in execute(tasks):
-        pass
-    return time.perf_counter() - start
+def timed_sweep(execute: sweeping.Executor, tasks: Sequence[sweeping.ChunkTask]) -> tuple[float, float]:
+    """Wall seconds of the tasks, and the CPU seconds their workers spent on them."""
+    start, cpu = time.perf_counter(), 0.0
+    for done in execute(tasks):
+        cpu += done.cpu
+    return time.perf_counter() - start, cpu
 
 
 def stage_times(spec_group: Sequence[SweepSpec], lo: int) -> dict[str, float]:
@@ -96,11 +100,14 @@ def main() -> None:
         timed_sweep(execute, warm)
         for title, group, target in configs:
             tasks = sampled_tasks(group)
-            seconds = timed_sweep(execute, tasks)
-            full = seconds * ALL / (SAMPLES * CHUNK)  # each x class sweeps all 2^32 dy
+            load = os.getloadavg()[0]
+            seconds, cpu = timed_sweep(execute, tasks)
+            scale = ALL / (SAMPLES * CHUNK)  # each x class sweeps all 2^32 dy
             print(f"{title}: {len(tasks)} chunks of {CHUNK:,} patterns in {seconds:.1f} s on {workers} workers "
-                  f"= {len(tasks) * CHUNK / seconds / 1e6:.2f} M patterns/s (golden + 2 backends each); "
-                  f"all 2^32 patterns: {_minutes(full)} (target {_minutes(target)})", flush=True)
+                  f"= {len(tasks) * CHUNK / seconds / 1e6:.2f} M patterns/s (golden + 2 backends each), "
+                  f"{cpu:.1f} CPU s, load {load:.1f}; all 2^32 patterns, extrapolated: {_minutes(seconds * scale)} "
+                  f"by wall, {_minutes(cpu * scale / workers)} by CPU on {workers} free cores "
+                  f"(target {_minutes(target)})", flush=True)
 
 
 if __name__ == "__main__":

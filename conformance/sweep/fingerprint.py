@@ -56,7 +56,10 @@ def _outside_sources(backend: object) -> list[bytes]:
     return [p for f in outside for p in (str(f).encode(), f.read_bytes())]
 
 
+@functools.cache
 def _versions(packages: tuple[str, ...]) -> bytes:
+    """The installed versions, read once per process (a later install does not change the
+    modules this process imported; reading each distribution's metadata costs milliseconds)."""
     found = {}
     for name in packages:
         try:

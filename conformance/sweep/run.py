@@ -12,6 +12,7 @@ fingerprint, and recomputes the others.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -65,6 +66,7 @@ class ChunkDone:
     rows: tuple[tuple[str, str, str], ...]
     seconds: float
     pairs: tuple[tuple[str, str, int], ...] = ()
+    cpu: float = 0.0  # CPU seconds of the process that ran it, while it ran (a shared machine's wall misleads)
 
 
 # ----------------------------------------------------------------------------- one chunk
@@ -126,19 +128,26 @@ def _single_thread() -> None:
         torch.set_num_threads(1)
 
 
+@functools.lru_cache(maxsize=1)
+def _threadpools(modules: int):  # noqa: ANN202 - a threadpoolctl.ThreadpoolController
+    """The process's thread pools, found again only when a module was imported since (finding
+    them reads every loaded library: milliseconds a chunk)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
 def run_chunk(task: ChunkTask) -> ChunkDone:
     """Judge every spec of ``task`` on its patterns; golden once per slope segment.  BLAS runs on
     one thread, so float sums (the cosine's dot products) do not depend on the executor."""
-    from threadpoolctl import threadpool_limits
-
     if task.single_thread:
         _single_thread()
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _threadpools(len(sys.modules)).limit(limits=1, user_api="blas"):
         return _run_chunk(task)
 
 
 def _run_chunk(task: ChunkTask) -> ChunkDone:
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
     group = task.specs[0]
     judged: dict[SweepSpec, list[Row]] = {s: [] for s in task.specs}
     pairs = bits.pairs_of(task.specs)
@@ -156,7 +165,7 @@ def _run_chunk(task: ChunkTask) -> ChunkDone:
     rows = tuple((s.key, prints[s], row_text(merge_rows(judged[s], config=task.config))) for s in task.specs)
     counted = tuple((bits.pair_key(p), bits.pair_fingerprint(prints[p[0]], prints[p[1]]), n)
                     for p, n in differ.items())
-    return ChunkDone(task.lo, task.hi, rows, time.perf_counter() - began, counted)
+    return ChunkDone(task.lo, task.hi, rows, time.perf_counter() - began, counted, time.process_time() - cpu)
 
 
 # ----------------------------------------------------------------------------- planning

@@ -135,8 +135,8 @@ class Segment:
 
 
 def _patterns(dtype: str, lo: int, hi: int) -> np.ndarray:
-    rec = info(dtype)
-    return np.arange(lo, hi, dtype=np.uint64).astype(rec.uint).view(rec.dtype)
+    rec = info(dtype)  # 0 <= lo < hi <= 2^bits: the bits fit the unsigned type, no wider pass
+    return np.arange(lo, hi, dtype=rec.uint).view(rec.dtype)
 
 
 def _place(spec: SweepSpec, start: int, alpha: float, low: np.ndarray) -> Segment:

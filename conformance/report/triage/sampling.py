@@ -63,7 +63,10 @@ class Scope:
 
 
 def _special(batch: Batch, index: np.ndarray) -> np.ndarray:
-    return special_values(batch.x[index], batch.golden[index], None if batch.dy is None else batch.dy[index])
+    """Which of the elements ``index`` are special: found on the whole arrays and then taken at
+    ``index`` (the test is elementwise; three gathers of most of a large batch cost more)."""
+    flat = [None if a is None else a.reshape(-1) for a in (batch.x, batch.golden, batch.dy)]
+    return special_values(*flat)[index]
 
 
 def scope_of(batch: Batch, mismatches: np.ndarray) -> Scope:
