@@ -79,6 +79,30 @@ def test_slope_segments_pair_every_x_with_every_slope():
     assert to_bits(segs[0].x).tolist() == [0xFFFE, 0xFFFF] and segs[1].x.size == 1 << 16
     assert spec.size == len(slopes) << 16 and len(slopes) == (1 << 16) - 2 * 1024
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_patterns_at_both_ends_of_the_space_are_their_own_bits(dtype):
+    spec = SweepSpec("torch", dtype, dtype, "forward", 0.2)
+    top = spec.size
+    for lo, hi in ((0, 5), (top - 5, top)):
+        (seg,) = segments(spec, lo, hi)
+        assert seg.x.dtype == info(dtype).dtype and seg.start == lo
+        assert to_bits(seg.x).tolist() == list(range(lo, hi))
+
+
+def test_a_chunk_runs_blas_on_one_thread_and_reports_its_cpu_seconds(monkeypatch):
+    from threadpoolctl import threadpool_info
+
+    seen = []
+    inner = sweeping._run_chunk
+    monkeypatch.setattr(sweeping, "_run_chunk", lambda task: (seen.append(threadpool_info()), inner(task))[1])
+    spec = SweepSpec("torch", "float32", "float32", "forward", 0.2, tolerance=())
+    for _ in range(2):  # the second chunk reuses the thread pools found by the first
+        done = sweeping.run_chunk(sweeping.ChunkTask((spec,), NEAR_HALF, NEAR_HALF + (1 << 12), CONFIG))
+        assert done.cpu > 0
+    blas = [[p["num_threads"] for p in found if p["user_api"] == "blas"] for found in seen]
+    assert all(n and set(n) == {1} for n in blas), blas  # a library loaded by the first chunk too
+
+
 
 # ----------------------------------------------------------------------------- usage errors
 

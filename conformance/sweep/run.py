@@ -31,12 +31,14 @@ from conformance.dtypes import info
 from conformance.errors import UsageError
 from conformance.frameworks.loading import require_installed
 from conformance.guard import guarded_call, input_modified
+from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.report.evaluate import Row, evaluate, merge_rows
 from conformance.report.gate import GateConfig
 from conformance.sweep import pairs as bits
+from conformance.sweep import twins
 from conformance.sweep.fingerprint import fingerprint
-from conformance.sweep.spec import SweepSpec, chunk_plan, finite_slopes, segments
+from conformance.sweep.spec import Segment, SweepSpec, chunk_plan, finite_slopes, segments
 from conformance.sweep.store import Store, describe_rejected, row_text
 
 SWEPT_ALPHA = float("nan")  # Row.alpha of a slope sweep (one object: rows of one sweep share the key)
@@ -104,20 +106,49 @@ def spec_fingerprint(spec: SweepSpec) -> str:
     return fingerprint(_backend(spec))
 
 
-def _judge(spec: SweepSpec, x: np.ndarray, dy: Optional[np.ndarray], alpha: float, golden: np.ndarray, *,
-           start: int, config: GateConfig) -> tuple[Row, Optional[np.ndarray]]:
-    """The segment's row, and the backend's output (None: it returned none)."""
+@dataclass(frozen=True)
+class _Called:
+    """One backend's call on a segment: its result and the copies of the inputs it was handed."""
+
+    result: BackendResult
+    handed: tuple[np.ndarray, Optional[np.ndarray]]
+
+
+def _call(spec: SweepSpec, seg: Segment) -> _Called:
     out = spec.out_dtype if spec.out_dtype != spec.dtype else None
-    given_x, given_dy = x.copy(), None if dy is None else dy.copy()  # the backend's own copies
-    result = guarded_call(_backend(spec), spec.direction, given_x, alpha, dy=given_dy,  # type: ignore[arg-type]
+    given_x, given_dy = seg.x.copy(), None if seg.dy is None else seg.dy.copy()  # the backend's own copies
+    result = guarded_call(_backend(spec), spec.direction, given_x, seg.alpha, dy=given_dy,  # type: ignore[arg-type]
                           out_dtype=out)
-    row = evaluate(x, alpha, result, direction=spec.direction, dy=dy, out_dtype=spec.out_dtype,
-                   backend=spec.backend, profile=spec.profile, variant=spec.variant, config=config,
-                   label=_segment_label(spec, alpha), golden=golden, shape=(spec.size,))
-    row = input_modified(row, kept=(x, dy), handed=(given_x, given_dy), config=config)
-    row = shifted(row, start)
-    value = None if result.value is None else np.asarray(result.value).reshape(-1)
-    return (replace(row, alpha=SWEPT_ALPHA) if spec.sweep_alpha else row), value
+    return _Called(result, (given_x, given_dy))
+
+
+def _evaluated(spec: SweepSpec, seg: Segment, result: BackendResult, golden: np.ndarray, *,
+               config: GateConfig) -> Row:
+    return evaluate(seg.x, seg.alpha, result, direction=spec.direction, dy=seg.dy, out_dtype=spec.out_dtype,
+                    backend=spec.backend, profile=spec.profile, variant=spec.variant, config=config,
+                    label=_segment_label(spec, seg.alpha), golden=golden, shape=(spec.size,))
+
+
+def _judge_segment(specs: Sequence[SweepSpec], seg: Segment, golden: np.ndarray, *,
+                   config: GateConfig) -> dict[SweepSpec, tuple[Row, Optional[np.ndarray]]]:
+    """Each spec's row of the segment and its output (None: it returned none).  A backend whose
+    output has the bits of one already judged gets its row derived (``twins``); the results
+    with a tile layout are judged first, as the others' rows derive from theirs."""
+    called = {spec: _call(spec, seg) for spec in specs}
+    judged: list[tuple[Row, BackendResult]] = []
+    out = {}
+    for spec in sorted(specs, key=lambda s: called[s].result.layout is None):
+        result = called[spec].result
+        row = next((twins.derived(r, result, backend=spec.backend, profile=spec.profile, variant=spec.variant,
+                                  config=config) for r, done in judged if twins.derivable(r, done, result)), None)
+        if row is None:
+            row = _evaluated(spec, seg, result, golden, config=config)
+            judged.append((row, result))
+        row = shifted(input_modified(row, kept=(seg.x, seg.dy), handed=called[spec].handed, config=config),
+                      seg.start)
+        value = None if result.value is None else np.asarray(result.value).reshape(-1)
+        out[spec] = (replace(row, alpha=SWEPT_ALPHA) if spec.sweep_alpha else row), value
+    return out
 
 
 def _single_thread() -> None:
@@ -154,11 +185,10 @@ def _run_chunk(task: ChunkTask) -> ChunkDone:
     differ = dict.fromkeys(pairs, 0)
     for seg in segments(group, task.lo, task.hi):
         golden = ref.compute(group.direction, seg.x, seg.alpha, dy=seg.dy, out_dtype=group.out_dtype)
-        outputs = {}
+        rows = _judge_segment(task.specs, seg, golden, config=task.config)
+        outputs = {spec: value for spec, (_, value) in rows.items()}
         for spec in task.specs:
-            row, outputs[spec] = _judge(spec, seg.x, seg.dy, seg.alpha, golden, start=seg.start,
-                                        config=task.config)
-            judged[spec].append(row)
+            judged[spec].append(rows[spec][0])
         for a, b in pairs:
             differ[(a, b)] += bits.count(outputs[a], outputs[b], size=seg.x.size)
     prints = {s: spec_fingerprint(s) for s in task.specs}
