@@ -16,8 +16,6 @@ import importlib
 import os
 import re
 import sys
-import tempfile
-import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
@@ -196,6 +194,9 @@ def _one_line(exc: BaseException) -> str:
 
 def _save_traceback(exc: BaseException) -> str:
     """Write ``exc``'s traceback to a new temporary file and return its path."""
+    import tempfile  # only a bug needs them: a worker's start-up goes without
+    import traceback
+
     try:
         fd, path = tempfile.mkstemp(prefix="conformance-traceback-", suffix=".txt")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
