@@ -136,7 +136,7 @@ class BackendBase:
 
     def boundary_sizes(self, dtype: str, out_dtype: str, direction: Direction) -> tuple[int, ...]:
         """Sizes worth a batch of their own: the default chip's core boundaries."""
-        from conformance.cases.strategies import boundary_sizes
+        from conformance.cases.boundaries import boundary_sizes
 
         return boundary_sizes(dtype, out_dtype=out_dtype, direction=direction, tiles=False)
 

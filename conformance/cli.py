@@ -16,8 +16,6 @@ import importlib
 import os
 import re
 import sys
-import tempfile
-import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
@@ -50,17 +48,32 @@ def version() -> str:
         return "unknown"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, only: Optional[str] = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``only``, every command is still a choice but only that
+    one's module is imported and configured (a worker starts without loading every command)."""
     parser = _Parser(prog="conformance", description=DESCRIPTION,
                      epilog="Run 'conformance COMMAND --help' for the options of one command.")
     parser.add_argument("--version", action="version", version=f"conformance {version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in COMMANDS:
+        if only is not None and name != only:
+            sub.add_parser(name)
+            continue
         module = importlib.import_module(f"conformance.commands.{name.replace('-', '_')}")
         child = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.configure(child)
         child.set_defaults(_execute=module.execute)
     return parser
+
+
+def named_command(argv: Sequence[str]) -> Optional[str]:
+    """The command ``argv`` names before any top-level option (``--help``, ``--version``) that
+    would list every command; None when there is none."""
+    for token in argv:
+        if token.startswith("-"):
+            return None
+        return token if token in COMMANDS else None
+    return None
 
 
 _NEGATIVE_VALUE = re.compile(r"^-([\d.]|inf|nan)", re.IGNORECASE)  # -1/3, -1e-3, -.5, -inf: values
@@ -151,7 +164,7 @@ INTERNAL_ERROR = 3
 
 def _parsed(argv: Sequence[str]) -> argparse.Namespace:
     """The arguments; one that no option takes is named with the help of its sub-command."""
-    args, extra = build_parser().parse_known_args(argv)
+    args, extra = build_parser(only=named_command(argv)).parse_known_args(argv)
     if extra:
         raise UsageError(f"unrecognized arguments: {' '.join(extra)} (see conformance {args.command} --help)")
     return args
@@ -181,6 +194,9 @@ def _one_line(exc: BaseException) -> str:
 
 def _save_traceback(exc: BaseException) -> str:
     """Write ``exc``'s traceback to a new temporary file and return its path."""
+    import tempfile  # only a bug needs them: a worker's start-up goes without
+    import traceback
+
     try:
         fd, path = tempfile.mkstemp(prefix="conformance-traceback-", suffix=".txt")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -78,7 +78,7 @@ def test_an_export_cut_short_leaves_its_directory_as_it_found_it(tmp_path: Path,
     target = tmp_path / "cases"
     if existed:
         target.mkdir()
-    argv = ["export-cases", str(target), "--dtype", "fp16", "--alpha", "0.2"]
+    argv = ["export-cases", str(target), "--dtype", "fp16", "--alpha", "0.2", "--max-examples", "2"]  # 12 cases
     result = run_cli(argv, capsys)
     assert result.code == (130 if stop is KeyboardInterrupt else 2) and len(written) == 3, result.text
     assert (sorted(target.iterdir()) == [] if existed else not target.exists())

@@ -286,12 +286,12 @@ def test_sigterm_stops_selftest_with_143(capsys, monkeypatch) -> None:
 
 def test_sigterm_to_a_real_run_writes_a_partial_report_and_exits_143(tmp_path: Path) -> None:
     """A real ``python -m conformance run`` of 32 rows, terminated once the first reproducer
-    appears (alpha 0.01, the second row, fails and saves one), so at least one row is finished
+    appears (alpha 0.01, the first row, fails and saves one), so at least one row is finished
     and most are still to come."""
     (tmp_path / "r.json").write_text(STALE)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     argv = [sys.executable, "-m", "conformance", "run", "--backend", "cann", "--variant", "default-slope",
-            "--dtype", "fp16,bf16", "--max-examples", "5",
+            "--dtype", "fp16,bf16", "--alpha", "0.01,0,0.1,0.2,0.3,1/3,1,1.5", "--max-examples", "5",
             "--json", "r.json", "--junit", "r.xml", "--results-dir", "res"]
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
