@@ -13,57 +13,75 @@ import numpy as np
 
 from conformance.ulp_loops import is_nan_bits, masks, ordered_bits
 
-__all__ = ["class_counts", "mismatch_pass", "slopes", "ulp_bin_counts", "within_rounding"]
+__all__ = ["class_counts", "judge", "maxima", "mismatch_pass", "slopes", "ulp_bin_counts", "within_rounding"]
 
 
 def mismatch_pass(ab: np.ndarray, gb: np.ndarray, a: np.ndarray, g: np.ndarray, bad: np.ndarray, *,
                    rtol: float, atol: float, max_ulp: int, strict_zeros: bool, bits: int,
                    mant_bits: int) -> tuple[list[tuple[float, int]], list[int]]:
     """((max, first index) of abs, rel and ULP error; the eight counts), ``bad`` filled in."""
-    tops = np.zeros(2, dtype=np.float64)
-    ulp_top = np.zeros(1, dtype=np.int64)
-    where = np.zeros(3, dtype=np.int64)
     counts = np.zeros(8, dtype=np.int64)
-    _mismatch_loop(ab, gb, a, g, bad, tops, ulp_top, where, counts, rtol, atol, max_ulp, strict_zeros,
-                   *masks(ab.dtype.type, bits=bits, mant_bits=mant_bits))
-    found = [float(tops[0]), float(tops[1]), int(float(ulp_top[0]))]  # as the numpy path rounds it
-    return [(t, int(i)) for t, i in zip(found, where)], [int(c) for c in counts]
+    best = _mismatch_loop(ab, gb, a, g, bad, counts, rtol, atol, max_ulp, strict_zeros,
+                          *masks(ab.dtype.type, bits=bits, mant_bits=mant_bits))
+    return maxima(best), [int(c) for c in counts]
+
+
+def maxima(best: tuple) -> list[tuple[float, int]]:
+    """(max, first index) of abs, rel and ULP error from the maxima :func:`judge` kept."""
+    top_abs, top_rel, top_ulp, at_abs, at_rel, at_ulp = best
+    found = [float(top_abs), float(top_rel), int(float(top_ulp))]  # as the numpy path rounds it
+    return [(t, int(i)) for t, i in zip(found, (at_abs, at_rel, at_ulp))]
 
 
 @numba.njit(cache=True)
-def _mismatch_loop(ab, gb, a, g, bad, tops, ulp_top, where, counts, rtol, atol, max_ulp, strict_zeros,
-                   magnitude, exp_mask, mant_mask):
+def _mismatch_loop(ab, gb, a, g, bad, counts, rtol, atol, max_ulp, strict_zeros, magnitude, exp_mask, mant_mask):
+    best = (0.0, 0.0, np.int64(0), np.int64(0), np.int64(0), np.int64(0))  # no error yet
     for i in range(a.size):
-        x, y = a[i], g[i]
-        nan_a = is_nan_bits(ab[i], exp_mask, mant_mask)
-        nan_g = is_nan_bits(gb[i], exp_mask, mant_mask)
-        abs_err = 0.0 if x == y else abs(x - y)
-        if abs_err != abs_err:
-            abs_err = np.inf
-        mag = abs(y)
-        rel = abs_err / mag if mag != 0 else np.inf
-        if rel != rel or y == 0:
-            rel = np.inf
-        if abs_err == 0:
-            rel = 0.0
-        ulps = 0
-        if not (nan_a or nan_g):
-            ulps = ordered_bits(ab[i], magnitude) - ordered_bits(gb[i], magnitude)
-            ulps = -ulps if ulps < 0 else ulps
-        nan_pos = nan_a or nan_g
-        inf_pos = (np.isinf(x) or np.isinf(y)) and not nan_pos
-        zero_sign = x == 0 and y == 0
-        bad[i] = (abs_err > mag * rtol + atol or ulps > max_ulp or nan_pos or inf_pos
-                  or (strict_zeros and zero_sign))
-        for j, v in enumerate((abs_err, rel)):
-            if v > tops[j]:
-                tops[j], where[j] = v, i
-        if ulps > ulp_top[0]:
-            ulp_top[0], where[2] = ulps, i
-        finite = np.isfinite(x) and np.isfinite(y)
-        for j, flag in enumerate((bad[i], nan_pos, inf_pos, zero_sign, rel < 1e-3, rel < 5e-3,
-                                  finite and x > y, finite and x < y)):
+        bad[i], best, flags = judge(a[i], g[i], ab[i], gb[i], i, best, rtol, atol, max_ulp, strict_zeros,
+                                    magnitude, exp_mask, mant_mask)
+        for j, flag in enumerate(flags):
             counts[j] += flag
+    return best
+
+
+@numba.njit(cache=True, inline="always")
+def judge(x, y, u, v, i, best, rtol, atol, max_ulp, strict_zeros, magnitude, exp_mask, mant_mask):
+    """One mismatching pair at index ``i`` (values ``x``, ``y`` in float64, bits ``u``, ``v``):
+    whether it violates the tolerance, the maxima ``best`` (abs, rel, ULP error, then their
+    first indices) with its errors taken in, and its eight flags (violation, NaN position,
+    inf position, zero sign, rel < 1e-3, rel < 5e-3, above, below), which the caller counts.
+    Scalars only: a compiled function that takes arrays pays for their reference counts on
+    every call."""
+    nan_a = is_nan_bits(u, exp_mask, mant_mask)
+    nan_g = is_nan_bits(v, exp_mask, mant_mask)
+    abs_err = 0.0 if x == y else abs(x - y)
+    if abs_err != abs_err:
+        abs_err = np.inf
+    mag = abs(y)
+    rel = abs_err / mag if mag != 0 else np.inf
+    if rel != rel or y == 0:
+        rel = np.inf
+    if abs_err == 0:
+        rel = 0.0
+    ulps = 0
+    if not (nan_a or nan_g):
+        ulps = ordered_bits(u, magnitude) - ordered_bits(v, magnitude)
+        ulps = -ulps if ulps < 0 else ulps
+    nan_pos = nan_a or nan_g
+    inf_pos = (np.isinf(x) or np.isinf(y)) and not nan_pos
+    zero_sign = x == 0 and y == 0
+    bad = (abs_err > mag * rtol + atol or ulps > max_ulp or nan_pos or inf_pos
+           or (strict_zeros and zero_sign))
+    top_abs, top_rel, top_ulp, at_abs, at_rel, at_ulp = best
+    if abs_err > top_abs:
+        top_abs, at_abs = abs_err, i
+    if rel > top_rel:
+        top_rel, at_rel = rel, i
+    if ulps > top_ulp:
+        top_ulp, at_ulp = ulps, i
+    finite = np.isfinite(x) and np.isfinite(y)
+    return bad, (top_abs, top_rel, top_ulp, at_abs, at_rel, at_ulp), (
+        bad, nan_pos, inf_pos, zero_sign, rel < 1e-3, rel < 5e-3, finite and x > y, finite and x < y)
 
 
 def within_rounding(ab: np.ndarray, gb: np.ndarray, index: np.ndarray, *, bits: int,
