@@ -113,7 +113,9 @@ def scan(xb, db, ab, gb, af, gf, table, offset, out_where, out_x, out_dy, out_go
             x = table[u] if by_table else np.float64(af[i])
             y = table[v] if by_table else np.float64(gf[i])
             products[0, filled], products[1, filled], products[2, filled] = x * y, x * x, y * y
-            top = max(top, abs(x), abs(y))
+            larger = max(abs(x), abs(y))
+            if larger > top:  # rare after the first elements: no chain of maxima from one element to the next
+                top = larger
             filled += 1
             if filled == products.shape[1]:
                 _flush(products, filled, sums)
