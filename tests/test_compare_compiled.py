@@ -163,3 +163,23 @@ def test_kept_columns_grow_past_what_they_reserve(monkeypatch):
     assert whole.columns["x"].size == x.size and grown.size > 1_000
     for name in ("where", "x", "golden", "actual", "violating"):
         _same(grown.column(name), whole.column(name))
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+def test_triage_on_consecutive_mismatches_reads_them_in_order_as_numpy_does(name, direction, monkeypatch):
+    """A reduced batch's mismatches are its first positions: the compiled passes read them as
+    one run of elements, and find what the numpy path finds."""
+    from conformance.report.triage.claims import Batch, beyond_rounding, observed_slopes
+
+    x = _inputs(name, seed=7)
+    dy = None if direction == "forward" else _inputs(name, seed=8)[::-1].copy()
+    expected = golden.compute(direction, x, 0.2, dy=dy)
+    batch = Batch(x, dy, 0.2, direction, name, expected, _device(expected, x, dy, direction))
+    for index in (np.arange(x.size), np.arange(3, x.size // 2)):
+        got = beyond_rounding(batch, index), *observed_slopes(batch, index)
+        with monkeypatch.context() as m:
+            m.setenv("CONFORMANCE_COMPILED", "0")
+            ref = beyond_rounding(batch, index), *observed_slopes(batch, index)
+        for a, b in zip(got, ref, strict=True):
+            _same(a, b)

@@ -7,6 +7,7 @@ the violation mask and the counts, in one pass.
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import numba
 import numpy as np
@@ -84,25 +85,37 @@ def judge(x, y, u, v, i, best, rtol, atol, max_ulp, strict_zeros, magnitude, exp
         bad, nan_pos, inf_pos, zero_sign, rel < 1e-3, rel < 5e-3, finite and x > y, finite and x < y)
 
 
-def within_rounding(ab: np.ndarray, gb: np.ndarray, index: np.ndarray, *, bits: int,
+def within_rounding(ab: np.ndarray, gb: np.ndarray, index: Optional[np.ndarray], *, bits: int,
                     mant_bits: int) -> np.ndarray:
-    """Which pairs at ``index`` of the flat bit patterns ``ab``, ``gb`` are both finite and at
-    most 1 ULP apart (as ``ulp_distance(a, g).ulps <= 1`` on finite pairs), in one pass."""
-    out = np.empty(index.size, dtype=np.bool_)
-    _within_loop(ab, gb, index, out, *masks(ab.dtype.type, bits=bits, mant_bits=mant_bits))
+    """Which pairs at ``index`` (None: all) of the flat bit patterns ``ab``, ``gb`` are both
+    finite and at most 1 ULP apart (as ``ulp_distance(a, g).ulps <= 1`` on finite pairs), in
+    one pass."""
+    out = np.empty(ab.size if index is None else index.size, dtype=np.bool_)
+    found = masks(ab.dtype.type, bits=bits, mant_bits=mant_bits)
+    if index is None:
+        _within_all_loop(ab, gb, out, *found)
+    else:
+        _within_loop(ab, gb, index, out, *found)
     return out
+
+
+@numba.njit(cache=True)
+def _within(u, v, magnitude, exp_mask):
+    finite = (u & exp_mask) != exp_mask and (v & exp_mask) != exp_mask  # no inf or NaN on a side
+    d = ordered_bits(u, magnitude) - ordered_bits(v, magnitude)
+    return finite and -1 <= d <= 1
 
 
 @numba.njit(cache=True)
 def _within_loop(ab, gb, index, out, magnitude, exp_mask, mant_mask):
     for k in range(index.size):
-        i = index[k]
-        u, v = ab[i], gb[i]
-        if (u & exp_mask) == exp_mask or (v & exp_mask) == exp_mask:  # inf or NaN on a side
-            out[k] = False
-        else:
-            d = ordered_bits(u, magnitude) - ordered_bits(v, magnitude)
-            out[k] = -1 <= d <= 1
+        out[k] = _within(ab[index[k]], gb[index[k]], magnitude, exp_mask)
+
+
+@numba.njit(cache=True)
+def _within_all_loop(ab, gb, out, magnitude, exp_mask, mant_mask):
+    for i in range(ab.size):
+        out[i] = _within(ab[i], gb[i], magnitude, exp_mask)
 
 
 def ulp_bin_counts(ab: np.ndarray, gb: np.ndarray, *, bits: int, mant_bits: int) -> np.ndarray:
@@ -142,28 +155,47 @@ def _class_loop(xb, counts, mant_bits, exp_mask, sign_mask, mant_mask):
 
 
 
-def slopes(actual: np.ndarray, operand: np.ndarray, x: np.ndarray, golden: np.ndarray, index: np.ndarray, *,
-           smallest_normal: float, forward: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``triage.claims.observed_slopes`` of float32/float64 arrays in one pass: at ``index``, where
-    actual and the operand (x forward, dy backward) are finite and the operand is not zero, the
-    slope actual / operand in float64, whether golden is a finite normal number, and whether x
-    lies on the negative side (x < 0 forward; x <= 0 or NaN backward)."""
-    out = np.empty(index.size, dtype=np.float64)
-    normal, negative = np.empty(index.size, dtype=np.bool_), np.empty(index.size, dtype=np.bool_)
-    done = _slopes_loop(actual, operand, x, golden, index, out, normal, negative, smallest_normal, forward)
+def slopes(actual: np.ndarray, operand: np.ndarray, x: np.ndarray, golden: np.ndarray, index: Optional[np.ndarray],
+           *, smallest_normal: float, forward: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``triage.claims.observed_slopes`` of float32/float64 arrays in one pass: at ``index``
+    (None: all), where actual and the operand (x forward, dy backward) are finite and the
+    operand is not zero, the slope actual / operand in float64, whether golden is a finite
+    normal number, and whether x lies on the negative side (x < 0 forward; x <= 0 or NaN
+    backward)."""
+    n = actual.size if index is None else index.size
+    out = np.empty(n, dtype=np.float64)
+    normal, negative = np.empty(n, dtype=np.bool_), np.empty(n, dtype=np.bool_)
+    if index is None:
+        done = _slopes_all_loop(actual, operand, x, golden, out, normal, negative, smallest_normal, forward)
+    else:
+        done = _slopes_loop(actual, operand, x, golden, index, out, normal, negative, smallest_normal, forward)
     return out[:done], normal[:done], negative[:done]
+
+
+@numba.njit(cache=True)
+def _slope(a, v, g, w, smallest_normal, forward):
+    """Whether the pair shows a slope, the slope, whether golden is normal, whether x is on the negative side."""
+    a, v, g, w = np.float64(a), np.float64(v), np.float64(g), np.float64(w)
+    shown = np.isfinite(a) and np.isfinite(v) and v != 0
+    return shown, a / v if shown else 0.0, abs(g) >= smallest_normal and np.isfinite(g), (
+        w < 0 if forward else (w <= 0 or w != w))
 
 
 @numba.njit(cache=True)
 def _slopes_loop(actual, operand, x, golden, index, out, normal, negative, smallest_normal, forward):
     k = 0
     for i in index:
-        a, v = np.float64(actual[i]), np.float64(operand[i])
-        if not (np.isfinite(a) and np.isfinite(v) and v != 0):
-            continue
-        g, w = np.float64(golden[i]), np.float64(x[i])
-        out[k] = a / v
-        normal[k] = abs(g) >= smallest_normal and np.isfinite(g)
-        negative[k] = w < 0 if forward else (w <= 0 or w != w)
-        k += 1
+        shown, out[k], normal[k], negative[k] = _slope(actual[i], operand[i], golden[i], x[i], smallest_normal,
+                                                       forward)
+        k += shown
+    return k
+
+
+@numba.njit(cache=True)
+def _slopes_all_loop(actual, operand, x, golden, out, normal, negative, smallest_normal, forward):
+    k = 0
+    for i in range(actual.size):
+        shown, out[k], normal[k], negative[k] = _slope(actual[i], operand[i], golden[i], x[i], smallest_normal,
+                                                       forward)
+        k += shown
     return k
