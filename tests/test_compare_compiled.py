@@ -160,7 +160,7 @@ def test_kept_columns_grow_past_what_they_reserve(monkeypatch):
     monkeypatch.setattr(chunked, "RESERVED", 1_000)
     grown = _scanned(chunks, direction="forward", out="float32", tolerance=TOLERANCES[0], compiled=True,
                      numel=x.size)[1]
-    assert whole.columns["x"].size == x.size and grown.size > 1_000
+    assert whole.columns["x"].size == x.size + 1 and grown.size > 1_000  # one place past the last, for the scan
     for name in ("where", "x", "golden", "actual", "violating"):
         _same(grown.column(name), whole.column(name))
 
@@ -183,3 +183,18 @@ def test_triage_on_consecutive_mismatches_reads_them_in_order_as_numpy_does(name
             ref = beyond_rounding(batch, index), *observed_slopes(batch, index)
         for a, b in zip(got, ref, strict=True):
             _same(a, b)
+
+
+@pytest.mark.parametrize("size", [1_000, 333])
+def test_a_tensor_that_differs_everywhere_is_kept_whole(size, monkeypatch):
+    """Every element a mismatch, in every chunk: the columns hold the whole tensor (and the
+    place past it the scan writes), as the numpy path does."""
+    x = np.random.default_rng(9).standard_normal(1_000).astype(np.float32) - np.float32(5)
+    actual = golden.forward(x, 0.01)
+    chunks = list(_chunks(x, None, actual, size=size))
+    got = _scanned(chunks, direction="forward", out="float32", tolerance=TOLERANCES[0], compiled=True, numel=x.size)
+    monkeypatch.setenv("CONFORMANCE_COMPILED", "0")
+    ref = _scanned(chunks, direction="forward", out="float32", tolerance=TOLERANCES[0], compiled=False, numel=x.size)
+    assert got[0] == ref[0] and got[1].size == ref[1].size == x.size
+    for name in ("where", "x", "golden", "actual", "violating"):
+        _same(got[1].column(name), ref[1].column(name))

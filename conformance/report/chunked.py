@@ -85,10 +85,10 @@ class Kept:
     ``RESERVED`` elements (unwritten pages take no memory) and grows past that only."""
 
     def __init__(self, chunk: Chunk, *, numel: int, where: np.dtype) -> None:
-        size = min(numel, RESERVED)
+        self.most, self.size = numel + 1, 0  # the compiled scan writes one place past what it keeps
+        size = min(self.most, RESERVED)
         x, out = chunk.x.dtype, chunk.actual.dtype
         dtypes = (where, x, None if chunk.dy is None else x, out, out, np.dtype(bool))
-        self.numel, self.size = numel, 0
         self.columns = {name: None if d is None else np.empty(size, d) for name, d in zip(_FIELDS, dtypes)}
 
     def reserve(self, k: int) -> None:
@@ -96,7 +96,7 @@ class Kept:
         room = self.columns["x"].size
         if self.size + k <= room:
             return
-        grown = min(max(self.size + k, 2 * room), self.numel)
+        grown = min(max(self.size + k, 2 * room), self.most)
         for name, col in self.columns.items():
             if col is not None:
                 self.columns[name] = np.empty(grown, col.dtype)
@@ -307,3 +307,19 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
         if total.mismatches and kept is not None else ((), None)
     return Row(**head, metrics=total, findings=findings, plots=plots,
                verdict=verdict([f.allowed for f in findings]))
+
+
+def warm() -> None:
+    """Compile (or load) the chunk scan for every dtype pair the golden runs, forward and
+    backward, on chunks read from a file (read-only) and given in memory (writable)."""
+    from conformance.reference.golden import SUPPORTED_PAIRS
+
+    for (name, out), direction, writable in ((p, d, w) for p in sorted(SUPPORTED_PAIRS)
+                                             for d in ("forward", "backward") for w in (True, False)):
+        x = np.linspace(-3, 3, 8).astype(info(name).dtype)
+        x.setflags(write=writable)
+        dy = None if direction == "forward" else x
+        actual = ref.compute(direction, x, 0.01, dy=dy, out_dtype=out)
+        actual.setflags(write=writable)
+        evaluate_chunks(lambda x=x, dy=dy, a=actual: [Chunk(0, x, dy, a)], numel=x.size, dtype=x.dtype, alpha=0.2,
+                        direction=direction, out_dtype=out, backend="dump", config=GateConfig())

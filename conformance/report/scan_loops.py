@@ -121,7 +121,7 @@ def scan(xb, db, ab, gb, af, gf, table, offset, out_where, out_x, out_dy, out_go
                 _flush(products, filled, sums)
                 filled = 0
         mismatch = (u != v) & ~(is_nan_bits(u, exp_mask, mant_mask) & is_nan_bits(v, exp_mask, mant_mask))
-        special = _special(xb[i], x_exp) | _special(v, exp_mask) | (has_dy & _special(db[i], x_exp))
+        special = _special(xb[i], x_exp) | _special(v, exp_mask) | (_special(db[i], x_exp) if has_dy else False)
         out_where[k], special_at[n_special], plain_at[n_plain] = offset + i, i, i
         k += mismatch
         n_special += special & ~mismatch
