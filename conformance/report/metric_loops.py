@@ -38,8 +38,8 @@ def maxima(best: tuple) -> list[tuple[float, int]]:
 def _mismatch_loop(ab, gb, a, g, bad, counts, rtol, atol, max_ulp, strict_zeros, magnitude, exp_mask, mant_mask):
     best = (0.0, 0.0, np.int64(0), np.int64(0), np.int64(0), np.int64(0))  # no error yet
     for i in range(a.size):
-        bad[i], best, flags = judge(a[i], g[i], ab[i], gb[i], i, best, rtol, atol, max_ulp, strict_zeros,
-                                    magnitude, exp_mask, mant_mask)
+        bad[i], best, flags = judge(np.float64(a[i]), np.float64(g[i]), ab[i], gb[i], i, best, rtol, atol,
+                                    max_ulp, strict_zeros, magnitude, exp_mask, mant_mask)
         for j, flag in enumerate(flags):
             counts[j] += flag
     return best
