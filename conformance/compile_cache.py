@@ -43,8 +43,11 @@ def warm_golden() -> None:
 
 
 def warm_metrics() -> None:
-    """The ULP distance and the metric pass for 16-, 32- and 64-bit data."""
+    """The ULP distance and the metric pass for 16-, 32- and 64-bit data, and compare's chunk scan."""
+    from conformance.report import chunked
     from conformance.report.metrics import Tolerance, compare
+
+    chunked.warm()
 
     for name in ("float16", "float32", "float64"):
         a = _sample(name)

@@ -18,7 +18,8 @@ from conformance.ingest import dumps
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
-from conformance.report.evaluate import Row, evaluate, evaluate_chunks
+from conformance.report.chunked import evaluate_chunks
+from conformance.report.evaluate import Row, evaluate
 from conformance.report.gate import load_config
 from tests.helpers import run_cli
 

@@ -21,7 +21,8 @@ from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
 from conformance.report import metrics as met
-from conformance.report.evaluate import Chunk, Row, evaluate, evaluate_chunks
+from conformance.report.chunked import evaluate_chunks
+from conformance.report.evaluate import Chunk, Row, evaluate
 from conformance.report.gate import load_config
 from conformance.report.messages import Offender
 

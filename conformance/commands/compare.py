@@ -34,7 +34,8 @@ from conformance.ingest.arrays import Dump, load
 from conformance.ingest.dumps import check_elements, check_pair, chunks, plan_layout, progress
 from conformance.report import console as render
 from conformance.report import files, github
-from conformance.report.evaluate import Row, evaluate_chunks
+from conformance.report.chunked import evaluate_chunks
+from conformance.report.evaluate import Row
 from conformance.report.export import partial_on_interrupt, write_reports
 from conformance.report.gate import GateConfig
 from conformance.report.summary import RunInfo, command_line

@@ -15,7 +15,8 @@ from typing import Optional
 from conformance.errors import UsageError
 from conformance.ingest.dumps import check_elements, check_pair, chunks, plan_layout, progress
 from conformance.ingest.msprobe import REDUMP, Call, read_calls
-from conformance.report.evaluate import LayoutFn, Row, evaluate_chunks
+from conformance.report.chunked import evaluate_chunks
+from conformance.report.evaluate import LayoutFn, Row
 from conformance.report.gate import GateConfig
 
 

@@ -14,7 +14,8 @@ from conformance.errors import UsageError
 from conformance.ingest.arrays import Dump, load
 from conformance.ingest.dumps import check_pair, chunks, plan_layout, progress
 from conformance.report.agreement import Agreement, from_chunks
-from conformance.report.evaluate import Row, evaluate_chunks
+from conformance.report.chunked import evaluate_chunks
+from conformance.report.evaluate import Row
 from conformance.report.gate import GateConfig
 
 FLAGS = {"forward": ("--reference-y", "reference_y", "--y", "y"),

@@ -1,13 +1,13 @@
 """One backend result -> one judged row: golden, metrics, triage, gate.
 
-``evaluate`` judges one input batch; ``merge_rows`` combines the batches of one
+``evaluate`` judges one input batch (``conformance.report.chunked`` a tensor given in
+chunks); ``merge_rows`` combines the batches of one
 (backend, dtype, out_dtype, direction, alpha) into one row, exactly (counts are
 summed, maxima maxed, cosine sums rescaled, findings merged by category).
 """
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import reduce
 from typing import Any, Optional
@@ -24,8 +24,7 @@ from conformance.report.gate import GateConfig, finding_allowed, verdict
 from conformance.report.messages import MAX_EXAMPLES, Offender, failure_message
 from conformance.report.summary import RowKey
 from conformance.report.text import Shape
-from conformance.report.triage import Batch, Claim, special_values, triage
-from conformance.report.triage.sampling import SAMPLING
+from conformance.report.triage import Batch, Claim, triage
 
 LayoutFn = Callable[[int], Optional[TileLayout]]
 Values = Callable[[int], tuple[Any, Any, Any, Any]]  # flat index -> x, dy, expected, actual
@@ -93,14 +92,14 @@ def _finding(claim: Claim, *, violations: int, backend: str, config: GateConfig,
 Violating = Callable[[np.ndarray], np.ndarray]  # flat indices -> mask: outside tolerance
 
 
-def _violations(claim: Claim, violating: Violating) -> int:
+def violations_of(claim: Claim, violating: Violating) -> int:
     """Elements of a claim outside tolerance (hazards always count in full)."""
     if not claim.in_tensor or claim.category == "write-race":
         return claim.count
     return int(violating(claim.index).sum())
 
 
-def _batch_values(batch: Batch) -> Values:
+def batch_values(batch: Batch) -> Values:
     """Look up an element of ``batch`` by its index there."""
     def values(j: int) -> tuple[Any, Any, Any, Any]:
         dy = batch.dy[j] if batch.dy is not None else None
@@ -109,9 +108,9 @@ def _batch_values(batch: Batch) -> Values:
     return values
 
 
-def _judged(claims: Sequence[Claim], values: Values, *, violations: Sequence[int], backend: str,
-            config: GateConfig, layout: Optional[TileLayout], part: str,
-            hazard_cores: dict[int, int], profile: Optional[str] = None) -> tuple[Finding, ...]:
+def judged(claims: Sequence[Claim], values: Values, *, violations: Sequence[int], backend: str,
+           config: GateConfig, layout: Optional[TileLayout], part: str,
+           hazard_cores: dict[int, int], profile: Optional[str] = None) -> tuple[Finding, ...]:
     return tuple(_finding(c, violations=v, backend=backend, config=config, profile=profile,
                           examples=_examples(c, values, layout=layout, part=part,
                                              hazard_cores=hazard_cores))
@@ -147,33 +146,8 @@ class Chunk:
     actual: np.ndarray
 
 
-@dataclass(frozen=True)
-class _Context:
-    """What every chunk of one row is judged with."""
-
-    alpha: float
-    direction: str
-    out_dtype: str
-    tolerance: met.Tolerance
-    backend: str
-    config: GateConfig
-    label: str
-    layout: Callable[[], Optional[TileLayout]]  # the whole tensor's plan, computed when needed
-    profile: Optional[str] = None  # the policy entry backend[profile], when it has one
-    shape: Optional[Shape] = None  # the whole tensor's N-D shape
-
-
-def _lazy_layout(fixed: Optional[TileLayout], layout_fn: Optional[LayoutFn], *,
-                 numel: int) -> Callable[[], Optional[TileLayout]]:
-    @functools.cache
-    def layout() -> Optional[TileLayout]:
-        return fixed if fixed is not None else layout_fn(numel) if layout_fn is not None else None
-
-    return layout
-
-
-def _head(x_dtype: Any, alpha: float, *, out_dtype: Optional[str], direction: str, backend: str,
-          profile: Optional[str], variant: Optional[str], label: str, shape: Shape) -> dict:
+def row_head(x_dtype: Any, alpha: float, *, out_dtype: Optional[str], direction: str, backend: str,
+             profile: Optional[str], variant: Optional[str], label: str, shape: Shape) -> dict:
     """The Row fields every evaluation fills the same way; ``shape`` shapes the shown indices."""
     src, out = ref.resolve_pair(x_dtype, out_dtype)
     return dict(backend=backend, profile=profile, variant=variant, dtype=src.name,
@@ -194,7 +168,7 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
     (flat, of the output dtype; a sweep computes it once for all its backends).
     """
     x = np.asarray(x)
-    head = _head(x.dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
+    head = row_head(x.dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
                  profile=profile, variant=variant, label=label, shape=x.shape if shape is None else shape)
     head["notes"] = tuple(result.notes)
     if result.rejected is not None:
@@ -215,153 +189,12 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
         claims = triage(batch, mismatches=comp.mismatch_index, hazards=result.hazards, layout=layout)
         bad = np.zeros(x.size, dtype=bool)
         bad[comp.mismatch_index[comp.violating]] = True
-        findings = _judged(claims, _batch_values(batch),
-                           violations=[_violations(c, lambda index: bad[index]) for c in claims],
-                           backend=backend, config=config, layout=layout, part=label, profile=profile,
-                           hazard_cores={h.index: h.cores[0] for h in result.hazards if h.cores})
+        findings = judged(claims, batch_values(batch),
+                          violations=[violations_of(c, lambda index: bad[index]) for c in claims],
+                          backend=backend, config=config, layout=layout, part=label, profile=profile,
+                          hazard_cores={h.index: h.cores[0] for h in result.hazards if h.cores})
         plots = plotting.measure(claims, batch, layout=layout, shape=head["shapes"][0], part=label)
     return Row(**head, metrics=comp.metrics, findings=findings, plots=plots,
-               verdict=verdict([f.allowed for f in findings]))
-
-
-Reader = Callable[[], Iterable[Chunk]]  # the tensor's chunks, in order, each time it is called
-
-
-@dataclass(frozen=True)
-class _Kept:
-    """Elements of one chunk kept for triage: where they are in the tensor (ascending) and
-    their values."""
-
-    where: np.ndarray
-    x: np.ndarray
-    dy: Optional[np.ndarray]
-    golden: np.ndarray
-    actual: np.ndarray
-
-
-@dataclass(frozen=True)
-class _Scan:
-    """One chunk after golden and metrics: its mismatches and a sample of its matching
-    elements (the evidence), with what each sampled element stands for."""
-
-    metrics: met.Metrics
-    mismatches: _Kept
-    violating: np.ndarray  # bool, aligned with the mismatches
-    evidence: _Kept
-    weight: np.ndarray  # float64, aligned with the evidence
-
-
-def _stride_sample(index: np.ndarray, *, most: int) -> tuple[np.ndarray, float]:
-    """At most ``most`` of ``index``, evenly spaced (deterministic), and the weight of each."""
-    if index.size <= most:
-        return index, 1.0
-    step = -(-index.size // most)
-    kept = index[::step]
-    return kept, index.size / kept.size
-
-
-def _kept(chunk: Chunk, expected: np.ndarray, index: np.ndarray, *, where: np.dtype,
-          values: tuple[Optional[np.ndarray], Optional[np.ndarray]] = (None, None)) -> _Kept:
-    """The elements ``index`` of a chunk; ``values``: golden and actual there, when at hand."""
-    golden, actual = values
-    return _Kept((index + chunk.offset).astype(where, copy=False), chunk.x[index],
-                 None if chunk.dy is None else chunk.dy[index],
-                 expected[index] if golden is None else golden,
-                 chunk.actual[index] if actual is None else actual)
-
-
-def _evidence(chunk: Chunk, expected: np.ndarray, mismatches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A stride sample of the chunk's matching elements, special values and plain ones
-    apart (local indices, ascending), and what each stands for."""
-    matching = np.ones(chunk.x.size, dtype=bool)
-    matching[mismatches] = False
-    others = np.flatnonzero(matching)
-    special = special_values(chunk.x[others], expected[others], None if chunk.dy is None else chunk.dy[others])
-    spec, w_spec = _stride_sample(others[special], most=SAMPLING.chunk_special)
-    plain, w_plain = _stride_sample(others[~special], most=SAMPLING.chunk_plain)
-    keep = np.concatenate([spec, plain])
-    weight = np.concatenate([np.full(spec.size, w_spec), np.full(plain.size, w_plain)])
-    order = np.argsort(keep, kind="stable")
-    return keep[order], weight[order]
-
-
-def _scan(chunk: Chunk, ctx: _Context, *, where: np.dtype) -> _Scan:
-    """Golden and metrics of one chunk, and the elements triage keeps (``where``: the
-    dtype of their flat indices)."""
-    expected = ref.compute(ctx.direction, chunk.x, ctx.alpha, dy=chunk.dy, out_dtype=ctx.out_dtype)
-    comp = met.compare(chunk.actual, expected, tolerance=ctx.tolerance, part=ctx.label,
-                       offset=chunk.offset)
-    evidence, weight = _evidence(chunk, expected, comp.mismatch_index)
-    mismatches = _kept(chunk, expected, comp.mismatch_index, where=where, values=(comp.golden, comp.actual))
-    return _Scan(comp.metrics, mismatches, comp.violating, _kept(chunk, expected, evidence, where=where), weight)
-
-
-def _joined(parts: list[dict], name: str) -> Optional[np.ndarray]:
-    """One field of every part, joined; each part's field is dropped as it is read (memory)."""
-    pieces = [p.pop(name) for p in parts]
-    return None if pieces[0] is None else np.concatenate(pieces)
-
-
-def _reduced(scans: list[_Scan], ctx: _Context, *, numel: int) -> tuple[Batch, np.ndarray, np.ndarray]:
-    """Every chunk's kept elements as one batch standing for the tensor, its mismatches
-    first (so they are the batch's first positions and need no weights), then the
-    evidence; the batch positions of the mismatches, and which are outside tolerance.
-    Empties ``scans``, one field at a time, so the pieces are freed as they are joined."""
-    parts = [dict(vars(s.mismatches)) for s in scans] + [dict(vars(s.evidence)) for s in scans]
-    violating = np.concatenate([s.violating for s in scans])
-    weight = np.concatenate([s.weight for s in scans])
-    scans.clear()
-    where, x, dy = _joined(parts, "where"), _joined(parts, "x"), _joined(parts, "dy")
-    golden, actual = _joined(parts, "golden"), _joined(parts, "actual")
-    batch = Batch(x, dy, ctx.alpha, ctx.direction, ctx.out_dtype, golden, actual,
-                  where=where, numel=numel, weight=weight, shape=ctx.shape)
-    return batch, np.arange(violating.size), violating
-
-
-def _mismatch_findings(scans: list[_Scan], ctx: _Context, *, numel: int,
-                       shape: Shape) -> tuple[tuple[Finding, ...], Optional[plotting.Plots]]:
-    """Triage of every mismatch of the tensor at once, on a batch of the mismatches and a
-    weighted sample of the matching elements (the evidence a rule is contradicted by);
-    ``tail-block`` is judged on the whole tensor's plan and size.  Also the row's plot data."""
-    batch, mismatches, violating = _reduced(scans, ctx, numel=numel)
-    claims = triage(batch, mismatches=mismatches, layout=ctx.layout())
-    del mismatches
-    plots = plotting.measure(claims, batch, layout=ctx.layout(), shape=shape, part=ctx.label)
-    counts = [_violations(c, lambda index: violating[index]) for c in claims]
-    where = batch.where[:violating.size]  # the mismatches' flat indices, ascending
-    values = _batch_values(batch)
-    claims = [replace(c, index=where[c.index[:MAX_EXAMPLES]]) for c in claims]  # only examples are read on
-    return _judged(claims, lambda i: values(int(np.searchsorted(where, where.dtype.type(i)))),  # no int64 copy
-                   violations=counts, backend=ctx.backend, config=ctx.config, profile=ctx.profile,
-                   layout=ctx.layout(), part=ctx.label, hazard_cores={}), plots
-
-
-def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direction: str,
-                    out_dtype: str, backend: str, config: GateConfig,
-                    profile: Optional[str] = None, label: str = "",
-                    layout_fn: Optional[LayoutFn] = None, shape: Optional[Shape] = None,
-                    advance: Callable[[int], None] = lambda n: None) -> Row:
-    """Judge a tensor of ``numel`` elements that ``read()`` gives as consecutive flat chunks.
-
-    One pass computes golden and the metrics chunk by chunk (merged exactly by
-    ``metrics.merge``) and keeps the mismatching elements plus a weighted stride sample of
-    the matching ones.  Triage then judges all mismatches as one batch, as :func:`evaluate`
-    would, with the sample as the evidence that contradicts a rule; ``tail-block`` is judged
-    on the whole tensor's tiling plan.  ``advance(n)`` is told of each chunk done."""
-    head = _head(dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
-                 profile=profile, variant=None, label=label, shape=(numel,) if shape is None else shape)
-    ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
-                   backend, config, label, _lazy_layout(None, layout_fn, numel=numel), profile,
-                   head["shapes"][0])
-    where = np.dtype(np.int32 if numel <= np.iinfo(np.int32).max else np.int64)
-    scans = []
-    for chunk in read():
-        scans.append(_scan(chunk, ctx, where=where))
-        advance(int(chunk.x.size))
-    metrics = reduce(met.merge, (s.metrics for s in scans)) if scans else met.empty()
-    findings, plots = _mismatch_findings(scans, ctx, numel=numel, shape=head["shapes"][0]) \
-        if metrics.mismatches else ((), None)
-    return Row(**head, metrics=metrics, findings=findings, plots=plots,
                verdict=verdict([f.allowed for f in findings]))
 
 

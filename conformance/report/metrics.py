@@ -26,6 +26,7 @@ All counts and sums are kept as accumulators so that :func:`merge` is exact.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -276,21 +277,45 @@ def _compiled_comparison(actual: np.ndarray, golden: np.ndarray, index: np.ndarr
     tops, counts = metric_loops.mismatch_pass(*_loop_operands(act, gold), bad, rtol=tolerance.rtol, atol=tolerance.atol,
                                   max_ulp=tolerance.max_ulp, strict_zeros=tolerance.strict_zeros,
                                   bits=rec.bits, mant_bits=rec.mant_bits)
-    at = [None if top <= 0 else (part, offset + int(index[i])) for top, i in tops]
-    n, k = int(actual.size), int(index.size)
-    violations, nan_pos, inf_pos, zero_signs, within_1e3, within_5e3, above, below = counts
-    dot, aa, gg, exp = _cosine_sums(actual, golden)
-    metrics = Metrics(
-        elements=n, mismatches=k, violations=violations,
-        max_abs=float(tops[0][0]), max_abs_at=at[0], max_rel=float(tops[1][0]), max_rel_at=at[1],
-        max_ulp=tops[2][0], max_ulp_at=at[2], nan_positions=nan_pos, inf_positions=inf_pos,
-        zero_signs=zero_signs, within_1e3=n - k + within_1e3, within_5e3=n - k + within_5e3,
-        above=above, below=below, cos_dot=dot, cos_aa=aa, cos_gg=gg, cos_exp=exp)
+    tops = [(top, int(index[i])) for top, i in tops]
+    metrics = loop_metrics(tops, counts, elements=int(actual.size), mismatches=int(index.size), part=part,
+                           offset=offset, cosine=_cosine_sums(actual, golden))
     return Comparison(metrics, index.astype(np.int64, copy=False), bad, act, gold)
 
 
+def loop_metrics(tops: Sequence[tuple[float, int]], counts: Sequence[int], *, elements: int, mismatches: int,
+                 part: str, offset: int, cosine: tuple[float, float, float, int]) -> Metrics:
+    """The record of a compiled pass: (maximum, index in the compared arrays) of abs, rel and
+    ULP error, the eight counts of ``metric_loops.judge`` and the cosine sums."""
+    at = [None if top <= 0 else (part, offset + i) for top, i in tops]
+    n, k = elements, mismatches
+    violations, nan_pos, inf_pos, zero_signs, within_1e3, within_5e3, above, below = counts
+    dot, aa, gg, exp = cosine
+    return Metrics(
+        elements=n, mismatches=k, violations=violations,
+        max_abs=float(tops[0][0]), max_abs_at=at[0], max_rel=float(tops[1][0]), max_rel_at=at[1],
+        max_ulp=int(tops[2][0]), max_ulp_at=at[2], nan_positions=nan_pos, inf_positions=inf_pos,
+        zero_signs=zero_signs, within_1e3=n - k + within_1e3, within_5e3=n - k + within_5e3,
+        above=above, below=below, cos_dot=dot, cos_aa=aa, cos_gg=gg, cos_exp=exp)
+
+
+def scaled_cosine(sums: Sequence[float], top: float, actual: np.ndarray,
+                  golden: np.ndarray) -> tuple[float, float, float, int]:
+    """:func:`_cosine_sums` from the unscaled sums and the largest finite magnitude a compiled
+    pass found (the same pieces, in the same order); outside the exponents those sums hold
+    without overflow or underflow, the sums of the scaled values, as that function takes them."""
+    exp = math.frexp(top)[1] if top > 0 else 0
+    if -200 <= exp <= 480:
+        scale = 2.0 ** (-2 * exp)
+        return sums[0] * scale, sums[1] * scale, sums[2] * scale, exp
+    return _cosine_sums(actual, golden)
+
+
 def _loop_operands(act: np.ndarray, gold: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Bits and float64 values of both sides, as the compiled pass reads them."""
+    """Bits and values of both sides, as the compiled pass reads them: float32/float64 as
+    they are (it widens each value), 16-bit formats widened to float64."""
+    if info(act.dtype).bits > 16:
+        return to_bits(act), to_bits(gold), act, gold
     with np.errstate(invalid="ignore"):  # NaN payloads of bfloat16 warn when widened
         return to_bits(act), to_bits(gold), act.astype(np.float64), gold.astype(np.float64)
 

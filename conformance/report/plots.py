@@ -20,6 +20,7 @@ from conformance import jit
 from conformance.dtypes import info, to_bits, ulp_distance
 from conformance.records import TileLayout
 from conformance.report.triage import Batch, Claim
+from conformance.report.triage.claims import as_slice
 
 MAX_BINS = 64  # per grid axis: a grid has at most 64 x 64 cells per category
 MAX_GRIDS = 4  # per row: the grids of its parts with the most errors
@@ -216,8 +217,11 @@ def measure(claims: Sequence[Claim], batch: Batch, *, layout: Optional[TileLayou
         ulp = plots.ulp.setdefault(claim.category, Counter())
         values = plots.values.setdefault(claim.category, Counter())
         for pos in _steps(np.asarray(claim.index)):
-            ulp.update(_ulp_counts(batch.actual[pos], batch.golden[pos]))
-            values.update(_class_counts(batch.x[pos]))
+            at = as_slice(pos)  # consecutive positions (a reduced batch's mismatches): views, not copies
+            ulp.update(_ulp_counts(batch.actual[at], batch.golden[at]))
+            values.update(_class_counts(batch.x[at]))
+            if not accs:
+                continue
             flat = np.asarray(batch.flat(pos), dtype=np.int64)
             for kind, acc in accs:
                 if kind == "plan":

@@ -235,9 +235,13 @@ def observed_slopes(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.nda
         from conformance.report import metric_loops  # numba, imported on the first compiled call
 
         operand = batch.x if batch.direction == "forward" else batch.dy
-        return metric_loops.slopes(batch.actual, operand, batch.x, batch.golden, index,
+        at = as_slice(index)  # consecutive (a reduced batch's mismatches): read in order, no indices
+        return metric_loops.slopes(batch.actual[at], operand[at], batch.x[at], batch.golden[at], None,
                                    smallest_normal=info(batch.out_dtype).smallest_normal,
-                                   forward=batch.direction == "forward")
+                                   forward=batch.direction == "forward") if isinstance(at, slice) else \
+            metric_loops.slopes(batch.actual, operand, batch.x, batch.golden, index,
+                                smallest_normal=info(batch.out_dtype).smallest_normal,
+                                forward=batch.direction == "forward")
     slopes, normal, negative = np.empty(index.size), np.empty(index.size, bool), np.empty(index.size, bool)
     done = 0
     for lo in range(0, index.size, PIECE):
@@ -248,7 +252,7 @@ def observed_slopes(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.nda
     return slopes[:done], normal[:done], negative[:done]
 
 
-def _as_slice(index: np.ndarray) -> Any:
+def as_slice(index: np.ndarray) -> Any:
     """``index`` as a slice when it is consecutive and ascending (taking is then a view)."""
     if index.size and int(index[-1]) - int(index[0]) == index.size - 1 and bool((index[1:] > index[:-1]).all()):
         return slice(int(index[0]), int(index[-1]) + 1)
@@ -256,7 +260,7 @@ def _as_slice(index: np.ndarray) -> Any:
 
 
 def _slopes_of_piece(batch: Batch, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    at = _as_slice(index)
+    at = as_slice(index)
     a, xs = comparable(batch.actual[at]), comparable(batch.x[at])
     v = xs if batch.direction == "forward" else comparable(batch.dy[at])
     ok = np.isfinite(a) & np.isfinite(v) & (v != 0)
@@ -274,9 +278,11 @@ def beyond_rounding(batch: Batch, index: np.ndarray) -> np.ndarray:
     if jit.enabled() and index.size:
         from conformance.report import metric_loops  # numba, imported on the first compiled call
 
-        rec = info(batch.actual.dtype)
-        near = metric_loops.within_rounding(to_bits(batch.actual), to_bits(batch.golden), index,
-                                            bits=rec.bits, mant_bits=rec.mant_bits)
+        rec, at = info(batch.actual.dtype), as_slice(index)
+        ab, gb = to_bits(batch.actual), to_bits(batch.golden)
+        near = metric_loops.within_rounding(ab[at], gb[at], None, bits=rec.bits, mant_bits=rec.mant_bits) \
+            if isinstance(at, slice) else metric_loops.within_rounding(ab, gb, index, bits=rec.bits,
+                                                                         mant_bits=rec.mant_bits)
         return index[~near] if near.any() else index  # a defect's mismatches: most are beyond
     return reference_beyond_rounding(batch, index)
 
@@ -284,7 +290,8 @@ def beyond_rounding(batch: Batch, index: np.ndarray) -> np.ndarray:
 def reference_beyond_rounding(batch: Batch, index: np.ndarray) -> np.ndarray:
     """The numpy path of :func:`beyond_rounding`."""
     a, g = batch.actual[index], batch.golden[index]
-    finite = np.isfinite(a.astype(np.float64)) & np.isfinite(g.astype(np.float64))
+    top = info(a.dtype).exp_mask  # an exponent field all ones: inf or NaN (no float64 copy of either side)
+    finite = ((to_bits(a) & top) != top) & ((to_bits(g) & top) != top)
     return index[~(finite & (ulp_distance(a, g).ulps <= 1))]
 
 

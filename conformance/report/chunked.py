@@ -1,0 +1,325 @@
+"""A tensor judged a chunk at a time: ``conformance compare`` on a dump of any size.
+
+One pass computes golden and the metrics chunk by chunk (merged exactly by
+``metrics.merge``) and keeps every mismatching element plus a weighted stride sample of
+the matching ones (the evidence a rule is contradicted by).  Triage then judges all
+mismatches as one batch, as :func:`conformance.report.evaluate.evaluate` would.
+
+The kept elements are written where the batch holds them: columns reserved for the whole
+tensor (memory is taken only by what is written), the mismatches first, the evidence
+after them, so that joining the chunks copies nothing.  With the compiled paths
+(:mod:`conformance.jit`) one compiled pass judges a chunk's mismatches, writes them and
+adds up its cosine sums, and a second takes its evidence (:mod:`.scan_loops`); the numpy
+path (:func:`reference_scan`) stays the reference, and gives the same bits.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from functools import reduce
+from typing import Any, Optional
+
+import numpy as np
+
+from conformance import jit
+from conformance.dtypes import all_patterns, info, to_bits
+from conformance.records import TileLayout
+from conformance.reference import golden as ref
+from conformance.report import metrics as met
+from conformance.report import plots as plotting
+from conformance.report.evaluate import (
+    Chunk,
+    Finding,
+    LayoutFn,
+    Row,
+    batch_values,
+    judged,
+    row_head,
+    violations_of,
+)
+from conformance.report.gate import GateConfig, verdict
+from conformance.report.messages import MAX_EXAMPLES
+from conformance.report.text import Shape
+from conformance.report.triage import Batch, special_values, triage
+from conformance.report.triage.sampling import SAMPLING
+
+__all__ = ["Kept", "Reader", "evaluate_chunks", "reference_scan"]
+
+Reader = Callable[[], Iterable[Chunk]]  # the tensor's chunks, in order, each time it is called
+RESERVED = 1 << 28  # elements a column reserves at most at first; a larger tensor's grow as needed
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every chunk of one row is judged with."""
+
+    alpha: float
+    direction: str
+    out_dtype: str
+    tolerance: met.Tolerance
+    backend: str
+    config: GateConfig
+    label: str
+    layout: Callable[[], Optional[TileLayout]]  # the whole tensor's plan, computed when needed
+    profile: Optional[str] = None  # the policy entry backend[profile], when it has one
+    shape: Optional[Shape] = None  # the whole tensor's N-D shape
+
+
+def _lazy_layout(layout_fn: Optional[LayoutFn], *, numel: int) -> Callable[[], Optional[TileLayout]]:
+    @functools.cache
+    def layout() -> Optional[TileLayout]:
+        return layout_fn(numel) if layout_fn is not None else None
+
+    return layout
+
+
+# ----------------------------------------------------------------------------- what is kept
+
+_FIELDS = ("where", "x", "dy", "golden", "actual", "violating")
+
+
+class Kept:
+    """The kept elements of a tensor's chunks, one column per field (``violating`` for the
+    mismatches only), written in place: each column is reserved for the whole tensor up to
+    ``RESERVED`` elements (unwritten pages take no memory) and grows past that only."""
+
+    def __init__(self, chunk: Chunk, *, numel: int, where: np.dtype) -> None:
+        self.most, self.size = numel + 1, 0  # the compiled scan writes one place past what it keeps
+        size = min(self.most, RESERVED)
+        x, out = chunk.x.dtype, chunk.actual.dtype
+        dtypes = (where, x, None if chunk.dy is None else x, out, out, np.dtype(bool))
+        self.columns = {name: None if d is None else np.empty(size, d) for name, d in zip(_FIELDS, dtypes)}
+
+    def reserve(self, k: int) -> None:
+        """Room for ``k`` more elements."""
+        room = self.columns["x"].size
+        if self.size + k <= room:
+            return
+        grown = min(max(self.size + k, 2 * room), self.most)
+        for name, col in self.columns.items():
+            if col is not None:
+                self.columns[name] = np.empty(grown, col.dtype)
+                self.columns[name][:self.size] = col[:self.size]
+
+    def append(self, values: dict[str, Optional[np.ndarray]]) -> None:
+        """Write ``values`` (a field's array, or None) after the kept elements."""
+        k = int(values["x"].size)
+        self.reserve(k)
+        for name, v in values.items():
+            if v is not None and self.columns[name] is not None:
+                self.columns[name][self.size:self.size + k] = v
+        self.size += k
+
+    def column(self, name: str) -> Optional[np.ndarray]:
+        col = self.columns[name]
+        return None if col is None else col[:self.size]
+
+
+@dataclass(frozen=True)
+class _Sample:
+    """One chunk's evidence: a stride sample of its matching elements, what each stands for."""
+
+    values: dict  # the Kept fields but ``violating``
+    weight: np.ndarray  # float64
+
+
+def _stride(count: int, *, most: int) -> tuple[int, int, float]:
+    """Every how-many-th of ``count`` elements a stride sample of at most ``most`` takes, how
+    many that is, and the weight of each."""
+    if count <= most:
+        return 1, count, 1.0
+    step = -(-count // most)
+    kept = -(-count // step)
+    return step, kept, count / kept
+
+
+def _sample(chunk: Chunk, expected: np.ndarray, index: np.ndarray, weight: np.ndarray, *,
+            where: np.dtype) -> _Sample:
+    values = {"where": (index + chunk.offset).astype(where, copy=False), "x": chunk.x[index],
+              "dy": None if chunk.dy is None else chunk.dy[index], "golden": expected[index],
+              "actual": chunk.actual[index]}
+    return _Sample(values, weight)
+
+
+# ----------------------------------------------------------------------------- the scan of a chunk
+
+def reference_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept) -> tuple[met.Metrics, _Sample]:
+    """The numpy path: the chunk compared (``metrics.compare``), its mismatches written to
+    ``kept``, a stride sample of its matching elements, special values and plain ones apart."""
+    comp = met.compare(chunk.actual, expected, tolerance=ctx.tolerance, part=ctx.label, offset=chunk.offset)
+    index = comp.mismatch_index
+    if index.size:
+        kept.append({"where": index + chunk.offset, "x": chunk.x[index],
+                     "dy": None if chunk.dy is None else chunk.dy[index],
+                     "golden": comp.golden, "actual": comp.actual, "violating": comp.violating})
+    matching = np.ones(chunk.x.size, dtype=bool)
+    matching[index] = False
+    others = np.flatnonzero(matching)
+    special = special_values(chunk.x[others], expected[others], None if chunk.dy is None else chunk.dy[others])
+    evidence = _evidence(others[special], others[~special])
+    return comp.metrics, _sample(chunk, expected, *evidence, where=kept.columns["where"].dtype)
+
+
+def _evidence(special: np.ndarray, plain: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A stride sample of a chunk's matching elements, special values and plain ones apart
+    (local indices, ascending), and what each stands for."""
+    picked, weights = [], []
+    for part, most in ((special, SAMPLING.chunk_special), (plain, SAMPLING.chunk_plain)):
+        step, count, weight = _stride(part.size, most=most)
+        picked.append(part[::step])
+        weights.append(np.full(count, weight))
+    keep, weight = np.concatenate(picked), np.concatenate(weights)
+    order = np.argsort(keep, kind="stable")
+    return keep[order], weight[order]
+
+
+class _Scratch:
+    """What the compiled scan of every chunk reuses: the products of one piece of the
+    cosine sums, and where the chunk's matching elements of each kind are."""
+
+    def __init__(self) -> None:
+        from conformance.report.scan_loops import DOT_PIECE  # numba, imported on the first compiled call
+
+        self.products = np.empty((3, DOT_PIECE), dtype=np.float64)
+        self.at = np.empty((2, 0), dtype=np.int64)
+
+    def positions(self, n: int) -> np.ndarray:
+        """Room for the local indices of ``n`` elements of each kind, and one more."""
+        if self.at.shape[1] <= n:
+            self.at = np.empty((2, n + 1), dtype=np.int64)
+        return self.at
+
+
+@functools.cache
+def _table(name: str) -> np.ndarray:
+    """Every pattern of a 16-bit format as float64, by its bits."""
+    with np.errstate(invalid="ignore"):  # NaN payloads of bfloat16 warn when widened
+        return all_patterns(name).astype(np.float64)
+
+
+def _operands(chunk: Chunk, expected: np.ndarray) -> dict[str, Any]:
+    """The chunk's bits as the compiled scan reads them, and where its values come from."""
+    out, src = info(chunk.actual.dtype), info(chunk.x.dtype)
+    xb = to_bits(chunk.x)
+    nothing = np.empty(0, dtype=np.float64)
+    native = out.bits > 16
+    return {"xb": xb, "db": to_bits(chunk.dy) if chunk.dy is not None else np.empty(0, xb.dtype),
+            "ab": to_bits(chunk.actual), "gb": to_bits(expected),
+            "af": chunk.actual if native else nothing, "gf": expected if native else nothing,
+            "table": nothing if native else _table(out.name), "x_exp": xb.dtype.type(src.exp_mask),
+            "masks": _masks(out)}
+
+
+def _masks(rec: Any) -> tuple[int, int, int]:
+    from conformance.ulp_loops import masks
+
+    return masks(rec.uint.type, bits=rec.bits, mant_bits=rec.mant_bits)
+
+
+def compiled_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept,
+                  scratch: _Scratch) -> tuple[met.Metrics, _Sample]:
+    """:func:`reference_scan` in two compiled passes (the same metrics, kept elements and sample)."""
+    from conformance.report import metric_loops, scan_loops  # numba, imported on the first compiled call
+
+    op, tol = _operands(chunk, expected), ctx.tolerance
+    kept.reserve(chunk.actual.size + 1)  # the scan writes one place past the mismatches
+    cols = {name: None if c is None else to_bits(c) if name in ("x", "dy", "golden", "actual") else c
+            for name, c in kept.columns.items()}
+    sums, counts, kinds = np.zeros(3), np.zeros(8, dtype=np.int64), np.zeros(2, dtype=np.int64)
+    at = scratch.positions(chunk.actual.size)
+    end, top, best = scan_loops.scan(
+        op["xb"], op["db"], op["ab"], op["gb"], op["af"], op["gf"], op["table"], chunk.offset, cols["where"],
+        cols["x"], cols["dy"] if cols["dy"] is not None else np.empty(0, op["xb"].dtype), cols["golden"],
+        cols["actual"], cols["violating"], kept.size, scratch.products, sums, counts, at[0], at[1], kinds,
+        tol.rtol, tol.atol, tol.max_ulp, tol.strict_zeros, *op["masks"], op["x_exp"])
+    k, kept.size = end - kept.size, end
+    metrics = met.loop_metrics(metric_loops.maxima(best), [int(c) for c in counts],
+                               elements=int(chunk.actual.size), mismatches=k, part=ctx.label, offset=chunk.offset,
+                               cosine=met.scaled_cosine([float(s) for s in sums], float(top), chunk.actual, expected))
+    evidence = _evidence(at[0][:kinds[0]], at[1][:kinds[1]])
+    return metrics, _sample(chunk, expected, *evidence, where=cols["where"].dtype)
+
+
+# ----------------------------------------------------------------------------- the tensor
+
+def _reduced(kept: Kept, samples: list[_Sample], ctx: _Context, *,
+             numel: int) -> tuple[Batch, np.ndarray, np.ndarray]:
+    """The kept elements as one batch standing for the tensor, its mismatches first (so
+    they are the batch's first positions and need no weights), then the evidence; the
+    batch positions of the mismatches, and which are outside tolerance."""
+    mismatches = kept.size
+    for s in samples:
+        kept.append(s.values)
+    violating = kept.columns["violating"][:mismatches]
+    weight = np.concatenate([s.weight for s in samples])
+    batch = Batch(kept.column("x"), kept.column("dy"), ctx.alpha, ctx.direction, ctx.out_dtype,
+                  kept.column("golden"), kept.column("actual"), where=kept.column("where"), numel=numel,
+                  weight=weight, shape=ctx.shape)
+    return batch, np.arange(mismatches), violating
+
+
+def _mismatch_findings(kept: Kept, samples: list[_Sample], ctx: _Context, *, numel: int,
+                       shape: Shape) -> tuple[tuple[Finding, ...], Optional[plotting.Plots]]:
+    """Triage of every mismatch of the tensor at once, on a batch of the mismatches and a
+    weighted sample of the matching elements (the evidence a rule is contradicted by);
+    ``tail-block`` is judged on the whole tensor's plan and size.  Also the row's plot data."""
+    batch, mismatches, violating = _reduced(kept, samples, ctx, numel=numel)
+    claims = triage(batch, mismatches=mismatches, layout=ctx.layout())
+    del mismatches
+    plots = plotting.measure(claims, batch, layout=ctx.layout(), shape=shape, part=ctx.label)
+    counts = [violations_of(c, lambda index: violating[index]) for c in claims]
+    where = batch.where[:violating.size]  # the mismatches' flat indices, ascending
+    values = batch_values(batch)
+    claims = [replace(c, index=where[c.index[:MAX_EXAMPLES]]) for c in claims]  # only examples are read on
+    return judged(claims, lambda i: values(int(np.searchsorted(where, where.dtype.type(i)))),  # no int64 copy
+                  violations=counts, backend=ctx.backend, config=ctx.config, profile=ctx.profile,
+                  layout=ctx.layout(), part=ctx.label, hazard_cores={}), plots
+
+
+def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direction: str,
+                    out_dtype: str, backend: str, config: GateConfig,
+                    profile: Optional[str] = None, label: str = "",
+                    layout_fn: Optional[LayoutFn] = None, shape: Optional[Shape] = None,
+                    advance: Callable[[int], None] = lambda n: None) -> Row:
+    """Judge a tensor of ``numel`` elements that ``read()`` gives as consecutive flat chunks:
+    the chunks' golden, metrics and kept elements, then triage of all the mismatches as one
+    batch; ``tail-block`` is judged on the whole tensor's tiling plan.  ``advance(n)`` is
+    told of each chunk done."""
+    head = row_head(dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
+                    profile=profile, variant=None, label=label, shape=(numel,) if shape is None else shape)
+    ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
+                   backend, config, label, _lazy_layout(layout_fn, numel=numel), profile, head["shapes"][0])
+    where = np.dtype(np.int32 if numel <= np.iinfo(np.int32).max else np.int64)
+    scratch = _Scratch() if jit.enabled() else None
+    kept: Optional[Kept] = None
+    metrics, samples = [], []
+    for chunk in read():
+        kept = kept or Kept(chunk, numel=numel, where=where)
+        expected = ref.compute(ctx.direction, chunk.x, ctx.alpha, dy=chunk.dy, out_dtype=ctx.out_dtype)
+        m, s = (reference_scan(chunk, expected, ctx, kept) if scratch is None
+                else compiled_scan(chunk, expected, ctx, kept, scratch))
+        metrics.append(m)
+        samples.append(s)
+        advance(int(chunk.x.size))
+    total = reduce(met.merge, metrics) if metrics else met.empty()
+    findings, plots = _mismatch_findings(kept, samples, ctx, numel=numel, shape=head["shapes"][0]) \
+        if total.mismatches and kept is not None else ((), None)
+    return Row(**head, metrics=total, findings=findings, plots=plots,
+               verdict=verdict([f.allowed for f in findings]))
+
+
+def warm() -> None:
+    """Compile (or load) the chunk scan for every dtype pair the golden runs, forward and
+    backward, on chunks read from a file (read-only) and given in memory (writable)."""
+    from conformance.reference.golden import SUPPORTED_PAIRS
+
+    for (name, out), direction, writable in ((p, d, w) for p in sorted(SUPPORTED_PAIRS)
+                                             for d in ("forward", "backward") for w in (True, False)):
+        x = np.linspace(-3, 3, 8).astype(info(name).dtype)
+        x.setflags(write=writable)
+        dy = None if direction == "forward" else x
+        actual = ref.compute(direction, x, 0.01, dy=dy, out_dtype=out)
+        actual.setflags(write=writable)
+        evaluate_chunks(lambda x=x, dy=dy, a=actual: [Chunk(0, x, dy, a)], numel=x.size, dtype=x.dtype, alpha=0.2,
+                        direction=direction, out_dtype=out, backend="dump", config=GateConfig())

@@ -1,0 +1,145 @@
+"""The scan of one chunk of a dump compiled with numba (``conformance.jit`` says when).
+
+The same results as the numpy path of :mod:`conformance.report.chunked`, which compares
+the chunk (:func:`conformance.report.metrics.compare`), then takes the mismatching
+elements and a stride sample of the matching ones in several passes: here one pass
+finds the mismatches and the matching elements of each kind and adds up the cosine sums
+as numpy's pairwise sum adds them; a second judges each mismatch
+(:func:`conformance.report.metric_loops.judge`) and writes it where the caller keeps it.
+Every array is read as bit patterns; values come from the float32/float64 arrays
+themselves, or from a table of every pattern for a 16-bit format.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from conformance.report.metric_loops import judge
+from conformance.ulp_loops import is_nan_bits
+
+__all__ = ["DOT_PIECE", "pairwise_sum", "scan"]
+
+DOT_PIECE = 1 << 16  # finite pairs summed as one piece (metrics._DOT_PIECE)
+_BLOCK = 128  # numpy's PW_BLOCKSIZE: a piece this short is summed by eight accumulators
+_DEPTH = 128  # pieces a pairwise sum holds at once: two per halving, far more than 2^63 elements need
+
+
+@numba.njit(cache=True)
+def pairwise_sum(p, lo, n):
+    """``np.add.reduce(p[lo:lo + n])`` of float64, in numpy's order: a piece of more than 128
+    elements is split in halves (the first rounded down to a multiple of 8) summed apart, a
+    shorter one by eight accumulators; plus the reduction's initial 0.0.  The halves are
+    walked with a stack of their own (numba's cache does not keep recursive functions)."""
+    if n <= _BLOCK:
+        return 0.0 + _block(p, lo, n)
+    starts, sizes = np.empty(_DEPTH, dtype=np.int64), np.empty(_DEPTH, dtype=np.int64)
+    split, sums = np.zeros(_DEPTH, dtype=np.bool_), np.empty(_DEPTH, dtype=np.float64)
+    starts[0], sizes[0], split[0], top, done = lo, n, False, 1, 0
+    while top:
+        at, size = starts[top - 1], sizes[top - 1]
+        if size <= _BLOCK:
+            sums[done], done, top = _block(p, at, size), done + 1, top - 1
+        elif split[top - 1]:  # both halves summed: the first is below the second
+            sums[done - 2], done, top = sums[done - 2] + sums[done - 1], done - 1, top - 1
+        else:
+            half = size // 2
+            half -= half % 8
+            split[top - 1] = True
+            starts[top], sizes[top], split[top] = at + half, size - half, False
+            starts[top + 1], sizes[top + 1], split[top + 1] = at, half, False
+            top += 2
+    return 0.0 + sums[0]
+
+
+@numba.njit(cache=True)
+def _block(p, lo, n):
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += p[i]
+        return res
+    r0, r1, r2, r3 = p[lo], p[lo + 1], p[lo + 2], p[lo + 3]
+    r4, r5, r6, r7 = p[lo + 4], p[lo + 5], p[lo + 6], p[lo + 7]
+    i = 8
+    while i < n - n % 8:
+        r0 += p[lo + i]
+        r1 += p[lo + i + 1]
+        r2 += p[lo + i + 2]
+        r3 += p[lo + i + 3]
+        r4 += p[lo + i + 4]
+        r5 += p[lo + i + 5]
+        r6 += p[lo + i + 6]
+        r7 += p[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += p[lo + i]
+        i += 1
+    return res
+
+
+@numba.njit(cache=True)
+def _flush(products, n, sums):
+    for j in range(3):
+        sums[j] += pairwise_sum(products[j], 0, n)
+
+
+@numba.njit(cache=True)
+def _special(u, exp_mask):
+    field = u & exp_mask
+    return field == 0 or field == exp_mask
+
+
+@numba.njit(cache=True)
+def scan(xb, db, ab, gb, af, gf, table, offset, out_where, out_x, out_dy, out_golden, out_actual, out_bad,
+         start, products, sums, counts, special_at, plain_at, kinds, rtol, atol, max_ulp, strict_zeros, magnitude,
+         exp_mask, mant_mask, x_exp):
+    """A chunk (bits ``xb``, ``db`` of x and dy, ``ab``, ``gb`` of actual and golden; ``db``
+    empty forward; their values from ``table`` by the bits when it is not empty, else ``af``,
+    ``gf``) in two passes.  The first adds up the cosine sums of the finite pairs into ``sums``
+    (dot, aa, gg) by pieces of ``products.shape[1]``, writes the flat index ``offset + i`` of
+    each mismatch (bits differ, not NaN on both sides) at ``start``, ``start + 1``, ... of
+    ``out_where``, and the local index of each matching element in ``special_at`` (an
+    exponent field all zeros or all ones in x, dy or golden) or ``plain_at`` (the others),
+    how many of each in ``kinds``; each of the three is written one place past its end too.
+    The second judges each mismatch and writes its bits and violation to the other ``out_*``.
+    Branches that depend on the data are avoided where elements of each kind are mixed at
+    random.  Returns where the writing ended, the largest finite magnitude and the maxima."""
+    k, filled, top, has_dy, by_table = start, 0, 0.0, db.size > 0, table.size > 0
+    n_special, n_plain = 0, 0
+    for i in range(ab.size):
+        u, v = ab[i], gb[i]
+        if (u & exp_mask) != exp_mask and (v & exp_mask) != exp_mask:  # both finite
+            x = table[u] if by_table else np.float64(af[i])
+            y = table[v] if by_table else np.float64(gf[i])
+            products[0, filled], products[1, filled], products[2, filled] = x * y, x * x, y * y
+            larger = max(abs(x), abs(y))
+            if larger > top:  # rare after the first elements: no chain of maxima from one element to the next
+                top = larger
+            filled += 1
+            if filled == products.shape[1]:
+                _flush(products, filled, sums)
+                filled = 0
+        mismatch = (u != v) & ~(is_nan_bits(u, exp_mask, mant_mask) & is_nan_bits(v, exp_mask, mant_mask))
+        special = _special(xb[i], x_exp) | _special(v, exp_mask) | (_special(db[i], x_exp) if has_dy else False)
+        out_where[k], special_at[n_special], plain_at[n_plain] = offset + i, i, i
+        k += mismatch
+        n_special += special & ~mismatch
+        n_plain += ~special & ~mismatch
+    if filled:
+        _flush(products, filled, sums)
+    kinds[0], kinds[1] = n_special, n_plain
+    best = (0.0, 0.0, np.int64(0), np.int64(0), np.int64(0), np.int64(0))  # no error yet
+    for j in range(start, k):
+        i = out_where[j] - offset
+        u, v = ab[i], gb[i]
+        x = table[u] if by_table else np.float64(af[i])
+        y = table[v] if by_table else np.float64(gf[i])
+        out_bad[j], best, flags = judge(x, y, u, v, i, best, rtol, atol, max_ulp, strict_zeros,
+                                        magnitude, exp_mask, mant_mask)
+        for c, flag in enumerate(flags):
+            counts[c] += flag
+        out_x[j], out_golden[j], out_actual[j] = xb[i], v, u
+        if has_dy:
+            out_dy[j] = db[i]
+    return k, top, best

@@ -1,0 +1,200 @@
+"""The compiled scan of a chunk reproduces the numpy path bit for bit.
+
+``conformance.report.chunked`` judges a dump a chunk at a time; with the compiled paths one
+compiled pass finds a chunk's mismatches, judges them and adds up its cosine sums
+(``scan_loops``).  On every supported dtype pair, forward and backward, on edge and random
+bit patterns (NaN payloads on both sides, infinities, signed zeros, subnormals), several
+tolerances and chunkings, the metrics (cosine sums included), the kept elements and the
+evidence sample with its weights are the numpy path's.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from conformance.dtypes import all_patterns, info, to_bits
+from conformance.reference import golden
+from conformance.reference.exact import SUPPORTED_PAIRS
+from conformance.report import chunked
+from conformance.report.evaluate import Chunk
+from conformance.report.gate import load_config
+from conformance.report.metrics import Tolerance, _cosine_sums
+from conformance.report.triage.sampling import SAMPLING
+
+scan_loops = pytest.importorskip("conformance.report.scan_loops", reason="numba (the fast extra) is not installed")
+
+TOLERANCES = (Tolerance(1e-3, 1e-5), Tolerance(0.0, 0.0, max_ulp=0, strict_zeros=True),
+              Tolerance(1.3e-6, 1e-5, max_ulp=3))
+
+
+def _inputs(name: str, *, seed: int) -> np.ndarray:
+    """Every 16-bit pattern; for 32/64 bits, edge patterns of both signs and random bits."""
+    rec = info(name)
+    if rec.bits == 16:
+        return np.random.default_rng(seed).permutation(all_patterns(name))
+    m = rec.mant_bits
+    edges = np.array([0, 1, 3, rec.mant_mask, 1 << m, rec.exp_mask - 1, rec.exp_mask, rec.exp_mask | 1,
+                      rec.exp_mask | rec.mant_mask, rec.bias << m], dtype=np.uint64)
+    edges = np.concatenate([edges, edges | np.uint64(rec.sign_mask)]).astype(rec.uint)
+    random = np.random.default_rng(seed).integers(0, 1 << rec.bits, 40_000, dtype=np.uint64).astype(rec.uint)
+    normal = np.random.default_rng(seed + 1).standard_normal(40_000).astype(rec.dtype)
+    return np.concatenate([edges.view(rec.dtype), random.view(rec.dtype), normal])
+
+
+def _device(expected: np.ndarray, x: np.ndarray, dy: np.ndarray | None, direction: str) -> np.ndarray:
+    """What a defective device could write: another slope's result, some elements exact, 1 ULP
+    off, another pattern, golden's NaN with another payload, a zero of the other sign."""
+    out = golden.compute(direction, x, 0.01, dy=dy, out_dtype=expected.dtype.name)
+    rec = info(expected.dtype)
+    bits, want = to_bits(out), to_bits(expected)
+    bits[::5] = want[::5]
+    bits[1::9] = want[1::9] ^ rec.uint.type(1)
+    bits[2::13] = np.roll(want, 7)[2::13]
+    nan = ((want & rec.exp_mask) == rec.exp_mask) & ((want & rec.mant_mask) != 0)
+    bits[nan] = rec.exp_mask | rec.uint.type(1)  # a NaN of another payload matches
+    zero = (want & ~rec.uint.type(rec.sign_mask)) == 0
+    bits[zero & (np.arange(bits.size) % 2 == 0)] ^= rec.uint.type(rec.sign_mask)
+    return out
+
+
+def _chunks(x: np.ndarray, dy: np.ndarray | None, actual: np.ndarray, *, size: int) -> Iterator[Chunk]:
+    for lo in range(0, x.size, size):
+        hi = min(lo + size, x.size)
+        yield Chunk(lo, x[lo:hi], None if dy is None else dy[lo:hi], actual[lo:hi])
+
+
+def _scanned(chunks: list[Chunk], *, direction: str, out: str, tolerance: Tolerance, compiled: bool,
+             numel: int) -> tuple[list, chunked.Kept, list]:
+    ctx = chunked._Context(0.2, direction, out, tolerance, "dump", load_config(None), "y.npy", lambda: None)
+    kept, metrics, samples = None, [], []
+    scratch = chunked._Scratch() if compiled else None
+    for chunk in chunks:
+        kept = kept or chunked.Kept(chunk, numel=numel, where=np.dtype(np.int32))
+        expected = golden.compute(direction, chunk.x, 0.2, dy=chunk.dy, out_dtype=out)
+        m, s = (chunked.compiled_scan(chunk, expected, ctx, kept, scratch) if compiled
+                else chunked.reference_scan(chunk, expected, ctx, kept))
+        metrics.append(m)
+        samples.append(s)
+    return metrics, kept, samples
+
+
+def _same(a: np.ndarray | None, b: np.ndarray | None) -> None:
+    assert (a is None) == (b is None)
+    if a is not None:
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert np.array_equal(to_bits(a) if a.dtype.kind in "fV" or a.dtype.name == "bfloat16" else a,
+                              to_bits(b) if b.dtype.kind in "fV" or b.dtype.name == "bfloat16" else b)
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+@pytest.mark.parametrize("pair", sorted(SUPPORTED_PAIRS), ids="->".join)
+def test_the_compiled_scan_is_the_numpy_path(pair, direction, monkeypatch):
+    src, out = pair
+    x = _inputs(src, seed=3)
+    dy = None if direction == "forward" else _inputs(src, seed=4)[::-1].copy()
+    actual = _device(golden.compute(direction, x, 0.2, dy=dy, out_dtype=out), x, dy, direction)
+    monkeypatch.setattr(chunked, "SAMPLING", replace(SAMPLING, chunk_special=37, chunk_plain=101))
+    for tolerance, size in zip(TOLERANCES, (x.size, 9_973, 65_536)):
+        chunks = list(_chunks(x, dy, actual, size=size))
+        got = _scanned(chunks, direction=direction, out=out, tolerance=tolerance, compiled=True, numel=x.size)
+        with monkeypatch.context() as m:
+            m.setenv("CONFORMANCE_COMPILED", "0")
+            ref = _scanned(chunks, direction=direction, out=out, tolerance=tolerance, compiled=False, numel=x.size)
+        assert got[0] == ref[0], "the metrics, cosine sums included"
+        assert got[1].size == ref[1].size and got[1].size > 0
+        for name in ("where", "x", "dy", "golden", "actual", "violating"):
+            _same(got[1].column(name), ref[1].column(name))
+        for a, b in zip(got[2], ref[2], strict=True):
+            assert np.array_equal(a.weight, b.weight) and a.weight.dtype == b.weight.dtype
+            for name in a.values:
+                _same(a.values[name], b.values[name])
+        assert any((s.weight > 1).any() for s in got[2]), "the stride sample thins"
+
+
+def test_a_whole_row_is_the_numpy_paths(monkeypatch):
+    """The row of a defect dump judged in chunks, compiled or not: every field."""
+    x = _inputs("float32", seed=5)
+    actual = _device(golden.forward(x, 0.2), x, None, "forward")
+
+    def row() -> object:
+        return chunked.evaluate_chunks(lambda: _chunks(x, None, actual, size=30_011), numel=x.size,
+                                       dtype=x.dtype, alpha=0.2, direction="forward", out_dtype="float32",
+                                       backend="dump", config=load_config(None), label="y.npy")
+
+    compiled = row()
+    monkeypatch.setenv("CONFORMANCE_COMPILED", "0")
+    reference = row()
+    assert compiled.metrics == reference.metrics
+    assert [(f.category, f.count, f.violations, f.summary, f.detail) for f in compiled.findings] == \
+        [(f.category, f.count, f.violations, f.summary, f.detail) for f in reference.findings]
+    assert compiled.findings
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 127, 128, 129, 1000, 65_535, 65_536, 200_003])
+def test_the_pairwise_sum_is_numpys(n):
+    values = np.random.default_rng(n).standard_normal(n + 5) * 10.0 ** np.random.default_rng(1).integers(-8, 8, n + 5)
+    assert scan_loops.pairwise_sum(values, 5, n) == np.add.reduce(values[5:])
+    assert scan_loops.pairwise_sum(values, 0, n) == np.add.reduce(values[:n])
+
+
+def test_extreme_values_take_the_scaled_cosine_sums():
+    """Beyond the exponents the unscaled sums hold, the sums of the scaled values, as numpy's path."""
+    x = np.array([1e300, -3e300, 2e299, 1.0], dtype=np.float64)
+    actual = x * 0.5
+    got = _scanned([Chunk(0, x, None, actual)], direction="forward", out="float64", tolerance=TOLERANCES[0],
+                   compiled=True, numel=x.size)[0][0]
+    assert (got.cos_dot, got.cos_aa, got.cos_gg, got.cos_exp) == _cosine_sums(actual, golden.forward(x, 0.2))
+    assert got.cos_exp > 480
+
+
+def test_kept_columns_grow_past_what_they_reserve(monkeypatch):
+    """A tensor larger than the reservation: the columns grow, and hold what a large one holds."""
+    x = _inputs("float32", seed=6)
+    actual = _device(golden.forward(x, 0.2), x, None, "forward")
+    chunks = list(_chunks(x, None, actual, size=10_007))
+    whole = _scanned(chunks, direction="forward", out="float32", tolerance=TOLERANCES[0], compiled=True,
+                     numel=x.size)[1]
+    monkeypatch.setattr(chunked, "RESERVED", 1_000)
+    grown = _scanned(chunks, direction="forward", out="float32", tolerance=TOLERANCES[0], compiled=True,
+                     numel=x.size)[1]
+    assert whole.columns["x"].size == x.size + 1 and grown.size > 1_000  # one place past the last, for the scan
+    for name in ("where", "x", "golden", "actual", "violating"):
+        _same(grown.column(name), whole.column(name))
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+def test_triage_on_consecutive_mismatches_reads_them_in_order_as_numpy_does(name, direction, monkeypatch):
+    """A reduced batch's mismatches are its first positions: the compiled passes read them as
+    one run of elements, and find what the numpy path finds."""
+    from conformance.report.triage.claims import Batch, beyond_rounding, observed_slopes
+
+    x = _inputs(name, seed=7)
+    dy = None if direction == "forward" else _inputs(name, seed=8)[::-1].copy()
+    expected = golden.compute(direction, x, 0.2, dy=dy)
+    batch = Batch(x, dy, 0.2, direction, name, expected, _device(expected, x, dy, direction))
+    for index in (np.arange(x.size), np.arange(3, x.size // 2)):
+        got = beyond_rounding(batch, index), *observed_slopes(batch, index)
+        with monkeypatch.context() as m:
+            m.setenv("CONFORMANCE_COMPILED", "0")
+            ref = beyond_rounding(batch, index), *observed_slopes(batch, index)
+        for a, b in zip(got, ref, strict=True):
+            _same(a, b)
+
+
+@pytest.mark.parametrize("size", [1_000, 333])
+def test_a_tensor_that_differs_everywhere_is_kept_whole(size, monkeypatch):
+    """Every element a mismatch, in every chunk: the columns hold the whole tensor (and the
+    place past it the scan writes), as the numpy path does."""
+    x = np.random.default_rng(9).standard_normal(1_000).astype(np.float32) - np.float32(5)
+    actual = golden.forward(x, 0.01)
+    chunks = list(_chunks(x, None, actual, size=size))
+    got = _scanned(chunks, direction="forward", out="float32", tolerance=TOLERANCES[0], compiled=True, numel=x.size)
+    monkeypatch.setenv("CONFORMANCE_COMPILED", "0")
+    ref = _scanned(chunks, direction="forward", out="float32", tolerance=TOLERANCES[0], compiled=False, numel=x.size)
+    assert got[0] == ref[0] and got[1].size == ref[1].size == x.size
+    for name in ("where", "x", "golden", "actual", "violating"):
+        _same(got[1].column(name), ref[1].column(name))
