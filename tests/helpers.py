@@ -145,10 +145,20 @@ def run_cli(argv: Sequence[str], capsys: pytest.CaptureFixture[str], *,
     return CliResult(int(code), captured.out, captured.err)
 
 
-def cli_subprocess(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``python -m conformance ARGS`` as a real process (smoke tests only)."""
+#: ``conformance ARGS`` in a process of its own under :func:`keep_small_batches`.
+_SMALL_MAIN = ("import sys; sys.path.insert(0, {root!r}); import pytest; "
+               "from tests.helpers import keep_small_batches; from conformance import cli; "
+               "keep_small_batches(pytest.MonkeyPatch()); sys.exit(cli.main(sys.argv[1:]))")
+
+
+def cli_subprocess(*args: str, cwd: Path, timeout: float = 300,
+                   small_batches: bool = False) -> subprocess.CompletedProcess:
+    """``python -m conformance ARGS`` as a real process (smoke tests only); ``small_batches``:
+    the suite's rows keep only their small batches (:func:`keep_small_batches`)."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    return subprocess.run([sys.executable, "-m", "conformance", *args], cwd=cwd, env=env,
+    root = str(Path(__file__).resolve().parents[1])
+    entry = ["-c", _SMALL_MAIN.format(root=root)] if small_batches else ["-m", "conformance"]
+    return subprocess.run([sys.executable, *entry, *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
