@@ -22,7 +22,7 @@ from conformance.records import TileLayout, TileSpan
 from conformance.reference import golden as ref
 from conformance.report import plots
 from conformance.report.triage import Batch, Claim
-from tests.helpers import assert_usage_error, keep_small_batches, run_cli
+from tests.helpers import assert_usage_error, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPE = (2, 16, 32, 32)  # N, C, H, W
@@ -152,19 +152,18 @@ PAGES = {  # name -> (arguments, the panels the page must show)
 
 
 @pytest.fixture(scope="module")
-def pages(dump_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def pages(small_batches: None, dump_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The pages of rows run on small batches: a page's panels are those of its rows' findings."""
     from conformance import cli
 
     out = tmp_path_factory.mktemp("html")
     written = {}
-    with pytest.MonkeyPatch.context() as mp:
-        keep_small_batches(mp)  # a page's panels are those of its rows' findings, whatever the size
-        for name, (args, _) in PAGES.items():
-            written[name] = out / f"{name}.html"
-            argv = [a.format(dump=dump_dir) for a in args] + ["--html", str(written[name]), "-q"]
-            if argv[0] == "run":
-                argv += ["--results-dir", str(out / "results")]
-            assert cli.main(argv) == (0 if argv[0] == "agree" else 1), name  # agree's table is no gate
+    for name, (args, _) in PAGES.items():
+        written[name] = out / f"{name}.html"
+        argv = [a.format(dump=dump_dir) for a in args] + ["--html", str(written[name]), "-q"]
+        if argv[0] == "run":
+            argv += ["--results-dir", str(out / "results")]
+        assert cli.main(argv) == (0 if argv[0] == "agree" else 1), name  # agree's table is no gate
     return written
 
 
