@@ -29,7 +29,7 @@ export TF_CPP_MIN_LOG_LEVEL := 3
 # $(call timed,what,command): run command, print how long it took, keep its exit status.
 timed = s=$$(date +%s); $(2); rc=$$?; echo "conformance: $(1) took $$(( $$(date +%s) - s )) s"; exit $$rc
 
-.PHONY: setup setup-frameworks test lint conformance conformance-all selftest bench clean
+.PHONY: setup setup-frameworks test test-exhaustive lint conformance conformance-all selftest bench clean
 
 setup: $(STAMP)
 
@@ -62,8 +62,13 @@ $(MINDSPORE_VENV)/.installed: pyproject.toml Makefile
 # TEST_WORKERS: pytest-xdist processes (one per core by default; 0 runs in this process)
 TEST_WORKERS ?= auto
 
+# make test: the harness's own tests, as plain `pytest` runs them (the `exhaustive` proofs left out).
+# make test-exhaustive: only the `exhaustive` proofs, the full-size runs whose samples `make test` has.
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS)
+
+test-exhaustive: $(STAMP)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m exhaustive
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

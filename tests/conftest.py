@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,17 @@ def _no_caller_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LINES", raising=False)
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+@pytest.fixture(scope="module")
+def small_batches() -> Iterator[None]:
+    """For a module's tests: the suite's rows keep only their small batches
+    (:func:`tests.helpers.keep_small_batches`), for tests whose property is not the inputs' size."""
+    from tests.helpers import keep_small_batches
+
+    with pytest.MonkeyPatch.context() as mp:
+        keep_small_batches(mp)
+        yield
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -26,6 +26,52 @@ from conformance.report.gate import GateConfig
 
 F16 = all_patterns("float16")  # every float16 bit pattern
 CONFIG = GateConfig()
+
+
+SMALL_BATCH = 5000  # elements per suite batch at most, under keep_small_batches
+
+
+def keep_small_batches(mp: pytest.MonkeyPatch, *, elements: int = SMALL_BATCH) -> None:
+    """The suite's rows run only their batches of at most ``elements`` elements (edges, drawn
+    examples, the one- and two-core boundary sizes), which still hold every edge value and a
+    short last block; a forked ``--jobs`` process inherits it."""
+    from conformance.suite import Inputs
+
+    every = Inputs.batches
+    mp.setattr(Inputs, "batches", lambda self, spec: [b for b in every(self, spec) if b.x.size <= elements])
+
+
+def sampled(cases: Iterable[tuple], *, default: Callable[..., bool]) -> list:
+    """``cases`` as parameter sets: those ``default(*case)`` keeps run in every run, the others
+    carry the ``exhaustive`` marker (``make test-exhaustive``); together they are the whole proof."""
+    return [pytest.param(*case, marks=() if default(*case) else pytest.mark.exhaustive) for case in cases]
+
+
+def rotation(names: Sequence[str], others: Sequence[str], *,
+             fits: Callable[[str, str], bool] = lambda other, name: True) -> Callable[[str, str], bool]:
+    """Keeps the n-th of ``names`` with one of ``others``: the (n mod len)-th, or the next after
+    it that ``fits(other, name)``; every name once in the sample, the others in turn."""
+    def kept(other: str, name: str) -> bool:
+        start = list(names).index(name)
+        turn = [others[(start + k) % len(others)] for k in range(len(others))]
+        return next((o for o in turn if fits(o, name)), turn[0]) == other
+
+    return kept
+
+
+def seeds_on(profile: str, variant: str) -> bool:
+    """Whether the emulated kernel's ``variant`` differs from the reference on chip ``profile``."""
+    from conformance.npu_impl import PROFILES
+    from conformance.npu_impl.variants import not_applicable
+
+    return not not_applicable(variant, PROFILES[profile])
+
+
+def variants_in_turn() -> Callable[[str, str], bool]:
+    """Keeps every seeded variant on one chip profile where it seeds a defect, the profiles in turn."""
+    from conformance.npu_impl import PROFILES, VARIANTS
+
+    return rotation(list(VARIANTS), list(PROFILES), fits=seeds_on)
 
 
 def bits_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -99,10 +145,20 @@ def run_cli(argv: Sequence[str], capsys: pytest.CaptureFixture[str], *,
     return CliResult(int(code), captured.out, captured.err)
 
 
-def cli_subprocess(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``python -m conformance ARGS`` as a real process (smoke tests only)."""
+#: ``conformance ARGS`` in a process of its own under :func:`keep_small_batches`.
+_SMALL_MAIN = ("import sys; sys.path.insert(0, {root!r}); import pytest; "
+               "from tests.helpers import keep_small_batches; from conformance import cli; "
+               "keep_small_batches(pytest.MonkeyPatch()); sys.exit(cli.main(sys.argv[1:]))")
+
+
+def cli_subprocess(*args: str, cwd: Path, timeout: float = 300,
+                   small_batches: bool = False) -> subprocess.CompletedProcess:
+    """``python -m conformance ARGS`` as a real process (smoke tests only); ``small_batches``:
+    the suite's rows keep only their small batches (:func:`keep_small_batches`)."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    return subprocess.run([sys.executable, "-m", "conformance", *args], cwd=cwd, env=env,
+    root = str(Path(__file__).resolve().parents[1])
+    entry = ["-c", _SMALL_MAIN.format(root=root)] if small_batches else ["-m", "conformance"]
+    return subprocess.run([sys.executable, *entry, *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 

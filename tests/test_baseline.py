@@ -2,7 +2,8 @@
 
 The reports: the emulated CANN kernel's ``reference`` variant and its ``default-slope``
 defect (which computes with slope 0), and the same defect with fewer hypothesis
-examples (so its findings are smaller), on fp16 forward at two slopes.
+examples (so its findings are smaller), on fp16 forward at two slopes, on the suite's small
+batches (every edge value, the drawn examples and a short last block).
 """
 from __future__ import annotations
 
@@ -22,8 +23,12 @@ RUNS = {"reference": ["--variant", "reference"], "slope": ["--variant", "default
         "slope-small": ["--variant", "default-slope", "--max-examples", "5"]}
 
 
+#: The reports and the runs compared with them: the same small batches (a diff is about counts).
+pytestmark = pytest.mark.usefixtures("small_batches")
+
+
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory) -> dict[str, Path]:
+def reports(small_batches, tmp_path_factory) -> dict[str, Path]:
     where = tmp_path_factory.mktemp("reports")
     made = {}
     for name, extra in RUNS.items():

@@ -313,7 +313,7 @@ def test_run_on_a_pipe_prints_a_line_per_finished_backend_on_stderr(mixed) -> No
 
 
 def test_selftest_on_a_pipe_prints_a_line_per_variant(tmp_path: Path) -> None:
-    proc = cli_subprocess("selftest", "--variant", "grad-at-zero-one", cwd=tmp_path)
+    proc = cli_subprocess("selftest", "--variant", "grad-at-zero-one", cwd=tmp_path, small_batches=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.startswith("selftest progress: ")]
     assert [line.split(";")[0] for line in lines] == ["selftest progress: reference done",

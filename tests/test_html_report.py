@@ -152,7 +152,8 @@ PAGES = {  # name -> (arguments, the panels the page must show)
 
 
 @pytest.fixture(scope="module")
-def pages(dump_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def pages(small_batches: None, dump_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The pages of rows run on small batches: a page's panels are those of its rows' findings."""
     from conformance import cli
 
     out = tmp_path_factory.mktemp("html")

@@ -2,7 +2,8 @@
 
 The plugin is loaded with ``-p conformance.pytest_plugin``: an editable install made
 before the ``pytest11`` entry point existed does not have it (the entry point is
-named after the module, so both ways register it once).
+named after the module, so both ways register it once).  The users' runs keep the suite's
+small batches (``small_batches``): what they show is the plugin's verdicts and items.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from conformance.report import export
 
 pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.usefixtures("small_batches")  # the users' runs: their rows' verdicts, not sizes
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = ("-p", "conformance.pytest_plugin")
 KERNELS = '''

@@ -3,8 +3,10 @@ that applies on the chip is caught under its expected category, and the rest are
 
 The full ``conformance selftest --profile P`` runs the suite's whole batches (every fp16 pattern,
 boundary sizes of several hundred thousand elements) for some minutes per profile; here each row
-keeps only the batches of at most ``SMALL`` elements (edges, drawn examples, the one- and two-core
-boundary sizes), which still hold every edge value and a short last block.
+keeps only the batches of at most ``SMALL_BATCH`` elements (edges, drawn examples, the one- and two-core
+boundary sizes), which still hold every edge value and a short last block.  By default each
+profile runs ``reference`` and the variants it takes in turn (every variant on one profile);
+``make test-exhaustive`` runs the rest of every profile.
 """
 from __future__ import annotations
 
@@ -13,31 +15,29 @@ import pytest
 from conformance.commands import selftest
 from conformance.npu_impl import PROFILES, VARIANTS
 from conformance.npu_impl.variants import expected_on, not_applicable
-from conformance.suite import Inputs, Options, RowSpec, Selection, SuiteResult, plan, run_row
-
-SMALL = 5000  # elements per batch at most
+from tests.helpers import keep_small_batches, variants_in_turn
 
 
-class SmallInputs(Inputs):
-    def batches(self, spec: RowSpec) -> list:
-        return [b for b in super().batches(spec) if b.x.size <= SMALL]
+def share(profile: str, *, in_turn: bool) -> list[str]:
+    """``reference`` and the variants this profile takes in turn (each variant on one profile),
+    or the rest of them: the two shares of every profile are every variant."""
+    keep = variants_in_turn()
+    return [v for v in VARIANTS if v == "reference" or keep(profile, v) == in_turn]
 
 
-def small_suite(selection: Selection, options: Options) -> SuiteResult:
-    specs, skipped = plan(selection)
-    inputs = SmallInputs(seed=options.seed, max_examples=options.max_examples, alphas=selection.alphas)
-    return SuiteResult(rows=[run_row(s, inputs, options=options) for s in specs], skipped=skipped)
+SHARES = [pytest.param(p, share(p, in_turn=True), id=f"{p}-in-turn") for p in PROFILES] + [
+    pytest.param(p, share(p, in_turn=False), id=f"{p}-rest", marks=pytest.mark.exhaustive) for p in PROFILES]
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@pytest.mark.parametrize("profile", list(PROFILES))
-def test_selftest_catches_every_applicable_defect_on_every_profile(profile: str,
+@pytest.mark.parametrize(("profile", "names"), SHARES)
+def test_selftest_catches_every_applicable_defect_on_every_profile(profile: str, names: list[str],
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(selftest, "run_suite", small_suite)
-    outcomes = selftest.run_selftest(list(VARIANTS), profile=profile, seed=0, strict=False)
+    keep_small_batches(monkeypatch)
+    outcomes = selftest.run_selftest(names, profile=profile, seed=0, strict=False)
     chip = PROFILES[profile]
     by_name = {o.variant: o for o in outcomes}
-    assert list(by_name) == list(VARIANTS)
+    assert list(by_name) == names
     assert by_name["reference"].ok and by_name["reference"].rows > 0
     for name, o in by_name.items():
         if not_applicable(name, chip):
