@@ -128,11 +128,10 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
     result = np.empty(x.size, dtype=out.dtype)
     sink = to_bits(result) if out.bits == 16 else result
     xs, table = _operand(x)
-    tables = (table, _table(out), _table(info(s.opmath)) if s.opmath else _NO_TABLE)
     flags = (src.name == out.name, _SATURATE[s.saturate])
     if direction == "forward":
         form = s.formulation if s.formulation != "max_or_min" else ("max" if a <= 1 else "min")
-        _forward_loop(xs, tables, sink, s.predicate == "ge", _FORWARD_FORM[form], s.nan_operand == "x", flags,
+        _forward_loop(xs, table, sink, s.predicate == "ge", _FORWARD_FORM[form], s.nan_operand == "x", flags,
                       rules)
     else:
         dys, _ = _operand(_narrowed(read_operand(np.asarray(dy), s), s))
@@ -140,12 +139,8 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
             xs, dys = dys, xs
         nan_mode = _NAN_GRAD[s.nan_grad] + (2 if s.nan_grad == "dy*0" and src.name == "bfloat16" else 0)
         modes = (_BACKWARD_TAKE.get(s.formulation, 0), nan_mode, s.grad_form == "sum")
-        _backward_loop(dys, xs, tables, sink, s.grad_rule == "ge", s.nan_grad == "dy", modes, flags, rules)
+        _backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy", modes, flags, rules)
     return (flush_to_zero(result) if s.flush_output else result).reshape(shape)
-
-
-def _table(rec: DTypeInfo) -> np.ndarray:
-    return _decode_table(rec.name) if rec.bits == 16 else _NO_TABLE
 
 
 def _narrowed(v: np.ndarray, s: Semantics) -> np.ndarray:
@@ -247,17 +242,31 @@ def _flushed(w, smallest):
 
 
 @numba.njit(cache=True)
-def _rounded(p, kind, table):
-    """float64 ``p`` rounded to the dtype of ``kind`` (``table`` decodes a 16-bit one), as float64."""
+def _widened16(h, kind):
+    """16-bit pattern ``h`` of float16 (kind 0) or bfloat16 (kind 1) as float64, as numpy and
+    ml_dtypes widen it (no table: a loop that may index out of bounds is not inlined)."""
+    if kind == 1:
+        return np.float64(np.uint32(np.uint32(h) << np.uint32(16)).view(np.float32))
+    b = np.uint64(h)
+    sign, e, m = b >> np.uint64(15), (b >> np.uint64(10)) & np.uint64(0x1F), b & np.uint64(0x3FF)
+    if e == 0:
+        return np.copysign(np.float64(m) * 2.0 ** -24, -1.0 if sign else 1.0)
+    top = np.uint64(0x7FF) if e == np.uint64(0x1F) else np.uint64(e + np.uint64(1023 - 15))
+    return np.uint64(sign << np.uint64(63) | top << np.uint64(52) | m << np.uint64(42)).view(np.float64)
+
+
+@numba.njit(cache=True)
+def _rounded(p, kind):
+    """float64 ``p`` rounded to the dtype of ``kind``, as float64."""
     if kind == 0 or kind == 1:
-        return table[_round16(p, kind)]
+        return _widened16(_round16(p, kind), kind)
     if kind == 2:
         return np.float64(np.float32(p))
     return p
 
 
 @numba.njit(cache=True)
-def _negative(v, r, mid_table):
+def _negative(v, r):
     """``a * v`` as the output's float64 (stored by ``_store``) under the rules ``r``: DAZ reads
     ``v`` as zero, an opmath product is rounded to opmath, FTZ flushes a product that is tiny
     (float32/bfloat16: as x86 decides, on the float64 product scaled by 2**64 and rounded to
@@ -266,8 +275,8 @@ def _negative(v, r, mid_table):
     if daz:
         v = _flushed(v, in_smallest)
     if mid_kind >= 0:  # the operand and the slope in opmath, the product rounded to it
-        w = _rounded(v, mid_kind, mid_table)
-        return _rounded(_product(w, mid[0], mid[1], mid[2], mid[3], mid[4], mid[5]), mid_kind, mid_table)
+        w = _rounded(v, mid_kind)
+        return _rounded(_product(w, mid[0], mid[1], mid[2], mid[3], mid[4], mid[5]), mid_kind)
     p = _product(v, a, hi, lo, k, check, smallest)
     if ftz:
         if kind == 1 or kind == 2:
@@ -324,45 +333,44 @@ def _extremum(vo, flushed, w, n, p, is_max, kind):
 
 
 @numba.njit(cache=True)
-def _forward_value(w, ge, form, nan_x, same, r, out_table, mid_table):
+def _forward_value(w, ge, form, nan_x, same, r):
     """The forward of one element under formulation ``form`` (see ``_FORWARD_FORM``)."""
     kind = r[10]
     if form == 2:  # relu: maximum(x, +0)
-        vo = w if same else _rounded(w, kind, out_table)
+        vo = w if same else _rounded(w, kind)
         return _extremum(vo, False, w, 0.0, 0.0, True, kind)
     if form != 1 and form != 4 and form != 5 and _takes(w, ge, r):
         return True, w
-    p = _negative(w, r, mid_table)
+    p = _negative(w, r)
     if form <= 1:
         return False, p
-    n = _rounded(p, kind, out_table)
+    n = _rounded(p, kind)
     if form == 3:  # merge: a zero product is +0
         return False, (0.0 if n == 0 else p)
     if nan_x and n != n:  # a compare-select ignores a NaN product
         return True, w
     flushed = r[7] and w != 0 and abs(w) < r[6]  # max/min are arithmetic: DAZ reads x as zero
     operand = np.copysign(0.0, w) if flushed else w
-    vo = operand if same else _rounded(operand, kind, out_table)
+    vo = operand if same else _rounded(operand, kind)
     return _extremum(vo, flushed, w, n, p, form == 4, kind)
 
 
 @numba.njit(cache=True)
-def _forward_loop(xs, tables, sink, ge, form, nan_x, flags, r):
-    table, out_table, mid_table = tables
+def _forward_loop(xs, table, sink, ge, form, nan_x, flags, r):
     for i in range(xs.size):
         w = _load(xs[i], table)
-        copy, v = _forward_value(w, ge, form, nan_x, flags[0], r, out_table, mid_table)
+        copy, v = _forward_value(w, ge, form, nan_x, flags[0], r)
         _emit(sink, i, xs[i], copy, v, flags, r)
 
 
 @numba.njit(cache=True)
-def _gradient_value(d, w, take, modes, same, r, out_table, mid_table):
+def _gradient_value(d, w, take, modes, same, r):
     """dx of one element: dy where ``take``, else ``a*dy``; then the branch sum's zero signs
     (``where(c, dy, 0) + a*where(c, 0, dy)``) and dx at x = NaN as ``modes`` say."""
     _, nan_mode, summed = modes
-    copy, v = (True, d) if take else (False, _negative(d, r, mid_table))
+    copy, v = (True, d) if take else (False, _negative(d, r))
     if summed:
-        dv = d if copy and same else _rounded(v, r[10], out_table)
+        dv = d if copy and same else _rounded(v, r[10])
         if r[7]:
             dv = _flushed(dv, r[5])  # the add reads dx under DAZ
         copy, v = False, dv + (np.copysign(0.0, r[0]) if take else 0.0)
@@ -374,12 +382,11 @@ def _gradient_value(d, w, take, modes, same, r, out_table, mid_table):
 
 
 @numba.njit(cache=True)
-def _backward_loop(dys, xs, tables, sink, ge, nan_dy, modes, flags, r):
-    table, out_table, mid_table = tables
+def _backward_loop(dys, xs, table, sink, ge, nan_dy, modes, flags, r):
     take_mode = modes[0]
     for i in range(xs.size):
         w = _load(xs[i], table)
         take = False if take_mode == 1 else _takes(w, ge, r) != (take_mode == 2)
         take = take or (nan_dy and w != w)
-        copy, v = _gradient_value(_load(dys[i], table), w, take, modes, flags[0], r, out_table, mid_table)
+        copy, v = _gradient_value(_load(dys[i], table), w, take, modes, flags[0], r)
         _emit(sink, i, dys[i], copy, v, flags, r)
