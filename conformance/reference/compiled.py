@@ -131,16 +131,29 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
     flags = (src.name == out.name, _SATURATE[s.saturate])
     if direction == "forward":
         form = s.formulation if s.formulation != "max_or_min" else ("max" if a <= 1 else "min")
-        _forward_loop(xs, table, sink, s.predicate == "ge", _FORWARD_FORM[form], s.nan_operand == "x", flags,
-                      rules)
+        if _FORWARD_FORM[form] <= 1 and _plain(s):
+            _select_forward_loop(xs, table, sink, s.predicate == "ge", form == "scale", flags[0], rules)
+        else:
+            _forward_loop(xs, table, sink, s.predicate == "ge", _FORWARD_FORM[form], s.nan_operand == "x", flags,
+                          rules)
     else:
         dys, _ = _operand(_narrowed(read_operand(np.asarray(dy), s), s))
         if s.formulation == "swap_operands":  # x and dy passed the other way round
             xs, dys = dys, xs
         nan_mode = _NAN_GRAD[s.nan_grad] + (2 if s.nan_grad == "dy*0" and src.name == "bfloat16" else 0)
         modes = (_BACKWARD_TAKE.get(s.formulation, 0), nan_mode, s.grad_form == "sum")
-        _backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy", modes, flags, rules)
+        if modes[1:] == (0, False) and _plain(s):
+            _select_backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy", modes[0],
+                                  flags[0], rules)
+        else:
+            _backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy", modes, flags, rules)
     return (flush_to_zero(result) if s.flush_output else result).reshape(shape)
+
+
+def _plain(s: Semantics) -> bool:
+    """No saturation and no opmath product: the lean select loops compute it (the general loops
+    give the same bits, but their per-element branches cost up to twice the time)."""
+    return s.saturate is False and s.opmath is None
 
 
 def _narrowed(v: np.ndarray, s: Semantics) -> np.ndarray:
@@ -267,16 +280,26 @@ def _rounded(p, kind):
 
 @numba.njit(cache=True)
 def _negative(v, r):
+    """``a * v`` as the output's float64 under the rules ``r``: an opmath product (the operand
+    read under DAZ and the slope rounded to opmath, the product rounded to it), else as
+    ``_plain_negative``."""
+    mid, mid_kind = r[12], r[13]
+    if mid_kind < 0:
+        return _plain_negative(v, r)
+    if r[7]:
+        v = _flushed(v, r[6])
+    w = _rounded(v, mid_kind)
+    return _rounded(_product(w, mid[0], mid[1], mid[2], mid[3], mid[4], mid[5]), mid_kind)
+
+
+@numba.njit(cache=True)
+def _plain_negative(v, r):
     """``a * v`` as the output's float64 (stored by ``_store``) under the rules ``r``: DAZ reads
-    ``v`` as zero, an opmath product is rounded to opmath, FTZ flushes a product that is tiny
-    (float32/bfloat16: as x86 decides, on the float64 product scaled by 2**64 and rounded to
-    float32; float16/float64: a subnormal result)."""
-    a, hi, lo, k, check, smallest, in_smallest, daz, ftz, below, kind, _, mid, mid_kind = r
+    ``v`` as zero, FTZ flushes a product that is tiny (float32/bfloat16: as x86 decides, on the
+    float64 product scaled by 2**64 and rounded to float32; float16/float64: a subnormal result)."""
+    a, hi, lo, k, check, smallest, in_smallest, daz, ftz, below, kind, _, _, _ = r
     if daz:
         v = _flushed(v, in_smallest)
-    if mid_kind >= 0:  # the operand and the slope in opmath, the product rounded to it
-        w = _rounded(v, mid_kind)
-        return _rounded(_product(w, mid[0], mid[1], mid[2], mid[3], mid[4], mid[5]), mid_kind)
     p = _product(v, a, hi, lo, k, check, smallest)
     if ftz:
         if kind == 1 or kind == 2:
@@ -390,3 +413,33 @@ def _backward_loop(dys, xs, table, sink, ge, nan_dy, modes, flags, r):
         take = take or (nan_dy and w != w)
         copy, v = _gradient_value(_load(dys[i], table), w, take, modes, flags[0], r)
         _emit(sink, i, dys[i], copy, v, flags, r)
+
+
+@numba.njit(cache=True)
+def _select_forward_loop(xs, table, sink, ge, scale, same, r):
+    """The select (``scale``: a*x everywhere) without saturation or an opmath product."""
+    for i in range(xs.size):
+        w = _load(xs[i], table)
+        if not scale and _takes(w, ge, r):
+            if same:
+                sink[i] = xs[i]
+            else:
+                _store(sink, i, w, r[10])
+        else:
+            _store(sink, i, _plain_negative(w, r), r[10])
+
+
+@numba.njit(cache=True)
+def _select_backward_loop(dys, xs, table, sink, ge, nan_dy, take_mode, same, r):
+    """The gradient's select (``take_mode`` as ``_BACKWARD_TAKE``) without saturation, an
+    opmath product, a branch sum or a NaN rule of its own."""
+    for i in range(xs.size):
+        w = _load(xs[i], table)
+        take = False if take_mode == 1 else _takes(w, ge, r) != (take_mode == 2)
+        if take or (nan_dy and w != w):
+            if same:
+                sink[i] = dys[i]
+            else:
+                _store(sink, i, _load(dys[i], table), r[10])
+        else:
+            _store(sink, i, _plain_negative(_load(dys[i], table), r), r[10])
