@@ -4,6 +4,8 @@ Each slope times, in alternation, the naive ``np.where(x > 0, x, x*a)``, the gol
 (its compiled loop when numba is installed) and the golden's numpy path
 (``CONFORMANCE_COMPILED=0``), so the three see the same machine load.
 Targets: golden <= 1.5x naive at every slope; peak extra memory < 4x the input size.
+Then the calls triage makes: variants of the golden on a few thousand elements, the compiled
+loop against the numpy path, per call.
 Run: ``make bench`` or ``.venv/bin/python -m benchmarks.bench_golden``.
 """
 from __future__ import annotations
@@ -13,8 +15,15 @@ import numpy as np
 from benchmarks.timing import alternated, peak_bytes
 from conformance import jit
 from conformance.reference import golden
+from conformance.reference.semantics import Semantics
 
 N = 16 * 1024 * 1024
+SMALL = 3000  # a triage batch of mismatches
+#: Variants triage scores often, by direction (each covered by the compiled loop).
+TRIAGE_VARIANTS = (("forward", Semantics(opmath="float32")), ("forward", Semantics(formulation="merge")),
+                   ("forward", Semantics(formulation="max_or_min", nan_operand="x", saturate=True)),
+                   ("backward", Semantics(nan_grad="dy*0", opmath="float32")),
+                   ("backward", Semantics(grad_form="sum", nan_grad="nan", daz=True, ftz=True)))
 
 
 def _naive(x: np.ndarray, alpha: float) -> np.ndarray:
@@ -36,6 +45,19 @@ def main() -> None:
               f"ratio {ref / naive:4.2f}x", flush=True)
     peak = peak_bytes(lambda: golden.forward(x, 0.2))
     print(f"peak traced memory {peak / x.nbytes:4.2f}x the input size (output included; target < 4x)")
+    _triage_calls(bits[:SMALL].view(np.float32).astype(np.float16))
+
+
+def _triage_calls(x: np.ndarray) -> None:
+    """Per-call time of the variants triage scores, compiled and numpy path, side by side."""
+    dy = x[::-1].copy()
+    for direction, s in TRIAGE_VARIANTS:
+        def call(fn, d=direction, s=s):
+            return lambda: [fn(d, x, 0.2, dy=dy, semantics=s) for _ in range(100)]
+
+        fast, ref = alternated(call(golden.compute), call(golden.reference_compute))
+        print(f"{direction} {s} on {x.size} float16: golden {fast * 1e4:6.0f} us a call, "
+              f"numpy path {ref * 1e4:6.0f} us ({ref / fast:4.1f}x)", flush=True)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import pytest
 from conformance.dtypes import all_patterns, info, to_bits, ulp_distance
 from conformance.reference import golden
 from conformance.reference.exact import SUPPORTED_PAIRS
-from conformance.reference.semantics import Semantics
+from conformance.reference.semantics import _CHOICES, Semantics
 from conformance.report.metrics import Tolerance, compare
 
 compiled = pytest.importorskip("conformance.reference.compiled", reason="numba (the fast extra) is not installed")
@@ -30,14 +30,31 @@ COVERED = (Semantics(), Semantics(predicate="ge"), Semantics(slope=0.3), Semanti
            Semantics(flush_inputs=True), Semantics(daz=True, ftz=True, flush_output=True),
            Semantics(daz=True, ftz=True, flush_output=True, flush_inputs=True),
            Semantics(input_dtype="float16"), Semantics(input_dtype="bfloat16", daz=True, ftz=True),
-           Semantics(input_dtype="float32", slope_dtype="float32"))
-#: Backward formulations the compiled loop covers (the forward computes them on the numpy path).
+           Semantics(input_dtype="float32", slope_dtype="float32"),
+           # saturation, the opmath product, dx at x = NaN and the branch sum, in the loop
+           Semantics(saturate=True), Semantics(saturate="inf", daz=True),
+           Semantics(saturate=True, saturate_inputs=True), Semantics(saturate_inputs=True, input_dtype="float16"),
+           Semantics(opmath="float32"),
+           Semantics(opmath="float16", input_dtype="float16"), Semantics(opmath="bfloat16", daz=True),
+           Semantics(opmath="float32", slope_dtype="float16", saturate="inf"), Semantics(nan_grad="zero"),
+           Semantics(nan_grad="dy*0", opmath="float32"), Semantics(nan_grad="nan", saturate="inf"),
+           Semantics(nan_grad="nan", saturate=True), Semantics(grad_form="sum"),
+           Semantics(grad_form="sum", daz=True, ftz=True, nan_grad="dy*0"),
+           Semantics(grad_form="sum", nan_grad="dy", saturate=True, slope_dtype="bfloat16"))
+#: Forward formulations the compiled loop covers (the backward computes them as its select).
+FORWARD_FORMULATIONS = (Semantics(formulation="relu"), Semantics(formulation="relu", saturate=True),
+                        Semantics(formulation="max"), Semantics(formulation="min", daz=True, ftz=True),
+                        Semantics(formulation="max_or_min"), Semantics(formulation="max_or_min", nan_operand="x"),
+                        Semantics(formulation="max", nan_operand="x", daz=True, opmath="float32"),
+                        Semantics(formulation="merge", predicate="ge"),
+                        Semantics(formulation="merge", opmath="float16", saturate=True, daz=True))
+#: Backward formulations the compiled loop covers (the forward-only ones are its select).
 BACKWARD_ONLY = (Semantics(formulation="swap_branches", nan_grad="dy"), Semantics(formulation="swap_operands"),
                  Semantics(formulation="max", daz=True), Semantics(formulation="merge", grad_rule="ge"))
-NOT_COVERED = (Semantics(saturate_inputs=True), Semantics(opmath="float32"), Semantics(saturate=True),
-               Semantics(formulation="relu"), Semantics(rounding="rtz"), Semantics(result_dtype="float16"),
-               Semantics(input_dtype="float16", opmath="float16"), Semantics(grad_rule="max"),
-               Semantics(nan_grad="zero"))
+NOT_COVERED = (Semantics(formulation="relu"), Semantics(rounding="rtz"), Semantics(result_dtype="float16"),
+               Semantics(opmath="float32", ftz=True), Semantics(grad_rule="max"), Semantics(grad_rule="step"),
+               Semantics(grad_form="fma"), Semantics(formulation="maxmin"), Semantics(formulation="twice"),
+               Semantics(formulation="mask-multiply"))
 
 
 def _edges(name: str) -> np.ndarray:
@@ -72,6 +89,22 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> None:
     assert differ.size == 0, f"{differ.size} elements differ, first at {differ[:5]}"
 
 
+def _agrees(direction: str, x: np.ndarray, alpha: float, *, dy=None, out: str, semantics: Semantics) -> None:
+    """The loop and the numpy path give the same bits, or refuse the call with the same error
+    (``saturate_inputs`` reads a float64 operand as float32, which has no float64 result)."""
+    def outcome(fn):
+        try:
+            return fn(direction, x, alpha, dy=dy, out_dtype=out, semantics=semantics)
+        except ValueError as error:
+            return str(error)
+
+    got, expected = outcome(compiled.compute), outcome(golden.reference_compute)
+    if isinstance(expected, str):
+        assert got == expected
+    else:
+        _same_bits(got, expected)
+
+
 @pytest.fixture(scope="module")
 def inputs() -> dict[str, np.ndarray]:
     return {name: _inputs(name) for name in ("float16", "bfloat16", "float32", "float64")}
@@ -102,22 +135,50 @@ def test_covered_variants_match_the_numpy_path(inputs, semantics, pair):
     x = inputs[src]
     assert compiled.covers("forward", semantics) and compiled.covers("backward", semantics)
     for alpha in (0.2, -0.5, 1 / 3, 1e-30):
-        _same_bits(compiled.compute("forward", x, alpha, out_dtype=out, semantics=semantics),
-                   golden.reference_compute("forward", x, alpha, out_dtype=out, semantics=semantics))
+        _agrees("forward", x, alpha, out=out, semantics=semantics)
         for dy, xs in _operand_sets(x):
-            _same_bits(compiled.compute("backward", xs, alpha, dy=dy, out_dtype=out, semantics=semantics),
-                       golden.reference_compute("backward", xs, alpha, dy=dy, out_dtype=out, semantics=semantics))
+            _agrees("backward", xs, alpha, dy=dy, out=out, semantics=semantics)
 
 
 @pytest.mark.parametrize("semantics", BACKWARD_ONLY, ids=str)
 @pytest.mark.parametrize("pair", sorted(SUPPORTED_PAIRS), ids="->".join)
 def test_covered_backward_formulations_match_the_numpy_path(inputs, semantics, pair):
     src, out = pair
-    assert compiled.covers("backward", semantics) and not compiled.covers("forward", semantics)
+    assert compiled.covers("backward", semantics)
     for alpha in (0.2, -0.5):
         for dy, xs in _operand_sets(inputs[src]):
-            _same_bits(compiled.compute("backward", xs, alpha, dy=dy, out_dtype=out, semantics=semantics),
-                       golden.reference_compute("backward", xs, alpha, dy=dy, out_dtype=out, semantics=semantics))
+            _agrees("backward", xs, alpha, dy=dy, out=out, semantics=semantics)
+
+
+@pytest.mark.parametrize("semantics", FORWARD_FORMULATIONS, ids=str)
+@pytest.mark.parametrize("pair", sorted(SUPPORTED_PAIRS), ids="->".join)
+def test_covered_forward_formulations_match_the_numpy_path(inputs, semantics, pair):
+    src, out = pair
+    assert compiled.covers("forward", semantics)
+    for alpha in (0.2, -0.5, 1.5, 0.0):
+        _agrees("forward", inputs[src], alpha, out=out, semantics=semantics)
+
+
+def _single_settings() -> list[Semantics]:
+    """Every value of every setting alone, and each under DAZ and FTZ."""
+    values = {**{name: choices for name, choices in _CHOICES.items()},
+              **{flag: (True,) for flag in ("daz", "ftz", "flush_inputs", "saturate_inputs", "flush_output")},
+              "opmath": ("float16", "bfloat16", "float32"), "input_dtype": ("float16", "bfloat16"),
+              "result_dtype": ("float16",), "slope_dtype": ("float16",), "slope": (0.3,)}
+    singles = [Semantics(**{name: v}) for name, options in values.items() for v in options]
+    return singles + [s.combined(Semantics(daz=True, ftz=True)) for s in singles]
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_every_variant_covers_claims_is_the_numpy_paths(inputs, direction):
+    """Whatever ``covers`` claims, the loop computes as the numpy path does."""
+    claimed = [s for s in _single_settings() if compiled.covers(direction, s)]
+    assert len(claimed) > 20
+    for semantics in claimed:
+        for (src, out), alpha in ((("float16", "float16"), -0.5), (("float32", "bfloat16"), 1.5)):
+            x = inputs[src]
+            dy = None if direction == "forward" else np.roll(x, 1)
+            _agrees(direction, x, alpha, dy=dy, out=out, semantics=semantics)
 
 
 @pytest.mark.parametrize("semantics", NOT_COVERED, ids=str)
