@@ -18,6 +18,7 @@ from typing import Optional
 
 import numpy as np
 
+import conformance.report.triage.sampling as sampling
 from conformance.dtypes import DTYPES, info
 from conformance.reference.semantics import EXACT, Semantics
 from conformance.report.metrics import match_mask
@@ -254,8 +255,33 @@ def _on(batch: Batch, state: State, base: tuple, *, beat: int = 0) -> Optional[_
     limit = _limit_shared(batch.actual[state.remaining], values)
     if limit is None or _most_explained(batch, state.remaining, limit, values) <= beat:
         return None
+    if not _may_hold(batch, state, limit, base, beat=beat):
+        return None
     proof = _best(batch, state, limit, base)
     return proof if proof is not None and _proved(batch, proof) else None
+
+
+def _may_hold(batch: Batch, state: State, limit: float, base: tuple, *, beat: int) -> bool:
+    """The first look: some clamp at ``limit`` (of every side and NaN/inf behaviour)
+    reproduces more than ``beat`` errors and contradicts none of them nor of a stride
+    sample of the other elements (``SAMPLING.screening``).  When none does, no clamp
+    :func:`_best` judges on every element is kept: its errors are these, and its
+    contradictions include these."""
+    n = batch.x.size
+    step = n // sampling.SAMPLING.screening
+    if step < 4:  # a small batch: judged on every element at once
+        return True
+    probe = np.union1d(state.remaining, np.arange(0, n, step))
+    wrong = np.zeros(probe.size, dtype=bool)
+    wrong[np.searchsorted(probe, state.remaining)] = True
+    values = batch.variant(probe, semantics=stack_semantics(base))
+    here = _open(state, n, on_rules=bool(base))[probe] & ~(np.abs(comparable(values)) <= limit)
+    outcomes = Outcomes(batch.actual[probe[here]], values[here], wrong[here], limit=limit)
+    for c in _candidates(limit, seen=(True, True)):  # every clamp a batch may be judged by
+        explained, contradicted = outcomes.counts(c)
+        if contradicted == 0 and explained > beat:
+            return True
+    return False
 
 
 def _at_limit_left(batch: Batch, state: State, proof: Optional[_Proof]) -> bool:
