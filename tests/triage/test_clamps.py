@@ -12,7 +12,7 @@ import pytest
 
 from conformance.dtypes import bfloat16, info
 from conformance.reference import golden as ref
-from tests.helpers import counts, differs, f32_specials, judge, judge_dump
+from tests.helpers import bits_differ, counts, differs, f32_specials, judge, judge_dump
 
 
 def _inputs(dtype: object, *, scale: float, seed: int = 0, n: int = 4000) -> np.ndarray:
@@ -149,3 +149,57 @@ def test_a_clamp_on_a_wrong_slope_names_both() -> None:
     finding = _saturation(row)
     assert finding.detail["limit_of"] == "float16" and finding.detail["contradicted"] == 0
     assert "0.3" in finding.detail["clamped_after"][0] and "after" in finding.summary
+
+
+def _clamped_reference(clamp, actual: np.ndarray, values: np.ndarray, wrong: np.ndarray) -> tuple[np.ndarray, int]:
+    """What ``clamp`` explains and contradicts, from its clamped copy (the definition)."""
+    from conformance.report.metrics import match_mask
+
+    pred = clamp.apply(values)
+    changes, follows = ~match_mask(pred, values), match_mask(actual, pred)
+    return changes & follows & wrong, int((changes & ~follows).sum())
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, bfloat16])
+def test_every_clamp_counts_what_its_clamped_copy_shows(dtype: object) -> None:
+    """Every side and NaN/inf behaviour judged at once explains and contradicts exactly the
+    elements its clamped copy of golden does."""
+    from conformance.report.triage.clamps import Outcomes, _candidates
+
+    rng = np.random.default_rng(3)
+    limit = 6.0
+    values = _inputs(dtype, scale=8.0, n=3000)
+    values = values[~(np.abs(values.astype(np.float64)) <= limit)]  # beyond the limit or NaN
+    picks = [values, _clamped(values, limit), _clamped(values, limit, nan="0", inf="kept"),
+             _clamped(values, limit, low=-1e9, nan="-L"), np.zeros_like(values),
+             (rng.standard_normal(values.size) * 10).astype(dtype)]
+    actual = np.stack(picks)[rng.integers(0, len(picks), values.size), np.arange(values.size)]
+    wrong = rng.random(values.size) < 0.7
+    outcomes = Outcomes(actual, values, wrong, limit=limit)
+    for clamp in _candidates(limit, seen=(True, True)):
+        explained, contradicted = _clamped_reference(clamp, actual, values, wrong)
+        assert outcomes.counts(clamp) == (int(explained.sum()), contradicted), clamp
+        assert np.array_equal(outcomes.explained(clamp), explained), clamp
+
+
+@pytest.mark.parametrize("odd", [0, 2, 40])
+def test_the_first_look_keeps_every_clamp_the_whole_batch_proves(odd: int) -> None:
+    """A clamp judged on every element of a large batch is kept only if the first look (the
+    errors and a stride sample of the rest) lets it through; ``odd`` finite elements beyond
+    the limit, half on each side, left unclamped contradict every clamp."""
+    from conformance.report.triage.claims import Batch, State
+    from conformance.report.triage.clamps import _best, _may_hold
+
+    x = _inputs(np.float32, scale=4.0, n=1 << 16)
+    golden = ref.forward(x, 0.2)
+    actual = _clamped(golden, 6.0)
+    for side in (golden > 6.0, golden < -6.0):
+        at = np.flatnonzero(np.isfinite(golden) & side)[:odd // 2]
+        actual[at] = golden[at]
+    batch = Batch(x, None, 0.2, "forward", "float32", golden, actual)
+    state = State(np.flatnonzero(bits_differ(actual, golden)))
+    proof = _best(batch, state, 6.0)
+    assert (proof is not None) == (odd == 0)
+    if proof is not None:
+        assert _may_hold(batch, state, 6.0, (), beat=0)
+        assert _may_hold(batch, state, 6.0, (), beat=int(proof.explained.size) - 1)

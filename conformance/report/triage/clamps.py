@@ -12,12 +12,13 @@ contradicts none (no element beyond L that stays unclamped).  Its category is
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import product
 from typing import Optional
 
 import numpy as np
 
+import conformance.report.triage.sampling as sampling
 from conformance.dtypes import DTYPES, info
 from conformance.reference.semantics import EXACT, Semantics
 from conformance.report.metrics import match_mask
@@ -68,7 +69,12 @@ def limit_of(limit: float) -> Optional[str]:
 def agreed_limit(batch: Batch, rest: np.ndarray, *, base: Semantics = EXACT) -> Optional[float]:
     """The magnitude most errors clamped below their value under ``base`` (golden, or a
     rule's variant of it) share (None when none is, or no two share one)."""
-    a, g = comparable(batch.actual[rest]), comparable(batch.variant(rest, semantics=base))
+    return _limit_shared(batch.actual[rest], batch.variant(rest, semantics=base))
+
+
+def _limit_shared(actual: np.ndarray, values: np.ndarray) -> Optional[float]:
+    """:func:`agreed_limit` of the errors whose actual values are ``actual``, ``values`` under the base."""
+    a, g = comparable(actual), comparable(values)
     below = np.isfinite(a) & (a != 0) & (np.isnan(g) | (np.abs(g) > np.abs(a)))
     if not below.any():
         return None
@@ -86,12 +92,70 @@ class _Proof:
     base: tuple = ()  # the rules the clamp sits on (none: on golden)
 
 
-def _prove(batch: Batch, affected: np.ndarray, wrong: np.ndarray, clamp: Clamp, g: np.ndarray) -> _Proof:
-    """The wrong elements ``clamp`` reproduces, and the elements of ``affected`` where it
-    predicts a change the output does not show (``g``: the values it clamps there)."""
-    pred = clamp.apply(g)
-    changes, follows = ~match_mask(pred, g), match_mask(batch.actual[affected], pred)
-    return _Proof(clamp, affected[changes & follows & wrong[affected]], int((changes & ~follows).sum()))
+#: What a clamp writes where: (the group of affected elements, the value written there).
+Writes = tuple[tuple[str, str], ...]
+
+
+def writes(clamp: Clamp) -> Writes:
+    """The groups of elements beyond the limit ``clamp`` changes ("up", "up_inf", "down",
+    "down_inf": above L or below -L, finite or infinite; "nan") and the value it writes in
+    each ("hi" = L, "lo" = -L, "0"), as :meth:`Clamp.apply` does."""
+    out: list[tuple[str, str]] = []
+    if clamp.side != "lower":
+        out += [("up", "hi")] + ([("up_inf", "hi")] if clamp.inf == "L" else [])
+    if clamp.side != "upper":
+        out += [("down", "lo")] + ([("down_inf", "lo")] if clamp.inf == "L" else [])
+    if clamp.nan != "kept":
+        out.append(("nan", {"0": "0", "+L": "hi", "-L": "lo"}[clamp.nan]))
+    return tuple(out)
+
+
+class Outcomes:
+    """Every clamp at one limit judged on the elements ``affected`` (beyond the limit or NaN
+    under the base, ``values`` there) at once: each clamp writes one of three values into
+    some of five groups, so where writing a value changes the prediction and whether the
+    output shows it is computed once per value, and a clamp's explained and contradicted
+    counts are sums over its groups (no clamped copy per candidate)."""
+
+    def __init__(self, actual: np.ndarray, values: np.ndarray, wrong: np.ndarray, *, limit: float) -> None:
+        g = comparable(values)
+        inf = np.isinf(g)
+        up, down = g > limit, g < -limit
+        self.groups = {"up": up & ~inf, "up_inf": up & inf, "down": down & ~inf, "down_inf": down & inf,
+                       "nan": np.isnan(g)}
+        self.values = {"hi": np.array(limit, values.dtype), "lo": np.array(-limit, values.dtype),
+                       "0": np.zeros((), values.dtype)}
+        self._actual, self._values, self._wrong = actual, values, wrong
+        self._written: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._counts: dict[tuple[str, str], tuple[int, int]] = {}
+
+    def _outcome(self, value: str) -> tuple[np.ndarray, np.ndarray]:
+        """Where writing ``value`` explains a wrong element, and where it contradicts the output."""
+        if value not in self._written:
+            pred = np.full(self._values.shape, self.values[value])
+            changes, follows = ~match_mask(pred, self._values), match_mask(self._actual, pred)
+            self._written[value] = (changes & follows & self._wrong, changes & ~follows)
+        return self._written[value]
+
+    def counts(self, clamp: Clamp) -> tuple[int, int]:
+        """How many wrong elements ``clamp`` reproduces, and how many it contradicts."""
+        explained = contradicted = 0
+        for group, value in writes(clamp):
+            if (group, value) not in self._counts:
+                hit, miss = self._outcome(value)
+                member = self.groups[group]
+                self._counts[group, value] = (int(np.count_nonzero(member & hit)),
+                                              int(np.count_nonzero(member & miss)))
+            e, c = self._counts[group, value]
+            explained, contradicted = explained + e, contradicted + c
+        return explained, contradicted
+
+    def explained(self, clamp: Clamp) -> np.ndarray:
+        """Which of the affected elements ``clamp`` reproduces (a mask over them)."""
+        out = np.zeros(self._values.shape, dtype=bool)
+        for group, value in writes(clamp):
+            out |= self.groups[group] & self._outcome(value)[0]
+        return out
 
 
 def _candidates(limit: float, *, seen: tuple[bool, bool]) -> list[Clamp]:
@@ -122,10 +186,26 @@ def _best(batch: Batch, state: State, limit: float, base: tuple = ()) -> Optiona
     g = comparable(values)
     affected = np.flatnonzero(_open(state, batch.x.size, on_rules=bool(base)) & ~(np.abs(g) <= limit))
     seen = (bool(np.isnan(g[affected]).any()), bool(np.isinf(g[affected]).any()))
-    proofs = [_prove(batch, affected, wrong, c, values[affected]) for c in _candidates(limit, seen=seen)]
-    proofs = [p for p in proofs if p.contradicted == 0 and p.explained.size]
-    best = max(proofs, key=lambda p: p.explained.size) if proofs else None  # first of the largest
-    return None if best is None else replace(best, seen=seen, base=tuple(base))
+    outcomes = Outcomes(batch.actual[affected], values[affected], wrong[affected], limit=limit)
+    best, most = None, 0
+    for c in _candidates(limit, seen=seen):
+        explained, contradicted = outcomes.counts(c)
+        if contradicted == 0 and explained > most:  # the first of the largest
+            best, most = c, explained
+    if best is None:
+        return None
+    return _Proof(best, affected[outcomes.explained(best)], 0, seen=seen, base=tuple(base))
+
+
+def _most_explained(batch: Batch, rest: np.ndarray, limit: float, g: np.ndarray) -> int:
+    """At most how many of the errors ``rest`` a clamp at ``limit`` can reproduce on the
+    values ``g`` there: those beyond the limit (or NaN) whose actual value is one a clamp
+    writes (L, -L or 0)."""
+    a = batch.actual[rest]
+    written = np.zeros(rest.size, dtype=bool)
+    for v in (limit, -limit, 0.0):
+        written |= match_mask(a, np.full(g.shape, np.array(v, g.dtype)))
+    return int(np.count_nonzero(written & ~(np.abs(comparable(g)) <= limit)))
 
 
 def _said(clamp: Clamp, *, seen_nan: bool, seen_inf: bool) -> tuple[str, str, str]:
@@ -168,11 +248,40 @@ def _proved(batch: Batch, proof: _Proof) -> bool:
     return distinct >= 2 or limit_of(proof.clamp.limit) is not None
 
 
-def _on(batch: Batch, state: State, base: tuple) -> Optional[_Proof]:
-    """The proved clamp at the limit the errors agree on, on golden under ``base``."""
-    limit = agreed_limit(batch, state.remaining, base=stack_semantics(base))
-    proof = None if limit is None else _best(batch, state, limit, base)
+def _on(batch: Batch, state: State, base: tuple, *, beat: int = 0) -> Optional[_Proof]:
+    """The proved clamp at the limit the errors agree on, on golden under ``base``; None
+    too when no clamp there could reproduce more than ``beat`` errors (it would not be kept)."""
+    values = batch.variant(state.remaining, semantics=stack_semantics(base))
+    limit = _limit_shared(batch.actual[state.remaining], values)
+    if limit is None or _most_explained(batch, state.remaining, limit, values) <= beat:
+        return None
+    if not _may_hold(batch, state, limit, base, beat=beat):
+        return None
+    proof = _best(batch, state, limit, base)
     return proof if proof is not None and _proved(batch, proof) else None
+
+
+def _may_hold(batch: Batch, state: State, limit: float, base: tuple, *, beat: int) -> bool:
+    """The first look: some clamp at ``limit`` (of every side and NaN/inf behaviour)
+    reproduces more than ``beat`` errors and contradicts none of them nor of a stride
+    sample of the other elements (``SAMPLING.screening``).  When none does, no clamp
+    :func:`_best` judges on every element is kept: its errors are these, and its
+    contradictions include these."""
+    n = batch.x.size
+    step = n // sampling.SAMPLING.screening
+    if step < 4:  # a small batch: judged on every element at once
+        return True
+    probe = np.union1d(state.remaining, np.arange(0, n, step))
+    wrong = np.zeros(probe.size, dtype=bool)
+    wrong[np.searchsorted(probe, state.remaining)] = True
+    values = batch.variant(probe, semantics=stack_semantics(base))
+    here = _open(state, n, on_rules=bool(base))[probe] & ~(np.abs(comparable(values)) <= limit)
+    outcomes = Outcomes(batch.actual[probe[here]], values[here], wrong[here], limit=limit)
+    for c in _candidates(limit, seen=(True, True)):  # every clamp a batch may be judged by
+        explained, contradicted = outcomes.counts(c)
+        if contradicted == 0 and explained > beat:
+            return True
+    return False
 
 
 def _at_limit_left(batch: Batch, state: State, proof: Optional[_Proof]) -> bool:
@@ -192,13 +301,17 @@ def _strongest(batch: Batch, state: State, bases: Sequence[Sequence[Rule]]) -> O
     if not _at_limit_left(batch, state, best) or not _shared_magnitude(batch, state.remaining):
         return best
     for base in bases:
-        best = _larger(best, _on(batch, state, tuple(base)))
+        best = _larger(best, _on(batch, state, tuple(base), beat=_size(best)))
     if not _at_limit_left(batch, state, best):
         return best
     for rule in candidates_for(batch, state.remaining):
         if rule.category is not None:
-            best = _larger(best, _on(batch, state, (rule,)))
+            best = _larger(best, _on(batch, state, (rule,), beat=_size(best)))
     return best
+
+
+def _size(proof: Optional[_Proof]) -> int:
+    return 0 if proof is None else int(proof.explained.size)
 
 
 def _larger(best: Optional[_Proof], other: Optional[_Proof]) -> Optional[_Proof]:
