@@ -9,6 +9,9 @@ from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
 from conformance.report.evaluate import evaluate
+from conformance.report.triage.attribution import sampled_round
+from conformance.report.triage.claims import Batch, State, special_values
+from conformance.report.triage.sampling import SAMPLING, scope_of
 from tests.helpers import CONFIG, F16, counts, edit_at, finite_normal_indices, judge, judge_named
 
 
@@ -41,3 +44,41 @@ def test_findings_carry_explained_and_contradicted_in_json_and_panel() -> None:
     with console.capture() as cap:
         render_details([row], console=console)
     assert f"explained {finding.count}, contradicted 0" in cap.get()
+
+
+def _backward_batch(x_value: float, n: int) -> tuple[Batch, np.ndarray]:
+    """dy = every 2^32/n-th fp32 pattern against one x; actual with the slope in fp32, golden exact."""
+    dy = from_bits(np.arange(n, dtype=np.uint64) * ((1 << 32) // n), "float32")
+    x = np.full(n, x_value, dtype=np.float32)
+    golden = ref.compute("backward", x, 0.2, dy=dy, out_dtype="float32")
+    actual = ref.compute("backward", x, 0.2, dy=dy, out_dtype="float32", semantics=Semantics(slope_dtype="float32"))
+    batch = Batch(x, dy, 0.2, "backward", "float32", golden, actual)
+    return batch, np.flatnonzero(to_bits(golden) != to_bits(actual))
+
+
+def test_scope_of_a_special_x_is_every_element_mismatches_first() -> None:
+    batch, mis = _backward_batch(float("nan"), 1 << 15)
+    scope = scope_of(batch, mis)
+    others = np.setdiff1d(np.arange(batch.x.size), mis)
+    assert mis.size and scope.n_mis == mis.size
+    assert np.array_equal(scope.index, np.concatenate([mis, others]))
+    assert np.array_equal(scope.weight, np.ones(others.size))
+
+
+def test_scope_of_a_plain_x_keeps_special_others_and_weighs_a_sample() -> None:
+    batch, mis = _backward_batch(-1.0, 1 << 15)
+    scope = scope_of(batch, mis)
+    others = np.setdiff1d(np.arange(batch.x.size), mis)
+    special = others[special_values(batch.x[others], batch.golden[others], batch.dy[others])]
+    assert np.array_equal(scope.index[mis.size:mis.size + special.size], special)
+    assert scope.weight.sum() == others.size
+
+
+def test_a_sampled_round_claims_every_mismatch_at_a_special_x() -> None:
+    batch, mis = _backward_batch(float("nan"), 1 << 19)
+    state = State(mis)
+    assert mis.size > SAMPLING.select_sample  # a sampled round, attributed on the mismatches alone
+    stack = sampled_round(batch, state)
+    assert [r.category for r in stack] == ["alpha-precision"]
+    assert state.remaining.size == 0
+    assert [(c.category, c.count) for c in state.claims] == [("alpha-precision", mis.size)]

@@ -18,7 +18,7 @@ from conformance.report.metrics import match_mask
 from conformance.report.triage.claims import Batch, Claim, State, comparable, max_ulp, merge_claims
 from conformance.report.triage.regions import Region, ranked
 from conformance.report.triage.rules import Rule
-from conformance.report.triage.sampling import scope_of, thinned_scope
+from conformance.report.triage.sampling import mismatch_scope, scope_of, thinned_scope
 from conformance.report.triage.search import RULE_COST, Selector, beam_search, candidates_for, stack_semantics
 
 REGION_ROUNDS = 4  # regions with a rule of their own, claimed one after another
@@ -52,7 +52,8 @@ def claim_semantics(batch: Batch, state: State) -> list[list[Rule]]:
 
 def sampled_round(batch: Batch, state: State) -> list[Rule]:
     """One round for many mismatches: select the stack on a stride sample of them, attribute
-    it on all of them.  The stack, or none when it claims nothing."""
+    it on all of them (on the mismatches alone: attribution reads nothing else of a scope).
+    The stack, or none when it claims nothing."""
     mis = state.remaining
     cands = candidates_for(batch, mis)
     full_scope = scope_of(batch, mis)
@@ -61,7 +62,7 @@ def sampled_round(batch: Batch, state: State) -> list[Rule]:
     stack, alternatives = beam_search(Selector(batch, sample), cands)
     if not stack:
         return []
-    claims = attribute(Selector(batch, full_scope), mis, stack, alternatives)
+    claims = attribute(Selector(batch, mismatch_scope(mis)), mis, stack, alternatives)
     for claim in claims:
         state.claim(claim, by_rule=True)
     return stack if state.remaining.size < mis.size else []

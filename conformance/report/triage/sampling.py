@@ -64,9 +64,14 @@ class Scope:
 
 def _special(batch: Batch, index: np.ndarray) -> np.ndarray:
     """Which of the elements ``index`` are special: found on the whole arrays and then taken at
-    ``index`` (the test is elementwise; three gathers of most of a large batch cost more)."""
-    flat = [None if a is None else a.reshape(-1) for a in (batch.x, batch.golden, batch.dy)]
-    return special_values(*flat)[index]
+    ``index`` (the test is elementwise; three gathers of most of a large batch cost more).
+    A special x everywhere (a sweep's x class) makes every element special: golden and dy
+    are not looked at, nor is the answer gathered."""
+    out = special_values(batch.x.reshape(-1))
+    if out.all():
+        return np.ones(index.size, dtype=bool)
+    out |= special_values(*(None if a is None else a.reshape(-1) for a in (batch.golden, batch.dy)))
+    return out[index]
 
 
 def scope_of(batch: Batch, mismatches: np.ndarray) -> Scope:
@@ -84,11 +89,20 @@ def scope_of(batch: Batch, mismatches: np.ndarray) -> Scope:
     if n <= SAMPLING.full_scope:
         return Scope(np.concatenate([mismatches, others]), mismatches.size, np.ones(others.size))
     is_special = _special(batch, others)
-    special, plain = others[is_special], others[~is_special]
+    if is_special.all():  # every other element is special: all of them, in order, no copies
+        special, plain = others, others[:0]
+    else:
+        special, plain = others[is_special], others[~is_special]
     pick = np.sort(np.random.default_rng(0).choice(plain, min(SAMPLING.scope_plain, plain.size), replace=False))
     weight = np.ones(special.size + pick.size)
     weight[special.size:] = plain.size / max(pick.size, 1)
     return Scope(np.concatenate([mismatches, special, pick]), mismatches.size, weight)
+
+
+def mismatch_scope(mismatches: np.ndarray) -> Scope:
+    """The mismatches alone, each standing for itself: what attributing a chosen stack reads
+    (its predictions on the mismatches; the whole batch's it computes in the batch's order)."""
+    return Scope(mismatches, mismatches.size, np.ones(0))
 
 
 def _leading(index: np.ndarray) -> bool:
