@@ -7,6 +7,7 @@ limits or bit masks.  The records are built from a small table of
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Union
 
 import ml_dtypes
@@ -137,6 +138,14 @@ def all_patterns(dtype: DTypeLike) -> np.ndarray:
     if rec.bits != 16:
         raise ValueError(f"all_patterns needs a 16-bit dtype, not {rec.name}")
     return np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(rec.dtype)
+
+
+@cache
+def widened_patterns(dtype: DTypeLike) -> np.ndarray:
+    """Every bit pattern of a 16-bit dtype widened to float64 as numpy/ml_dtypes widen it, in
+    bit order: the decode table the compiled loops share (cached: do not write into it)."""
+    with np.errstate(invalid="ignore"):  # NaN payloads of bfloat16 warn when widened
+        return all_patterns(dtype).astype(np.float64)
 
 
 def is_nan(a: np.ndarray) -> np.ndarray:

@@ -121,7 +121,7 @@ def test_replay_refuses_a_pickled_npy_posing_as_npz(cli, tmp_path: Path) -> None
 
 def test_selftest_catches_a_defect_and_passes_the_reference(cli, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    keep_small_batches(monkeypatch)  # the command's verdict and table; tests/test_selftest_profiles.py covers the rest
+    keep_small_batches(monkeypatch)  # the command's verdict and table; `make selftest` runs it at full size
     # fp16-slope is a defect on ascend950 (its Ascend C kernel computes fp16 in fp32); on 910B it is the kernel
     proc = cli("selftest", "--profile", "ascend950", "--variant", "grad-at-zero-one", "--variant", "fp16-slope")
     assert proc.code == 0, proc.out + proc.err

@@ -310,3 +310,14 @@ def test_the_triage_passes_match_the_numpy_path(inputs, name, monkeypatch):
                 else:
                     assert g.dtype == r.dtype and np.array_equal(to_bits(g) if g.dtype.kind == "f" else g,
                                                                  to_bits(r) if r.dtype.kind == "f" else r)
+
+
+@pytest.mark.parametrize("semantics", (Semantics(), Semantics(grad_form="sum"), Semantics(opmath="float32")),
+                         ids=str)
+def test_a_zero_slope_keeps_its_sign_from_call_to_call(semantics):
+    """+0.0 and -0.0 are one key of a cache of dicts; the loop's rules must still tell them apart."""
+    x = np.array([-1.0, -2.0, 3.0, -0.0], dtype=np.float16)
+    dy = np.array([1.0, -1.0, 2.0, 1.0], dtype=np.float16)
+    for alpha in (0.0, -0.0, 0.0, -0.0):
+        _agrees("forward", x, alpha, out="float16", semantics=semantics)
+        _agrees("backward", x, alpha, dy=dy, out="float16", semantics=semantics)

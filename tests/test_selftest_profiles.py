@@ -47,3 +47,10 @@ def test_selftest_catches_every_applicable_defect_on_every_profile(profile: str,
         assert o.ok, f"{name} on {profile}: {o.status}, found {o.reported}"
         if name != "reference":
             assert o.expected == expected_on(name, chip) and set(o.expected) & set(o.reported), name
+
+
+def test_the_default_run_seeds_every_variant_once_and_every_profile_a_defect() -> None:
+    keep = variants_in_turn()
+    seeded = [v for v in VARIANTS if v != "reference"]
+    assert all(sum(keep(p, v) for p in PROFILES) == 1 for v in seeded)
+    assert all(any(keep(p, v) for v in seeded) for p in PROFILES)

@@ -23,6 +23,7 @@ numba is optional (``conformance.jit`` says when it runs and where its cache liv
 """
 from __future__ import annotations
 
+import math
 from functools import cache
 from typing import Optional
 
@@ -31,7 +32,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from conformance.dtypes import DTypeInfo, all_patterns, info, to_bits
+from conformance.dtypes import DTypeInfo, info, to_bits, widened_patterns
 from conformance.records import Direction
 from conformance.reference.exact import (
     check_alpha,
@@ -72,13 +73,6 @@ def covers(direction: Direction, semantics: Semantics) -> bool:
     return s.grad_rule in ("gt", "ge") and s.grad_form in ("select", "sum") and s.formulation != "relu"
 
 
-@cache
-def _decode_table(name: str) -> np.ndarray:
-    """Every pattern of a 16-bit dtype widened to float64 as numpy/ml_dtypes widen it."""
-    with np.errstate(invalid="ignore"):
-        return all_patterns(name).astype(np.float64)
-
-
 _NO_TABLE = np.zeros(1, dtype=np.float64)
 
 
@@ -87,7 +81,7 @@ def _operand(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     flat = np.ascontiguousarray(v).reshape(-1)
     rec = info(flat.dtype)
     if rec.bits == 16:
-        return to_bits(flat), _decode_table(rec.name)
+        return to_bits(flat), widened_patterns(rec.name)
     return flat, _NO_TABLE
 
 
@@ -103,8 +97,14 @@ def _kind(out: DTypeInfo) -> int:
     return ("float16", "bfloat16", "float32", "float64").index(out.name)
 
 
-@cache
 def _rules(src: DTypeInfo, out: DTypeInfo, a: float, daz: bool, ftz: bool, opmath: Optional[str]) -> tuple:
+    """:func:`_cached_rules`, keyed on the slope's sign too (``0.0 == -0.0`` as a cache key)."""
+    return _cached_rules(src, out, a, math.copysign(1.0, a), daz, ftz, opmath)
+
+
+@cache
+def _cached_rules(src: DTypeInfo, out: DTypeInfo, a: float, sign: float, daz: bool, ftz: bool,
+                  opmath: Optional[str]) -> tuple:
     """What the loop's product needs: the product rules, the input's smallest normal, daz, ftz,
     the magnitude below which a float16/float64 result is subnormal, the output kind, the
     output's largest finite value, and the opmath product's rules and kind (-1: none)."""

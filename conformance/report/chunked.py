@@ -23,7 +23,7 @@ from typing import Any, Optional
 import numpy as np
 
 from conformance import jit
-from conformance.dtypes import all_patterns, info, to_bits
+from conformance.dtypes import info, to_bits, widened_patterns
 from conformance.records import TileLayout
 from conformance.reference import golden as ref
 from conformance.report import metrics as met
@@ -191,13 +191,6 @@ class _Scratch:
         return self.at
 
 
-@functools.cache
-def _table(name: str) -> np.ndarray:
-    """Every pattern of a 16-bit format as float64, by its bits."""
-    with np.errstate(invalid="ignore"):  # NaN payloads of bfloat16 warn when widened
-        return all_patterns(name).astype(np.float64)
-
-
 def _operands(chunk: Chunk, expected: np.ndarray) -> dict[str, Any]:
     """The chunk's bits as the compiled scan reads them, and where its values come from."""
     out, src = info(chunk.actual.dtype), info(chunk.x.dtype)
@@ -207,7 +200,7 @@ def _operands(chunk: Chunk, expected: np.ndarray) -> dict[str, Any]:
     return {"xb": xb, "db": to_bits(chunk.dy) if chunk.dy is not None else np.empty(0, xb.dtype),
             "ab": to_bits(chunk.actual), "gb": to_bits(expected),
             "af": chunk.actual if native else nothing, "gf": expected if native else nothing,
-            "table": nothing if native else _table(out.name), "x_exp": xb.dtype.type(src.exp_mask),
+            "table": nothing if native else widened_patterns(out.name), "x_exp": xb.dtype.type(src.exp_mask),
             "masks": _masks(out)}
 
 

@@ -155,7 +155,7 @@ def _cosine_sums(a: np.ndarray, g: np.ndarray) -> tuple[float, float, float, int
     return (*_dots(af, None if same else gf, exp=-exp), exp)
 
 
-_DOT_PIECE = 1 << 16  # elements widened to float64 at a time (in cache)
+DOT_PIECE = 1 << 16  # elements widened to float64 at a time (in cache)
 
 
 def _dots(a: np.ndarray, g: Optional[np.ndarray], *, exp: int = 0) -> tuple[float, float, float]:
@@ -163,11 +163,11 @@ def _dots(a: np.ndarray, g: Optional[np.ndarray], *, exp: int = 0) -> tuple[floa
     float64 and scaled by ``2**exp``: pairwise sums (numpy's, the same on every machine,
     unlike a threaded BLAS dot) of pieces, added up in order."""
     dot = aa = gg = 0.0
-    for lo in range(0, a.size, _DOT_PIECE):
-        pa = _widened(a[lo:lo + _DOT_PIECE], exp)
+    for lo in range(0, a.size, DOT_PIECE):
+        pa = _widened(a[lo:lo + DOT_PIECE], exp)
         aa += float(np.add.reduce(pa * pa))
         if g is not None:
-            pg = _widened(g[lo:lo + _DOT_PIECE], exp)
+            pg = _widened(g[lo:lo + DOT_PIECE], exp)
             dot += float(np.add.reduce(pa * pg))
             gg += float(np.add.reduce(pg * pg))
     return (aa, aa, aa) if g is None else (dot, aa, gg)

@@ -15,11 +15,11 @@ import numba
 import numpy as np
 
 from conformance.report.metric_loops import judge
+from conformance.report.metrics import DOT_PIECE  # finite pairs summed as one piece, as numpy sums them
 from conformance.ulp_loops import is_nan_bits
 
 __all__ = ["DOT_PIECE", "pairwise_sum", "scan"]
 
-DOT_PIECE = 1 << 16  # finite pairs summed as one piece (metrics._DOT_PIECE)
 _BLOCK = 128  # numpy's PW_BLOCKSIZE: a piece this short is summed by eight accumulators
 _DEPTH = 128  # pieces a pairwise sum holds at once: two per halving, far more than 2^63 elements need
 

@@ -4,7 +4,8 @@
 row's head; everything else comes from the inputs, golden and the output's bits, and from
 the result's hazards and tile layout.  Triage reads the layout only in the passes that run
 after the whole-batch value passes (mapped and regional regions, tail and block
-confinement), and those do nothing once the value passes have named every mismatch.  So
+confinement; the sweep gives ``evaluate`` no layout of its own to fall back on, so a result
+without a layout is judged without one), and those do nothing once the value passes have named every mismatch.  So
 when two results have the same bits and no hazards, and the judged row's findings are all
 whole-batch semantic claims (registry group ``semantics``, no ``region`` in their detail:
 nothing was left for a later pass), the other's row is the judged one with its own head

@@ -20,7 +20,6 @@ import numpy as np
 
 import conformance.report.triage.sampling as sampling
 from conformance.dtypes import DTYPES, info
-from conformance.reference.semantics import EXACT, Semantics
 from conformance.report.metrics import match_mask
 from conformance.report.triage.claims import Batch, Claim, State, beyond_rounding, comparable
 from conformance.report.triage.rules import Rule
@@ -66,14 +65,10 @@ def limit_of(limit: float) -> Optional[str]:
     return "int8" if limit in _INT8_CODES else None
 
 
-def agreed_limit(batch: Batch, rest: np.ndarray, *, base: Semantics = EXACT) -> Optional[float]:
-    """The magnitude most errors clamped below their value under ``base`` (golden, or a
-    rule's variant of it) share (None when none is, or no two share one)."""
-    return _limit_shared(batch.actual[rest], batch.variant(rest, semantics=base))
-
-
 def _limit_shared(actual: np.ndarray, values: np.ndarray) -> Optional[float]:
-    """:func:`agreed_limit` of the errors whose actual values are ``actual``, ``values`` under the base."""
+    """The magnitude most errors (actual values ``actual``, ``values`` under the base: golden,
+    or a rule's variant of it) clamped below their value share (None when none is, or no two
+    share one)."""
     a, g = comparable(actual), comparable(values)
     below = np.isfinite(a) & (a != 0) & (np.isnan(g) | (np.abs(g) > np.abs(a)))
     if not below.any():
