@@ -35,10 +35,12 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	# torch first and pinned (a CPU wheel); the looser range in pyproject is then already met,
-	# so the light frameworks (jax, keras, onnx, onnxruntime) cannot replace it.
-	$(PY) -m pip install -q $(TORCH_SPEC)
-	$(PY) -m pip install -q -e ".[dev,all]"
+	# torch pinned (a CPU wheel) in the same resolution as the rest: the looser range in pyproject
+	# is met by the pin, so the light frameworks (jax, keras, onnx, onnxruntime) cannot replace it.
+	# pip byte-compiles one file at a time; compileall does it on every core (a file that does
+	# not compile, such as a package's Python 2 test data, is skipped, as pip skips it).
+	$(PY) -m pip install -q --no-compile $(TORCH_SPEC) -e ".[dev,all]"
+	$(PY) -m compileall -q -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" >/dev/null || true
 	# compile the numba loops once (cached next to the package), so no run or test compiles them
 	$(PY) -m conformance.compile_cache
 	touch $(STAMP)

@@ -12,8 +12,9 @@ from conformance.reference.semantics import EXACT, Semantics
 from conformance.report import triage as tri
 from conformance.report.metrics import match_mask
 from conformance.report.triage import attribution, sampling
+from conformance.report.triage.candidates import sorted_median
 from conformance.report.triage.rules import catalogue
-from conformance.report.triage.search import sorted_median, stack_semantics
+from conformance.report.triage.search import stack_semantics
 
 N = 1 << 20
 FLUSHED, NANS = 3, 5  # rare planted defects a sample of the mismatches would miss

@@ -15,11 +15,12 @@ from conformance import categories
 from conformance.dtypes import is_nan, is_subnormal, ulp_distance
 from conformance.records import TileLayout
 from conformance.report.metrics import match_mask
+from conformance.report.triage.candidates import candidates_for
 from conformance.report.triage.claims import Batch, Claim, State, comparable, max_ulp, merge_claims
 from conformance.report.triage.regions import Region, ranked
 from conformance.report.triage.rules import Rule
 from conformance.report.triage.sampling import mismatch_scope, scope_of, thinned_scope
-from conformance.report.triage.search import RULE_COST, Selector, beam_search, candidates_for, stack_semantics
+from conformance.report.triage.search import RULE_COST, Selector, beam_search, stack_semantics
 
 REGION_ROUNDS = 4  # regions with a rule of their own, claimed one after another
 DOMINANT = 0.75  # share of a region's errors its rule must reproduce: a rule that holds there

@@ -21,9 +21,10 @@ import numpy as np
 import conformance.report.triage.sampling as sampling
 from conformance.dtypes import DTYPES, info
 from conformance.report.metrics import match_mask
+from conformance.report.triage.candidates import candidates_for
 from conformance.report.triage.claims import Batch, Claim, State, beyond_rounding, comparable
 from conformance.report.triage.rules import Rule
-from conformance.report.triage.search import candidates_for, stack_semantics
+from conformance.report.triage.search import stack_semantics
 
 _SIDES = ("both", "upper", "lower")
 _NAN = ("kept", "0", "+L", "-L")

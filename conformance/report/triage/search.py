@@ -16,11 +16,10 @@ import numpy as np
 
 import conformance.report.triage.sampling as sampling
 from conformance.dtypes import info, is_nan, is_subnormal, to_bits
-from conformance.reference import golden as ref
 from conformance.reference.semantics import EXACT, Semantics
 from conformance.report.metrics import match_mask
-from conformance.report.triage.claims import PIECE, Batch, comparable, observed_slopes, special_values
-from conformance.report.triage.rules import Rule, catalogue
+from conformance.report.triage.claims import PIECE, Batch, comparable, special_values
+from conformance.report.triage.rules import Rule
 from conformance.report.triage.sampling import Scope, scope_of
 
 RULE_COST = 0.45  # description length of one rule, in elements: two rules may explain one
@@ -65,21 +64,6 @@ def _of_kind(batch: Batch, scope: Scope, kind: str) -> np.ndarray:
 def _below_normal(v: np.ndarray) -> np.ndarray:
     """``|v|`` is below the smallest normal number of its dtype (zeros and subnormals)."""
     return (to_bits(v) & info(v.dtype).exp_mask) == 0
-
-
-def _plausible(rule: Rule, ratios: np.ndarray) -> bool:
-    """A slope is worth trying only if some element shows it (actual/input within 1.6%
-    of it: a slope or inputs rounded to a 16-bit dtype stay closer); with no
-    informative element every slope is.  ``ratios`` are sorted, without NaN: the
-    nearest ratio below the slope and the nearest above are the closest (a rounded
-    difference is monotone), so only they are tested."""
-    sem = rule.semantics
-    if rule.category != "alpha-mismatch" or sem.slope is None or ratios.size == 0:
-        return True
-    slope = ref.effective_slope(sem.slope, slope_dtype=sem.slope_dtype)
-    at = int(np.searchsorted(ratios, slope))
-    near = ratios[max(at - 1, 0):at + 1]
-    return bool((np.abs(near - slope) <= abs(slope) * 2.0 ** -6).any())  # inputs may be narrowed
 
 
 def stack_semantics(stack: Sequence[Rule]) -> Semantics:
@@ -372,33 +356,3 @@ def beam_search(sel: Selector, cands: list[Rule], *, base: Sequence[Rule] = ()) 
         floor = RULE_COST * min((r.complexity for r in cands), default=1.0)
         beam = [s for s in beam if _lower_bound(s) + floor < best.length]  # branch and bound
     return best.rules, best.alternatives
-
-
-def _estimates(ratio: np.ndarray, negative: np.ndarray) -> list[float]:
-    """The median slope actual/input on each side of zero (a formula like min(x, a*x)
-    shows its slope on the positive side)."""
-    return [float(np.median(ratio[side], overwrite_input=True))  # the selection is a copy
-            for side in (negative, ~negative) if side.any()]
-
-
-
-def candidates_for(batch: Batch, mis: np.ndarray) -> list[Rule]:
-    """The catalogue for the slopes the mismatches ``mis`` show, without the slopes no
-    element shows (the ratios are dropped on return: on a large dump they are big)."""
-    observed, normal, negative = observed_slopes(batch, mis)
-    if observed.size and normal.all() and (negative.all() or not negative.any()):  # the median of all
-        observed.sort()  # no NaN: both sides finite
-        estimates = [sorted_median(observed)]
-    else:
-        estimates = _estimates(observed[normal], negative[normal])
-        observed.sort()
-    del normal, negative
-    cands = catalogue(alpha=batch.alpha, direction=batch.direction, dtypes=batch.dtypes,
-                      estimates=estimates)
-    return [r for r in cands if _plausible(r, observed)]
-
-
-def sorted_median(ratio: np.ndarray) -> float:
-    """``np.median`` of sorted values, taken as it takes it: the mean of the middle one or two."""
-    half = ratio.size // 2
-    return float(np.mean(ratio[half - 1:half + 1] if ratio.size % 2 == 0 else ratio[half:half + 1]))
