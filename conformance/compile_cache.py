@@ -4,8 +4,10 @@
 pair, the ULP and metric passes, and the emulated kernel of every chip profile and seeded
 variant on small inputs, and throws the results away.  numba compiles a loop per argument
 signature on its first call and keeps it in the cache (:mod:`conformance.jit` says where); a
-later process loads it in milliseconds instead of compiling for tens of seconds.  Without
-numba, or with ``CONFORMANCE_COMPILED=0``, it does nothing.
+later process loads it in milliseconds instead of compiling for tens of seconds.  The command
+compiles the emulator's loops in a second process beside the golden's and the metrics' (on two
+cores the cache fills in about two thirds of the time).  Without numba, or with
+``CONFORMANCE_COMPILED=0``, it does nothing.
 """
 from __future__ import annotations
 
