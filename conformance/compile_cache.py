@@ -11,10 +11,13 @@ cores the cache fills in about two thirds of the time).  Without numba, or with
 """
 from __future__ import annotations
 
+import hashlib
+import os
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -22,7 +25,9 @@ from conformance import jit
 from conformance.dtypes import info, ulp_distance
 from conformance.errors import ConformanceError
 
-__all__ = ["warm"]
+__all__ = ["cached", "warm"]
+
+_STAMP = "compile-cache.stamp"  # the fingerprint of the sources and numba a full warm-up compiled
 
 #: The golden's (input, output) dtype pairs: each is a numba signature of its own.
 GOLDEN_PAIRS = (("float16", "float16"), ("bfloat16", "bfloat16"), ("float32", "float32"),
@@ -99,8 +104,49 @@ def _in_a_process(step: Callable[[], None]) -> subprocess.Popen:
                              f"{step.__name__}()"])
 
 
+def _fingerprint() -> str:
+    """The package's sources (names, sizes, modification times), numba's version and where its
+    cache lives: what numba's cache is valid for."""
+    import numba
+
+    root = Path(__file__).resolve().parent
+    parts = [sys.version, numba.__version__, os.environ.get("NUMBA_CACHE_DIR", "")]
+    for path in sorted(root.rglob("*.py")):
+        st = path.stat()
+        parts.append(f"{path.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _stamp_path() -> Path:
+    base = os.environ.get("NUMBA_CACHE_DIR")
+    return Path(base) / _STAMP if base else Path(__file__).resolve().parent / "__pycache__" / _STAMP
+
+
+def cached() -> bool:
+    """True when a full warm-up already filled numba's cache for these sources and this numba
+    (the stamp it leaves), so warming again would only load the loops."""
+    if not jit.enabled():
+        return False
+    try:
+        return _stamp_path().read_text() == _fingerprint()
+    except OSError:
+        return False
+
+
+def _write_stamp() -> None:
+    try:
+        _stamp_path().write_text(_fingerprint())
+    except OSError:
+        pass  # a read-only package: the next warm-up loads the loops again, no more
+
+
 def main() -> int:
+    if cached():
+        print("conformance: compiled loops already cached", file=sys.stderr)
+        return 0
     seconds = warm(side_by_side=True)
+    if jit.enabled():
+        _write_stamp()
     what = "compiled loops cached" if jit.enabled() else "compiled paths off: nothing to cache"
     print(f"conformance: {what} in {seconds:.0f} s", file=sys.stderr)
     return 0

@@ -4,8 +4,9 @@ whatever the terminal or pytest-xdist worker they run in; and not GitHub Actions
 under GitHub Actions neither writes to its step summary nor changes what commands print.
 
 Under pytest-xdist the controller compiles the numba loops once, in a process of its own
-started before the workers collect (:mod:`conformance.compile_cache`): on a fresh clone
-the workers then load them from numba's cache instead of each compiling them."""
+started before the workers collect (:mod:`conformance.compile_cache`), unless the cache is
+already filled for these sources: on a fresh clone the workers then load them from numba's
+cache instead of each compiling them."""
 from __future__ import annotations
 
 import subprocess
@@ -41,6 +42,10 @@ def small_batches() -> Iterator[None]:
 def pytest_configure(config: pytest.Config) -> None:
     """In an xdist controller, start compiling the numba loops beside the workers' start-up."""
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None):
+        return
+    from conformance.compile_cache import cached
+
+    if cached():  # `make setup` filled the cache for these sources: nothing to compile
         return
     code = "from conformance.compile_cache import warm; warm()"
     config.stash[_WARMING] = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT,

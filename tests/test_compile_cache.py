@@ -30,3 +30,16 @@ def test_the_emulator_is_warmed_on_every_profile_and_variant(monkeypatch: pytest
     monkeypatch.setattr(npu_impl, "leaky_relu_backward", lambda dy, x, alpha, **kw: None)
     compile_cache.warm_emulator()
     assert seen == {(p, v) for p in PROFILES for v in VARIANTS}
+
+
+def test_a_full_warm_up_leaves_a_stamp_and_a_changed_source_voids_it(tmp_path, monkeypatch: pytest.MonkeyPatch):
+    if not compile_cache.jit.enabled():
+        pytest.skip("the compiled paths are off: nothing is cached")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compile_cache, "warm", lambda **kw: 0.0)
+    assert not compile_cache.cached()
+    assert compile_cache.main() == 0
+    assert compile_cache.cached()
+    prints = compile_cache._fingerprint()
+    monkeypatch.setattr(compile_cache, "_fingerprint", lambda: prints + "-a source changed")
+    assert not compile_cache.cached()
