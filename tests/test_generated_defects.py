@@ -96,7 +96,7 @@ def test_the_covering_sample_keeps_every_category_region_kind_and_rank_of_its_ca
 def test_defects_confined_to_a_region_are_named_with_their_planted_category(plan: object, share: str) -> None:
     cases = [generate_regional(s, plan=plan) for s in range(1000, 1000 + REGIONAL)]  # type: ignore[arg-type]
     assert {c.x.ndim for c in cases} == {1, 2, 3, 4, 5}
-    assert {_region_kind(c) for c in cases} == {"core", "tile", "first", "index", "span"}
+    assert {_region_kind(c) for c in cases} >= {"core", "tile", "first", "index", "span"}
     assert any(c.defects[0].category == "stale-block" for c in cases)
     scored = [name_generated(c) for c in _sample(cases, share)]
     pairs = [ok for s in scored for *_, ok in s.pairs]
