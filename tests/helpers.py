@@ -248,3 +248,9 @@ def finite_normal_indices(a: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.isfinite(w) & (np.abs(w) >= info(a.dtype).smallest_normal) & (w != 0))
 
 
+
+
+def small_batches_entry() -> list[str]:
+    """The interpreter arguments that run ``conformance ARGS`` in a process of its own under
+    :func:`keep_small_batches` (``[sys.executable, *small_batches_entry(), *args]``)."""
+    return ["-c", _SMALL_MAIN.format(root=str(Path(__file__).resolve().parents[1]))]

@@ -14,7 +14,7 @@ from conformance.reference import golden
 from conformance.report.agreement import Agreement, Cell, cells, migration
 from conformance.report.export import SCHEMA, validate
 from conformance.suite import Inputs, Options, RowSpec, Selection, plan, pooled_sizes, run_suite
-from tests.helpers import CONFIG, assert_usage_error, bits_differ, run_cli
+from tests.helpers import CONFIG, assert_usage_error, bits_differ, keep_small_batches, run_cli
 
 ALPHAS = (0.1, 0.3)
 MAX_EXAMPLES = 10
@@ -87,7 +87,8 @@ def _check_cells(selection: Selection, found: list[Agreement]) -> list[Cell]:
     return table
 
 
-def test_every_cell_is_a_direct_bit_comparison() -> None:
+def test_every_cell_is_a_direct_bit_comparison(monkeypatch: pytest.MonkeyPatch) -> None:
+    keep_small_batches(monkeypatch)  # the cells against the direct counts, on the same batches
     selection = _fakes()
     table = {frozenset((c.first, c.second)): c for c in _check_cells(selection, _matrix(selection))}
     assert table[frozenset(("golden", "exact"))].identical
@@ -96,8 +97,9 @@ def test_every_cell_is_a_direct_bit_comparison() -> None:
     assert table[frozenset(("slope", "flush"))].cause == "alpha-precision"  # the larger gap
 
 
-def test_real_backends_cells_forward_and_backward() -> None:
+def test_real_backends_cells_forward_and_backward(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("torch")
+    keep_small_batches(monkeypatch)  # the cells against the direct counts, on the same batches
     selection = Selection(backends=("golden", "torch", "cann"), references=("golden", "torch", "cann"),
                           dtypes=("float16",), alphas=(0.3,), directions=("forward", "backward"))
     table = _check_cells(selection, _matrix(selection))
@@ -153,8 +155,9 @@ def _agree_cli(capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, st
     return res.code, res.text
 
 
-def test_cli_from_to_verdicts(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_from_to_verdicts(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("torch")
+    keep_small_batches(monkeypatch)  # the verdicts' wording and exit codes; the tile boundaries: below
     code, text = _agree_cli(capsys, "--from", "torch", "--to", "cann", "--profile", "ascend950")
     assert (code, text.count("\n")) == (0, 1) and "torch → cann: identical" in text, text
     code, text = _agree_cli(capsys, "--from", "torch", "--to", "cann")  # 910B's TBE kernel: the slope in fp16
@@ -165,7 +168,9 @@ def test_cli_from_to_verdicts(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and "golden → cann: differs within rounding" in text, text
 
 
-def test_cli_matrix_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_matrix_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    keep_small_batches(monkeypatch)  # the table and the JSON's agreement section
     report = tmp_path / "agree.json"
     res = run_cli(["agree", "--backend", "golden,cann", "--profile", "ascend950", "--dtype", "fp16",
                    "--direction", "forward", "--alpha", "0.1,0.2", "--max-examples", "5", "--json", str(report)],
@@ -202,7 +207,9 @@ def test_a_comparison_gives_every_backend_the_pooled_boundaries() -> None:
     assert any(b.label.startswith("cann shape (") and b.x.size > 100_000 for b in torch)
 
 
-def test_a_tile_boundary_defect_shows_in_the_migration(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_tile_boundary_defect_shows_in_the_migration(capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    keep_small_batches(monkeypatch, elements=100_000)  # cann's one-tile boundaries k*tile+-1 stay
     code, text = _agree_cli(capsys, "--from", "golden", "--to", "cann", "--variant", "tail-overrun",
                             "--allow", "rounding")
     assert code == 1 and "golden → cann: differs:" in text, text

@@ -1,4 +1,7 @@
-"""Agreement with a reference backend: every cell against a direct pairwise bit comparison."""
+"""Agreement with a reference backend: every cell against a direct pairwise bit comparison.
+
+The suite's rows run on their small batches (``small_batches``), and the direct comparisons
+on the same batches: what is checked is that the two counts agree, not the inputs' size."""
 from __future__ import annotations
 
 import json
@@ -16,6 +19,7 @@ from conformance.report.export import SCHEMA, validate
 from conformance.suite import Inputs, Options, Selection, plan, pooled_sizes, run_suite
 from tests.helpers import CONFIG, bits_differ, judge, run_cli
 
+pytestmark = pytest.mark.usefixtures("small_batches")
 ALPHAS = (0.1, 0.2)
 
 

@@ -18,9 +18,10 @@ from conformance.report import baseline
 from conformance.report.baseline import Size
 from tests.helpers import assert_usage_error, run_cli
 
-SELECT = ["--backend", "cann", "--dtype", "fp16", "--alpha", "0.2,0.01", "--direction", "forward", "-q"]
+SELECT = ["--backend", "cann", "--dtype", "fp16", "--alpha", "0.2,0.01", "--direction", "forward", "--max-examples",
+          "20", "-q"]
 RUNS = {"reference": ["--variant", "reference"], "slope": ["--variant", "default-slope"],
-        "slope-small": ["--variant", "default-slope", "--max-examples", "5"]}
+        "slope-small": ["--variant", "default-slope", "--max-examples", "5"]}  # the last --max-examples counts
 
 
 #: The reports and the runs compared with them: the same small batches (a diff is about counts).

@@ -3,7 +3,8 @@ the shipped schema files, the GitHub Actions summary and annotations, progress l
 
 One real ``conformance run`` (a subprocess, its stdout a pipe, as in CI) makes the reports most
 tests read: golden (passes), the ``fp16-slope`` CANN variant (warns at 0.2, has no float64), the
-example ``max_backend`` (``max(x, a*x)``: fails at alpha 1.5).
+example ``max_backend`` (``max(x, a*x)``: fails at alpha 1.5), on the suite's small batches
+(what the reports show is their structure, counts and verdicts, not the inputs' size).
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from conformance.report.console import LineProgress
 from conformance.report.export import encode_value
 from conformance.report.schema import SCHEMA, schema_file_text, schema_text, validate
 from conformance.report.summary import RunInfo
-from tests.helpers import cli_subprocess, run_cli
+from tests.helpers import cli_subprocess, run_cli, small_batches_entry
 
 ROOT = Path(__file__).resolve().parent.parent
 MIXED = ("run", "--backend", "golden,cann,examples/my_kernel.py:max_backend", "--variant", "fp16-slope",
@@ -38,7 +39,7 @@ def _run(out: Path) -> subprocess.CompletedProcess:
     fixture is made before the autouse fixture that removes them)."""
     env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")}
     argv = [*MIXED, "--json", str(out / "r.json"), "--junit", str(out / "r.xml"), "--results-dir", str(out / "results")]
-    return subprocess.run([sys.executable, "-m", "conformance", *argv], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, *small_batches_entry(), *argv], cwd=ROOT, capture_output=True, text=True,
                           timeout=300, env={**env, "TF_CPP_MIN_LOG_LEVEL": "3"})
 
 

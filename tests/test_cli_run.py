@@ -44,7 +44,9 @@ def test_run_passes_on_a_correct_backend_and_writes_valid_reports(tmp_path: Path
     assert "2 rows: 2 passed" in proc.stdout and "Traceback" not in proc.stderr
 
 
-def test_run_fails_on_a_seeded_tail_defect_and_saves_a_reproducer(cli, tmp_path: Path) -> None:
+def test_run_fails_on_a_seeded_tail_defect_and_saves_a_reproducer(cli, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    keep_small_batches(monkeypatch)  # the verdict, the categories and the saved reproducer
     proc = cli("run", "--backend", "cann", "--variant", "tail-overrun", *NARROW, "--json", "r.json",
                "--results-dir", "res")
     assert proc.code == 1, proc.out + proc.err
@@ -56,7 +58,9 @@ def test_run_fails_on_a_seeded_tail_defect_and_saves_a_reproducer(cli, tmp_path:
     assert "reproducer:" in proc.out and "1 failed" in proc.out
 
 
-def test_replay_reproduces_the_finding_then_reports_a_fixed_case(cli, tmp_path: Path) -> None:
+def test_replay_reproduces_the_finding_then_reports_a_fixed_case(cli, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    keep_small_batches(monkeypatch)
     cli("run", "--backend", "cann", "--variant", "default-slope", *NARROW, "--results-dir", "res")
     (path,) = sorted((tmp_path / "res").glob("*.npz"))
     proc = cli("replay", str(path))
@@ -67,7 +71,8 @@ def test_replay_reproduces_the_finding_then_reports_a_fixed_case(cli, tmp_path: 
     assert proc.code == 0 and "now passes" in proc.out, proc.out + proc.err
 
 
-def test_profile_ascend910a_reports_saturation(cli, tmp_path: Path) -> None:
+def test_profile_ascend910a_reports_saturation(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    keep_small_batches(monkeypatch)  # the edge values near the fp16 limits are in them
     proc = cli("run", "--backend", "cann", "--profile", "ascend910a", *NARROW, "--json", "r.json",
                "--results-dir", "res")
     (row,) = _strict_json(tmp_path / "r.json")["rows"]

@@ -1,4 +1,7 @@
-"""`export-cases DIR` + the runner template + `compare --manifest DIR` reproduce `run`'s rows."""
+"""`export-cases DIR` + the runner template + `compare --manifest DIR` reproduce `run`'s rows.
+
+The exports and the runs compared with them use the suite's small batches (``small_batches``):
+what is checked is that the round trip gives `run`'s rows, whatever the batches' size."""
 from __future__ import annotations
 
 import importlib.util
@@ -12,6 +15,7 @@ from conformance.ingest.manifest import RUNNER
 from tests.helpers import assert_usage_error, run_cli
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.usefixtures("small_batches")
 
 SELECTION = ["--backend", "torch", "--dtype", "fp16,fp32", "--alpha", "0.2,1/3", "--seed", "7",
              "--max-examples", "10"]

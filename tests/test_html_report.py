@@ -139,7 +139,8 @@ def dump_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-_RUN = ("run", "--backend", "cann", "--dtype", "fp16", "--alpha", "0.2", "--direction", "forward")
+_RUN = ("run", "--backend", "cann", "--dtype", "fp16", "--alpha", "0.2", "--direction", "forward",
+        "--max-examples", "5")
 PAGES = {  # name -> (arguments, the panels the page must show)
     "run-tail-dropped": (_RUN + ("--variant", "tail-dropped"), {"ulp", "values", "plan"}),
     "compare-4d": (("compare", "--x", "{dump}/x.npy", "--y", "{dump}/y.npy", "--alpha", "0.2"),

@@ -3,7 +3,8 @@
 The plugin is loaded with ``-p conformance.pytest_plugin``: an editable install made
 before the ``pytest11`` entry point existed does not have it (the entry point is
 named after the module, so both ways register it once).  The users' runs keep the suite's
-small batches (``small_batches``): what they show is the plugin's verdicts and items.
+small batches (``small_batches``) and five hypothesis examples: what they show is the plugin's
+verdicts and items.
 """
 from __future__ import annotations
 
@@ -27,10 +28,10 @@ def max_kernel(x, alpha):  # wrong for alpha > 1
     return np.maximum(x, (x.astype(np.float64) * alpha).astype(x.dtype))
 
 def test_exact(leakyrelu_conformance):
-    leakyrelu_conformance(exact_leaky_relu, dtypes=["float16"], alphas=[0.2], directions=["forward"])
+    leakyrelu_conformance(exact_leaky_relu, dtypes=["float16"], alphas=[0.2], directions=["forward"], max_examples=5)
 
 def test_defective(leakyrelu_conformance):
-    leakyrelu_conformance(max_kernel, dtypes=["float16"], alphas=[1.5], directions=["forward"])
+    leakyrelu_conformance(max_kernel, dtypes=["float16"], alphas=[1.5], directions=["forward"], max_examples=5)
 '''
 
 
@@ -41,7 +42,7 @@ def _compiled_before_pytester() -> None:
     import conformance
     from examples.my_kernel import exact_leaky_relu
 
-    conformance.check(exact_leaky_relu, dtypes=["float16"], alphas=[0.2], directions=["forward"])
+    conformance.check(exact_leaky_relu, dtypes=["float16"], alphas=[0.2], directions=["forward"], max_examples=1)
 
 
 def _run(pytester, *args: str):
@@ -77,7 +78,7 @@ from examples.my_kernel import exact_leaky_relu
 
 def test_one(leakyrelu_conformance, tmp_path_factory):
     leakyrelu_conformance(exact_leaky_relu, dtypes=["float32"], alphas=[0.3], directions=["forward"],
-                          json="one.json")
+                          json="one.json", max_examples=5)
 ''')
     pytester.runpytest(*PLUGIN).assert_outcomes(passed=1)
     doc = json.loads((pytester.path / "one.json").read_text())
@@ -113,13 +114,15 @@ from examples.my_kernel import exact_leaky_relu
 def max_kernel(x, alpha):  # wrong for alpha > 1
     return np.maximum(x, (x.astype(np.float64) * alpha).astype(x.dtype))
 
-@conformance_rows(max_kernel, dtypes=["float16", "bfloat16"], alphas=[0.2, 1.5], directions=["forward"])
+@conformance_rows(max_kernel, dtypes=["float16", "bfloat16"], alphas=[0.2, 1.5], directions=["forward"],
+                  max_examples=5)
 def test_row(leakyrelu_row):
     leakyrelu_row()
 
 def pytest_generate_tests(metafunc):
     if metafunc.function.__name__ == "test_generated":
-        generate_rows(metafunc, exact_leaky_relu, dtypes=["float16"], alphas=[0.3], directions=["forward", "backward"])
+        generate_rows(metafunc, exact_leaky_relu, dtypes=["float16"], alphas=[0.3], directions=["forward", "backward"],
+                      max_examples=5)
 
 def test_generated(leakyrelu_row):
     leakyrelu_row()
@@ -183,11 +186,12 @@ from examples.my_kernel import exact_leaky_relu, naive_leaky_relu
 
 def test_fixture_same_bits(leakyrelu_conformance):
     report = leakyrelu_conformance(exact_leaky_relu, dtypes=["float16"], alphas=[0.1], directions=["forward"],
-                                   reference="golden")
+                                   reference="golden", max_examples=5)
     assert [(a.reference, a.backend, a.identical) for a in report.agreement] == [
         ("golden", "exact_leaky_relu", True)]
 
-@conformance_rows(naive_leaky_relu, dtypes=["float16"], alphas=[0.1], directions=["forward"], reference="golden")
+@conformance_rows(naive_leaky_relu, dtypes=["float16"], alphas=[0.1], directions=["forward"], reference="golden",
+                  max_examples=5)
 def test_row_against_golden(leakyrelu_row):
     row = leakyrelu_row()
     assert row.backend == "naive_leaky_relu"

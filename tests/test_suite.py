@@ -15,6 +15,7 @@ from conformance.commands.run import ReportPaths, execute_suite
 from conformance.commands.selftest import Outcome
 from conformance.dtypes import to_bits
 from conformance.report import export
+from tests.helpers import keep_small_batches
 
 FAST = dict(max_examples=5)
 
@@ -75,7 +76,8 @@ def test_same_seed_same_rows_other_seed_other_inputs() -> None:
     ("tail-overrun", "out-of-bounds-write", 16),
 ])
 def test_failing_rows_get_small_replayable_reproducers(tmp_path: Path, variant: str, category: str,
-                                                       max_size: int) -> None:
+                                                       max_size: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    keep_small_batches(monkeypatch)  # a reproducer is shrunk from the failing batch, whatever its size
     sel = suite.Selection(backends=("cann",), dtypes=("float16",), alphas=(0.2,), directions=("forward",),
                           variant=variant)
     (row,) = suite.run_suite(sel, _options(tmp_path)).rows
@@ -87,7 +89,8 @@ def test_failing_rows_get_small_replayable_reproducers(tmp_path: Path, variant: 
     assert replayed.verdict == "fail" and category in {f.category for f in replayed.findings}
 
 
-def test_passing_rows_write_no_reproducers(tmp_path: Path) -> None:
+def test_passing_rows_write_no_reproducers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    keep_small_batches(monkeypatch)
     sel = suite.Selection(backends=("cann",), dtypes=("float16",), alphas=(0.2,), directions=("forward",),
                           profile="ascend950")
     (row,) = suite.run_suite(sel, _options(tmp_path)).rows
