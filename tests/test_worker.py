@@ -91,6 +91,9 @@ def test_a_worker_serving_golden_gives_the_in_process_rows_bit_for_bit() -> None
     local = _rows(suite.Selection(**common))
     assert len(remote) == 6 and json.dumps(remote, sort_keys=True) == json.dumps(local, sort_keys=True)
     assert client.connect(spec).versions["numpy"] == np.__version__
+    pair = ("float16", "float16", "backward")  # golden's sizes are the default ones: the client computes them
+    assert not client.connect(spec).hello["boundary_sizes"]
+    assert client.connect(spec).boundary_sizes(*pair) == suite.backend_for("golden", None, None).boundary_sizes(*pair)
 
 
 def test_a_cann_worker_sends_its_layout_and_hazards() -> None:
