@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -105,7 +106,7 @@ def _run(run_dir: Path, kernel: Path, *, jobs: int) -> subprocess.CompletedProce
     run_dir.mkdir()
     done = cli_subprocess("run", "--backend", f"{kernel}:logged,{kernel}:logged_too,golden", *ROWS,
                           "--json", "r.json", "--junit", "r.xml", "--results-dir", "res", "--jobs", str(jobs),
-                          cwd=run_dir)
+                          cwd=run_dir, small_batches=True)
     assert done.returncode == 1, done.stdout + done.stderr  # the kernels' alpha-1.5 rows fail
     return done
 
@@ -178,7 +179,7 @@ def test_sigterm_stops_every_process_and_keeps_the_finished_rows(tmp_path: Path)
 def test_an_internal_error_in_a_forked_process_is_exit_3_with_its_traceback(tmp_path: Path) -> None:
     kernel = _kernel(tmp_path)
     done = cli_subprocess("run", "--backend", f"{kernel}:buggy,{kernel}:buggy_too", "--dtype", "fp16",
-                          "--max-examples", "5", "--json", "r.json", "--jobs", "2", cwd=tmp_path)
+                          "--max-examples", "5", "--json", "r.json", "--jobs", "2", cwd=tmp_path, small_batches=True)
     assert done.returncode == 3, done.stdout + done.stderr
     lines = error_lines(done.stderr)
     assert len(lines) == 1 and "internal error: RuntimeError: a bug in a row" in lines[0]
@@ -212,14 +213,25 @@ def test_the_groups_of_this_process_go_to_lane_0_first_and_only() -> None:
     assert scheduler.next(0).group == "w" and scheduler.next(0) is None
 
 
-def _slow(i: int) -> tuple[int, int]:
-    time.sleep(0.3)  # long enough for the other process to take its group
-    return i * 10, os.getpid()
+def _meeting(log: Path) -> Callable[[int], tuple[int, int]]:
+    """A task that logs its process and waits until a second process has logged too (each
+    process then holds a group of its own), and returns ``i * 10`` and its pid."""
+
+    def task(i: int) -> tuple[int, int]:
+        with open(log, "a") as out:
+            out.write(f"{os.getpid()}\n")
+        deadline = time.monotonic() + 60
+        while len(_pids(log)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return i * 10, os.getpid()
+
+    return task
 
 
-def test_results_and_errors_come_back_from_forked_processes() -> None:
+def test_results_and_errors_come_back_from_forked_processes(tmp_path: Path) -> None:
     got: dict[int, tuple[int, int]] = {}
-    pool.run_tasks(_tasks("aabb"), _slow, jobs=2, deliver=lambda i, result, seconds: got.update({i: result}))
+    pool.run_tasks(_tasks("aabb"), _meeting(tmp_path / "pids.log"), jobs=2,
+                   deliver=lambda i, result, seconds: got.update({i: result}))
     assert {i: value for i, (value, _) in got.items()} == {0: 0, 1: 10, 2: 20, 3: 30}
     assert len({pid for _, pid in got.values()}) == 2
 
