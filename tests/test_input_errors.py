@@ -13,7 +13,7 @@ import pytest
 from conformance.cases import corpus
 from conformance.commands.args import parse_alpha, parse_int
 from conformance.errors import UsageError
-from tests.helpers import assert_usage_error, run_cli
+from tests.helpers import NUMPY_PATH, assert_usage_error, run_cli
 
 
 @pytest.fixture
@@ -312,11 +312,12 @@ def test_dev_null_is_an_empty_config(dumps: Path, capsys: pytest.CaptureFixture[
 def _reader_gone(*argv: str, cwd: Path, stderr_too: bool = False) -> tuple[int, str]:
     """``conformance ARGV`` whose stdout (and stderr) pipe is closed before its first line, as
     ``| head -0`` leaves it: the exit code and what stderr said."""
+    import os
     import subprocess
     import sys
 
     proc = subprocess.Popen([sys.executable, "-m", "conformance", *argv], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, env={**os.environ, **NUMPY_PATH})
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()
     if stderr_too:
@@ -395,7 +396,7 @@ def _without_privilege(argvs: list[tuple[str, ...]], *, cwd: Path) -> list[tuple
         if shutil.which("setpriv") is None or subprocess.run([*prefix, "true"], capture_output=True).returncode:
             pytest.skip("running as root and cannot drop the capabilities: file permissions do not apply")
     proc = subprocess.run([*prefix, sys.executable, "-c", _IN_TURN, json.dumps(argvs)], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env={**os.environ, **NUMPY_PATH})
     assert proc.returncode == 0, proc.stderr
     codes = json.loads(proc.stdout.splitlines()[-1])
     return [(code, (cwd / f"err{i}.txt").read_text()) for i, code in enumerate(codes)]

@@ -18,7 +18,7 @@ import pytest
 from benchmarks.unchanged import normalise
 from conformance import pool, suite
 from conformance.report.console import LineProgress
-from tests.helpers import cli_subprocess, error_lines
+from tests.helpers import NUMPY_PATH, children_on_the_numpy_path, cli_command, cli_subprocess, error_lines
 
 #: A numpy kernel whose slope is its dtype's (a warning) and at most 1 (so alpha 1.5 fails, and saves
 #: a reproducer, in a row planned last); ``logged`` and ``logged_too`` also log the pid of each process
@@ -111,7 +111,8 @@ def _run(run_dir: Path, kernel: Path, *, jobs: int) -> subprocess.CompletedProce
     return done
 
 
-def test_two_processes_give_the_reports_of_one(tmp_path: Path) -> None:
+def test_two_processes_give_the_reports_of_one(tmp_path: Path, monkeypatch) -> None:
+    children_on_the_numpy_path(monkeypatch)
     kernel, log = _kernel(tmp_path), tmp_path / "pids.log"
     serial = _run(tmp_path / "one", kernel, jobs=1)
     assert len(_pids(log)) == 1
@@ -153,10 +154,11 @@ def test_sigterm_stops_every_process_and_keeps_the_finished_rows(tmp_path: Path)
     """Two kernels, one per process; SIGTERM once both run and the fast one's last row has failed
     (its reproducer appears after its other rows finished), while the slow one is still running."""
     kernel, log = _kernel(tmp_path), tmp_path / "pids.log"
-    argv = [sys.executable, "-m", "conformance", "run", "--backend", f"{kernel}:logged,{kernel}:slow",
-            "--dtype", "fp16", "--max-examples", "5", "--direction", "forward", "--json", "r.json",
-            "--results-dir", "res", "--jobs", "2"]
-    proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    argv = cli_command("run", "--backend", f"{kernel}:logged,{kernel}:slow", "--dtype", "fp16", "--max-examples",
+                       "5", "--direction", "forward", "--json", "r.json", "--results-dir", "res", "--jobs", "2",
+                       small_batches=True)
+    proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **NUMPY_PATH})
     try:
         deadline = time.monotonic() + 120
         while len(_pids(log)) < 2 or not list((tmp_path / "res").glob("*.npz")):
@@ -176,7 +178,8 @@ def test_sigterm_stops_every_process_and_keeps_the_finished_rows(tmp_path: Path)
             os.kill(pid, 0)
 
 
-def test_an_internal_error_in_a_forked_process_is_exit_3_with_its_traceback(tmp_path: Path) -> None:
+def test_an_internal_error_in_a_forked_process_is_exit_3_with_its_traceback(tmp_path: Path, monkeypatch) -> None:
+    children_on_the_numpy_path(monkeypatch)
     kernel = _kernel(tmp_path)
     done = cli_subprocess("run", "--backend", f"{kernel}:buggy,{kernel}:buggy_too", "--dtype", "fp16",
                           "--max-examples", "5", "--json", "r.json", "--jobs", "2", cwd=tmp_path, small_batches=True)
