@@ -18,7 +18,15 @@ import pytest
 from benchmarks.unchanged import normalise
 from conformance import pool, suite
 from conformance.report.console import LineProgress
-from tests.helpers import NUMPY_PATH, children_on_the_numpy_path, cli_command, cli_subprocess, error_lines
+from tests.helpers import (
+    NUMPY_PATH,
+    children_on_the_numpy_path,
+    cli_command,
+    cli_subprocess,
+    error_lines,
+    keep_small_batches,
+    run_cli,
+)
 
 #: A numpy kernel whose slope is its dtype's (a warning) and at most 1 (so alpha 1.5 fails, and saves
 #: a reproducer, in a row planned last); ``logged`` and ``logged_too`` also log the pid of each process
@@ -100,30 +108,32 @@ def _comparable(path: Path, *, run_dir: Path) -> dict:
     return doc
 
 
-def _run(run_dir: Path, kernel: Path, *, jobs: int) -> subprocess.CompletedProcess:
-    """A run in a new process (this one may have started framework threads, which a fork does
-    not survive): each logging kernel is a process's first backend when there are two."""
-    run_dir.mkdir()
-    done = cli_subprocess("run", "--backend", f"{kernel}:logged,{kernel}:logged_too,golden", *ROWS,
-                          "--json", "r.json", "--junit", "r.xml", "--results-dir", "res", "--jobs", str(jobs),
-                          cwd=run_dir, small_batches=True)
-    assert done.returncode == 1, done.stdout + done.stderr  # the kernels' alpha-1.5 rows fail
-    return done
+def _argv(kernel: Path, *, jobs: int) -> list[str]:
+    """Each logging kernel is a process's first backend when there are two."""
+    return ["run", "--backend", f"{kernel}:logged,{kernel}:logged_too,golden", *ROWS, "--json", "r.json",
+            "--junit", "r.xml", "--results-dir", "res", "--jobs", str(jobs)]
 
 
-def test_two_processes_give_the_reports_of_one(tmp_path: Path, monkeypatch) -> None:
+def test_two_processes_give_the_reports_of_one(tmp_path: Path, capsys, monkeypatch) -> None:
+    """One process (this one) and two (a run in a new process: this one may have started framework
+    threads, which a fork does not survive), both on their small batches."""
     children_on_the_numpy_path(monkeypatch)
+    keep_small_batches(monkeypatch)
     kernel, log = _kernel(tmp_path), tmp_path / "pids.log"
-    serial = _run(tmp_path / "one", kernel, jobs=1)
-    assert len(_pids(log)) == 1
+    (tmp_path / "one").mkdir()
+    serial = run_cli(_argv(kernel, jobs=1), capsys, cwd=tmp_path / "one")
+    assert serial.code == 1, serial.text  # the kernels' alpha-1.5 rows fail
+    assert _pids(log) == {os.getpid()}
     log.unlink()
-    parallel = _run(tmp_path / "two", kernel, jobs=2)
+    (tmp_path / "two").mkdir()
+    parallel = cli_subprocess(*_argv(kernel, jobs=2), cwd=tmp_path / "two", small_batches=True)
+    assert parallel.returncode == 1, parallel.stdout + parallel.stderr
     assert len(_pids(log)) == 2  # the run and a forked process each ran a kernel
     assert _comparable(tmp_path / "two" / "r.json", run_dir=tmp_path / "two") == \
         _comparable(tmp_path / "one" / "r.json", run_dir=tmp_path / "one")
     junit = [re.sub(r'(time|timestamp)="[^"]*"', "", (tmp_path / d / "r.xml").read_text()) for d in ("one", "two")]
     assert junit[0] == junit[1]
-    assert parallel.stdout == serial.stdout
+    assert parallel.stdout == serial.out
     saved = sorted(p.name for p in (tmp_path / "one" / "res").iterdir())  # each kernel's alpha-1.5 rows
     assert len(saved) == 4 and saved == sorted(p.name for p in (tmp_path / "two" / "res").iterdir())
     assert all((tmp_path / "one" / "res" / n).read_bytes() == (tmp_path / "two" / "res" / n).read_bytes()
