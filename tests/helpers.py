@@ -154,15 +154,32 @@ _SMALL_MAIN = ("import sys; sys.path.insert(0, {root!r}); import pytest; "
                "keep_small_batches(pytest.MonkeyPatch()); sys.exit(cli.main(sys.argv[1:]))")
 
 
-def cli_subprocess(*args: str, cwd: Path, timeout: float = 300,
-                   small_batches: bool = False) -> subprocess.CompletedProcess:
-    """``python -m conformance ARGS`` as a real process (smoke tests only); ``small_batches``:
-    the suite's rows keep only their small batches (:func:`keep_small_batches`)."""
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+def cli_command(*args: str, small_batches: bool = False) -> list[str]:
+    """The argv of ``python -m conformance ARGS``; ``small_batches``: the suite's rows keep only
+    their small batches (:func:`keep_small_batches`)."""
     root = str(Path(__file__).resolve().parents[1])
     entry = ["-c", _SMALL_MAIN.format(root=root)] if small_batches else ["-m", "conformance"]
-    return subprocess.run([sys.executable, *entry, *args], cwd=cwd, env=env,
+    return [sys.executable, *entry, *args]
+
+
+def cli_subprocess(*args: str, cwd: Path, timeout: float = 300,
+                   small_batches: bool = False) -> subprocess.CompletedProcess:
+    """:func:`cli_command` as a real process (smoke tests only)."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return subprocess.run(cli_command(*args, small_batches=small_batches), cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+#: The environment of a process started by a test whose property is a process's (a signal, an exit, a
+#: pipe), not a compiled loop's: golden and the emulator take their numpy paths, the reference
+#: implementations, and the process skips importing numba and loading its cached loops (~0.7 s CPU).
+NUMPY_PATH = {"CONFORMANCE_COMPILED": "0"}
+
+
+def children_on_the_numpy_path(mp: pytest.MonkeyPatch) -> None:
+    """The processes this test starts (``cli_subprocess`` and the like) get :data:`NUMPY_PATH`."""
+    for name, value in NUMPY_PATH.items():
+        mp.setenv(name, value)
 
 
 def error_lines(err: str) -> list[str]:

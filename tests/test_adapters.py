@@ -13,7 +13,7 @@ from conformance import adapters, backends, suite
 from conformance.api import check
 from conformance.errors import UsageError
 from examples import my_kernel
-from tests.helpers import assert_usage_error, cli_subprocess, run_cli
+from tests.helpers import assert_usage_error, children_on_the_numpy_path, cli_subprocess, run_cli
 
 FP16 = np.array([1.0, -1.0, -0.0, -2.5], np.float16)
 
@@ -254,9 +254,10 @@ def test_a_kernels_warnings_are_counted_per_row_not_raised(capsys) -> None:
     assert "RuntimeWarning" not in capsys.readouterr().err
 
 
-def test_a_kernels_warnings_reach_the_report_not_stderr_in_a_real_process(kernel_file: Path) -> None:
+def test_a_kernels_warnings_reach_the_report_not_stderr_in_a_real_process(kernel_file: Path, monkeypatch) -> None:
+    children_on_the_numpy_path(monkeypatch)
     proc = cli_subprocess("run", "--backend", f"{kernel_file}:leaky", "--dtype", "fp16,fp32",
-                          "--alpha", "0.2,1e30", "--json", "r.json", cwd=kernel_file.parent)
+                          "--alpha", "0.2,1e30", "--json", "r.json", cwd=kernel_file.parent, small_batches=True)
     assert proc.returncode == 1, proc.stderr
     assert "RuntimeWarning" not in proc.stderr, proc.stderr
     assert "note: " in proc.stdout and "raised Python warnings on" in proc.stdout, proc.stdout

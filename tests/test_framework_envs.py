@@ -36,8 +36,9 @@ def missing_envs(monkeypatch, tmp_path):
         monkeypatch.setenv(load(name).environment.variable, str(tmp_path / name / "bin" / "python"))
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def close_workers():
+    """One worker per framework for the module (its start-up imports the framework), closed after it."""
     yield
     from conformance.worker.client import close_all
 

@@ -13,7 +13,7 @@ import pytest
 from conformance.cases import corpus
 from conformance.commands.args import parse_alpha, parse_int
 from conformance.errors import UsageError
-from tests.helpers import assert_usage_error, run_cli
+from tests.helpers import NUMPY_PATH, assert_usage_error, run_cli
 
 
 @pytest.fixture
@@ -312,11 +312,12 @@ def test_dev_null_is_an_empty_config(dumps: Path, capsys: pytest.CaptureFixture[
 def _reader_gone(*argv: str, cwd: Path, stderr_too: bool = False) -> tuple[int, str]:
     """``conformance ARGV`` whose stdout (and stderr) pipe is closed before its first line, as
     ``| head -0`` leaves it: the exit code and what stderr said."""
+    import os
     import subprocess
     import sys
 
     proc = subprocess.Popen([sys.executable, "-m", "conformance", *argv], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, env={**os.environ, **NUMPY_PATH})
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()
     if stderr_too:
@@ -364,9 +365,26 @@ def test_a_directory_as_a_report_path_suggests_a_file_of_that_kind(tmp_path: Pat
 
 # ----------------------------------------------------------------------------- unreadable files
 
-def _without_privilege(*argv: str, cwd: Path) -> tuple[int, str]:
-    """``conformance ARGV`` where file permissions apply: as root, without the capabilities
-    that bypass them (root reads any file otherwise)."""
+#: Each command line of ``argv`` (JSON) in turn in this one process, the stderr (file descriptor 2)
+#: of each in a file of its own; the exit codes, as JSON, on stdout.
+_IN_TURN = """
+import json, os, sys
+from conformance import cli
+codes = []
+for i, argv in enumerate(json.loads(sys.argv[1])):
+    sys.stderr.flush()
+    with open(f"err{i}.txt", "w") as err:
+        os.dup2(err.fileno(), 2)
+    codes.append(cli.main(argv))
+    sys.stderr.flush()
+print(json.dumps(codes))
+"""
+
+
+def _without_privilege(argvs: list[tuple[str, ...]], *, cwd: Path) -> list[tuple[int, str]]:
+    """``conformance ARGV`` for each of ``argvs``, in one process where file permissions apply:
+    as root, without the capabilities that bypass them (root reads any file otherwise)."""
+    import json
     import os
     import shutil
     import subprocess
@@ -377,30 +395,46 @@ def _without_privilege(*argv: str, cwd: Path) -> tuple[int, str]:
         prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
         if shutil.which("setpriv") is None or subprocess.run([*prefix, "true"], capture_output=True).returncode:
             pytest.skip("running as root and cannot drop the capabilities: file permissions do not apply")
-    proc = subprocess.run([*prefix, sys.executable, "-m", "conformance", *argv], cwd=cwd, capture_output=True,
-                          text=True, timeout=300)
-    return proc.returncode, proc.stderr
+    proc = subprocess.run([*prefix, sys.executable, "-c", _IN_TURN, json.dumps(argvs)], cwd=cwd,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, **NUMPY_PATH})
+    assert proc.returncode == 0, proc.stderr
+    codes = json.loads(proc.stdout.splitlines()[-1])
+    return [(code, (cwd / f"err{i}.txt").read_text()) for i, code in enumerate(codes)]
 
 
-@pytest.mark.parametrize("argv, says", [
-    (("compare", "--x", "x.npy", "--y", "locked.npy", "--alpha", "0.2"),
-     "--y locked.npy: cannot read it (Permission denied)"),
-    (("replay", "locked.npy"), "cannot read reproducer locked.npy: [Errno 13] Permission denied"),
-    (("audit", "closed/model.py"), "closed/model.py: cannot read it (permission denied)"),
-    (("audit", "closed"), "closed: cannot read it (permission denied)"),
-], ids=["compare", "replay", "audit a file in a closed directory", "audit a closed directory"])
-def test_an_unreadable_input_is_exit_2_in_one_line(dumps: Path, argv: tuple[str, ...], says: str) -> None:
-    (dumps / "locked.npy").write_bytes((dumps / "y.npy").read_bytes())
-    (dumps / "locked.npy").chmod(0)
-    (dumps / "closed").mkdir()
-    (dumps / "closed" / "model.py").write_text("import torch\nact = torch.nn.LeakyReLU(0.1)\n")
-    (dumps / "closed").chmod(0)
+UNREADABLE = {
+    "compare": (("compare", "--x", "x.npy", "--y", "locked.npy", "--alpha", "0.2"),
+                "--y locked.npy: cannot read it (Permission denied)"),
+    "replay": (("replay", "locked.npy"), "cannot read reproducer locked.npy: [Errno 13] Permission denied"),
+    "audit a file in a closed directory": (("audit", "closed/model.py"),
+                                           "closed/model.py: cannot read it (permission denied)"),
+    "audit a closed directory": (("audit", "closed"), "closed: cannot read it (permission denied)"),
+}
+
+
+@pytest.fixture(scope="module")
+def unreadable(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str]]:
+    """The exit code and stderr of each command of ``UNREADABLE``, run in one unprivileged process."""
+    where = tmp_path_factory.mktemp("unreadable")
+    x = np.linspace(-2, 2, 64, dtype=np.float32)
+    np.save(where / "x.npy", x)
+    np.save(where / "locked.npy", np.where(x > 0, x, np.float32(0.2) * x).astype(np.float32))
+    (where / "locked.npy").chmod(0)
+    (where / "closed").mkdir()
+    (where / "closed" / "model.py").write_text("import torch\nact = torch.nn.LeakyReLU(0.1)\n")
+    (where / "closed").chmod(0)
     try:
-        code, err = _without_privilege(*argv, cwd=dumps)
+        done = _without_privilege([argv for argv, _ in UNREADABLE.values()], cwd=where)
     finally:
-        (dumps / "closed").chmod(0o755)
+        (where / "closed").chmod(0o755)
+    return dict(zip(UNREADABLE, done))
+
+
+@pytest.mark.parametrize("name", UNREADABLE)
+def test_an_unreadable_input_is_exit_2_in_one_line(unreadable: dict[str, tuple[int, str]], name: str) -> None:
+    code, err = unreadable[name]
     lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 2 and len(lines) == 1 and says in lines[0], err
+    assert code == 2 and len(lines) == 1 and UNREADABLE[name][1] in lines[0], err
 
 
 @pytest.mark.parametrize("argv, command", [(("defaults", "--framework", "x"), "defaults"),

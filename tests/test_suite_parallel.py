@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,15 @@ import pytest
 from benchmarks.unchanged import normalise
 from conformance import pool, suite
 from conformance.report.console import LineProgress
-from tests.helpers import cli_subprocess, error_lines
+from tests.helpers import (
+    NUMPY_PATH,
+    children_on_the_numpy_path,
+    cli_command,
+    cli_subprocess,
+    error_lines,
+    keep_small_batches,
+    run_cli,
+)
 
 #: A numpy kernel whose slope is its dtype's (a warning) and at most 1 (so alpha 1.5 fails, and saves
 #: a reproducer, in a row planned last); ``logged`` and ``logged_too`` also log the pid of each process
@@ -99,29 +108,32 @@ def _comparable(path: Path, *, run_dir: Path) -> dict:
     return doc
 
 
-def _run(run_dir: Path, kernel: Path, *, jobs: int) -> subprocess.CompletedProcess:
-    """A run in a new process (this one may have started framework threads, which a fork does
-    not survive): each logging kernel is a process's first backend when there are two."""
-    run_dir.mkdir()
-    done = cli_subprocess("run", "--backend", f"{kernel}:logged,{kernel}:logged_too,golden", *ROWS,
-                          "--json", "r.json", "--junit", "r.xml", "--results-dir", "res", "--jobs", str(jobs),
-                          cwd=run_dir)
-    assert done.returncode == 1, done.stdout + done.stderr  # the kernels' alpha-1.5 rows fail
-    return done
+def _argv(kernel: Path, *, jobs: int) -> list[str]:
+    """Each logging kernel is a process's first backend when there are two."""
+    return ["run", "--backend", f"{kernel}:logged,{kernel}:logged_too,golden", *ROWS, "--json", "r.json",
+            "--junit", "r.xml", "--results-dir", "res", "--jobs", str(jobs)]
 
 
-def test_two_processes_give_the_reports_of_one(tmp_path: Path) -> None:
+def test_two_processes_give_the_reports_of_one(tmp_path: Path, capsys, monkeypatch) -> None:
+    """One process (this one) and two (a run in a new process: this one may have started framework
+    threads, which a fork does not survive), both on their small batches."""
+    children_on_the_numpy_path(monkeypatch)
+    keep_small_batches(monkeypatch)
     kernel, log = _kernel(tmp_path), tmp_path / "pids.log"
-    serial = _run(tmp_path / "one", kernel, jobs=1)
-    assert len(_pids(log)) == 1
+    (tmp_path / "one").mkdir()
+    serial = run_cli(_argv(kernel, jobs=1), capsys, cwd=tmp_path / "one")
+    assert serial.code == 1, serial.text  # the kernels' alpha-1.5 rows fail
+    assert _pids(log) == {os.getpid()}
     log.unlink()
-    parallel = _run(tmp_path / "two", kernel, jobs=2)
+    (tmp_path / "two").mkdir()
+    parallel = cli_subprocess(*_argv(kernel, jobs=2), cwd=tmp_path / "two", small_batches=True)
+    assert parallel.returncode == 1, parallel.stdout + parallel.stderr
     assert len(_pids(log)) == 2  # the run and a forked process each ran a kernel
     assert _comparable(tmp_path / "two" / "r.json", run_dir=tmp_path / "two") == \
         _comparable(tmp_path / "one" / "r.json", run_dir=tmp_path / "one")
     junit = [re.sub(r'(time|timestamp)="[^"]*"', "", (tmp_path / d / "r.xml").read_text()) for d in ("one", "two")]
     assert junit[0] == junit[1]
-    assert parallel.stdout == serial.stdout
+    assert parallel.stdout == serial.out
     saved = sorted(p.name for p in (tmp_path / "one" / "res").iterdir())  # each kernel's alpha-1.5 rows
     assert len(saved) == 4 and saved == sorted(p.name for p in (tmp_path / "two" / "res").iterdir())
     assert all((tmp_path / "one" / "res" / n).read_bytes() == (tmp_path / "two" / "res" / n).read_bytes()
@@ -152,10 +164,11 @@ def test_sigterm_stops_every_process_and_keeps_the_finished_rows(tmp_path: Path)
     """Two kernels, one per process; SIGTERM once both run and the fast one's last row has failed
     (its reproducer appears after its other rows finished), while the slow one is still running."""
     kernel, log = _kernel(tmp_path), tmp_path / "pids.log"
-    argv = [sys.executable, "-m", "conformance", "run", "--backend", f"{kernel}:logged,{kernel}:slow",
-            "--dtype", "fp16", "--max-examples", "5", "--direction", "forward", "--json", "r.json",
-            "--results-dir", "res", "--jobs", "2"]
-    proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    argv = cli_command("run", "--backend", f"{kernel}:logged,{kernel}:slow", "--dtype", "fp16", "--max-examples",
+                       "5", "--direction", "forward", "--json", "r.json", "--results-dir", "res", "--jobs", "2",
+                       small_batches=True)
+    proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **NUMPY_PATH})
     try:
         deadline = time.monotonic() + 120
         while len(_pids(log)) < 2 or not list((tmp_path / "res").glob("*.npz")):
@@ -175,10 +188,11 @@ def test_sigterm_stops_every_process_and_keeps_the_finished_rows(tmp_path: Path)
             os.kill(pid, 0)
 
 
-def test_an_internal_error_in_a_forked_process_is_exit_3_with_its_traceback(tmp_path: Path) -> None:
+def test_an_internal_error_in_a_forked_process_is_exit_3_with_its_traceback(tmp_path: Path, monkeypatch) -> None:
+    children_on_the_numpy_path(monkeypatch)
     kernel = _kernel(tmp_path)
     done = cli_subprocess("run", "--backend", f"{kernel}:buggy,{kernel}:buggy_too", "--dtype", "fp16",
-                          "--max-examples", "5", "--json", "r.json", "--jobs", "2", cwd=tmp_path)
+                          "--max-examples", "5", "--json", "r.json", "--jobs", "2", cwd=tmp_path, small_batches=True)
     assert done.returncode == 3, done.stdout + done.stderr
     lines = error_lines(done.stderr)
     assert len(lines) == 1 and "internal error: RuntimeError: a bug in a row" in lines[0]
@@ -212,14 +226,25 @@ def test_the_groups_of_this_process_go_to_lane_0_first_and_only() -> None:
     assert scheduler.next(0).group == "w" and scheduler.next(0) is None
 
 
-def _slow(i: int) -> tuple[int, int]:
-    time.sleep(0.3)  # long enough for the other process to take its group
-    return i * 10, os.getpid()
+def _meeting(log: Path) -> Callable[[int], tuple[int, int]]:
+    """A task that logs its process and waits until a second process has logged too (each
+    process then holds a group of its own), and returns ``i * 10`` and its pid."""
+
+    def task(i: int) -> tuple[int, int]:
+        with open(log, "a") as out:
+            out.write(f"{os.getpid()}\n")
+        deadline = time.monotonic() + 60
+        while len(_pids(log)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return i * 10, os.getpid()
+
+    return task
 
 
-def test_results_and_errors_come_back_from_forked_processes() -> None:
+def test_results_and_errors_come_back_from_forked_processes(tmp_path: Path) -> None:
     got: dict[int, tuple[int, int]] = {}
-    pool.run_tasks(_tasks("aabb"), _slow, jobs=2, deliver=lambda i, result, seconds: got.update({i: result}))
+    pool.run_tasks(_tasks("aabb"), _meeting(tmp_path / "pids.log"), jobs=2,
+                   deliver=lambda i, result, seconds: got.update({i: result}))
     assert {i: value for i, (value, _) in got.items()} == {0: 0, 1: 10, 2: 20, 3: 30}
     assert len({pid for _, pid in got.values()}) == 2
 

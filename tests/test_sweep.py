@@ -25,7 +25,7 @@ from conformance.sweep import run as sweeping
 from conformance.sweep.spec import X_CLASSES, SweepSpec, chunk_plan, finite_slopes, segments, x_class
 from conformance.sweep.store import Store, row_from_text, row_text
 from tests.exact_oracle import exact_leaky_relu
-from tests.helpers import assert_usage_error, run_cli
+from tests.helpers import NUMPY_PATH, assert_usage_error, run_cli
 
 CONFIG = GateConfig()
 NEAR_HALF = 0xBF000000  # fp32 -0.5: every pattern above it is negative, so torch's fp32 slope shows
@@ -263,7 +263,7 @@ def test_a_sweep_killed_with_sigkill_resumes_to_the_same_totals(tmp_path, capsys
     args = ("--backend", "torch", "--direction", "backward", "--x-class=-0", "--range",
             f"{NEAR_HALF:#x}:{NEAR_HALF + (1 << 21):#x}", "--chunk", "0x40000", "--workers", "1")
     store = tmp_path / "killed.sqlite"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), **NUMPY_PATH}
     child = subprocess.Popen([sys.executable, "-m", "conformance", "sweep", "--store", str(store), "-q", *args],
                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

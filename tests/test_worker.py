@@ -21,7 +21,8 @@ from conformance.worker import client, protocol
 from tests import worker_fakes
 from tests.helpers import assert_same_bits, assert_usage_error, run_cli
 
-TIMEOUT = 1.5  # seconds per call: short, so the hang cases stay quick, and long enough for an honest call
+TIMEOUT = 1.0  # seconds per call: short, so the hang cases stay quick, and long enough for an honest call
+#   (a fake's answer on golden's numpy path takes milliseconds: 0.04 s measured at a load of 18 on 2 cores)
 HANG_TIMEOUT = 0.3  # seconds for a worker whose first call hangs: no honest call has to fit in it
 
 
@@ -91,6 +92,9 @@ def test_a_worker_serving_golden_gives_the_in_process_rows_bit_for_bit() -> None
     local = _rows(suite.Selection(**common))
     assert len(remote) == 6 and json.dumps(remote, sort_keys=True) == json.dumps(local, sort_keys=True)
     assert client.connect(spec).versions["numpy"] == np.__version__
+    pair = ("float16", "float16", "backward")  # golden's sizes are the default ones: the client computes them
+    assert not client.connect(spec).hello["boundary_sizes"]
+    assert client.connect(spec).boundary_sizes(*pair) == suite.backend_for("golden", None, None).boundary_sizes(*pair)
 
 
 def test_a_cann_worker_sends_its_layout_and_hazards() -> None:

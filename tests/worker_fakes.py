@@ -13,6 +13,10 @@ then does what ``mode`` says:
 ``HOSTILE_HELLOS`` say a hello that breaks the protocol (``old-protocol``,
 ``bare-hello``, unbounded or malformed lists, terminal escape codes in names);
 ``deaf`` says hello and then never reads its input.
+
+A fake computes its honest answers on golden's numpy path (``CONFORMANCE_COMPILED=0``): the
+reference implementation, bit-identical to the compiled one, and milliseconds instead of the
+second that importing numba and loading its cached loops takes a fresh process.
 """
 from __future__ import annotations
 
@@ -146,6 +150,7 @@ def _serve_raw(mode: str, frames: BinaryIO, *, hello: Optional[dict[str, Any]] =
 def main(mode: str) -> None:
     from conformance.worker import protocol, server
 
+    os.environ["CONFORMANCE_COMPILED"] = "0"
     frames = server.frames_only_stdout()
     if mode == "deaf":  # says hello, then never reads its input again
         protocol.write_frame(frames, server.hello(Misbehaving(mode, frames)))

@@ -11,7 +11,8 @@ Messages (``header["type"]``):
 
 - ``hello`` (worker -> client, first frame): ``protocol``, ``backend``, ``profile``,
   ``variant``, ``supports`` ([dtype, out_dtype, direction] triples), ``skip_reasons``,
-  ``suite_pairs``, ``boundary_sizes`` and ``versions``;
+  ``suite_pairs``, ``boundary_sizes`` (for a backend with sizes of its own; a pair it does not
+  name takes the default sizes, which the client computes) and ``versions``;
 - ``call`` (client -> worker): ``direction``, ``alpha``, ``out_dtype``; arrays ``x`` and ``dy``;
 - ``result`` (worker -> client): ``rejected`` (a refusal's reason or null), ``layout``,
   ``hazards``; array ``value``;

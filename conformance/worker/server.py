@@ -14,7 +14,7 @@ import sys
 from importlib import metadata
 from typing import BinaryIO, Optional
 
-from conformance.backends import Backend, boundary_sizes, call, skip_reason, suite_pairs
+from conformance.backends import Backend, BackendBase, boundary_sizes, call, skip_reason, suite_pairs
 from conformance.dtypes import DTYPES
 from conformance.errors import Unsupported
 from conformance.worker.protocol import (
@@ -51,10 +51,18 @@ def versions(backend: Backend) -> dict[str, str]:
     return {"python": platform.python_version(), **{d: _version(d) for d in dists}}
 
 
+def own_boundary_sizes(backend: Backend) -> bool:
+    """Whether ``backend`` declares boundary sizes of its own; the default ones (the default chip's
+    core boundaries) the client computes itself, so a worker need not plan the emulated kernel."""
+    declared = getattr(type(backend), "boundary_sizes", None)
+    return declared is not None and declared is not BackendBase.boundary_sizes
+
+
 def hello(backend: Backend) -> Message:
     """The handshake: protocol version, who this is, and every fact the suite plans with."""
     triples = [(d, o, r) for d in DTYPES for o in DTYPES for r in DIRECTIONS]
     supported = [t for t in triples if backend.supports(*t)]
+    sized = supported if own_boundary_sizes(backend) else []
     return Message({
         "type": "hello", "protocol": PROTOCOL_VERSION, "backend": backend.name,
         "profile": backend.profile, "variant": backend.variant,
@@ -62,7 +70,7 @@ def hello(backend: Backend) -> Message:
         "skip_reasons": {f"{d}->{o} {r}": skip_reason(backend, d, o, r) for d, o, r in triples
                          if (d, o, r) not in supported},
         "suite_pairs": [list(p) for p in suite_pairs(backend)],
-        "boundary_sizes": {f"{d}->{o} {r}": list(boundary_sizes(backend, d, o, r)) for d, o, r in supported},
+        "boundary_sizes": {f"{d}->{o} {r}": list(boundary_sizes(backend, d, o, r)) for d, o, r in sized},
         "versions": versions(backend),
     })
 
