@@ -12,12 +12,12 @@ otherwise round twice.
 from __future__ import annotations
 
 import struct
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Optional
 
 import numpy as np
 
-from conformance.dtypes import DTypeInfo, DTypeLike, from_bits, info, is_subnormal, to_bits
+from conformance.dtypes import DTypeInfo, DTypeLike, all_patterns, from_bits, info, is_subnormal, to_bits
 from conformance.reference.semantics import Rounding, Saturate, Semantics, SlopeDTypes
 
 #: (input dtype, output dtype) pairs the reference computes.
@@ -202,13 +202,31 @@ def narrowed(v: np.ndarray, input_dtype: Optional[DTypeLike], *, saturating: boo
     narrows its operands before computing.  None leaves ``v`` as it is.  A 16-bit ``v``
     (rounded to the other 16-bit dtype, whose range or precision differs) comes back as
     float32, which holds both exactly.  ``saturating``: the conversion of a chip in
-    saturation mode, where overflow gives ±max of ``input_dtype`` and NaN gives 0."""
+    saturation mode, where overflow gives ±max of ``input_dtype`` and NaN gives 0.  A 16-bit
+    ``v`` is looked up in :func:`_narrowing_table` (the same conversion of its every pattern)."""
     if input_dtype is None:
         return v
+    if v.dtype.itemsize == 2:
+        return _narrowing_table(info(v.dtype).name, info(input_dtype).name, saturating)[to_bits(v)]
+    return narrowed_by_formula(v, input_dtype, saturating=saturating)
+
+
+def narrowed_by_formula(v: np.ndarray, input_dtype: DTypeLike, *, saturating: bool = False) -> np.ndarray:
+    """:func:`narrowed` computed on ``v`` itself, whatever its dtype."""
     narrow = round_float64(v.astype(np.float64), info(input_dtype))
     if saturating:
         narrow = saturated(narrow, info(input_dtype))
     return cast_exact(narrow, info("float32" if info(v.dtype).bits == 16 else v.dtype))
+
+
+@cache
+def _narrowing_table(dtype: str, input_dtype: str, saturating: bool) -> np.ndarray:
+    """:func:`narrowed_by_formula` of every bit pattern of the 16-bit ``dtype``, in bit order
+    (cached: do not write into it)."""
+    with np.errstate(all="ignore"):  # NaN payloads warn when widened
+        table = narrowed_by_formula(all_patterns(dtype), input_dtype, saturating=saturating)
+    table.flags.writeable = False
+    return table
 
 
 def read_operand(v: np.ndarray, s: Semantics) -> np.ndarray:

@@ -7,7 +7,7 @@ a change the actual output does not show).  Large batches are scored on a sample
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Optional
@@ -82,6 +82,7 @@ class Selector:
         self.actual = scope.take(batch.actual)
         self._cache: dict = {}
         self._right: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id(prediction) -> it, where right
+        self._tie_bits: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id(prediction) -> it, its tie bits
         self.kind_masks = _KindMasks(batch, scope)
 
     def predict(self, stack: Sequence[Rule]) -> np.ndarray:
@@ -96,6 +97,7 @@ class Selector:
         keys = {stack_semantics(s) for s in stacks}
         self._cache = {k: v for k, v in self._cache.items() if k in keys}
         self._right.clear()
+        self._tie_bits.clear()
 
     def on_mismatches(self, stack: Sequence[Rule]) -> np.ndarray:
         """The stack's prediction on the mismatches (the scope's first elements)."""
@@ -176,6 +178,13 @@ class Selector:
         hit = self._right.get(id(pred))
         if hit is None or hit[0] is not pred:
             hit = self._right[id(pred)] = (pred, match_mask(pred, self.actual[:pred.size]))
+        return hit[1]
+
+    def tie_bits(self, pred: np.ndarray) -> np.ndarray:
+        """:func:`_tie_bits` of a prediction, computed once per prediction."""
+        hit = self._tie_bits.get(id(pred))
+        if hit is None or hit[0] is not pred:
+            hit = self._tie_bits[id(pred)] = (pred, _tie_bits(pred))
         return hit[1]
 
     def length(self, right: np.ndarray, stack: Sequence[Rule]) -> float:
@@ -264,7 +273,7 @@ def _children(sel: Selector, node: _Stack, cands: list[Rule]) -> list[_Stack]:
     choices = sorted((c for c in _choices(sel, node.rules, cands, node.pred)
                       if c.length < node.length or c.right > node.right),
                      key=lambda c: (c.length, c.order))
-    out = _ByPrediction()  # one child per distinct prediction; equal ones are its ties
+    out = _ByPrediction(sel.tie_bits)  # one child per distinct prediction; equal ones are its ties
     for c in choices:
         same = out.get(c.pred)
         if same is not None:
@@ -288,20 +297,20 @@ class _ByPrediction:
     sample of the bits finds the candidates; the whole prediction decides (a large
     batch's predictions are too big to copy into a key)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tie_bits: Callable[[np.ndarray], np.ndarray] = _tie_bits) -> None:
         self._by: dict[tuple, list[_Stack]] = {}
         self._order: list[_Stack] = []
+        self._bits = tie_bits  # a prediction's tie bits (the selector's remember them)
 
-    @staticmethod
-    def _fingerprint(pred: np.ndarray) -> tuple:
-        bits = _tie_bits(pred)
+    def _fingerprint(self, pred: np.ndarray) -> tuple:
+        bits = self._bits(pred)
         step = max(1, bits.size >> 13)
         return pred.dtype.str, bits.size, bits[::step].tobytes()
 
     def get(self, pred: np.ndarray) -> Optional[_Stack]:
-        bits = _tie_bits(pred)
+        bits = self._bits(pred)
         for stack in self._by.get(self._fingerprint(pred), ()):
-            if stack.pred is pred or np.array_equal(_tie_bits(stack.pred), bits):
+            if stack.pred is pred or np.array_equal(self._bits(stack.pred), bits):
                 return stack
         return None
 
@@ -344,7 +353,7 @@ def beam_search(sel: Selector, cands: list[Rule], *, base: Sequence[Rule] = ()) 
     best = _Stack(sel.length(sel.where_right(pred), list(base)), list(base), pred, {r: [] for r in base})
     beam = [best]
     while beam:
-        grown = _ByPrediction()
+        grown = _ByPrediction(sel.tie_bits)
         for node in beam:
             for child in _children(sel, node, cands):
                 if grown.get(child.pred) is None:
