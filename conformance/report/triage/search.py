@@ -67,11 +67,24 @@ def _below_normal(v: np.ndarray) -> np.ndarray:
 
 
 def stack_semantics(stack: Sequence[Rule]) -> Semantics:
-    """The variant a stack of rules computes: each rule's settings on those below it."""
+    """The variant a stack of rules computes: each rule's settings on those below it
+    (remembered by the records' identity: the search asks for each stack many times)."""
+    parts = tuple(r.semantics for r in stack)
+    key = tuple(map(id, parts))
+    hit = _STACKS.get(key)
+    if hit is not None and all(x is y for x, y in zip(hit[0], parts)):
+        return hit[1]
     out = EXACT
-    for r in stack:
-        out = out.combined(r.semantics)
+    for sem in parts:
+        out = out.combined(sem)
+    if len(_STACKS) >= _STACKS_KEPT:
+        _STACKS.clear()
+    _STACKS[key] = (parts, out)  # the parts are kept: their ids stay theirs
     return out
+
+
+_STACKS: dict[tuple[int, ...], tuple[tuple[Semantics, ...], Semantics]] = {}
+_STACKS_KEPT = 1 << 12
 
 
 class Selector:
@@ -151,9 +164,13 @@ class Selector:
         return np.sort(np.concatenate([specials, pick]))
 
     def reproduced(self, trial: Sequence[Rule], some: np.ndarray) -> np.ndarray:
-        """Which of the mismatches ``some`` (scope positions) ``trial`` reproduces, computed
-        on them alone."""
-        pred = self.batch.variant(self.scope.positions(some), semantics=stack_semantics(trial))
+        """Which of the mismatches ``some`` (scope positions) ``trial`` reproduces: read from
+        its prediction on the whole scope when that is kept, else computed on them alone."""
+        key = stack_semantics(trial)
+        whole = self._cache.get(key)
+        if whole is not None:
+            return self.where_right(whole)[some]
+        pred = self.batch.variant(self.scope.positions(some), semantics=key)
         return match_mask(pred, self.actual[some])
 
     def fixes(self, trial: Sequence[Rule], wrong: np.ndarray) -> np.ndarray:
@@ -238,6 +255,8 @@ def _choices(sel: Selector, stack: list[Rule], cands: list[Rule], current: np.nd
         if r.reach is not None and not _reaches(sel, r.reach, wrong, reached):
             continue  # none of the wrong elements is of the kind the rule changes
         trial = stack + [r]
+        if sel.scope.size <= sampling.SAMPLING.predicted_scope:
+            sel.predict(trial)  # one prediction serves the first look, the fixes and the score
         if screen is not None and not sel.reproduced(trial, screen).any():
             continue  # reproduces none of the sample (every special value is in it)
         fixed = sel.fixes(trial, wrong)
