@@ -87,10 +87,23 @@ def _round_to_bfloat16(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
 
 
 def cast_exact(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
-    """``v`` correctly rounded to ``out`` (a no-op when the dtype already matches)."""
+    """``v`` correctly rounded to ``out`` (a no-op when the dtype already matches); a 16-bit
+    ``v`` is looked up in :func:`_cast_table` (the same conversion of its every pattern)."""
     if v.dtype == out.dtype:
         return v
+    if v.dtype.itemsize == 2:
+        return _cast_table(info(v.dtype).name, out.name)[to_bits(v)]
     return round_float64(v.astype(np.float64), out)
+
+
+@cache
+def _cast_table(dtype: str, out: str) -> np.ndarray:
+    """Every bit pattern of the 16-bit ``dtype`` widened to float64 and rounded to ``out``, in
+    bit order (cached: do not write into it)."""
+    with np.errstate(all="ignore"):  # NaN payloads warn when widened
+        table = round_float64(all_patterns(dtype).astype(np.float64), info(out))
+    table.flags.writeable = False
+    return table
 
 
 def _midpoint_candidates(p: np.ndarray, out: DTypeInfo) -> np.ndarray:
@@ -173,10 +186,12 @@ def _signed_zero(v: np.ndarray) -> np.ndarray:
     return np.copysign(0.0, v.astype(np.float64)).astype(v.dtype)
 
 
-def round_directed(v: np.ndarray, out: DTypeInfo, rounding: Rounding) -> np.ndarray:
+def round_directed(v: np.ndarray, out: DTypeInfo, rounding: Rounding, *,
+                   nearest: Optional[np.ndarray] = None) -> np.ndarray:
     """float64 ``v`` (exact, or rounded to odd with at least 2 more bits than ``out``)
-    rounded to ``out`` toward zero (``rtz``) or to nearest, ties away from zero (``rna``)."""
-    r = round_float64(v, out)
+    rounded to ``out`` toward zero (``rtz``) or to nearest, ties away from zero (``rna``).
+    ``nearest``: ``round_float64(v, out)`` when the caller has it."""
+    r = round_float64(v, out) if nearest is None else nearest
     if rounding == "rne":
         return r
     bits = to_bits(r).astype(np.int64)

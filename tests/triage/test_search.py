@@ -7,6 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from conformance.dtypes import all_patterns
+from conformance.reference import exact
 from conformance.reference import golden as ref
 from conformance.reference.semantics import EXACT, Semantics
 from conformance.report import triage as tri
@@ -15,6 +17,7 @@ from conformance.report.triage import attribution, sampling
 from conformance.report.triage.candidates import sorted_median
 from conformance.report.triage.rules import catalogue
 from conformance.report.triage.search import stack_semantics
+from tests.helpers import assert_same_bits
 
 N = 1 << 20
 FLUSHED, NANS = 3, 5  # rare planted defects a sample of the mismatches would miss
@@ -136,3 +139,38 @@ def test_a_stack_computes_the_record_its_rules_set_together(direction: str) -> N
         built = Semantics(**a.semantics.settings(), **b.semantics.settings())
         assert stack_semantics([a, b]) == built and str(stack_semantics([a, b])) == str(built)
     assert stack_semantics([]) == EXACT and stack_semantics(rules[:1]) is rules[0].semantics
+
+
+def test_a_small_scope_selects_as_each_rule_computed_on_its_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scope of at most ``predicted_scope`` elements (a few mismatches in a batch too big to
+    memoise whole) reads a rule's first look from its prediction on the whole scope: the claims
+    are those of computing it on the sample alone."""
+    rng = np.random.default_rng(5)
+    x = np.exp2(rng.uniform(-20, 20, 1 << 16)).astype(np.float32)
+    planted = rng.choice(x.size, 3000, replace=False)  # the only negatives
+    x[planted] = -x[planted]
+    golden = ref.forward(x, 0.2)
+    actual = ref.forward(x, 0.01)  # torch's default slope
+    actual[planted[:40]] = np.float32(np.nan)
+    batch = tri.Batch(x, None, 0.2, "forward", "float32", golden, actual)
+    mismatches = np.flatnonzero(~match_mask(actual, golden))
+    assert sampling.scope_of(batch, mismatches).size <= sampling.SAMPLING.predicted_scope
+    shared = _claims(batch, mismatches)
+    monkeypatch.setattr(sampling, "SAMPLING", replace(sampling.SAMPLING, predicted_scope=0))
+    alone = _claims(tri.Batch(x, None, 0.2, "forward", "float32", golden, actual), mismatches)
+    assert shared == alone
+    assert {c: n for c, n, _ in shared} == {"alpha-mismatch": 2960, "spurious-nan": 40}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_16_bit_operand_narrows_as_the_formula_does(dtype: str) -> None:
+    """Every 16-bit pattern, narrowed to each dtype (saturating or not), has the bits of the
+    conversion computed on it, in any shape."""
+    v = all_patterns(dtype).reshape(256, 256)[:, ::-1]
+    with np.errstate(all="ignore"):
+        for narrow in ("float16", "bfloat16", "float32"):
+            for saturating in (False, True):
+                got = exact.narrowed(v, narrow, saturating=saturating)
+                want = exact.narrowed_by_formula(v, narrow, saturating=saturating)
+                assert got.dtype == want.dtype and got.shape == want.shape
+                assert_same_bits(got, want, what=f"{dtype} narrowed to {narrow}")
