@@ -69,6 +69,8 @@ def _below_normal(v: np.ndarray) -> np.ndarray:
 def stack_semantics(stack: Sequence[Rule]) -> Semantics:
     """The variant a stack of rules computes: each rule's settings on those below it
     (remembered by the records' identity: the search asks for each stack many times)."""
+    if len(stack) < 2:  # what combining gives: the rule's record, or the exact one
+        return stack[0].semantics if stack and stack[0].semantics.settings() else EXACT
     parts = tuple(r.semantics for r in stack)
     key = tuple(map(id, parts))
     hit = _STACKS.get(key)
