@@ -91,7 +91,7 @@ def cast_exact(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
     ``v`` is looked up in :func:`_cast_table` (the same conversion of its every pattern)."""
     if v.dtype == out.dtype:
         return v
-    if v.dtype.itemsize == 2:
+    if v.dtype.itemsize == 2 and isinstance(v, np.ndarray) and v.ndim:  # an array (a scalar stays one)
         return _cast_table(info(v.dtype).name, out.name)[to_bits(v)]
     return round_float64(v.astype(np.float64), out)
 
@@ -221,7 +221,7 @@ def narrowed(v: np.ndarray, input_dtype: Optional[DTypeLike], *, saturating: boo
     ``v`` is looked up in :func:`_narrowing_table` (the same conversion of its every pattern)."""
     if input_dtype is None:
         return v
-    if v.dtype.itemsize == 2:
+    if v.dtype.itemsize == 2 and isinstance(v, np.ndarray) and v.ndim:  # an array (a scalar stays one)
         return _narrowing_table(info(v.dtype).name, info(input_dtype).name, saturating)[to_bits(v)]
     return narrowed_by_formula(v, input_dtype, saturating=saturating)
 
