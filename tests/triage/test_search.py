@@ -141,27 +141,6 @@ def test_a_stack_computes_the_record_its_rules_set_together(direction: str) -> N
     assert stack_semantics([]) == EXACT and stack_semantics(rules[:1]) is rules[0].semantics
 
 
-def test_a_small_scope_selects_as_each_rule_computed_on_its_sample(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A scope of at most ``predicted_scope`` elements (a few mismatches in a batch too big to
-    memoise whole) reads a rule's first look from its prediction on the whole scope: the claims
-    are those of computing it on the sample alone."""
-    rng = np.random.default_rng(5)
-    x = np.exp2(rng.uniform(-20, 20, 1 << 16)).astype(np.float32)
-    planted = rng.choice(x.size, 3000, replace=False)  # the only negatives
-    x[planted] = -x[planted]
-    golden = ref.forward(x, 0.2)
-    actual = ref.forward(x, 0.01)  # torch's default slope
-    actual[planted[:40]] = np.float32(np.nan)
-    batch = tri.Batch(x, None, 0.2, "forward", "float32", golden, actual)
-    mismatches = np.flatnonzero(~match_mask(actual, golden))
-    assert sampling.scope_of(batch, mismatches).size <= sampling.SAMPLING.predicted_scope
-    shared = _claims(batch, mismatches)
-    monkeypatch.setattr(sampling, "SAMPLING", replace(sampling.SAMPLING, predicted_scope=0))
-    alone = _claims(tri.Batch(x, None, 0.2, "forward", "float32", golden, actual), mismatches)
-    assert shared == alone
-    assert {c: n for c, n, _ in shared} == {"alpha-mismatch": 2960, "spurious-nan": 40}
-
-
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_a_16_bit_operand_narrows_as_the_formula_does(dtype: str) -> None:
     """Every 16-bit pattern, narrowed to each dtype (saturating or not), has the bits of the

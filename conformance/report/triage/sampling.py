@@ -17,9 +17,7 @@ class Sampling:
 
     Up to ``full_scope`` elements a batch is scored on every element; a larger one on every
     mismatch and special value plus ``scope_plain`` plain others.  A rule's first look is
-    every special mismatch and ``screening`` others; on a scope of at most
-    ``predicted_scope`` elements it is read from the rule's prediction on the whole scope
-    (computed at once: on so few elements a call costs what its elements do not).  More than ``select_sample`` remaining
+    every special mismatch and ``screening`` others.  More than ``select_sample`` remaining
     mismatches: the stack is selected on a stride sample of about ``sampled_mismatches`` of
     them (every candidate rule is computed on the sample alone) and of at most
     ``evidence_per_mismatch`` times as many other elements, then attributed, and so proved
@@ -31,7 +29,6 @@ class Sampling:
     full_scope: int = 1 << 14
     scope_plain: int = 1 << 13
     screening: int = 1 << 12
-    predicted_scope: int = 1 << 14
     select_sample: int = 1 << 16
     sampled_mismatches: int = 1 << 14
     evidence_per_mismatch: int = 4

@@ -257,8 +257,6 @@ def _choices(sel: Selector, stack: list[Rule], cands: list[Rule], current: np.nd
         if r.reach is not None and not _reaches(sel, r.reach, wrong, reached):
             continue  # none of the wrong elements is of the kind the rule changes
         trial = stack + [r]
-        if sel.scope.size <= sampling.SAMPLING.predicted_scope:
-            sel.predict(trial)  # one prediction serves the first look, the fixes and the score
         if screen is not None and not sel.reproduced(trial, screen).any():
             continue  # reproduces none of the sample (every special value is in it)
         fixed = sel.fixes(trial, wrong)
