@@ -5,8 +5,29 @@ Run: ``.venv/bin/python -m benchmarks.bench_triage``.  Each line times ``evaluat
 way a real framework's does, best of 3, next to the same batch with a correct output
 (golden only: the cost without triage).  Most rows of `make conformance` have no
 mismatch, so this per-batch ratio bounds triage's share of the suite's time from above.
+
+Triage's calls in a real run, replayed on two checkouts (the claims must be the same):
+
+- ``record DIR -- COMMAND...`` runs COMMAND (``conformance run --seed 0``, ``python -m pytest
+  ...``) with every ``triage.triage`` call pickled into DIR (batch fields, mismatches, hazards,
+  layout);
+- ``replay DIR OUT.json`` replays them on the checkout whose ``conformance`` is imported
+  (``PYTHONPATH=<checkout>`` picks one), writing each call's claims digest and CPU seconds;
+- ``compare OLD.json NEW.json`` prints the calls whose claims differ and the CPU of both.
+  Run the two replays at once, so both see the same load.
 """
 from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -35,7 +56,86 @@ def _cases() -> list[tuple[str, np.ndarray, np.ndarray, float]]:
     ]
 
 
-def main() -> None:
+#: Put first on ``sys.path`` by ``record``: wraps ``triage.triage`` to pickle each call.
+_RECORDER = '''import itertools, os, pickle
+import conformance.report.triage as _triage
+_real, _count = _triage.triage, itertools.count()
+_FIELDS = ("x", "dy", "alpha", "direction", "out_dtype", "golden", "actual", "where", "numel", "weight", "shape")
+
+def triage(batch, *, mismatches, hazards=(), layout=None):
+    path = os.path.join(os.environ["TRIAGE_RECORD"], f"{os.getpid()}-{next(_count):06d}.pkl")
+    with open(path, "wb") as f:
+        pickle.dump(({k: getattr(batch, k) for k in _FIELDS}, mismatches, tuple(hazards), layout), f, protocol=5)
+    return _real(batch, mismatches=mismatches, hazards=hazards, layout=layout)
+
+_triage.triage = triage
+'''
+
+
+def record(directory: Path, command: Sequence[str]) -> int:
+    """Run ``command`` with every triage call pickled into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as site:
+        Path(site, "sitecustomize.py").write_text(_RECORDER)
+        path = os.pathsep.join([site, *filter(None, [os.environ.get("PYTHONPATH")])])
+        env = {**os.environ, "PYTHONPATH": path, "TRIAGE_RECORD": str(directory.resolve()), "PYTHONHASHSEED": "0"}
+        return subprocess.call(list(command), env=env)
+
+
+def _digest(claims: Sequence) -> str:
+    """Every claim's category, count, elements, summary, detail and place, hashed."""
+    h = hashlib.sha256()
+    for c in claims:
+        h.update(repr((c.category, c.count, c.summary, c.detail, c.in_tensor)).encode())
+        h.update(np.ascontiguousarray(c.index).tobytes())
+    return h.hexdigest()
+
+
+def replay(directory: Path, out: Path) -> None:
+    """Replay every recorded call; write its claims digest and CPU seconds to ``out``."""
+    from conformance.report.triage import Batch, triage
+
+    calls = {}
+    for path in sorted(directory.glob("*.pkl")):
+        with path.open("rb") as f:
+            fields, mismatches, hazards, layout = pickle.load(f)
+        start = time.process_time()
+        claims = triage(Batch(**fields), mismatches=mismatches, hazards=hazards, layout=layout)
+        calls[path.name] = {"cpu": time.process_time() - start, "claims": _digest(claims)}
+    out.write_text(json.dumps(calls, indent=0))
+    print(f"{len(calls)} calls: {sum(c['cpu'] for c in calls.values()):.2f} s CPU in triage")
+
+
+def compare(old: Path, new: Path) -> int:
+    """The calls whose claims differ (exit 1 on any), and both replays' CPU."""
+    a, b = json.loads(old.read_text()), json.loads(new.read_text())
+    differ = sorted(k for k in a if a[k]["claims"] != b.get(k, {}).get("claims"))
+    for name in differ:
+        print(f"claims differ: {name}")
+    cpu_a, cpu_b = (sum(c["cpu"] for c in d.values()) for d in (a, b))
+    print(f"{len(a)} calls, {len(differ)} differ; CPU in triage {cpu_a:.2f} s -> {cpu_b:.2f} s "
+          f"({cpu_b / cpu_a:.2f}x)")
+    return 1 if differ else 0
+
+
+def main(argv: Sequence[str] = ()) -> int:
+    """The per-batch figures; with arguments, ``record``, ``replay`` or ``compare``."""
+    if argv and argv[0] == "record" and len(argv) > 3 and argv[2] == "--":
+        return record(Path(argv[1]), argv[3:])
+    if argv and argv[0] == "replay" and len(argv) == 3:
+        replay(Path(argv[1]), Path(argv[2]))
+        return 0
+    if argv and argv[0] == "compare" and len(argv) == 3:
+        return compare(Path(argv[1]), Path(argv[2]))
+    if argv:
+        print("usage: bench_triage [record DIR -- COMMAND... | replay DIR OUT.json | compare OLD.json NEW.json]",
+              file=sys.stderr)
+        return 2
+    figures()
+    return 0
+
+
+def figures() -> None:
     config = GateConfig()
     for name, x, actual, alpha in _cases():
         def judged(y: np.ndarray = actual, x: np.ndarray = x, alpha: float = alpha) -> object:
@@ -48,4 +148,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

@@ -12,12 +12,12 @@ otherwise round twice.
 from __future__ import annotations
 
 import struct
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Optional
 
 import numpy as np
 
-from conformance.dtypes import DTypeInfo, DTypeLike, from_bits, info, is_subnormal, to_bits
+from conformance.dtypes import DTypeInfo, DTypeLike, all_patterns, from_bits, info, is_subnormal, to_bits
 from conformance.reference.semantics import Rounding, Saturate, Semantics, SlopeDTypes
 
 #: (input dtype, output dtype) pairs the reference computes.
@@ -87,10 +87,23 @@ def _round_to_bfloat16(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
 
 
 def cast_exact(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
-    """``v`` correctly rounded to ``out`` (a no-op when the dtype already matches)."""
+    """``v`` correctly rounded to ``out`` (a no-op when the dtype already matches); a 16-bit
+    ``v`` is looked up in :func:`_cast_table` (the same conversion of its every pattern)."""
     if v.dtype == out.dtype:
         return v
+    if v.dtype.itemsize == 2 and isinstance(v, np.ndarray) and v.ndim:  # an array (a scalar stays one)
+        return _cast_table(info(v.dtype).name, out.name)[to_bits(v)]
     return round_float64(v.astype(np.float64), out)
+
+
+@cache
+def _cast_table(dtype: str, out: str) -> np.ndarray:
+    """Every bit pattern of the 16-bit ``dtype`` widened to float64 and rounded to ``out``, in
+    bit order (cached: do not write into it)."""
+    with np.errstate(all="ignore"):  # NaN payloads warn when widened
+        table = round_float64(all_patterns(dtype).astype(np.float64), info(out))
+    table.flags.writeable = False
+    return table
 
 
 def _midpoint_candidates(p: np.ndarray, out: DTypeInfo) -> np.ndarray:
@@ -173,10 +186,12 @@ def _signed_zero(v: np.ndarray) -> np.ndarray:
     return np.copysign(0.0, v.astype(np.float64)).astype(v.dtype)
 
 
-def round_directed(v: np.ndarray, out: DTypeInfo, rounding: Rounding) -> np.ndarray:
+def round_directed(v: np.ndarray, out: DTypeInfo, rounding: Rounding, *,
+                   nearest: Optional[np.ndarray] = None) -> np.ndarray:
     """float64 ``v`` (exact, or rounded to odd with at least 2 more bits than ``out``)
-    rounded to ``out`` toward zero (``rtz``) or to nearest, ties away from zero (``rna``)."""
-    r = round_float64(v, out)
+    rounded to ``out`` toward zero (``rtz``) or to nearest, ties away from zero (``rna``).
+    ``nearest``: ``round_float64(v, out)`` when the caller has it."""
+    r = round_float64(v, out) if nearest is None else nearest
     if rounding == "rne":
         return r
     bits = to_bits(r).astype(np.int64)
@@ -202,13 +217,31 @@ def narrowed(v: np.ndarray, input_dtype: Optional[DTypeLike], *, saturating: boo
     narrows its operands before computing.  None leaves ``v`` as it is.  A 16-bit ``v``
     (rounded to the other 16-bit dtype, whose range or precision differs) comes back as
     float32, which holds both exactly.  ``saturating``: the conversion of a chip in
-    saturation mode, where overflow gives ±max of ``input_dtype`` and NaN gives 0."""
+    saturation mode, where overflow gives ±max of ``input_dtype`` and NaN gives 0.  A 16-bit
+    ``v`` is looked up in :func:`_narrowing_table` (the same conversion of its every pattern)."""
     if input_dtype is None:
         return v
+    if v.dtype.itemsize == 2 and isinstance(v, np.ndarray) and v.ndim:  # an array (a scalar stays one)
+        return _narrowing_table(info(v.dtype).name, info(input_dtype).name, saturating)[to_bits(v)]
+    return narrowed_by_formula(v, input_dtype, saturating=saturating)
+
+
+def narrowed_by_formula(v: np.ndarray, input_dtype: DTypeLike, *, saturating: bool = False) -> np.ndarray:
+    """:func:`narrowed` computed on ``v`` itself, whatever its dtype."""
     narrow = round_float64(v.astype(np.float64), info(input_dtype))
     if saturating:
         narrow = saturated(narrow, info(input_dtype))
     return cast_exact(narrow, info("float32" if info(v.dtype).bits == 16 else v.dtype))
+
+
+@cache
+def _narrowing_table(dtype: str, input_dtype: str, saturating: bool) -> np.ndarray:
+    """:func:`narrowed_by_formula` of every bit pattern of the 16-bit ``dtype``, in bit order
+    (cached: do not write into it)."""
+    with np.errstate(all="ignore"):  # NaN payloads warn when widened
+        table = narrowed_by_formula(all_patterns(dtype), input_dtype, saturating=saturating)
+    table.flags.writeable = False
+    return table
 
 
 def read_operand(v: np.ndarray, s: Semantics) -> np.ndarray:

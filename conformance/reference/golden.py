@@ -192,7 +192,7 @@ def _rerounded(y: np.ndarray, v: np.ndarray, alpha: float, out: DTypeInfo, *, ta
     pre = _unrounded(v, alpha, take=take, opmath=opmath)
     nearest = round_float64(pre, out)
     same = (to_bits(nearest) == to_bits(y)) & ~is_nan(y)
-    return np.where(same, round_directed(pre, out, rounding), y)
+    return np.where(same, round_directed(pre, out, rounding, nearest=nearest), y)
 
 
 def _gradient_of_max(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, alpha: float,

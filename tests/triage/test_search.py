@@ -7,6 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from conformance.dtypes import all_patterns
+from conformance.reference import exact
 from conformance.reference import golden as ref
 from conformance.reference.semantics import EXACT, Semantics
 from conformance.report import triage as tri
@@ -15,6 +17,7 @@ from conformance.report.triage import attribution, sampling
 from conformance.report.triage.candidates import sorted_median
 from conformance.report.triage.rules import catalogue
 from conformance.report.triage.search import stack_semantics
+from tests.helpers import assert_same_bits
 
 N = 1 << 20
 FLUSHED, NANS = 3, 5  # rare planted defects a sample of the mismatches would miss
@@ -136,3 +139,17 @@ def test_a_stack_computes_the_record_its_rules_set_together(direction: str) -> N
         built = Semantics(**a.semantics.settings(), **b.semantics.settings())
         assert stack_semantics([a, b]) == built and str(stack_semantics([a, b])) == str(built)
     assert stack_semantics([]) == EXACT and stack_semantics(rules[:1]) is rules[0].semantics
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_16_bit_operand_narrows_as_the_formula_does(dtype: str) -> None:
+    """Every 16-bit pattern, narrowed to each dtype (saturating or not), has the bits of the
+    conversion computed on it, in any shape."""
+    v = all_patterns(dtype).reshape(256, 256)[:, ::-1]
+    with np.errstate(all="ignore"):
+        for narrow in ("float16", "bfloat16", "float32"):
+            for saturating in (False, True):
+                got = exact.narrowed(v, narrow, saturating=saturating)
+                want = exact.narrowed_by_formula(v, narrow, saturating=saturating)
+                assert got.dtype == want.dtype and got.shape == want.shape
+                assert_same_bits(got, want, what=f"{dtype} narrowed to {narrow}")

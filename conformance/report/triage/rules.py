@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Optional
 
 import numpy as np
@@ -347,11 +348,27 @@ def catalogue(*, alpha: float, direction: str, dtypes: tuple[str, str],
     subnormals alone, such as one chunk of an exhaustive sweep, names the flush, not a
     narrower input type), then in the registry's order of categories, then the formulas
     and rounding modes of hand-written kernels (on a tie, with a few elements, the rule
-    named first is the narrower one; the others are reported as equally good)."""
-    rules = (_neutral_rules(dtypes) + _flush_rules() + _input_rules(dtypes)
-             + _alpha_rules(alpha, dtypes, estimates) + _relu_rule(alpha, direction)
-             + _precision_rules(alpha, dtypes) + _formulation_rules(direction)
-             + _flush_select_rules(direction) + _saturation_rules(dtypes))
+    named first is the narrower one; the others are reported as equally good).
+
+    The rules are built once per setting (keyed by the slopes' hex spelling, so -0.0 and
+    0.0 stay apart): every mismatching row of a run asks for the same few catalogues."""
+    head, tail = _fixed_rules(float(alpha).hex(), direction, dtypes)
+    slopes = _cached_alpha_rules(float(alpha).hex(), dtypes, tuple(float(e).hex() for e in estimates))
+    return [*head, *slopes, *tail]
+
+
+@lru_cache(maxsize=256)
+def _fixed_rules(alpha_hex: str, direction: str, dtypes: tuple[str, str]) -> tuple[tuple[Rule, ...], ...]:
+    """The catalogue's rules before the slopes and after them (those the estimates do not change)."""
+    alpha = float.fromhex(alpha_hex)
+    head = _neutral_rules(dtypes) + _flush_rules() + _input_rules(dtypes)
+    tail = (_relu_rule(alpha, direction) + _precision_rules(alpha, dtypes) + _formulation_rules(direction)
+            + _flush_select_rules(direction) + _saturation_rules(dtypes))
     if direction == "backward":
-        rules += _gradient_rules() + _select_autodiff_rules()
-    return rules + _more_formulations(alpha, direction) + _rounding_rules(dtypes)
+        tail += _gradient_rules() + _select_autodiff_rules()
+    return tuple(head), tuple(tail + _more_formulations(alpha, direction) + _rounding_rules(dtypes))
+
+
+@lru_cache(maxsize=1024)
+def _cached_alpha_rules(alpha_hex: str, dtypes: tuple[str, str], estimates: tuple[str, ...]) -> tuple[Rule, ...]:
+    return tuple(_alpha_rules(float.fromhex(alpha_hex), dtypes, [float.fromhex(e) for e in estimates]))

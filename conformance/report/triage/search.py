@@ -7,7 +7,7 @@ a change the actual output does not show).  Large batches are scored on a sample
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Optional
@@ -67,11 +67,26 @@ def _below_normal(v: np.ndarray) -> np.ndarray:
 
 
 def stack_semantics(stack: Sequence[Rule]) -> Semantics:
-    """The variant a stack of rules computes: each rule's settings on those below it."""
+    """The variant a stack of rules computes: each rule's settings on those below it
+    (remembered by the records' identity: the search asks for each stack many times)."""
+    if len(stack) < 2:  # what combining gives: the rule's record, or the exact one
+        return stack[0].semantics if stack and stack[0].semantics.settings() else EXACT
+    parts = tuple(r.semantics for r in stack)
+    key = tuple(map(id, parts))
+    hit = _STACKS.get(key)
+    if hit is not None and all(x is y for x, y in zip(hit[0], parts)):
+        return hit[1]
     out = EXACT
-    for r in stack:
-        out = out.combined(r.semantics)
+    for sem in parts:
+        out = out.combined(sem)
+    if len(_STACKS) >= _STACKS_KEPT:
+        _STACKS.clear()
+    _STACKS[key] = (parts, out)  # the parts are kept: their ids stay theirs
     return out
+
+
+_STACKS: dict[tuple[int, ...], tuple[tuple[Semantics, ...], Semantics]] = {}
+_STACKS_KEPT = 1 << 12
 
 
 class Selector:
@@ -82,6 +97,7 @@ class Selector:
         self.actual = scope.take(batch.actual)
         self._cache: dict = {}
         self._right: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id(prediction) -> it, where right
+        self._tie_bits: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id(prediction) -> it, its tie bits
         self.kind_masks = _KindMasks(batch, scope)
 
     def predict(self, stack: Sequence[Rule]) -> np.ndarray:
@@ -96,6 +112,7 @@ class Selector:
         keys = {stack_semantics(s) for s in stacks}
         self._cache = {k: v for k, v in self._cache.items() if k in keys}
         self._right.clear()
+        self._tie_bits.clear()
 
     def on_mismatches(self, stack: Sequence[Rule]) -> np.ndarray:
         """The stack's prediction on the mismatches (the scope's first elements)."""
@@ -149,9 +166,13 @@ class Selector:
         return np.sort(np.concatenate([specials, pick]))
 
     def reproduced(self, trial: Sequence[Rule], some: np.ndarray) -> np.ndarray:
-        """Which of the mismatches ``some`` (scope positions) ``trial`` reproduces, computed
-        on them alone."""
-        pred = self.batch.variant(self.scope.positions(some), semantics=stack_semantics(trial))
+        """Which of the mismatches ``some`` (scope positions) ``trial`` reproduces: read from
+        its prediction on the whole scope when that is kept, else computed on them alone."""
+        key = stack_semantics(trial)
+        whole = self._cache.get(key)
+        if whole is not None:
+            return self.where_right(whole)[some]
+        pred = self.batch.variant(self.scope.positions(some), semantics=key)
         return match_mask(pred, self.actual[some])
 
     def fixes(self, trial: Sequence[Rule], wrong: np.ndarray) -> np.ndarray:
@@ -176,6 +197,13 @@ class Selector:
         hit = self._right.get(id(pred))
         if hit is None or hit[0] is not pred:
             hit = self._right[id(pred)] = (pred, match_mask(pred, self.actual[:pred.size]))
+        return hit[1]
+
+    def tie_bits(self, pred: np.ndarray) -> np.ndarray:
+        """:func:`_tie_bits` of a prediction, computed once per prediction."""
+        hit = self._tie_bits.get(id(pred))
+        if hit is None or hit[0] is not pred:
+            hit = self._tie_bits[id(pred)] = (pred, _tie_bits(pred))
         return hit[1]
 
     def length(self, right: np.ndarray, stack: Sequence[Rule]) -> float:
@@ -264,7 +292,7 @@ def _children(sel: Selector, node: _Stack, cands: list[Rule]) -> list[_Stack]:
     choices = sorted((c for c in _choices(sel, node.rules, cands, node.pred)
                       if c.length < node.length or c.right > node.right),
                      key=lambda c: (c.length, c.order))
-    out = _ByPrediction()  # one child per distinct prediction; equal ones are its ties
+    out = _ByPrediction(sel.tie_bits)  # one child per distinct prediction; equal ones are its ties
     for c in choices:
         same = out.get(c.pred)
         if same is not None:
@@ -288,20 +316,20 @@ class _ByPrediction:
     sample of the bits finds the candidates; the whole prediction decides (a large
     batch's predictions are too big to copy into a key)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tie_bits: Callable[[np.ndarray], np.ndarray] = _tie_bits) -> None:
         self._by: dict[tuple, list[_Stack]] = {}
         self._order: list[_Stack] = []
+        self._bits = tie_bits  # a prediction's tie bits (the selector's remember them)
 
-    @staticmethod
-    def _fingerprint(pred: np.ndarray) -> tuple:
-        bits = _tie_bits(pred)
+    def _fingerprint(self, pred: np.ndarray) -> tuple:
+        bits = self._bits(pred)
         step = max(1, bits.size >> 13)
         return pred.dtype.str, bits.size, bits[::step].tobytes()
 
     def get(self, pred: np.ndarray) -> Optional[_Stack]:
-        bits = _tie_bits(pred)
+        bits = self._bits(pred)
         for stack in self._by.get(self._fingerprint(pred), ()):
-            if stack.pred is pred or np.array_equal(_tie_bits(stack.pred), bits):
+            if stack.pred is pred or np.array_equal(self._bits(stack.pred), bits):
                 return stack
         return None
 
@@ -344,7 +372,7 @@ def beam_search(sel: Selector, cands: list[Rule], *, base: Sequence[Rule] = ()) 
     best = _Stack(sel.length(sel.where_right(pred), list(base)), list(base), pred, {r: [] for r in base})
     beam = [best]
     while beam:
-        grown = _ByPrediction()
+        grown = _ByPrediction(sel.tie_bits)
         for node in beam:
             for child in _children(sel, node, cands):
                 if grown.get(child.pred) is None:
