@@ -49,9 +49,9 @@ LARGE = ("fp32 negatives", "fp16 x", "fp16 dy at x=-1")  # 2**19 or 2**16 elemen
 
 def _kept(variant: str, case: str) -> bool:
     """The default run's share: every variant on the specials and on two of the three large
-    segments, a different one left to ``make test-exhaustive`` in turn, so each segment still
-    meets two thirds of the variants (each variant's findings differ, the segments' sizes and
-    directions do)."""
+    segments, the third left to ``make test-exhaustive`` (a different one in turn), so every
+    variant is derived on a large segment and each large segment, the backward one among
+    them, is still judged with two thirds of the variants."""
     return case not in LARGE or LARGE.index(case) != list(VARIANTS).index(variant) % len(LARGE)
 
 
