@@ -248,8 +248,6 @@ def finite_normal_indices(a: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.isfinite(w) & (np.abs(w) >= info(a.dtype).smallest_normal) & (w != 0))
 
 
-
-
 def slopes_in_turn(combos: Sequence[tuple], slopes: Sequence[float], *, always: Sequence[float]) -> list:
     """``(*combo, slope)`` parameter sets for every combo and slope: the default run keeps the
     ``always`` slopes and one other slope per combo, the others in turn (each of them on some
