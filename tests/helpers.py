@@ -265,9 +265,17 @@ def finite_normal_indices(a: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.isfinite(w) & (np.abs(w) >= info(a.dtype).smallest_normal) & (w != 0))
 
 
-
-
 def small_batches_entry() -> list[str]:
     """The interpreter arguments that run ``conformance ARGS`` in a process of its own under
     :func:`keep_small_batches` (``[sys.executable, *small_batches_entry(), *args]``)."""
     return ["-c", _SMALL_MAIN.format(root=str(Path(__file__).resolve().parents[1]))]
+
+
+def slopes_in_turn(combos: Sequence[tuple], slopes: Sequence[float], *, always: Sequence[float]) -> list:
+    """``(*combo, slope)`` parameter sets for every combo and slope: the default run keeps the
+    ``always`` slopes and one other slope per combo, the others in turn (each of them on some
+    combo); the rest carry the ``exhaustive`` marker."""
+    others = [a for a in slopes if a not in always]
+    turn = {combo: others[k % len(others)] for k, combo in enumerate(combos)}
+    return sampled([(*combo, a) for combo in combos for a in slopes],
+                   default=lambda *case: case[-1] in always or case[-1] == turn[case[:-1]])

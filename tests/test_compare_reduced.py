@@ -6,6 +6,7 @@ The defect cases are benchmarks/bench_compare.py's at a size a test affords: chu
 far more matching elements than the evidence sample keeps, so the weights are not 1."""
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
 from conformance.report import metrics as met
 from conformance.report.chunked import evaluate_chunks
-from conformance.report.evaluate import Chunk, Row, evaluate
+from conformance.report.evaluate import Chunk, Finding, Row, evaluate
 from conformance.report.gate import load_config
 from conformance.report.messages import Offender
 
@@ -107,16 +108,30 @@ def _pinned(row: Row) -> tuple:
     return metrics, findings, row.verdict
 
 
+def _frozen(*arrays: Optional[np.ndarray]) -> None:
+    """Arrays shared by every chunk size's test, read-only so that no evaluation edits them."""
+    for a in arrays:
+        if a is not None:
+            a.setflags(write=False)
+
+
+@functools.cache
+def _judged_whole(defect: Defect) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray], Row]:
+    """The defect's arrays and the row the whole-batch evaluator gives them, once for every chunk size."""
+    x, out, dy = defect.make()
+    _frozen(x, out, dy)
+    whole = evaluate(x, defect.alpha, BackendResult(out), direction=defect.direction, dy=dy,
+                     backend="dump", config=load_config(None), label="out.npy")
+    return x, out, dy, whole
+
+
 @pytest.mark.parametrize("chunk", CHUNKS)
 @pytest.mark.parametrize("defect", DEFECTS, ids=str)
 def test_the_reduced_batch_reaches_the_whole_batch_row(defect: Defect, chunk: int) -> None:
-    x, out, dy = defect.make()
-    config = load_config(None)
-    whole = evaluate(x, defect.alpha, BackendResult(out), direction=defect.direction, dy=dy,
-                     backend="dump", config=config, label="out.npy")
+    x, out, dy, whole = _judged_whole(defect)
     chunked = evaluate_chunks(_reader(x, out, dy, size=chunk), numel=x.size, dtype=x.dtype,
                               alpha=defect.alpha, direction=defect.direction,
-                              out_dtype=out.dtype.name, backend="dump", config=config,
+                              out_dtype=out.dtype.name, backend="dump", config=load_config(None),
                               label="out.npy")
     assert whole.findings, "the defect is found"
     assert _pinned(chunked) == _pinned(whole)
@@ -138,19 +153,26 @@ def test_the_torch_slope_defect_is_one_finding_of_every_mismatch() -> None:
     assert [e.index for e in finding.examples] == list(np.flatnonzero(x < 0)[:5])
 
 
+@functools.cache
+def _wrong_slope_on_two_thirds() -> tuple[np.ndarray, np.ndarray, Finding]:
+    """x, an output whose slope is wrong on its first two thirds only, and the whole batch's finding."""
+    x = _normal()
+    y = ref.forward(x, 0.2)
+    y[:200_000] = ref.forward(x[:200_000], 0.01)
+    _frozen(x, y)
+    (whole,) = evaluate(x, 0.2, BackendResult(y), direction="forward", backend="dump",
+                        config=load_config(None)).findings
+    return x, y, whole
+
+
 @pytest.mark.parametrize("chunk", CHUNKS)
 def test_contradictions_by_the_sampled_elements_are_weighted(chunk: int) -> None:
     """The slope is wrong on the first two thirds only: the matching negative elements after
     them contradict it, and the sample of them, weighted, stands for all of them."""
-    x = _normal()
-    y = ref.forward(x, 0.2)
-    y[:200_000] = ref.forward(x[:200_000], 0.01)
-    config = load_config(None)
-    (whole,) = evaluate(x, 0.2, BackendResult(y), direction="forward", backend="dump",
-                        config=config).findings
+    x, y, whole = _wrong_slope_on_two_thirds()
     (chunked,) = evaluate_chunks(_reader(x, y, None, size=chunk), numel=x.size, dtype=x.dtype,
                                  alpha=0.2, direction="forward", out_dtype="float32",
-                                 backend="dump", config=config).findings
+                                 backend="dump", config=load_config(None)).findings
     assert (chunked.category, chunked.count) == (whole.category, whole.count)
     exact = whole.detail["contradicted"]
     assert exact == int((x[200_000:] < 0).sum())

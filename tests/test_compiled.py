@@ -5,8 +5,18 @@ bit patterns (subnormals, both zeros, NaN payloads, infinities, huge values, and
 16-bit value widened, which puts products on the output's rounding midpoints), every
 supported dtype pair, forward and backward, every slope class and every variant the
 compiled loop covers.  Variants it does not cover go to the numpy path.
+
+The variants' proofs run every variant on every dtype pair; of their slopes the default run
+keeps one per variant and pair, in turn (:func:`_slopes_in_turn`), and ``make test-exhaustive``
+the others.  The loop's code is chosen by the variant and the dtype pair, which the sample
+keeps whole; a slope only changes its operand, and each slope class (a negative slope, one
+whose products underflow, a long significand) still meets every variant on two or more pairs
+and every pair on several variants, so a variant or a pair the loop computes wrongly for some
+slope class fails the default run.
 """
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -16,6 +26,7 @@ from conformance.reference import golden
 from conformance.reference.exact import SUPPORTED_PAIRS
 from conformance.reference.semantics import _CHOICES, Semantics
 from conformance.report.metrics import Tolerance, compare
+from tests.helpers import sampled
 
 compiled = pytest.importorskip("conformance.reference.compiled", reason="numba (the fast extra) is not installed")
 
@@ -51,6 +62,7 @@ FORWARD_FORMULATIONS = (Semantics(formulation="relu"), Semantics(formulation="re
 #: Backward formulations the compiled loop covers (the forward-only ones are its select).
 BACKWARD_ONLY = (Semantics(formulation="swap_branches", nan_grad="dy"), Semantics(formulation="swap_operands"),
                  Semantics(formulation="max", daz=True), Semantics(formulation="merge", grad_rule="ge"))
+PAIRS = sorted(SUPPORTED_PAIRS)
 NOT_COVERED = (Semantics(formulation="relu"), Semantics(rounding="rtz"), Semantics(result_dtype="float16"),
                Semantics(opmath="float32", ftz=True), Semantics(grad_rule="max"), Semantics(grad_rule="step"),
                Semantics(grad_form="fma"), Semantics(formulation="maxmin"), Semantics(formulation="twice"),
@@ -110,7 +122,7 @@ def inputs() -> dict[str, np.ndarray]:
     return {name: _inputs(name) for name in ("float16", "bfloat16", "float32", "float64")}
 
 
-@pytest.mark.parametrize("pair", sorted(SUPPORTED_PAIRS), ids="->".join)
+@pytest.mark.parametrize("pair", PAIRS, ids="->".join)
 @pytest.mark.parametrize("alpha", ALPHAS, ids=repr)
 def test_forward_matches_the_numpy_path(inputs, pair, alpha):
     src, out = pair
@@ -119,7 +131,7 @@ def test_forward_matches_the_numpy_path(inputs, pair, alpha):
                golden.reference_compute("forward", x, alpha, out_dtype=out))
 
 
-@pytest.mark.parametrize("pair", sorted(SUPPORTED_PAIRS), ids="->".join)
+@pytest.mark.parametrize("pair", PAIRS, ids="->".join)
 @pytest.mark.parametrize("alpha", ALPHAS, ids=repr)
 def test_backward_matches_the_numpy_path(inputs, pair, alpha):
     src, out = pair
@@ -128,35 +140,63 @@ def test_backward_matches_the_numpy_path(inputs, pair, alpha):
                    golden.reference_compute("backward", x, alpha, dy=dy, out_dtype=out))
 
 
-@pytest.mark.parametrize("semantics", COVERED, ids=str)
-@pytest.mark.parametrize("pair", sorted(SUPPORTED_PAIRS), ids="->".join)
-def test_covered_variants_match_the_numpy_path(inputs, semantics, pair):
+def _slopes_in_turn(variants: Sequence[Semantics], slopes: Sequence[float]) -> list:
+    """Every (variant, dtype pair, slope) as parameter sets: the default run keeps one slope
+    per variant and pair, the slopes in turn, so each variant meets every slope on as many
+    pairs as the slopes allow and each pair meets every slope; ``exhaustive`` marks the rest."""
+    turn = {(v, p): slopes[(i + j) % len(slopes)] for i, v in enumerate(variants) for j, p in enumerate(PAIRS)}
+    cases = [(v, p, a) for v in variants for p in PAIRS for a in slopes]
+    return sampled(cases, default=lambda v, p, a: turn[v, p] == a)
+
+
+def _case_id(value: object) -> str:
+    if isinstance(value, tuple):
+        return "->".join(value)
+    return f"alpha={value!r}" if isinstance(value, float) else str(value)
+
+
+VARIANT_SLOPES = (0.2, -0.5, 1 / 3, 1e-30)  # below 1, negative, a long significand, products that underflow
+BACKWARD_SLOPES = (0.2, -0.5)
+FORWARD_SLOPES = (0.2, -0.5, 1.5, 0.0)
+
+
+@pytest.mark.parametrize(("semantics", "pair", "alpha"), _slopes_in_turn(COVERED, VARIANT_SLOPES), ids=_case_id)
+def test_covered_variants_match_the_numpy_path(inputs, semantics, pair, alpha):
     src, out = pair
     x = inputs[src]
     assert compiled.covers("forward", semantics) and compiled.covers("backward", semantics)
-    for alpha in (0.2, -0.5, 1 / 3, 1e-30):
-        _agrees("forward", x, alpha, out=out, semantics=semantics)
-        for dy, xs in _operand_sets(x):
-            _agrees("backward", xs, alpha, dy=dy, out=out, semantics=semantics)
+    _agrees("forward", x, alpha, out=out, semantics=semantics)
+    for dy, xs in _operand_sets(x):
+        _agrees("backward", xs, alpha, dy=dy, out=out, semantics=semantics)
 
 
-@pytest.mark.parametrize("semantics", BACKWARD_ONLY, ids=str)
-@pytest.mark.parametrize("pair", sorted(SUPPORTED_PAIRS), ids="->".join)
-def test_covered_backward_formulations_match_the_numpy_path(inputs, semantics, pair):
+@pytest.mark.parametrize(("semantics", "pair", "alpha"), _slopes_in_turn(BACKWARD_ONLY, BACKWARD_SLOPES),
+                         ids=_case_id)
+def test_covered_backward_formulations_match_the_numpy_path(inputs, semantics, pair, alpha):
     src, out = pair
     assert compiled.covers("backward", semantics)
-    for alpha in (0.2, -0.5):
-        for dy, xs in _operand_sets(inputs[src]):
-            _agrees("backward", xs, alpha, dy=dy, out=out, semantics=semantics)
+    for dy, xs in _operand_sets(inputs[src]):
+        _agrees("backward", xs, alpha, dy=dy, out=out, semantics=semantics)
 
 
-@pytest.mark.parametrize("semantics", FORWARD_FORMULATIONS, ids=str)
-@pytest.mark.parametrize("pair", sorted(SUPPORTED_PAIRS), ids="->".join)
-def test_covered_forward_formulations_match_the_numpy_path(inputs, semantics, pair):
+@pytest.mark.parametrize(("semantics", "pair", "alpha"), _slopes_in_turn(FORWARD_FORMULATIONS, FORWARD_SLOPES),
+                         ids=_case_id)
+def test_covered_forward_formulations_match_the_numpy_path(inputs, semantics, pair, alpha):
     src, out = pair
     assert compiled.covers("forward", semantics)
-    for alpha in (0.2, -0.5, 1.5, 0.0):
-        _agrees("forward", inputs[src], alpha, out=out, semantics=semantics)
+    _agrees("forward", inputs[src], alpha, out=out, semantics=semantics)
+
+
+def test_the_default_sample_meets_every_slope_on_every_variant_and_pair():
+    """The sample the docstring promises: each variant and each pair with every slope."""
+    for variants, slopes in ((COVERED, VARIANT_SLOPES), (BACKWARD_ONLY, BACKWARD_SLOPES),
+                             (FORWARD_FORMULATIONS, FORWARD_SLOPES)):
+        kept = [p.values for p in _slopes_in_turn(variants, slopes) if not p.marks]
+        assert sorted((str(v), p) for v, p, _ in kept) == sorted((str(v), p) for v in variants for p in PAIRS)
+        for v in variants:
+            assert {a for w, _, a in kept if w == v} == set(slopes), v
+        for p in PAIRS:
+            assert {a for _, q, a in kept if q == p} == set(slopes), p
 
 
 def _single_settings() -> list[Semantics]:

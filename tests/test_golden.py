@@ -8,7 +8,7 @@ import pytest
 
 from conformance.dtypes import all_patterns, from_bits, info, to_bits
 from conformance.reference import golden
-from tests.exact_oracle import exact_backward, exact_leaky_relu
+from tests.exact_oracle import exact_backward, exact_leaky_relu, exact_round, exact_round_array, exact_scale
 from tests.helpers import assert_same_bits
 
 ALPHAS = (0.0, 0.01, 0.1, 0.2, 0.3, 1 / 3, 1.0, 1.5)
@@ -143,13 +143,49 @@ def test_special_values(case: Special) -> None:
         assert y == case.expected and np.signbit(y) == np.signbit(case.expected)
 
 
-def test_round_float64_matches_oracle_on_bf16_midpoints() -> None:
-    """Exact midpoints and their float64 neighbours, the hard cases of bf16 rounding."""
+def _bf16_midpoints() -> np.ndarray:
+    """Exact bf16 midpoints and their float64 neighbours, the hard cases of bf16 rounding."""
     base = all_patterns("bfloat16").astype(np.float64)
     base = base[np.isfinite(base)]
     mids = (base[:-1] + base[1:]) / 2
     probes = np.concatenate([mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf)])
-    probes = probes[np.isfinite(probes)]
-    from tests.exact_oracle import exact_round
-    expected = np.array([exact_round(v, info("bfloat16")) for v in probes.tolist()]).astype(info("bfloat16").dtype)
+    return probes[np.isfinite(probes)]
+
+
+def test_round_float64_matches_oracle_on_bf16_midpoints() -> None:
+    probes = _bf16_midpoints()
+    expected = exact_round_array(probes, info("bfloat16")).astype(info("bfloat16").dtype)
     assert_same_bits(golden.round_float64(probes, info("bfloat16")), expected, what="bf16 midpoints")
+
+
+def _one_at_a_time(v: np.ndarray, alpha: float, out: str) -> np.ndarray:
+    """The element-at-a-time oracle's ``leaky_relu`` of float64 ``v``, as float64."""
+    rec = info(out)
+    return np.array([exact_round(t, rec) if t > 0 else exact_scale(t, alpha, rec) for t in v.tolist()])
+
+
+@pytest.mark.parametrize(("src", "alpha", "out"), [("float16", 0.3, "float16"), ("bfloat16", 1 / 3, "bfloat16"),
+                                                   ("float16", -0.7, "float32"), ("float32", 0.01, "float16"),
+                                                   ("float32", 1e-30, "float32"), ("float32", 1.5, "float32")])
+def test_the_array_oracle_is_the_element_at_a_time_oracle(src: str, alpha: float, out: str) -> None:
+    """The oracle's integer-array form against its plain-integer form: products on an output
+    midpoint (fp16 at 0.3), long significands, underflow, overflow, both zeros, inf and NaN."""
+    x = all_patterns(src) if src != "float32" else float32_cases(20_000, seed=9)
+    v = x.astype(np.float64)
+    expected = _one_at_a_time(v, alpha, out).astype(info(out).dtype)
+    assert_same_bits(exact_leaky_relu(x, alpha, out_dtype=out), expected, what=f"{src}->{out} alpha={alpha}")
+
+
+def test_the_array_rounding_is_the_element_at_a_time_rounding() -> None:
+    rng = np.random.default_rng(11)
+    v = np.concatenate([_bf16_midpoints()[::7], rng.standard_normal(5_000) * 2.0 ** rng.integers(-160, 160, 5_000),
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1e308, -5e-324, 65520.0, -65519.99]])
+    for out in ("bfloat16", "float16", "float32"):
+        rec = info(out)
+        expected = np.array([exact_round(t, rec) for t in v.tolist()])
+        assert_same_bits(exact_round_array(v, rec), expected, what=f"rounding to {out}")
+
+
+def test_the_array_oracle_refuses_operands_it_cannot_multiply_exactly() -> None:
+    with pytest.raises(ValueError, match="at most 24 bits"):
+        exact_leaky_relu(np.array([-(1 + 2.0 ** -40)]), 0.3, out_dtype="float32")
