@@ -156,6 +156,8 @@ def _shaped(n: int, pool: EdgePool, direction: Direction, *, seed: int) -> Input
     return _with_dy(f"shape ({n},)", x, direction, seed=seed + 1)
 
 
+@functools.cache
 def shared_sizes(dtype: str, out_dtype: str, direction: Direction) -> tuple[int, ...]:
-    """The boundary sizes every backend runs: the default chip's one- and two-core boundaries."""
+    """The boundary sizes every backend runs: the default chip's one- and two-core boundaries
+    (a function of the chip table alone, so worked out once per process)."""
     return strategies.boundary_sizes(dtype, out_dtype=out_dtype, direction=direction, tiles=False)
