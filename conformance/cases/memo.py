@@ -8,6 +8,7 @@ what a later caller gets: a write raises, and the suite gives every backend its 
 """
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
@@ -36,6 +37,10 @@ class Memo(Generic[T]):
         self.entries, self.budget, self.weight = entries, budget, weight
         self._kept: OrderedDict[Hashable, tuple[T, int]] = OrderedDict()
         self._bytes = 0
+        self._lock = threading.Lock()
+        os.register_at_fork(after_in_child=self._new_lock)  # a fork mid-get must not leave it held
+
+    def _new_lock(self) -> None:
         self._lock = threading.Lock()
 
     def get(self, key: Hashable, build: Callable[[], T]) -> T:
