@@ -1,8 +1,9 @@
 """Wall time of the default conformance suite, and of its exhaustive 16-bit part.
 
 Run: ``.venv/bin/python -m benchmarks.bench_suite`` (``--part sweep`` for the 16-bit part only,
-``--part suite`` for the suite alone; ``--jobs N`` processes, default the cores available;
-``--serial`` also times ``--jobs 1`` right after, for the ratio).  Targets (2 cores): the default
+``--part suite`` for the suite alone, ``--part fixed`` for the fixed costs of a small run;
+``--jobs N`` processes, default the cores available; ``--serial`` also times ``--jobs 1`` right
+after, for the ratio).  Targets (2 cores): the default
 suite <= 60 s after set-up; the exhaustive 16-bit part <= 5 s.
 
 - The suite is ``conformance run`` with ``make conformance``'s reports, in a process of its own
@@ -14,10 +15,15 @@ suite <= 60 s after set-up; the exhaustive 16-bit part <= 5 s.
   timed call (TensorFlow's import takes seconds), so the figure is the sweep work itself (JAX's
   compiles for the sweep's shapes included): the busiest process's timed seconds and CPU seconds
   (the CPU figure holds on a loaded machine), next to the wall time warm-ups included.
+- The fixed costs are a small ``conformance run`` (cann and golden, fp16, 20 examples, JSON and
+  JUnit written) and a ``conformance.check`` of a numpy kernel, repeated in this process as the
+  test suite and the pytest plugin repeat them: the CPU seconds of the first and of a later one.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import resource
 import subprocess
@@ -95,6 +101,46 @@ def whole_suite(*, jobs: int) -> tuple[float, float, str]:
     return wall, cpu, last
 
 
+SMALL_RUN = ("run", "--backend", "cann,golden", "--dtype", "fp16", "--max-examples", "20", "--jobs", "1", "-q")
+
+
+def _small_run(tmp: str) -> None:
+    from conformance import cli
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+        cli.main([*SMALL_RUN, "--json", f"{tmp}/r.json", "--junit", f"{tmp}/r.xml", "--results-dir", f"{tmp}/res"])
+
+
+def _small_check() -> None:
+    import numpy as np
+
+    import conformance
+
+    def kernel(x: np.ndarray, alpha: float) -> np.ndarray:
+        return np.where(x > 0, x, x * x.dtype.type(alpha)).astype(x.dtype)
+    conformance.check(kernel, dtypes=["float16", "float32"], max_examples=20)
+
+
+def fixed_costs(*, repeats: int) -> dict[str, tuple[float, float]]:
+    """CPU seconds of the first and the mean of the later ``repeats - 1`` in-process runs, by kind."""
+    found = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, once in (("run", lambda: _small_run(tmp)), ("check", _small_check)):
+            seconds = []
+            for _ in range(repeats):
+                cpu = time.process_time()
+                once()
+                seconds.append(time.process_time() - cpu)
+            found[name] = (seconds[0], sum(seconds[1:]) / max(1, len(seconds) - 1))
+    return found
+
+
+def _print_fixed(repeats: int) -> None:
+    for name, (first, later) in fixed_costs(repeats=repeats).items():
+        print(f"fixed costs, {name}: {first:.2f} s CPU the first time, {later:.2f} s each of {repeats - 1} "
+              f"later runs in the same process", flush=True)
+
+
 def _print_suite(jobs: int) -> None:
     wall, cpu, last = whole_suite(jobs=jobs)
     print(f"default suite, --jobs {jobs}: {wall:.1f} s wall, {cpu:.1f} s CPU ({last}; target <= 60 s)", flush=True)
@@ -113,7 +159,8 @@ def _print_sweep(jobs: int) -> None:
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("all", "sweep", "suite"), default="all")
+    parser.add_argument("--part", choices=("all", "sweep", "suite", "fixed"), default="all")
+    parser.add_argument("--repeats", type=int, default=5, help="--part fixed: runs of each kind")
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--serial", action="store_true", help="also time --jobs 1, right after")
     args = parser.parse_args(argv if argv is not None else [])
@@ -122,6 +169,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         _print_suite(jobs)
     for jobs in runs if args.part in ("all", "sweep") else ():
         _print_sweep(jobs)
+    if args.part in ("all", "fixed"):
+        _print_fixed(max(2, args.repeats))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
+
 from conformance import pool, reproducers
 from conformance.backends import (
     Backend,
@@ -41,6 +43,7 @@ from conformance.backends import (
 )
 from conformance.cases import corpus
 from conformance.cases.batches import BatchCache, InputBatch, shared_sizes
+from conformance.cases.expected import golden_of
 from conformance.dtypes import info
 from conformance.errors import Unsupported, UsageError
 from conformance.guard import guarded_call, input_modified, shaped_like
@@ -251,22 +254,26 @@ def run_batch(spec: RowSpec, batch: InputBatch, *, config: GateConfig) -> Row:
 
 
 def run_batch_output(spec: RowSpec, batch: InputBatch, *, config: GateConfig) -> Output:
-    """:func:`run_batch`, keeping the backend's actual output next to the judged row."""
+    """:func:`run_batch`, keeping the backend's actual output next to the judged row (the golden of
+    an unchanged copy of one of the suite's batches is computed once for every backend: ``golden_of``)."""
     backend = backend_of(spec)
     out = spec.out_dtype if spec.out_dtype != spec.dtype else None
     x, dy = batch.x.copy(), None if batch.dy is None else batch.dy.copy()
     result = shaped_like(guarded_call(backend, spec.direction, x, spec.alpha, dy=dy, out_dtype=out),
                          numel=batch.x.size, out_dtype=spec.out_dtype)
-    row = judge_batch(spec, batch, result, config=config)
+    golden = golden_of(spec, batch) if result.rejected is None else None
+    row = judge_batch(spec, batch, result, config=config, golden=golden)
     row = input_modified(row, kept=(batch.x, batch.dy), handed=(x, dy), config=config)
     return Output(batch.label, batch.x, batch.dy, result.value, row)
 
 
-def judge_batch(spec: RowSpec, batch: InputBatch, result: BackendResult, *, config: GateConfig) -> Row:
-    """Judge a backend's result for one batch (also used for results computed elsewhere)."""
+def judge_batch(spec: RowSpec, batch: InputBatch, result: BackendResult, *, config: GateConfig,
+                golden: Optional[np.ndarray] = None) -> Row:
+    """Judge a backend's result for one batch (also used for results computed elsewhere);
+    ``golden``: the batch's exact reference when the caller has it."""
     return evaluate(batch.x, spec.alpha, result, direction=spec.direction, dy=batch.dy,
                     out_dtype=spec.out_dtype, backend=spec.backend, profile=spec.profile,
-                    variant=spec.variant, config=config, label=batch.label)
+                    variant=spec.variant, config=config, label=batch.label, golden=golden)
 
 
 def run_row(spec: RowSpec, inputs: Inputs, *, options: Options, collector: Optional[Collector] = None) -> Row:

@@ -6,20 +6,26 @@
 - ``examples``: hypothesis-drawn tensors (``cases.strategies.collect``: fixed
   seed, no database, generate phase only) flattened into one array;
 - ``shape N``: random patterns of a boundary size with edge values at the head and the tail.
+
+Each batch is a pure function of its key and the seed (hypothesis's draws of its version
+too), so it is built once per process (``cases.memo``: bounded) as a read-only master; every
+``BatchCache`` gets its own copy, and the suite hands every backend a copy of that.
 """
 from __future__ import annotations
 
 import functools
 import zlib
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
+import hypothesis
 import numpy as np
 
 from conformance.cases import strategies
 from conformance.cases.edges import EdgePool, edge_pool
 from conformance.cases.exhaustive import random_bits, shuffled16, sweep16
+from conformance.cases.memo import Memo, read_only, slopes_key
 from conformance.dtypes import info
 from conformance.records import Direction
 
@@ -36,6 +42,7 @@ class InputBatch:
     x: np.ndarray
     dy: Optional[np.ndarray] = None
     own: bool = False
+    source: Optional[InputBatch] = field(default=None, compare=False, repr=False)  # the memo's master, if copied
 
 
 def subseed(seed: int, *parts: object) -> int:
@@ -51,8 +58,30 @@ def _with_dy(label: str, x: np.ndarray, direction: Direction, *, seed: int) -> I
     return InputBatch(label, x, x.reshape(-1)[rng.permutation(x.size)].reshape(x.shape))
 
 
+def frozen(batch: InputBatch) -> InputBatch:
+    """``batch`` with read-only arrays (the same object): a memo's master."""
+    read_only(batch.x)
+    if batch.dy is not None:
+        read_only(batch.dy)
+    return batch
+
+
+def thawed(master: InputBatch) -> InputBatch:
+    """A caller's own copy of a memo's master (writable arrays), naming the master as its source."""
+    return replace(master, x=master.x.copy(), dy=None if master.dy is None else master.dy.copy(), source=master)
+
+
+def _nbytes(batch: InputBatch) -> int:
+    return batch.x.nbytes + (0 if batch.dy is None else batch.dy.nbytes)
+
+
+#: Every batch master built in this process, by its kind, arguments and seed.
+BATCHES: Memo[InputBatch] = Memo(entries=4096, budget=128 << 20, weight=_nbytes)
+
+
 class BatchCache:
-    """The batches of each (dtype, out_dtype, direction[, alpha]), built once for a seed."""
+    """The batches of each (dtype, out_dtype, direction[, alpha]) for a seed: one copy per key for
+    this cache's caller, of a master built once per process (:data:`BATCHES`)."""
 
     def __init__(self, *, seed: int, max_examples: int, alphas: Sequence[float]):
         self.seed, self.max_examples = seed, max_examples
@@ -62,7 +91,40 @@ class BatchCache:
         self.examples = functools.lru_cache(maxsize=None)(self._examples)
         self.shapes = functools.lru_cache(maxsize=None)(self._shapes)
 
+    def _master(self, key: tuple[Hashable, ...], build: Callable[[], InputBatch]) -> InputBatch:
+        """The read-only master for ``key`` (the kind, its arguments and what else it depends on)."""
+        return BATCHES.get((*key, self.seed), lambda: frozen(build()))
+
     def _sweep(self, dtype: str, direction: Direction) -> InputBatch:
+        return thawed(self._master(("sweep", dtype, direction), lambda: self._built_sweep(dtype, direction)))
+
+    def _edges(self, dtype: str, out_dtype: str, direction: Direction, alpha: float) -> InputBatch:
+        key = ("edges", dtype, out_dtype, direction, slopes_key([alpha]))
+        return thawed(self._master(key, lambda: self._built_edges(dtype, out_dtype, direction, alpha)))
+
+    def _examples(self, dtype: str, out_dtype: str, direction: Direction) -> InputBatch:
+        return thawed(self._drawn_master(dtype, out_dtype, direction))
+
+    def _shapes(self, dtype: str, out_dtype: str, direction: Direction,
+                sizes: tuple[int, ...]) -> tuple[InputBatch, ...]:
+        """One batch per boundary size in ``sizes``."""
+        def build(n: int) -> InputBatch:
+            pool = edge_pool(dtype, out_dtype=out_dtype, alphas=self.alphas)
+            return _shaped(n, pool, direction, seed=subseed(self.seed, "shape", dtype, n))
+        slopes = slopes_key(self.alphas)
+        return tuple(thawed(self._master(("shape", dtype, out_dtype, direction, n, slopes),
+                                         functools.partial(build, n))) for n in sizes)
+
+    def _drawn_master(self, dtype: str, out_dtype: str, direction: Direction) -> InputBatch:
+        """The drawn batch (a pure function of the seed, the count, the slopes of the edge pool it
+        draws from, and hypothesis's version); forward uses its x only, so both share one draw."""
+        key = ("examples", dtype, out_dtype, direction, self.max_examples, slopes_key(self.alphas),
+               hypothesis.__version__)
+        if direction == "forward":
+            return self._master(key, lambda: replace(self._drawn_master(dtype, out_dtype, "backward"), dy=None))
+        return self._master(key, lambda: self._drawn(dtype, out_dtype))
+
+    def _built_sweep(self, dtype: str, direction: Direction) -> InputBatch:
         if info(dtype).bits == 16:
             dy = shuffled16(dtype, seed=subseed(self.seed, "sweep-dy", dtype)) if direction == "backward" else None
             return InputBatch("sweep", sweep16(dtype), dy)
@@ -70,7 +132,7 @@ class BatchCache:
         dy = random_bits(dtype, RANDOM_PATTERNS, seed=subseed(self.seed, "random-dy", dtype))
         return InputBatch("random", x, dy if direction == "backward" else None)
 
-    def _edges(self, dtype: str, out_dtype: str, direction: Direction, alpha: float) -> InputBatch:
+    def _built_edges(self, dtype: str, out_dtype: str, direction: Direction, alpha: float) -> InputBatch:
         pool = edge_pool(dtype, out_dtype=out_dtype, alphas=(alpha,))
         return _with_dy("edges", pool.values, direction, seed=subseed(self.seed, "edges-dy", dtype))
 
@@ -83,17 +145,6 @@ class BatchCache:
         return InputBatch("examples", np.concatenate([d.x.reshape(-1) for d in drawn] or empty),
                           np.concatenate([d.dy.reshape(-1) for d in drawn] or empty))
 
-    def _examples(self, dtype: str, out_dtype: str, direction: Direction) -> InputBatch:
-        """The drawn batch; forward uses its x only, so both directions share one draw."""
-        both = self.examples(dtype, out_dtype, "backward") if direction == "forward" else self._drawn(dtype, out_dtype)
-        return replace(both, dy=None) if direction == "forward" else both
-
-    def _shapes(self, dtype: str, out_dtype: str, direction: Direction,
-                sizes: tuple[int, ...]) -> tuple[InputBatch, ...]:
-        """One batch per boundary size in ``sizes``."""
-        pool = edge_pool(dtype, out_dtype=out_dtype, alphas=self.alphas)
-        return tuple(_shaped(n, pool, direction, seed=subseed(self.seed, "shape", dtype, n)) for n in sizes)
-
 
 def _shaped(n: int, pool: EdgePool, direction: Direction, *, seed: int) -> InputBatch:
     """``n`` random patterns with edge values written at the head and at the tail."""
@@ -105,6 +156,8 @@ def _shaped(n: int, pool: EdgePool, direction: Direction, *, seed: int) -> Input
     return _with_dy(f"shape ({n},)", x, direction, seed=seed + 1)
 
 
+@functools.cache
 def shared_sizes(dtype: str, out_dtype: str, direction: Direction) -> tuple[int, ...]:
-    """The boundary sizes every backend runs: the default chip's one- and two-core boundaries."""
+    """The boundary sizes every backend runs: the default chip's one- and two-core boundaries
+    (a function of the chip table alone, so worked out once per process)."""
     return strategies.boundary_sizes(dtype, out_dtype=out_dtype, direction=direction, tiles=False)

@@ -4,7 +4,8 @@ Every value in a pool carries the label of its edge class (``EDGE_CLASSES``),
 so meta-tests can count which classes a generator produced.  Classes that
 depend on the slope (around max/alpha, rounding midpoints, underflowing
 products) are built for each alpha in ``alphas``; the default covers slopes
-below, at and above 1 so that every class is non-empty.
+below, at and above 1 so that every class is non-empty.  A pool is built once per
+(dtype, out_dtype, slopes) in a process (``cases.memo``); every caller gets its own copy.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Optional
 
 import numpy as np
 
+from conformance.cases.memo import Memo, read_only, slopes_key
 from conformance.dtypes import DTypeInfo, DTypeLike, from_bits, info, to_bits
 
 EDGE_CLASSES: tuple[str, ...] = (
@@ -184,7 +186,13 @@ def _rounding_midpoints(rec: DTypeInfo, out: DTypeInfo, alpha: float) -> np.ndar
 
 
 def _scan_midpoints(rec: DTypeInfo, out: DTypeInfo, alpha: float, *, limit: int = 16) -> np.ndarray:
-    """16-bit negative-side inputs whose float64 product with alpha is a midpoint of ``out``."""
+    """16-bit negative-side inputs whose float64 product with alpha is a midpoint of ``out``
+    (a scan of all 65,536 patterns, made once per (dtype, out_dtype, alpha) in a process)."""
+    key = (rec.name, out.name, slopes_key([alpha]), limit)
+    return SCANNED.get(key, lambda: read_only(_scanned_midpoints(rec, out, alpha, limit=limit)))
+
+
+def _scanned_midpoints(rec: DTypeInfo, out: DTypeInfo, alpha: float, *, limit: int) -> np.ndarray:
     from conformance.dtypes import all_patterns
 
     x = all_patterns(rec)
@@ -213,14 +221,29 @@ _SLOPE_CLASSES: dict[str, Callable[[DTypeInfo, DTypeInfo, float], np.ndarray]] =
 }
 
 
+def _nbytes(pool: EdgePool) -> int:
+    return pool.values.nbytes
+
+
+POOLS: Memo[EdgePool] = Memo(entries=512, budget=64 << 20, weight=_nbytes)
+SCANNED: Memo[np.ndarray] = Memo(entries=512, budget=1 << 20, weight=lambda found: found.nbytes)
+
+
 def edge_pool(dtype: DTypeLike | DTypeInfo, *, out_dtype: Optional[DTypeLike] = None,
               alphas: Optional[Iterable[float]] = None) -> EdgePool:
-    """Every edge class for ``dtype`` (slope classes for each of ``alphas``), labelled."""
+    """Every edge class for ``dtype`` (slope classes for each of ``alphas``), labelled: a copy of
+    the pool built once per (dtype, out_dtype, alphas) in a process."""
     rec = info(dtype)
     out = info(out_dtype) if out_dtype is not None else rec
     slopes = tuple(DEFAULT_EDGE_ALPHAS if alphas is None else alphas)
+    kept = POOLS.get((rec.name, out.name, slopes_key(slopes)), lambda: built_pool(rec, out, slopes))
+    return EdgePool(kept.dtype, kept.values.copy(), kept.labels)
+
+
+def built_pool(rec: DTypeInfo, out: DTypeInfo, slopes: tuple[float, ...]) -> EdgePool:
+    """The pool of :func:`edge_pool`, built now (no memo)."""
     parts = list(_fixed_classes(rec).items())
     parts += [(name, fn(rec, out, a)) for name, fn in _SLOPE_CLASSES.items() for a in slopes]
-    values = np.concatenate([v.astype(rec.dtype) for _, v in parts])
+    values = read_only(np.concatenate([v.astype(rec.dtype) for _, v in parts]))
     labels = tuple(name for name, v in parts for _ in range(v.size))
     return EdgePool(rec, values, labels)

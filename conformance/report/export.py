@@ -13,6 +13,7 @@ seed: they are kept in ``summary.durations`` and each row's ``seconds``.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import platform
@@ -176,13 +177,21 @@ def versions(extra: Optional[Mapping[str, str]] = None) -> dict[str, str]:
     """Python and the harness's own packages, from package metadata, then ``extra``: the versions
     the backends that ran report of their frameworks (a harness package already named keeps
     this process's version)."""
+    found = _harness_versions()
+    return {**found, **{k: v for k, v in (extra or {}).items() if k not in found}}
+
+
+@functools.cache
+def _harness_versions() -> dict[str, str]:
+    """Python's and the harness packages' versions, read from package metadata once per process
+    (:func:`versions` copies it)."""
     found = {"python": platform.python_version()}
     for name in HARNESS_PACKAGES:
         try:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             found[name] = "not installed"
-    return {**found, **{k: v for k, v in (extra or {}).items() if k not in found}}
+    return found
 
 
 # ----------------------------------------------------------------------------- both reports
