@@ -1,0 +1,188 @@
+"""The slopes a batch's mismatches show, summarised without materialising them (numba).
+
+``triage.candidates`` needs, of the slopes actual / operand of up to every mismatch, their
+median and, for each candidate slope, the nearest slope shown below it and above it.  The
+numpy path computes every slope into one array and sorts it; these passes recompute each
+slope from the operands instead, so nothing as long as the mismatches is written:
+
+- :func:`summary`: how many elements show a slope, how many of them are informative and on
+  the negative side (as ``claims.observed_slopes`` says), and the range of their keys;
+- :func:`at_ranks`: the slopes at two ranks of the sorted order, by a radix selection over
+  the keys' range (a histogram of 2^16 buckets narrows it, the last few are sorted);
+- :func:`nearest`: per candidate slope, the largest slope shown below it and the smallest
+  at or above it.
+
+A slope's key is its ordered integer (both zeros are key 0, as a sort holds them equal).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numba
+import numpy as np
+
+__all__ = ["at_ranks", "nearest", "summary"]
+
+_DIGIT = 16  # bits of the key one histogram pass tells apart
+_FEW = 1 << 15  # slopes sorted outright once the selection has narrowed to this many
+
+
+@numba.njit(cache=True, inline="always")
+def _shown(a, v):
+    """Whether the pair shows a slope, and the slope (as ``metric_loops.slopes``)."""
+    a, v = np.float64(a), np.float64(v)
+    shown = np.isfinite(a) and np.isfinite(v) and v != 0
+    return shown, a / v if shown else 0.0
+
+
+@numba.njit(cache=True, inline="always")
+def _key(s):
+    """The ordered integer of a float64: its magnitude's bits, negated for a negative sign."""
+    mag = np.int64(np.float64(s).view(np.uint64) & np.uint64(0x7FFFFFFFFFFFFFFF))
+    return -mag if s < 0 else mag
+
+
+@numba.njit(cache=True, inline="always")
+def _at(index, k, whole):
+    return k if whole else index[k]
+
+
+@numba.njit(cache=True)
+def _summary_loop(actual, operand, x, golden, index, whole, n, smallest_normal, forward):
+    count, normal, negative = 0, 0, 0
+    lo, hi = np.int64(0x7FFFFFFFFFFFFFFF), -np.int64(0x7FFFFFFFFFFFFFFF)
+    for k in range(n):
+        i = _at(index, k, whole)
+        shown, s = _shown(actual[i], operand[i])
+        if not shown:
+            continue
+        g, w = np.float64(golden[i]), np.float64(x[i])
+        count += 1
+        normal += abs(g) >= smallest_normal and np.isfinite(g)
+        negative += (w < 0) if forward else (w <= 0 or w != w)
+        key = _key(s)
+        lo, hi = min(lo, key), max(hi, key)
+    return count, normal, negative, lo, hi
+
+
+def summary(actual: np.ndarray, operand: np.ndarray, x: np.ndarray, golden: np.ndarray,
+            index: Optional[np.ndarray], *, smallest_normal: float, forward: bool) -> tuple[int, int, int, int, int]:
+    """Of the elements at ``index`` (None: all, in order): how many show a slope, how many of
+    those have a finite normal golden and lie on the negative side, and the least and
+    greatest key of their slopes."""
+    whole, at = _positions(actual, index)
+    return tuple(int(v) for v in _summary_loop(actual, operand, x, golden, at, whole, _size(actual, index),
+                                               smallest_normal, forward))  # type: ignore[return-value]
+
+
+def _positions(actual: np.ndarray, index: Optional[np.ndarray]) -> tuple[bool, np.ndarray]:
+    return (True, np.empty(0, dtype=np.int64)) if index is None else (False, index)
+
+
+def _size(actual: np.ndarray, index: Optional[np.ndarray]) -> int:
+    return int(actual.size if index is None else index.size)
+
+
+@numba.njit(cache=True)
+def _histogram_loop(actual, operand, index, whole, n, lo, hi, shift, counts):
+    below = 0
+    for k in range(n):
+        i = _at(index, k, whole)
+        shown, s = _shown(actual[i], operand[i])
+        if shown:
+            key = _key(s)
+            if key < lo:
+                below += 1
+            elif key <= hi:
+                counts[(np.uint64(key) - np.uint64(lo)) >> np.uint64(shift)] += 1
+    return below
+
+
+@numba.njit(cache=True)
+def _gather_loop(actual, operand, index, whole, n, lo, hi, out):
+    done = 0
+    for k in range(n):
+        i = _at(index, k, whole)
+        shown, s = _shown(actual[i], operand[i])
+        if shown:
+            key = _key(s)
+            if lo <= key <= hi:
+                out[done] = s
+                done += 1
+    return done
+
+
+def _value_of(key: int) -> float:
+    """The float64 whose key is ``key`` (not zero)."""
+    bits = np.array([abs(key)], dtype=np.uint64)
+    if key < 0:
+        bits |= np.uint64(1 << 63)
+    return float(bits.view(np.float64)[0])
+
+
+def _values(first: int, last: int) -> Optional[tuple[float, float]]:
+    return None if 0 in (first, last) else (_value_of(first), _value_of(last))
+
+
+def at_ranks(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray], *, ranks: tuple[int, int],
+             count: int, keys: tuple[int, int]) -> Optional[tuple[float, float]]:
+    """The slopes at ``ranks`` (``r`` and ``r`` or ``r + 1``) of the ``count`` slopes shown,
+    sorted, their keys within ``keys``; None when a zero is at either (a sort places zeros of
+    either sign in an order of its own)."""
+    whole, at = _positions(actual, index)
+    n = _size(actual, index)
+    (lo, hi), offset = keys, 0
+    while hi > lo and count > _FEW:
+        shift = max(0, (hi - lo).bit_length() - _DIGIT)
+        counts = np.zeros(((hi - lo) >> shift) + 1, dtype=np.int64)
+        offset = _histogram_loop(actual, operand, at, whole, n, lo, hi, shift, counts)  # slopes below lo
+        ends = np.cumsum(counts) + offset
+        first, last = (int(np.searchsorted(ends, r, side="right")) for r in ranks)
+        offset = int(ends[first] - counts[first])
+        count = int(ends[last] - offset)
+        if shift == 0:  # a bucket per key: the keys at the ranks are known
+            return _values(lo + first, lo + last)
+        lo, hi = lo + (first << shift), min(hi, lo + ((last + 1) << shift) - 1)
+    if hi == lo:
+        return _values(lo, lo)
+    found = np.empty(count, dtype=np.float64)
+    found = np.sort(found[:_gather_loop(actual, operand, at, whole, n, lo, hi, found)])
+    picked = (float(found[ranks[0] - offset]), float(found[ranks[1] - offset]))
+    return None if 0.0 in picked else picked
+
+
+@numba.njit(cache=True)
+def _nearest_loop(actual, operand, index, whole, n, slopes, least, most):
+    for k in range(n):
+        i = _at(index, k, whole)
+        shown, s = _shown(actual[i], operand[i])
+        if not shown:
+            continue
+        lo, hi = 0, slopes.size  # the bucket: how many slopes are <= s
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if slopes[mid] <= s:
+                lo = mid + 1
+            else:
+                hi = mid
+        least[lo], most[lo] = min(least[lo], s), max(most[lo], s)
+
+
+def nearest(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray],
+            slopes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per slope of the ascending ``slopes`` (no NaN): the largest slope shown below it and the
+    smallest shown at or above it (NaN: none), as the neighbours of a search in every slope
+    shown, sorted."""
+    whole, at = _positions(actual, index)
+    least = np.full(slopes.size + 1, np.inf)
+    most = np.full(slopes.size + 1, -np.inf)
+    _nearest_loop(actual, operand, at, whole, _size(actual, index), slopes, least, most)
+    filled = least <= most  # a bucket some slope fell in
+    below, above = np.full(slopes.size, np.nan), np.full(slopes.size, np.nan)
+    for j in range(slopes.size):
+        left, right = np.flatnonzero(filled[:j + 1]), np.flatnonzero(filled[j + 1:])
+        if left.size:
+            below[j] = most[left[-1]]
+        if right.size:
+            above[j] = least[j + 1 + right[0]]
+    return below, above
