@@ -8,7 +8,7 @@ slope from the operands instead, so nothing as long as the mismatches is written
 - :func:`summary`: how many elements show a slope, how many of them are informative and on
   the negative side (as ``claims.observed_slopes`` says), and the range of their keys;
 - :func:`at_ranks`: the slopes at two ranks of the sorted order, by a radix selection over
-  the keys' range (a histogram of 2^16 buckets narrows it, the last few are sorted);
+  the keys' range (a histogram of 2^20 buckets narrows it, the last few are sorted);
 - :func:`nearest`: per candidate slope, the largest slope shown below it and the smallest
   at or above it.
 
@@ -21,10 +21,23 @@ from typing import Optional
 import numba
 import numpy as np
 
-__all__ = ["at_ranks", "nearest", "summary"]
+__all__ = ["at_ranks", "leading", "nearest", "summary"]
 
-_DIGIT = 16  # bits of the key one histogram pass tells apart
+_DIGIT = 20  # bits of the key one histogram pass tells apart
 _FEW = 1 << 15  # slopes sorted outright once the selection has narrowed to this many
+
+
+@numba.njit(cache=True)
+def _leading_loop(index):
+    for k in range(index.size):
+        if index[k] != k:
+            return False
+    return True
+
+
+def leading(index: np.ndarray) -> bool:
+    """``index`` is 0, 1, ..., k-1 (a reduced batch's mismatches), in one pass without temporaries."""
+    return bool(_leading_loop(np.asarray(index, dtype=np.int64)))
 
 
 @numba.njit(cache=True, inline="always")

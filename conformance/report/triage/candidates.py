@@ -16,7 +16,7 @@ import numpy as np
 from conformance import jit
 from conformance.dtypes import info
 from conformance.reference import golden as ref
-from conformance.report.triage.claims import Batch, as_slice, observed_slopes
+from conformance.report.triage.claims import Batch, observed_slopes
 from conformance.report.triage.rules import Rule, catalogue
 
 _NEAR = 2.0 ** -6  # how close a shown slope is to a candidate's, relative: inputs may be narrowed
@@ -73,12 +73,14 @@ def sorted_median(ratio: np.ndarray) -> float:
 
 def _operands(batch: Batch, mis: np.ndarray) -> Optional[tuple[tuple[np.ndarray, ...], Optional[np.ndarray]]]:
     """(actual, operand, x, golden) and the positions to read them at (None: all, in order,
-    views of consecutive mismatches), when the compiled passes read these dtypes."""
+    views of a reduced batch's leading mismatches), when the compiled passes read these dtypes."""
     if not {batch.x.dtype.name, batch.actual.dtype.name, batch.golden.dtype.name} <= {"float32", "float64"}:
         return None
+    from conformance.report import slope_loops  # numba, imported on the first compiled call
+
     operand = batch.x if batch.direction == "forward" else batch.dy
-    at = as_slice(mis)
-    if isinstance(at, slice):
+    if slope_loops.leading(mis):
+        at = slice(0, mis.size)
         return (batch.actual[at], operand[at], batch.x[at], batch.golden[at]), None
     return (batch.actual, operand, batch.x, batch.golden), np.asarray(mis, dtype=np.int64)
 
