@@ -1,7 +1,7 @@
 """The compiled passes of a defect compare give the numpy path's results.
 
 ``report.slope_loops`` summarises the slopes a batch's mismatches show without writing
-them out (their median by a radix selection, the nearest slope shown to each candidate);
+them out (their median by a radix selection, which candidate slopes some slope shown is near);
 ``triage.candidates`` picks the candidate rules from them.  On slopes of every sign and
 width, repeated ones, signed zeros, infinities, NaN, subnormals, consecutive mismatches and
 scattered ones, the selected values are those of a sort and the candidate rules are the
@@ -66,17 +66,31 @@ def test_a_zero_at_a_rank_is_left_to_the_sort():
     assert slope_loops.at_ranks(actual, operand, None, ranks=(5, 6), count=count, keys=(lo, hi)) == (1.0, 2.0)
 
 
+@pytest.mark.parametrize("slope", [0.01, float(np.float32(0.01)), 0.2, -0.3, 0.0, -0.0, 1e-300, 5e-324, 1e308, -1e308])
+def test_a_window_is_where_the_plausibility_test_holds(slope):
+    def holds(r: float) -> bool:
+        return abs(r - slope) <= abs(slope) * 2.0 ** -6
+
+    lo, hi = candidates._window(slope)
+    assert lo <= slope <= hi and holds(lo) and holds(hi)
+    assert not holds(float(np.nextafter(lo, -np.inf))) and not holds(float(np.nextafter(hi, np.inf)))
+    inside = np.random.default_rng(1).uniform(lo, hi, 1000).tolist() if hi > lo else []
+    assert all(holds(r) for r in inside)
+
+
 @pytest.mark.parametrize("kind", ["tight", "wide", "repeated"])
-def test_the_nearest_slopes_are_a_searchs_neighbours(kind):
+def test_which_windows_some_slope_lies_in(kind):
     actual, operand = _pair(_slopes(kind, 50_000, seed=7))
-    ordered = np.sort(actual / operand)
-    probes = np.unique(np.concatenate([ordered[::4999], ordered[::4999] * (1 + 2.0 ** -40), [-1e308, 0.0, 1e308],
-                                       [-np.inf, np.inf], [0.01, 0.2, 0.25]]))
-    below, above = slope_loops.nearest(actual, operand, None, probes)
-    for p, b, a in zip(probes, below, above):
-        at = int(np.searchsorted(ordered, p))
-        assert (b == ordered[at - 1]) if at > 0 else np.isnan(b)
-        assert (a == ordered[at]) if at < ordered.size else np.isnan(a)
+    ratio = actual / operand
+    ordered = np.sort(ratio)
+    probes = np.concatenate([ordered[::4999], [-1e308, -0.0, 1e-300, 1e308, 0.01, 0.2, 0.25, 7.0]])
+    windows = [candidates._window(float(p)) for p in probes] + [(1.0, 1.0), (-5.0, -3.0), (-0.0, 0.0)]
+    got = slope_loops.shown_within(actual, operand, None, windows)
+    assert got == [bool(((ratio >= lo) & (ratio <= hi)).any()) for lo, hi in windows]
+    assert any(got) and not all(got)
+    scattered = np.arange(0, ratio.size, 3)
+    assert slope_loops.shown_within(actual, operand, scattered, windows) == \
+        [bool(((ratio[scattered] >= lo) & (ratio[scattered] <= hi)).any()) for lo, hi in windows]
 
 
 def _edge_inputs(dtype: type, n: int, *, seed: int) -> np.ndarray:

@@ -8,9 +8,9 @@ slope from the operands instead, so nothing as long as the mismatches is written
 - :func:`summary`: how many elements show a slope, how many of them are informative and on
   the negative side (as ``claims.observed_slopes`` says), and the range of their keys;
 - :func:`at_ranks`: the slopes at two ranks of the sorted order, by a radix selection over
-  the keys' range (a histogram of 2^20 buckets narrows it, the last few are sorted);
-- :func:`nearest`: per candidate slope, the largest slope shown below it and the smallest
-  at or above it.
+  the keys' range (a histogram of 2^12 buckets narrows it, the last few are sorted);
+- :func:`shown_within`: per window of slopes (those a candidate's test holds for), whether
+  some slope shown lies in it.
 
 A slope's key is its ordered integer (both zeros are key 0, as a sort holds them equal).
 """
@@ -21,10 +21,10 @@ from typing import Optional
 import numba
 import numpy as np
 
-__all__ = ["at_ranks", "leading", "nearest", "summary"]
+__all__ = ["at_ranks", "leading", "shown_within", "summary"]
 
-_DIGIT = 20  # bits of the key one histogram pass tells apart
-_FEW = 1 << 15  # slopes sorted outright once the selection has narrowed to this many
+_DIGIT = 12  # bits of the key one histogram pass tells apart (its counts stay in the first cache)
+_FEW = 1 << 20  # slopes sorted outright once the selection has narrowed to this many
 
 
 @numba.njit(cache=True)
@@ -98,7 +98,7 @@ def _size(actual: np.ndarray, index: Optional[np.ndarray]) -> int:
 
 @numba.njit(cache=True)
 def _histogram_loop(actual, operand, index, whole, n, lo, hi, shift, counts):
-    below = 0
+    below, last, run = 0, np.uint64(0), 0  # slopes of one bucket in a row are counted in a register
     for k in range(n):
         i = _at(index, k, whole)
         shown, s = _shown(actual[i], operand[i])
@@ -107,7 +107,12 @@ def _histogram_loop(actual, operand, index, whole, n, lo, hi, shift, counts):
             if key < lo:
                 below += 1
             elif key <= hi:
-                counts[(np.uint64(key) - np.uint64(lo)) >> np.uint64(shift)] += 1
+                bucket = (np.uint64(key) - np.uint64(lo)) >> np.uint64(shift)
+                if bucket != last:
+                    counts[last] += run
+                    last, run = bucket, 0
+                run += 1
+    counts[last] += run
     return below
 
 
@@ -165,37 +170,33 @@ def at_ranks(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray
 
 
 @numba.njit(cache=True)
-def _nearest_loop(actual, operand, index, whole, n, slopes, least, most):
+def _hit_loop(actual, operand, index, whole, n, starts, hit):
+    """Mark the cell each slope falls in: cell ``c + 1`` holds ``starts[c] <= s < starts[c + 1]``,
+    cell 0 the slopes below every start."""
+    low, high = np.inf, -np.inf  # the last slope's cell, marked: a slope in [low, high) is in it too
     for k in range(n):
         i = _at(index, k, whole)
         shown, s = _shown(actual[i], operand[i])
-        if not shown:
+        if not shown or (low <= s < high):
             continue
-        lo, hi = 0, slopes.size  # the bucket: how many slopes are <= s
+        lo, hi = 0, starts.size  # how many starts are <= s
         while lo < hi:
             mid = (lo + hi) // 2
-            if slopes[mid] <= s:
+            if starts[mid] <= s:
                 lo = mid + 1
             else:
                 hi = mid
-        least[lo], most[lo] = min(least[lo], s), max(most[lo], s)
+        hit[lo] = True
+        low = starts[lo - 1] if lo > 0 else -np.inf
+        high = starts[lo] if lo < starts.size else np.inf
 
 
-def nearest(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray],
-            slopes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per slope of the ascending ``slopes`` (no NaN): the largest slope shown below it and the
-    smallest shown at or above it (NaN: none), as the neighbours of a search in every slope
-    shown, sorted."""
-    whole, at = _positions(actual, index)
-    least = np.full(slopes.size + 1, np.inf)
-    most = np.full(slopes.size + 1, -np.inf)
-    _nearest_loop(actual, operand, at, whole, _size(actual, index), slopes, least, most)
-    filled = least <= most  # a bucket some slope fell in
-    below, above = np.full(slopes.size, np.nan), np.full(slopes.size, np.nan)
-    for j in range(slopes.size):
-        left, right = np.flatnonzero(filled[:j + 1]), np.flatnonzero(filled[j + 1:])
-        if left.size:
-            below[j] = most[left[-1]]
-        if right.size:
-            above[j] = least[j + 1 + right[0]]
-    return below, above
+def shown_within(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray],
+                 windows: list[tuple[float, float]]) -> list[bool]:
+    """Per window ``[lo, hi]`` (finite floats): whether some slope shown lies in it, in one pass."""
+    ends = [hi for _, hi in windows]
+    starts = np.array(sorted({lo for lo, _ in windows} | set(np.nextafter(ends, np.inf).tolist())))
+    hit = np.zeros(starts.size + 1, dtype=np.bool_)
+    _hit_loop(actual, operand, *_positions(actual, index)[::-1], _size(actual, index), starts, hit)
+    return [bool(hit[int(np.searchsorted(starts, lo)) + 1:int(np.searchsorted(starts, np.nextafter(hi, np.inf))) + 1]
+                 .any()) for lo, hi in windows]

@@ -9,7 +9,9 @@ slope; the numpy path stays the reference, and gives the same rules.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+import math
+import struct
+from typing import Optional
 
 import numpy as np
 
@@ -20,6 +22,7 @@ from conformance.report.triage.claims import Batch, observed_slopes
 from conformance.report.triage.rules import Rule, catalogue
 
 _NEAR = 2.0 ** -6  # how close a shown slope is to a candidate's, relative: inputs may be narrowed
+_MAGNITUDE = (1 << 63) - 1
 
 
 def _plausible(rule: Rule, ratios: np.ndarray) -> bool:
@@ -108,8 +111,12 @@ def _compiled_candidates(batch: Batch, mis: np.ndarray) -> Optional[list[Rule]]:
     median = np.array(picked if count % 2 == 0 else picked[:1])
     cands = catalogue(alpha=batch.alpha, direction=batch.direction, dtypes=batch.dtypes,
                       estimates=[float(np.mean(median))])
-    near = _nearest_shown(cands, lambda slopes: slope_loops.nearest(actual, operand, index, slopes))
-    return [r for r in cands if _shown_near(r, near)]
+    slopes = sorted({v for v in map(_slope_of, cands) if v is not None})
+    if not all(math.isfinite(v) for v in slopes):
+        return None
+    shown = slope_loops.shown_within(actual, operand, index, [_window(v) for v in slopes])
+    near = dict(zip(slopes, shown))
+    return [r for r in cands if _slope_of(r) is None or near[_slope_of(r)]]
 
 
 def _slope_of(rule: Rule) -> Optional[float]:
@@ -119,18 +126,27 @@ def _slope_of(rule: Rule) -> Optional[float]:
     return ref.effective_slope(sem.slope, slope_dtype=sem.slope_dtype)
 
 
-def _nearest_shown(cands: list[Rule], nearest: Any) -> dict[float, tuple[float, float]]:
-    """Per candidate slope (not NaN), the nearest slopes shown below and at or above it."""
-    slopes = np.array(sorted({s for s in map(_slope_of, cands) if s is not None and s == s}), dtype=np.float64)
-    below, above = nearest(slopes)
-    return {float(s): (float(b), float(a)) for s, b, a in zip(slopes, below, above)}
+def _key(v: float) -> int:
+    """The ordered integer of a float64 (both zeros 0)."""
+    bits = struct.unpack("<q", struct.pack("<d", v))[0]
+    return -(bits & _MAGNITUDE) if bits < 0 else bits
 
 
-def _shown_near(rule: Rule, near: dict[float, tuple[float, float]]) -> bool:
-    """:func:`_plausible` from the nearest slopes shown (NaN: none on that side)."""
-    slope = _slope_of(rule)
-    if slope is None:
-        return True
-    if slope != slope:
-        return False
-    return any(abs(v - slope) <= abs(slope) * _NEAR for v in near[slope])
+def _float(key: int) -> float:
+    return struct.unpack("<d", struct.pack("<Q", -key | 1 << 63 if key < 0 else key))[0]
+
+
+def _window(slope: float) -> tuple[float, float]:
+    """The floats ``r`` that :func:`_plausible`'s test ``|r - slope| <= |slope| * 2^-6`` holds for,
+    as ``[lo, hi]``: a rounded difference grows with the distance, so they are one interval
+    around the (finite) slope, its ends found by bisection over the floats."""
+    tolerance = abs(slope) * _NEAR
+
+    def end(inside: int, outside: int) -> int:
+        while abs(outside - inside) > 1:
+            mid = (inside + outside) // 2
+            inside, outside = (mid, outside) if abs(_float(mid) - slope) <= tolerance else (inside, mid)
+        return inside
+
+    at, top = _key(slope), _key(math.inf)
+    return _float(end(at, -top)), _float(end(at, top))
