@@ -311,7 +311,9 @@ def warm() -> None:
     """Compile (or load) the chunk scan for every dtype pair the golden runs, forward and
     backward, on chunks read from a file (read-only) and given in memory (writable)."""
     from conformance.reference.golden import SUPPORTED_PAIRS
+    from conformance.report import slope_loops  # numba: the triage of a large batch's slopes
 
+    slope_loops.warm()
     for (name, out), direction, writable in ((p, d, w) for p in sorted(SUPPORTED_PAIRS)
                                              for d in ("forward", "backward") for w in (True, False)):
         x = np.linspace(-3, 3, 8).astype(info(name).dtype)

@@ -200,3 +200,18 @@ def shown_within(actual: np.ndarray, operand: np.ndarray, index: Optional[np.nda
     _hit_loop(actual, operand, *_positions(actual, index)[::-1], _size(actual, index), starts, hit)
     return [bool(hit[int(np.searchsorted(starts, lo)) + 1:int(np.searchsorted(starts, np.nextafter(hi, np.inf))) + 1]
                  .any()) for lo, hi in windows]
+
+
+def warm() -> None:
+    """Compile (or load) every pass for float32 and float64 operands, writable and read-only,
+    read in order and at positions (a selection narrows by a histogram only past ``_FEW``)."""
+    leading(np.arange(3))
+    for dtype, writable, index in ((d, w, i) for d in (np.float32, np.float64) for w in (True, False)
+                                   for i in (None, np.arange(0, 8, 2))):
+        s = np.linspace(-3, -1, 8).astype(dtype)
+        s.setflags(write=writable)
+        count, _, _, lo, hi = summary(s, s, s, s, index, smallest_normal=0.0, forward=True)
+        whole, at = _positions(s, index)
+        _histogram_loop(s, s, at, whole, _size(s, index), lo, hi, 0, np.zeros(hi - lo + 1, dtype=np.int64))
+        at_ranks(s, s, index, ranks=(0, 1), count=count, keys=(lo, hi))
+        shown_within(s, s, index, [(-2.0, -1.5)])
