@@ -2,13 +2,14 @@
 
 A slope enters as a candidate when the median ratio actual/input of the mismatches (on each
 side of zero) suggests it, and stays only when some element shows it (:func:`_plausible`).
-With the compiled paths, mismatches that are all informative and on one side of zero are
+With the compiled paths, many mismatches that are all informative and on one side of zero are
 summarised by compiled passes over the operands (``report.slope_loops``: the median by a
 radix selection, the nearest slopes shown by one pass) instead of a sorted array of every
 slope; the numpy path stays the reference, and gives the same rules.
 """
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from typing import Optional
@@ -23,6 +24,7 @@ from conformance.report.triage.rules import Rule, catalogue
 
 _NEAR = 2.0 ** -6  # how close a shown slope is to a candidate's, relative: inputs may be narrowed
 _MAGNITUDE = (1 << 63) - 1
+COMPILED_FROM = 1 << 16  # mismatches from which the compiled passes beat sorting their slopes
 
 
 def _plausible(rule: Rule, ratios: np.ndarray) -> bool:
@@ -50,7 +52,7 @@ def _estimates(ratio: np.ndarray, negative: np.ndarray) -> list[float]:
 def candidates_for(batch: Batch, mis: np.ndarray) -> list[Rule]:
     """The catalogue for the slopes the mismatches ``mis`` show, without the slopes no
     element shows (the ratios are dropped on return: on a large dump they are big)."""
-    compiled = _compiled_candidates(batch, mis) if jit.enabled() else None
+    compiled = _compiled_candidates(batch, mis) if jit.enabled() and mis.size >= COMPILED_FROM else None
     if compiled is not None:
         return compiled
     observed, normal, negative = observed_slopes(batch, mis)
@@ -136,6 +138,7 @@ def _float(key: int) -> float:
     return struct.unpack("<d", struct.pack("<Q", -key | 1 << 63 if key < 0 else key))[0]
 
 
+@functools.lru_cache(maxsize=4096)
 def _window(slope: float) -> tuple[float, float]:
     """The floats ``r`` that :func:`_plausible`'s test ``|r - slope| <= |slope| * 2^-6`` holds for,
     as ``[lo, hi]``: a rounded difference grows with the distance, so they are one interval
