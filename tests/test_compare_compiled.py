@@ -19,9 +19,11 @@ from conformance.dtypes import all_patterns, info, to_bits
 from conformance.reference import golden
 from conformance.reference.exact import SUPPORTED_PAIRS
 from conformance.report import chunked
+from conformance.report import plots as plotting
 from conformance.report.evaluate import Chunk
 from conformance.report.gate import load_config
 from conformance.report.metrics import Tolerance, _cosine_sums
+from conformance.report.triage import Claim
 from conformance.report.triage.sampling import SAMPLING
 
 scan_loops = pytest.importorskip("conformance.report.scan_loops", reason="numba (the fast extra) is not installed")
@@ -131,6 +133,33 @@ def test_a_whole_row_is_the_numpy_paths(monkeypatch):
     assert [(f.category, f.count, f.violations, f.summary, f.detail) for f in compiled.findings] == \
         [(f.category, f.count, f.violations, f.summary, f.detail) for f in reference.findings]
     assert compiled.findings
+    assert compiled.plots == reference.plots and compiled.plots is not None
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+@pytest.mark.parametrize("pair", sorted(SUPPORTED_PAIRS), ids="->".join)
+def test_what_the_scan_counts_for_the_plots_is_what_measure_counts(pair, direction, monkeypatch):
+    """The ULP bins and input classes the compiled scan counts of every mismatch (NaN on
+    either side, infinities, signed zeros, subnormals among them) are those the plots count
+    of a claim that takes every mismatch."""
+    src, out = pair
+    x = _inputs(src, seed=8)
+    dy = None if direction == "forward" else _inputs(src, seed=9)[::-1].copy()
+    actual = _device(golden.compute(direction, x, 0.2, dy=dy, out_dtype=out), x, dy, direction)
+    chunks = list(_chunks(x, dy, actual, size=20_011))
+    _, kept, samples = _scanned(chunks, direction=direction, out=out, tolerance=TOLERANCES[0], compiled=True,
+                                numel=x.size)
+    n = kept.size
+    ctx = chunked._Context(0.2, direction, out, TOLERANCES[0], "dump", load_config(None), "y.npy", lambda: None)
+    batch = chunked._reduced(kept, samples, ctx, numel=x.size)[0]
+    whole = [Claim("alpha-mismatch", np.arange(n), n, "all"), Claim("rounding", np.arange(3), 3, "some")]
+    assert kept.tally is not None and kept.tally.count == n > 3
+    tallied = plotting.measure(whole, batch, tally=kept.tally)
+    with monkeypatch.context() as m:
+        m.setenv("CONFORMANCE_COMPILED", "0")
+        assert tallied == plotting.measure(whole, batch)
+    assert tallied.ulp["alpha-mismatch"]["nan"] > 0 or info(out).bits > 32
+    assert sum(tallied.values["alpha-mismatch"].values()) == n
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 127, 128, 129, 1000, 65_535, 65_536, 200_003])

@@ -90,6 +90,7 @@ class Kept:
         x, out = chunk.x.dtype, chunk.actual.dtype
         dtypes = (where, x, None if chunk.dy is None else x, out, out, np.dtype(bool))
         self.columns = {name: None if d is None else np.empty(size, d) for name, d in zip(_FIELDS, dtypes)}
+        self.tally: Optional[plotting.Tally] = None  # what the compiled scan counted of the mismatches
 
     def reserve(self, k: int) -> None:
         """Room for ``k`` more elements."""
@@ -201,7 +202,8 @@ def _operands(chunk: Chunk, expected: np.ndarray) -> dict[str, Any]:
             "ab": to_bits(chunk.actual), "gb": to_bits(expected),
             "af": chunk.actual if native else nothing, "gf": expected if native else nothing,
             "table": nothing if native else widened_patterns(out.name), "x_exp": xb.dtype.type(src.exp_mask),
-            "masks": _masks(out)}
+            "masks": _masks(out), "x_classes": (xb.dtype.type(src.sign_mask), xb.dtype.type(src.mant_mask),
+                                                xb.dtype.type(src.mant_bits))}
 
 
 def _masks(rec: Any) -> tuple[int, int, int]:
@@ -221,12 +223,15 @@ def compiled_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept,
             for name, c in kept.columns.items()}
     sums, counts, kinds = np.zeros(3), np.zeros(8, dtype=np.int64), np.zeros(2, dtype=np.int64)
     at = scratch.positions(chunk.actual.size)
+    kept.tally = kept.tally or plotting.Tally(chunk.x.dtype, chunk.actual.dtype)
     end, top, best = scan_loops.scan(
         op["xb"], op["db"], op["ab"], op["gb"], op["af"], op["gf"], op["table"], chunk.offset, cols["where"],
         cols["x"], cols["dy"] if cols["dy"] is not None else np.empty(0, op["xb"].dtype), cols["golden"],
         cols["actual"], cols["violating"], kept.size, scratch.products, sums, counts, at[0], at[1], kinds,
-        tol.rtol, tol.atol, tol.max_ulp, tol.strict_zeros, *op["masks"], op["x_exp"])
+        tol.rtol, tol.atol, tol.max_ulp, tol.strict_zeros, *op["masks"], op["x_exp"], kept.tally.ulp,
+        kept.tally.classes, *op["x_classes"])
     k, kept.size = end - kept.size, end
+    kept.tally.count += k
     metrics = met.loop_metrics(metric_loops.maxima(best), [int(c) for c in counts],
                                elements=int(chunk.actual.size), mismatches=k, part=ctx.label, offset=chunk.offset,
                                cosine=met.scaled_cosine([float(s) for s in sums], float(top), chunk.actual, expected))
@@ -260,7 +265,7 @@ def _mismatch_findings(kept: Kept, samples: list[_Sample], ctx: _Context, *, num
     batch, mismatches, violating = _reduced(kept, samples, ctx, numel=numel)
     claims = triage(batch, mismatches=mismatches, layout=ctx.layout())
     del mismatches
-    plots = plotting.measure(claims, batch, layout=ctx.layout(), shape=shape, part=ctx.label)
+    plots = plotting.measure(claims, batch, layout=ctx.layout(), shape=shape, part=ctx.label, tally=kept.tally)
     counts = [violations_of(c, lambda index: violating[index]) for c in claims]
     where = batch.where[:violating.size]  # the mismatches' flat indices, ascending
     values = batch_values(batch)
@@ -306,7 +311,9 @@ def warm() -> None:
     """Compile (or load) the chunk scan for every dtype pair the golden runs, forward and
     backward, on chunks read from a file (read-only) and given in memory (writable)."""
     from conformance.reference.golden import SUPPORTED_PAIRS
+    from conformance.report import slope_loops  # numba: the triage of a large batch's slopes
 
+    slope_loops.warm()
     for (name, out), direction, writable in ((p, d, w) for p in sorted(SUPPORTED_PAIRS)
                                              for d in ("forward", "backward") for w in (True, False)):
         x = np.linspace(-3, 3, 8).astype(info(name).dtype)

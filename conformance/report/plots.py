@@ -88,15 +88,19 @@ def class_order(label: str) -> float:
 _ULP_NAMES = ["0"] + [str(1 << (k - 1)) for k in range(1, 65)] + ["nan"]
 
 
+def _ulp_names(counts: np.ndarray) -> dict[str, int]:
+    """The 66 ULP bins' counts by their labels (the bins counted, none)."""
+    return {_ULP_NAMES[k]: int(counts[k]) for k in np.flatnonzero(counts).tolist()}
+
+
 def _ulp_counts(actual: np.ndarray, golden: np.ndarray) -> dict[str, int]:
     """ULP bins and their counts: ``0``, a bin's lower edge ``2^(k-1)``, or ``nan``."""
     rec = info(actual.dtype)
     if jit.enabled() and rec.bits <= 32 and actual.shape == golden.shape:
         from conformance.report import metric_loops  # numba, imported on the first compiled call
 
-        counts = metric_loops.ulp_bin_counts(to_bits(np.ravel(actual)), to_bits(np.ravel(golden)),
-                                             bits=rec.bits, mant_bits=rec.mant_bits)
-        return {_ULP_NAMES[k]: int(counts[k]) for k in np.flatnonzero(counts).tolist()}
+        return _ulp_names(metric_loops.ulp_bin_counts(to_bits(np.ravel(actual)), to_bits(np.ravel(golden)),
+                                                      bits=rec.bits, mant_bits=rec.mant_bits))
     dist = ulp_distance(actual, golden)
     v = dist.ulps.astype(np.uint64)
     _, bits = np.frexp(v.astype(np.float64))  # the bit length, or one more where the float rounded up
@@ -130,6 +134,12 @@ def _class_counts(x: np.ndarray) -> dict[str, int]:
         sign = (bits & np.uint64(rec.sign_mask)) != 0
         mant = (bits & np.uint64(rec.mant_mask)) != 0
         counts = np.bincount(field_.astype(np.int64) * 4 + sign * 2 + mant)
+    return _class_names(counts, x.dtype)
+
+
+def _class_names(counts: np.ndarray, dtype: np.dtype) -> dict[str, int]:
+    """Class codes' counts by the classes' labels (several codes may share one)."""
+    rec = info(dtype)
     found: Counter = Counter()
     for code in np.flatnonzero(counts).tolist():
         found[_class_name(code, bias=rec.bias, top=(1 << rec.exp_bits) - 1)] += int(counts[code])
@@ -191,15 +201,32 @@ class _Acc:
 
 # ----------------------------------------------------------------------------- measure
 
+class Tally:
+    """The ULP bins and the input classes of a row's ``count`` mismatches, counted where they
+    were found (the compiled chunk scan) for the claim that takes all of them; no ULP bins
+    (``ulp`` empty) for outputs wider than 32 bits."""
+
+    def __init__(self, x_dtype: np.dtype, out_dtype: np.dtype) -> None:
+        rec = info(x_dtype)
+        self.count = 0
+        self.ulp = np.zeros(66 if info(out_dtype).bits <= 32 else 0, dtype=np.int64)
+        self.classes = np.zeros(((rec.exp_mask >> rec.mant_bits) + 1) * 4, dtype=np.int64)
+
+    def covers(self, index: np.ndarray) -> bool:
+        """``index`` (unique batch positions of mismatches) is every one of them."""
+        return index.size == self.count and int(index[0]) == 0 and int(index[-1]) == self.count - 1
+
+
 def _steps(index: np.ndarray) -> Iterator[np.ndarray]:
     for lo in range(0, index.size, _STEP):
         yield index[lo:lo + _STEP]
 
 
 def measure(claims: Sequence[Claim], batch: Batch, *, layout: Optional[TileLayout] = None,
-            shape: Optional[Shape] = None, part: str = "") -> Optional[Plots]:
+            shape: Optional[Shape] = None, part: str = "", tally: Optional[Tally] = None) -> Optional[Plots]:
     """The plot data of the in-tensor claims of one batch (``claim.index``: batch positions);
-    None when no element differs."""
+    None when no element differs.  A claim of every mismatch takes what ``tally`` counted
+    of them, when given."""
     counted = [c for c in claims if c.in_tensor and c.index.size]
     if not counted:
         return None
@@ -216,10 +243,18 @@ def measure(claims: Sequence[Claim], batch: Batch, *, layout: Optional[TileLayou
     for claim in counted:
         ulp = plots.ulp.setdefault(claim.category, Counter())
         values = plots.values.setdefault(claim.category, Counter())
+        tallied = tally is not None and tally.covers(claim.index)
+        if tallied:
+            values.update(_class_names(tally.classes, batch.x.dtype))  # type: ignore[union-attr]
+            ulp.update(_ulp_names(tally.ulp))  # type: ignore[union-attr]
+            if tally.ulp.size and not accs:  # type: ignore[union-attr]
+                continue
         for pos in _steps(np.asarray(claim.index)):
             at = as_slice(pos)  # consecutive positions (a reduced batch's mismatches): views, not copies
-            ulp.update(_ulp_counts(batch.actual[at], batch.golden[at]))
-            values.update(_class_counts(batch.x[at]))
+            if not tallied:
+                values.update(_class_counts(batch.x[at]))
+            if not (tallied and tally.ulp.size):  # type: ignore[union-attr]
+                ulp.update(_ulp_counts(batch.actual[at], batch.golden[at]))
             if not accs:
                 continue
             flat = np.asarray(batch.flat(pos), dtype=np.int64)

@@ -11,12 +11,14 @@ themselves, or from a table of every pattern for a 16-bit format.
 """
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 
 from conformance.report.metric_loops import judge
 from conformance.report.metrics import DOT_PIECE  # finite pairs summed as one piece, as numpy sums them
-from conformance.ulp_loops import is_nan_bits
+from conformance.ulp_loops import is_nan_bits, ordered_bits
 
 __all__ = ["DOT_PIECE", "pairwise_sum", "scan"]
 
@@ -84,6 +86,17 @@ def _flush(products, n, sums):
         sums[j] += pairwise_sum(products[j], 0, n)
 
 
+@numba.njit(cache=True, inline="always")
+def _bin(bins, u, v, nan, magnitude):
+    """Count one pair's ULP distance (of at most 32 bits) in its bin: 0, [2^(k-1), 2^k), NaN."""
+    if nan:
+        bins[65] += 1
+        return
+    d = ordered_bits(u, magnitude) - ordered_bits(v, magnitude)
+    d = -d if d < 0 else d
+    bins[0 if d == 0 else math.frexp(float(d))[1]] += 1  # exact: d < 2**33
+
+
 @numba.njit(cache=True)
 def _special(u, exp_mask):
     field = u & exp_mask
@@ -93,7 +106,7 @@ def _special(u, exp_mask):
 @numba.njit(cache=True)
 def scan(xb, db, ab, gb, af, gf, table, offset, out_where, out_x, out_dy, out_golden, out_actual, out_bad,
          start, products, sums, counts, special_at, plain_at, kinds, rtol, atol, max_ulp, strict_zeros, magnitude,
-         exp_mask, mant_mask, x_exp):
+         exp_mask, mant_mask, x_exp, bins, classes, x_sign, x_mant, x_shift):
     """A chunk (bits ``xb``, ``db`` of x and dy, ``ab``, ``gb`` of actual and golden; ``db``
     empty forward; their values from ``table`` by the bits when it is not empty, else ``af``,
     ``gf``) in two passes.  The first adds up the cosine sums of the finite pairs into ``sums``
@@ -102,7 +115,11 @@ def scan(xb, db, ab, gb, af, gf, table, offset, out_where, out_x, out_dy, out_go
     ``out_where``, and the local index of each matching element in ``special_at`` (an
     exponent field all zeros or all ones in x, dy or golden) or ``plain_at`` (the others),
     how many of each in ``kinds``; each of the three is written one place past its end too.
-    The second judges each mismatch and writes its bits and violation to the other ``out_*``.
+    The second judges each mismatch and writes its bits and violation to the other ``out_*``,
+    and counts what the plots of the mismatches show (``plots.measure``): their ULP distances
+    in ``bins`` (as ``metric_loops.ulp_bin_counts``; none when ``bins`` is empty) and the
+    classes of their x in ``classes`` (as ``metric_loops.class_counts``, by x's sign,
+    mantissa and exponent masks and the exponent's shift).
     Branches that depend on the data are avoided where elements of each kind are mixed at
     random.  Returns where the writing ended, the largest finite magnitude and the maxima."""
     k, filled, top, has_dy, by_table = start, 0, 0.0, db.size > 0, table.size > 0
@@ -139,6 +156,11 @@ def scan(xb, db, ab, gb, af, gf, table, offset, out_where, out_x, out_dy, out_go
                                         magnitude, exp_mask, mant_mask)
         for c, flag in enumerate(flags):
             counts[c] += flag
+        if bins.size:
+            _bin(bins, u, v, flags[1], magnitude)
+        w = xb[i]
+        classes[np.int64((w & x_exp) >> x_shift) * 4 + 2 * np.int64((w & x_sign) != 0)
+                + np.int64((w & x_mant) != 0)] += 1
         out_x[j], out_golden[j], out_actual[j] = xb[i], v, u
         if has_dy:
             out_dy[j] = db[i]

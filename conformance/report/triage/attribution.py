@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 
 import conformance.report.triage.sampling as sampling
-from conformance import categories
+from conformance import categories, jit
 from conformance.dtypes import is_nan, is_subnormal, ulp_distance
 from conformance.records import TileLayout
 from conformance.report.metrics import match_mask
@@ -19,7 +19,7 @@ from conformance.report.triage.candidates import candidates_for
 from conformance.report.triage.claims import Batch, Claim, State, comparable, max_ulp, merge_claims
 from conformance.report.triage.regions import Region, ranked
 from conformance.report.triage.rules import Rule
-from conformance.report.triage.sampling import mismatch_scope, scope_of, thinned_scope
+from conformance.report.triage.sampling import Scope, mismatch_scope, scope_of, thinned_scope
 from conformance.report.triage.search import RULE_COST, Selector, beam_search, stack_semantics
 
 REGION_ROUNDS = 4  # regions with a rule of their own, claimed one after another
@@ -63,26 +63,49 @@ def sampled_round(batch: Batch, state: State) -> list[Rule]:
     stack, alternatives = beam_search(Selector(batch, sample), cands)
     if not stack:
         return []
-    claims = attribute(Selector(batch, mismatch_scope(mis)), mis, stack, alternatives)
+    claims = attribute(_mismatch_selector(batch, mis), mis, stack, alternatives, whole=batch)
     for claim in claims:
         state.claim(claim, by_rule=True)
     return stack if state.remaining.size < mis.size else []
 
 
-def attribute(sel: Selector, mis: np.ndarray, stack: list[Rule], alternatives: dict) -> list[Claim]:
+def _mismatch_selector(batch: Batch, mis: np.ndarray) -> Selector:
+    """A selector on the mismatches ``mis`` alone.  A reduced batch's mismatches are its
+    leading positions: the selector is then on a batch of views of them (nothing is
+    gathered), whose positions are the batch's."""
+    if not (jit.enabled() and _leading(mis)):
+        return Selector(batch, mismatch_scope(mis))
+    at = slice(0, mis.size)
+    lead = Batch(batch.x[at], None if batch.dy is None else batch.dy[at], batch.alpha, batch.direction,
+                 batch.out_dtype, batch.golden[at], batch.actual[at], where=None if batch.where is None
+                 else batch.where[at], numel=batch.tensor_size, shape=batch.shape)
+    return Selector(lead, Scope(None, mis.size, np.ones(0)))
+
+
+def _leading(mis: np.ndarray) -> bool:
+    from conformance.report import slope_loops  # numba, imported on the first compiled call
+
+    return slope_loops.leading(mis)
+
+
+def attribute(sel: Selector, mis: np.ndarray, stack: list[Rule], alternatives: dict, *,
+              whole: Optional[Batch] = None) -> list[Claim]:
     """Each explained mismatch goes to the rule it needs that moves its value most (the
     dominant cause: a flush or narrowed input beats a 1-ULP slope rounding; ties go to the
     later category in registry order).  An element that only neutral context explains
-    stays for ``rounding``.  ``mis`` are the mismatches ``sel`` was scoped on."""
+    stays for ``rounding``.  ``mis`` are the mismatches ``sel`` was scoped on, positions of
+    ``whole`` too (default: the selector's batch), on which contradictions are counted."""
     full = sel.on_mismatches(stack)
     explained = match_mask(full, sel.actual[:mis.size])
+    judged = _Judged(sel.batch if whole is None else whole, mis, explained)
     moves = [_moved(full, sel.on_mismatches([s for s in stack if s is not r])) * explained
              for r in stack] if len(stack) > 1 else []
     named = sorted((i for i, r in enumerate(stack) if r.category is not None),
                    key=lambda i: (-categories.order(stack[i].category), i))
     if len(stack) == 1:  # its explained elements are its own (as below, without the moves)
         hits = mis if explained.all() else mis[explained]  # all of them: no copy
-        claims = [_rule_claim(sel, hits, stack, 0, alternatives.get(stack[0], []))] if named and hits.size else []
+        claims = [_rule_claim(sel, hits, stack, 0, alternatives.get(stack[0], []), judged=judged)
+                  ] if named and hits.size else []
         return merge_claims([c for c in claims if c.count])
     owner = np.full(mis.size, -1, dtype=np.int16)  # stack positions
     if named:
@@ -94,7 +117,7 @@ def attribute(sel: Selector, mis: np.ndarray, stack: list[Rule], alternatives: d
             if r.category is None:
                 neutral_only |= moves[i] > 0
         owner = np.where((owner < 0) & explained & ~neutral_only, named[0], owner)
-    claims = [_rule_claim(sel, mis[owner == i], stack, i, alternatives.get(stack[i], []))
+    claims = [_rule_claim(sel, mis[owner == i], stack, i, alternatives.get(stack[i], []), judged=judged)
               for i in named if (owner == i).any()]
     return merge_claims([c for c in claims if c.count])
 
@@ -107,26 +130,64 @@ def _moved(full: np.ndarray, without: np.ndarray) -> np.ndarray:
     return np.where(dist.nan & differ, np.inf, moved)
 
 
-def _contradicted(sel: Selector, stack: list[Rule], i: int) -> int:
+@dataclass(frozen=True)
+class _Judged:
+    """What a stack's claims are counted on: the whole batch, the mismatches the selector
+    was scoped on (positions of it), and which of them the stack reproduces."""
+
+    batch: Batch
+    mis: np.ndarray
+    explained: np.ndarray
+
+
+def _predicted_whole(sel: Selector, judged: _Judged, stack: list[Rule]) -> np.ndarray:
+    """A stack's prediction on the whole batch."""
+    if sel.batch is judged.batch:
+        return sel.predict_batch(stack)
+    return judged.batch.variant(semantics=stack_semantics(stack))
+
+
+def _wrong(sel: Selector, judged: _Judged, stack: list[Rule]) -> tuple[np.ndarray, np.ndarray]:
+    """Where the stack's prediction on the whole batch is wrong (ascending), and it there.  On
+    a scope of mismatches alone, the mismatches' are known: only the others are predicted
+    (with the compiled paths; the numpy path predicts every element, the reference)."""
+    batch, mis = judged.batch, judged.mis
+    if sel.scope.size != sel.scope.n_mis or not jit.enabled():
+        full = sel.predict_batch(stack)
+        wrong = np.flatnonzero(~match_mask(full, batch.actual))
+        return wrong, full[wrong]
+    if sel.batch is not batch:  # a batch of the leading mismatches (``_mismatch_selector``)
+        rest = np.arange(mis.size, batch.x.size)
+    else:
+        keep = np.ones(batch.x.size, dtype=bool)
+        keep[mis] = False
+        rest = np.flatnonzero(keep)
+    semantics = stack_semantics(stack)
+    rest = rest[~match_mask(batch.variant(rest, semantics=semantics), batch.actual[rest])]
+    wrong = rest if judged.explained.all() else np.sort(np.concatenate([mis[~judged.explained], rest]))
+    return wrong, batch.variant(wrong, semantics=semantics)
+
+
+def _contradicted(sel: Selector, judged: _Judged, stack: list[Rule], i: int) -> int:
     """Elements where rule ``i`` changes the stack's prediction and the actual output
     does not follow (counted on the whole batch, where the stack is wrong)."""
-    batch = sel.batch
-    full = sel.predict_batch(stack)
-    wrong = np.flatnonzero(~match_mask(full, batch.actual))
+    batch = judged.batch
+    wrong, predicted = _wrong(sel, judged, stack)
     without = batch.variant(wrong, semantics=stack_semantics(stack[:i] + stack[i + 1:]))
-    changed = ~match_mask(full[wrong], without)
+    changed = ~match_mask(predicted, without)
     if batch.weight is None:
         return int(changed.sum())
     return int(round(float(batch.weight_of(wrong[changed]).sum())))  # a reduced batch: what the sample stands for
 
 
-def _rule_claim(sel: Selector, hits: np.ndarray, stack: list[Rule], i: int, alts: list[Rule]) -> Claim:
+def _rule_claim(sel: Selector, hits: np.ndarray, stack: list[Rule], i: int, alts: list[Rule], *,
+                judged: _Judged) -> Claim:
     batch, r = sel.batch, stack[i]
     if r.category == "input-precision":
         hits = hits[~_non_finite_symptom(batch, hits)]
     summary = r.summary + "".join(f"; or equally: {a.summary}" for a in alts)
-    detail = {**r.detail, **_extra_detail(sel, r, hits, stack, i),
-              "explained": int(hits.size), "contradicted": _contradicted(sel, stack, i)}
+    detail = {**r.detail, **_extra_detail(sel, r, hits, stack, i, judged=judged),
+              "explained": int(hits.size), "contradicted": _contradicted(sel, judged, stack, i)}
     if alts:
         detail["alternatives"] = [a.summary for a in alts]
         detail["alternative_categories"] = list(dict.fromkeys(
@@ -134,7 +195,7 @@ def _rule_claim(sel: Selector, hits: np.ndarray, stack: list[Rule], i: int, alts
     return Claim(r.category, hits, int(hits.size), summary, detail)
 
 
-def _extra_detail(sel: Selector, r: Rule, hits: np.ndarray, stack: list[Rule], i: int) -> dict:
+def _extra_detail(sel: Selector, r: Rule, hits: np.ndarray, stack: list[Rule], i: int, *, judged: _Judged) -> dict:
     batch = sel.batch
     if r.category == "subnormal-flush":
         tiny = is_subnormal(batch.x[hits])
@@ -146,7 +207,7 @@ def _extra_detail(sel: Selector, r: Rule, hits: np.ndarray, stack: list[Rule], i
         return {"max_ulp": max_ulp(batch, hits) if hits.size else 0}
     if r.category == "saturation":
         g = batch.golden[hits]
-        before = sel.predict_batch(stack[:i] + stack[i + 1:])
+        before = _predicted_whole(sel, judged, stack[:i] + stack[i + 1:])
         return {"nan_to_zero": int(is_nan(g).sum()), "inf_to_max": int(np.isinf(g.astype(np.float64)).sum()),
                 "confirmed_by_inf": bool(np.isinf(before.astype(np.float64)).any())}
     return {}

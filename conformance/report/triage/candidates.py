@@ -2,14 +2,29 @@
 
 A slope enters as a candidate when the median ratio actual/input of the mismatches (on each
 side of zero) suggests it, and stays only when some element shows it (:func:`_plausible`).
+With the compiled paths, many mismatches that are all informative and on one side of zero are
+summarised by compiled passes over the operands (``report.slope_loops``: the median by a
+radix selection, the nearest slopes shown by one pass) instead of a sorted array of every
+slope; the numpy path stays the reference, and gives the same rules.
 """
 from __future__ import annotations
 
+import functools
+import math
+import struct
+from typing import Optional
+
 import numpy as np
 
+from conformance import jit
+from conformance.dtypes import info
 from conformance.reference import golden as ref
 from conformance.report.triage.claims import Batch, observed_slopes
 from conformance.report.triage.rules import Rule, catalogue
+
+_NEAR = 2.0 ** -6  # how close a shown slope is to a candidate's, relative: inputs may be narrowed
+_MAGNITUDE = (1 << 63) - 1
+COMPILED_FROM = 1 << 16  # mismatches from which the compiled passes beat sorting their slopes
 
 
 def _plausible(rule: Rule, ratios: np.ndarray) -> bool:
@@ -24,7 +39,7 @@ def _plausible(rule: Rule, ratios: np.ndarray) -> bool:
     slope = ref.effective_slope(sem.slope, slope_dtype=sem.slope_dtype)
     at = int(np.searchsorted(ratios, slope))
     near = ratios[max(at - 1, 0):at + 1]
-    return bool((np.abs(near - slope) <= abs(slope) * 2.0 ** -6).any())  # inputs may be narrowed
+    return bool((np.abs(near - slope) <= abs(slope) * _NEAR).any())
 
 
 def _estimates(ratio: np.ndarray, negative: np.ndarray) -> list[float]:
@@ -37,6 +52,9 @@ def _estimates(ratio: np.ndarray, negative: np.ndarray) -> list[float]:
 def candidates_for(batch: Batch, mis: np.ndarray) -> list[Rule]:
     """The catalogue for the slopes the mismatches ``mis`` show, without the slopes no
     element shows (the ratios are dropped on return: on a large dump they are big)."""
+    compiled = _compiled_candidates(batch, mis) if jit.enabled() and mis.size >= COMPILED_FROM else None
+    if compiled is not None:
+        return compiled
     observed, normal, negative = observed_slopes(batch, mis)
     if observed.size and normal.all() and (negative.all() or not negative.any()):  # the median of all
         observed.sort()  # no NaN: both sides finite
@@ -54,3 +72,84 @@ def sorted_median(ratio: np.ndarray) -> float:
     """``np.median`` of sorted values, taken as it takes it: the mean of the middle one or two."""
     half = ratio.size // 2
     return float(np.mean(ratio[half - 1:half + 1] if ratio.size % 2 == 0 else ratio[half:half + 1]))
+
+
+# ----------------------------------------------------------------------------- compiled
+
+def _operands(batch: Batch, mis: np.ndarray) -> Optional[tuple[tuple[np.ndarray, ...], Optional[np.ndarray]]]:
+    """(actual, operand, x, golden) and the positions to read them at (None: all, in order,
+    views of a reduced batch's leading mismatches), when the compiled passes read these dtypes."""
+    if not {batch.x.dtype.name, batch.actual.dtype.name, batch.golden.dtype.name} <= {"float32", "float64"}:
+        return None
+    from conformance.report import slope_loops  # numba, imported on the first compiled call
+
+    operand = batch.x if batch.direction == "forward" else batch.dy
+    if slope_loops.leading(mis):
+        at = slice(0, mis.size)
+        return (batch.actual[at], operand[at], batch.x[at], batch.golden[at]), None
+    return (batch.actual, operand, batch.x, batch.golden), np.asarray(mis, dtype=np.int64)
+
+
+def _compiled_candidates(batch: Batch, mis: np.ndarray) -> Optional[list[Rule]]:
+    """:func:`candidates_for` by the compiled passes, when every slope shown is informative
+    and on one side of zero (the median of all of them); None otherwise, and when a zero
+    sits at the median (a sort orders zeros of either sign its own way)."""
+    found = _operands(batch, mis) if mis.size else None
+    if found is None:
+        return None
+    from conformance.report import slope_loops  # numba, imported on the first compiled call
+
+    (actual, operand, x, golden), index = found
+    count, normal, negative, lo, hi = slope_loops.summary(
+        actual, operand, x, golden, index, smallest_normal=info(batch.out_dtype).smallest_normal,
+        forward=batch.direction == "forward")
+    if not count or normal != count or negative not in (0, count):
+        return None
+    half = count // 2
+    picked = slope_loops.at_ranks(actual, operand, index, ranks=(half - 1, half) if count % 2 == 0 else (half, half),
+                                  count=count, keys=(lo, hi))
+    if picked is None:
+        return None
+    median = np.array(picked if count % 2 == 0 else picked[:1])
+    cands = catalogue(alpha=batch.alpha, direction=batch.direction, dtypes=batch.dtypes,
+                      estimates=[float(np.mean(median))])
+    slopes = sorted({v for v in map(_slope_of, cands) if v is not None})
+    if not all(math.isfinite(v) for v in slopes):
+        return None
+    shown = slope_loops.shown_within(actual, operand, index, [_window(v) for v in slopes])
+    near = dict(zip(slopes, shown))
+    return [r for r in cands if _slope_of(r) is None or near[_slope_of(r)]]
+
+
+def _slope_of(rule: Rule) -> Optional[float]:
+    sem = rule.semantics
+    if rule.category != "alpha-mismatch" or sem.slope is None:
+        return None
+    return ref.effective_slope(sem.slope, slope_dtype=sem.slope_dtype)
+
+
+def _key(v: float) -> int:
+    """The ordered integer of a float64 (both zeros 0)."""
+    bits = struct.unpack("<q", struct.pack("<d", v))[0]
+    return -(bits & _MAGNITUDE) if bits < 0 else bits
+
+
+def _float(key: int) -> float:
+    return struct.unpack("<d", struct.pack("<Q", -key | 1 << 63 if key < 0 else key))[0]
+
+
+@functools.lru_cache(maxsize=4096)
+def _window(slope: float) -> tuple[float, float]:
+    """The floats ``r`` that :func:`_plausible`'s test ``|r - slope| <= |slope| * 2^-6`` holds for,
+    as ``[lo, hi]``: a rounded difference grows with the distance, so they are one interval
+    around the (finite) slope, its ends found by bisection over the floats."""
+    tolerance = abs(slope) * _NEAR
+
+    def end(inside: int, outside: int) -> int:
+        while abs(outside - inside) > 1:
+            mid = (inside + outside) // 2
+            inside, outside = (mid, outside) if abs(_float(mid) - slope) <= tolerance else (inside, mid)
+        return inside
+
+    at, top = _key(slope), _key(math.inf)
+    return _float(end(at, -top)), _float(end(at, top))
