@@ -132,10 +132,15 @@ def _records(kinds: list[HazardKind], index: np.ndarray, rank: np.ndarray, core:
              starts: np.ndarray) -> tuple[Hazard, ...]:
     """One Hazard per run of equal (index, kind) in the sorted, de-duplicated columns."""
     first = np.flatnonzero(starts)
-    bounds = [*first.tolist(), index.size]
     cores = core.tolist()
-    return tuple(Hazard(kinds[r], i, tuple(cores[a:b]))
-                 for i, r, a, b in zip(index[first].tolist(), rank[first].tolist(), bounds, bounds[1:]))
+    if first.size == index.size:  # one core per record (every red-zone write of one core): shared tuples
+        alone = {c: (c,) for c in set(cores)}
+        who = [alone[c] for c in cores]
+    else:
+        bounds = [*first.tolist(), index.size]
+        who = [tuple(cores[a:b]) for a, b in zip(bounds, bounds[1:])]
+    names = np.array(kinds, dtype=object)[rank[first]].tolist()
+    return tuple(map(Hazard, names, index[first].tolist(), who))
 
 
 def round_up(value: int, unit: int) -> int:
