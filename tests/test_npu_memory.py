@@ -53,6 +53,29 @@ def test_same_core_rewriting_is_not_a_race() -> None:
     assert gm.hazards() == ()
 
 
+def _plain_hazards(gm: GmTensor) -> list[tuple[str, int, tuple[int, ...]]]:
+    """The records spelled out element by element: every core seen per (index, kind)."""
+    cores: dict[tuple[int, str], set[int]] = {}
+    for kind, events in gm._events.items():
+        for indices, core in events:
+            for index in indices.tolist():
+                cores.setdefault((index, kind), set()).add(core)
+    return [(kind, index, tuple(sorted(who))) for (index, kind), who in sorted(cores.items())]
+
+
+def test_hazards_list_every_core_per_element_and_kind_in_index_order() -> None:
+    """Overlapping writes by many cores, reaching both red zones: one record per element and kind."""
+    gm = GmTensor(64, np.float32, red_zone=40)
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        start, count = int(rng.integers(-40, 70)), int(rng.integers(1, 35))
+        gm.write(start, np.ones(count, np.float32), core=int(rng.integers(0, 6)))
+    want = _plain_hazards(gm)
+    assert {kind for kind, _, _ in want} == {"out-of-bounds-write", "write-race"}
+    assert any(len(cores) > 2 for _, _, cores in want)
+    assert [(h.kind, h.index, h.cores) for h in gm.hazards()] == want
+
+
 def test_access_beyond_the_red_zone_faults() -> None:
     gm = _gm()
     with pytest.raises(GmFault, match=r"access \[20, 28\) leaves the red zone"):

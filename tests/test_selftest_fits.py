@@ -3,6 +3,7 @@ builds that chip's own kernel bit for bit on selftest's inputs, and a defect a c
 other categories is recomputed from what the chip does."""
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 
 import numpy as np
@@ -41,12 +42,24 @@ def output(backend: CannBackend, spec: RowSpec, batch: InputBatch) -> np.ndarray
     return backend.backward(batch.dy.copy(), batch.x.copy(), spec.alpha, out_dtype=out).value
 
 
+_OWN: dict[tuple[object, ...], np.ndarray] = {}
+
+
+def own_output(profile: str, spec: RowSpec, batch: InputBatch) -> np.ndarray:
+    """The chip's own kernel on one batch, computed once for every variant whose rows hold it."""
+    digest = hashlib.sha256(batch.x.tobytes() + (b"" if batch.dy is None else batch.dy.tobytes())).hexdigest()
+    key = (profile, spec.direction, spec.dtype, spec.out_dtype, spec.alpha, batch.x.shape, digest)
+    if key not in _OWN:
+        _OWN[key] = output(CannBackend(profile=profile), spec, batch)
+    return _OWN[key]
+
+
 @pytest.mark.parametrize("profile,variant", NOT_APPLICABLE, ids=[f"{c}-{v}" for c, v in NOT_APPLICABLE])
 def test_a_variant_not_applicable_on_a_chip_builds_its_own_kernel_bit_for_bit(profile: str, variant: str) -> None:
-    built, own = CannBackend(profile=profile, variant=variant), CannBackend(profile=profile)
+    built = CannBackend(profile=profile, variant=variant)
     rows = 0
     for spec, batch in selftest_batches(variant, profile):
-        assert_same_bits(output(built, spec, batch), output(own, spec, batch), what=f"{spec} {batch.label}")
+        assert_same_bits(output(built, spec, batch), own_output(profile, spec, batch), what=f"{spec} {batch.label}")
         rows += 1
     assert rows > 0, "selftest runs no batch for it"
 

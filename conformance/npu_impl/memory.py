@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
 from functools import lru_cache
 
 import numpy as np
@@ -106,20 +105,42 @@ class GmTensor:
             self._events["write-race"].append((clash + start, core))
 
     def hazards(self) -> tuple[Hazard, ...]:
-        """Every red-zone write and race, one record per element, sorted by index."""
-        found: list[Hazard] = []
-        for kind, events in self._events.items():
-            found.extend(_group(kind, events))
-        return tuple(sorted(found, key=lambda h: (h.index, h.kind)))
+        """Every red-zone write and race, one record per element and kind listing every core
+        that wrote it (ascending), sorted by index, then kind."""
+        kinds = sorted(kind for kind, events in self._events.items() if events)
+        if not kinds:
+            return ()
+        parts = [_flatten(rank, self._events[kind]) for rank, kind in enumerate(kinds)]
+        index, rank, core = (np.concatenate(column) for column in zip(*parts))
+        order = np.lexsort((core, rank, index))
+        index, rank, core = index[order], rank[order], core[order]
+        new_pair = np.ones(index.size, dtype=bool)
+        new_pair[1:] = (index[1:] != index[:-1]) | (rank[1:] != rank[:-1])
+        fresh = new_pair.copy()
+        fresh[1:] |= core[1:] != core[:-1]
+        return _records(kinds, index[fresh], rank[fresh], core[fresh], new_pair[fresh])
 
 
-def _group(kind: HazardKind, events: Iterable[tuple[np.ndarray, int]]) -> list[Hazard]:
-    """One Hazard per index, listing every core seen at that index."""
-    cores: dict[int, set[int]] = defaultdict(set)
-    for indices, core in events:
-        for index in indices.tolist():
-            cores[index].add(core)
-    return [Hazard(kind, index, tuple(sorted(who))) for index, who in cores.items()]
+def _flatten(rank: int, events: list[tuple[np.ndarray, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One kind's events as three columns: element index, the kind's rank, the writing core."""
+    index = np.concatenate([np.asarray(indices, dtype=np.int64).reshape(-1) for indices, _ in events])
+    core = np.concatenate([np.full(np.size(indices), core, dtype=np.int64) for indices, core in events])
+    return index, np.full(index.size, rank, dtype=np.int64), core
+
+
+def _records(kinds: list[HazardKind], index: np.ndarray, rank: np.ndarray, core: np.ndarray,
+             starts: np.ndarray) -> tuple[Hazard, ...]:
+    """One Hazard per run of equal (index, kind) in the sorted, de-duplicated columns."""
+    first = np.flatnonzero(starts)
+    cores = core.tolist()
+    if first.size == index.size:  # one core per record (every red-zone write of one core): shared tuples
+        alone = {c: (c,) for c in set(cores)}
+        who = [alone[c] for c in cores]
+    else:
+        bounds = [*first.tolist(), index.size]
+        who = [tuple(cores[a:b]) for a, b in zip(bounds, bounds[1:])]
+    names = np.array(kinds, dtype=object)[rank[first]].tolist()
+    return tuple(map(Hazard, names, index[first].tolist(), who))
 
 
 def round_up(value: int, unit: int) -> int:
