@@ -9,6 +9,7 @@ already filled for these sources: on a fresh clone the workers then load them fr
 cache instead of each compiling them."""
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -39,8 +40,18 @@ def small_batches() -> Iterator[None]:
         yield
 
 
+def _sigint_at_its_default() -> None:
+    """Ctrl-C raises KeyboardInterrupt in the tests' process, as in a terminal, also when pytest
+    was started with SIGINT ignored (``make test &`` in a shell without job control): the tests
+    of the interruption handlers need the default handler, which those handlers replace only
+    when it is there (an ignored SIGINT stays ignored in a real run)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """In an xdist controller, start compiling the numba loops beside the workers' start-up."""
+    _sigint_at_its_default()
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None):
         return
     from conformance.compile_cache import cached
