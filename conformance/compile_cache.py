@@ -91,17 +91,24 @@ def warm(*, side_by_side: bool = False) -> float:
     if not jit.enabled():
         return 0.0
     emulator = _in_a_process(warm_emulator) if side_by_side else None
-    for step in (warm_golden, warm_metrics) if side_by_side else (warm_golden, warm_metrics, warm_emulator):
-        step()
+    try:
+        for step in (warm_golden, warm_metrics) if side_by_side else (warm_golden, warm_metrics, warm_emulator):
+            step()
+    except BaseException:  # an error or Ctrl-C here: the child does not go on compiling alone
+        if emulator is not None:
+            emulator.kill()
+            emulator.wait()
+        raise
     if emulator is not None and emulator.wait() != 0:
         raise RuntimeError(f"compiling the emulator's loops failed (exit {emulator.returncode})")
     return time.perf_counter() - start
 
 
 def _in_a_process(step: Callable[[], None]) -> subprocess.Popen:
-    """``step`` (a function of this module) run by a new interpreter."""
+    """``step`` (a function of this module) run by a new interpreter, in the directory holding
+    this package (so it imports this copy also when the package is not installed)."""
     return subprocess.Popen([sys.executable, "-c", f"from conformance.compile_cache import {step.__name__}; "
-                             f"{step.__name__}()"])
+                             f"{step.__name__}()"], cwd=Path(__file__).resolve().parents[1])
 
 
 def _fingerprint() -> str:

@@ -54,8 +54,8 @@ def versions(backend: Backend) -> dict[str, str]:
 def own_boundary_sizes(backend: Backend) -> bool:
     """Whether ``backend`` declares boundary sizes of its own; the default ones (the default chip's
     core boundaries) the client computes itself, so a worker need not plan the emulated kernel."""
-    declared = getattr(type(backend), "boundary_sizes", None)
-    return declared is not None and declared is not BackendBase.boundary_sizes
+    declared = getattr(backend, "boundary_sizes", None)  # looked up as backends.boundary_sizes does
+    return declared is not None and getattr(declared, "__func__", declared) is not BackendBase.boundary_sizes
 
 
 def hello(backend: Backend) -> Message:
