@@ -3,6 +3,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
+# uv (pip when uv is unavailable or fails), or pip only: the same packages either way (docs/setup.md)
+INSTALLER ?= uv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
@@ -33,14 +35,12 @@ timed = s=$$(date +%s); $(2); rc=$$?; echo "conformance: $(1) took $$(( $$(date 
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml Makefile tools/install.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch pinned (a CPU wheel) in the same resolution as the rest: the looser range in pyproject
 	# is met by the pin, so the light frameworks (jax, keras, onnx, onnxruntime) cannot replace it.
-	# pip byte-compiles one file at a time; compileall does it on every core (a file that does
-	# not compile, such as a package's Python 2 test data, is skipped, as pip skips it).
-	$(PY) -m pip install -q --no-compile $(TORCH_SPEC) -e ".[dev,all]"
-	$(PY) -m compileall -q -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" >/dev/null || true
+	# uv under pip's own settings, byte-compiled on every core; pip when uv cannot (docs/setup.md).
+	$(PY) tools/install.py --installer $(INSTALLER) -- $(TORCH_SPEC) -e ".[dev,all]"
 	# compile the numba loops once (cached next to the package), so no run or test compiles them
 	$(PY) -m conformance.compile_cache
 	touch $(STAMP)
