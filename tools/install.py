@@ -86,8 +86,8 @@ def uv_arguments(settings: Mapping[str, str]) -> tuple[list[str], dict[str, str]
     return arguments, environment
 
 
-def _pip(python: str, *arguments: str) -> list[str]:
-    return [python, "-m", "pip", *arguments, "--disable-pip-version-check", "--root-user-action=ignore"]
+def _pip_install(python: str, *arguments: str) -> list[str]:
+    return [python, "-m", "pip", "install", "--disable-pip-version-check", "--root-user-action=ignore", *arguments]
 
 
 def find_uv(python: str, *, home: Path) -> str:
@@ -97,7 +97,7 @@ def find_uv(python: str, *, home: Path) -> str:
         return on_path
     uv = home / "bin" / "uv"
     if not uv.exists():
-        done = subprocess.run(_pip(python, "install", "-qq", "--no-compile", "--target", str(home), "uv"),
+        done = subprocess.run(_pip_install(python, "-qq", "--no-compile", "--target", str(home), "uv"),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if done.returncode != 0 or not uv.exists():
             raise NoUv("uv is not installed and pip could not install it")
@@ -106,7 +106,7 @@ def find_uv(python: str, *, home: Path) -> str:
 
 def install_with_uv(python: str, requirements: Sequence[str], *, home: Path) -> None:
     """``uv pip install`` of ``requirements`` under pip's settings, byte-compiled; NoUv when it cannot."""
-    listing = subprocess.run(_pip(python, "config", "list"), capture_output=True, text=True, check=True).stdout
+    listing = subprocess.run([python, "-m", "pip", "config", "list"], capture_output=True, text=True, check=True).stdout
     arguments, environment = uv_arguments(pip_settings(listing))
     uv = find_uv(python, home=home)
     command = [uv, "pip", "install", "-q", "--compile-bytecode", "--python", python, *arguments, *requirements]
@@ -116,7 +116,7 @@ def install_with_uv(python: str, requirements: Sequence[str], *, home: Path) -> 
 
 def install_with_pip(python: str, requirements: Sequence[str]) -> None:
     """``pip install`` of ``requirements``, then byte-compiled on every core (pip does one file at a time)."""
-    subprocess.run(_pip(python, "install", "-q", "--no-compile", *requirements), check=True)
+    subprocess.run(_pip_install(python, "-q", "--no-compile", *requirements), check=True)
     # a file that does not compile (a package's Python 2 test data) is skipped, as pip skips it
     subprocess.run([python, "-m", "compileall", "-q", "-j", "0", sysconfig.get_path("purelib")],
                    stdout=subprocess.DEVNULL, check=False)
