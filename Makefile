@@ -41,6 +41,8 @@ $(STAMP): pyproject.toml Makefile tools/install.py
 	# is met by the pin, so the light frameworks (jax, keras, onnx, onnxruntime) cannot replace it.
 	# uv under pip's own settings, byte-compiled on every core; pip when uv cannot (docs/setup.md).
 	$(PY) tools/install.py --installer $(INSTALLER) -- $(TORCH_SPEC) -e ".[dev,all]"
+	# the package's own modules too: every process a run or a test starts then loads them compiled
+	$(PY) -m compileall -q -j 0 conformance examples >/dev/null
 	# compile the numba loops once (cached next to the package), so no run or test compiles them
 	$(PY) -m conformance.compile_cache
 	touch $(STAMP)

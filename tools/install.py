@@ -106,7 +106,10 @@ def find_uv(python: str, *, home: Path) -> str:
 
 def install_with_uv(python: str, requirements: Sequence[str], *, home: Path) -> None:
     """``uv pip install`` of ``requirements`` under pip's settings, byte-compiled; NoUv when it cannot."""
-    listing = subprocess.run([python, "-m", "pip", "config", "list"], capture_output=True, text=True, check=True).stdout
+    listed = subprocess.run([python, "-m", "pip", "config", "list"], capture_output=True, text=True)
+    if listed.returncode != 0:
+        raise NoUv("pip config list failed")
+    listing = listed.stdout
     arguments, environment = uv_arguments(pip_settings(listing))
     uv = find_uv(python, home=home)
     command = [uv, "pip", "install", "-q", "--compile-bytecode", "--python", python, *arguments, *requirements]
@@ -133,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             install_with_uv(python, args.requirements, home=Path(sys.prefix) / ".uv")
             return 0
-        except (NoUv, subprocess.CalledProcessError) as why:
+        except NoUv as why:
             print(f"set-up: {why}; installing with pip", file=sys.stderr)
     try:
         install_with_pip(python, args.requirements)
