@@ -5,9 +5,9 @@ pair, the ULP and metric passes, and the emulated kernel of every chip profile a
 variant on small inputs, and throws the results away.  numba compiles a loop per argument
 signature on its first call and keeps it in the cache (:mod:`conformance.jit` says where); a
 later process loads it in milliseconds instead of compiling for tens of seconds.  The command
-compiles the emulator's loops in a second process beside the golden's and the metrics' (on two
-cores the cache fills in about two thirds of the time).  Without numba, or with
-``CONFORMANCE_COMPILED=0``, it does nothing.
+compiles in two processes: the golden's, the metrics' and triage's loops in one, the slope
+passes and the emulator's loops in a second (about 53 and 24 CPU-seconds from an empty cache).
+Without numba, or with ``CONFORMANCE_COMPILED=0``, it does nothing.
 """
 from __future__ import annotations
 
@@ -64,6 +64,27 @@ def warm_metrics() -> None:
         compare(a, a[::-1].copy(), tolerance=Tolerance(rtol=0.0, atol=0.0))
 
 
+def warm_triage() -> None:
+    """The passes triage and the HTML report's plots make over a batch's mismatches: in order and
+    at positions, on actual values computed here (writable) and read from a dump (read-only)."""
+    from conformance.dtypes import to_bits
+    from conformance.report import metric_loops
+
+    for name, writable, index in ((n, w, i) for n in ("float16", "float32", "float64") for w in (True, False)
+                                  for i in (None, np.arange(0, 8, 2))):
+        rec, golden = info(name), _sample(name)
+        actual = golden[::-1].copy()
+        actual.setflags(write=writable)
+        metric_loops.within_rounding(to_bits(actual), to_bits(golden), index, bits=rec.bits,
+                                     mant_bits=rec.mant_bits)
+        metric_loops.ulp_bin_counts(to_bits(actual), to_bits(golden), bits=rec.bits, mant_bits=rec.mant_bits)
+        metric_loops.class_counts(to_bits(golden), mant_bits=rec.mant_bits, exp_mask=rec.exp_mask,
+                                  sign_mask=rec.sign_mask)
+        if name != "float16":  # the slopes pass takes float32 and float64
+            metric_loops.slopes(actual, golden, golden, golden, index, smallest_normal=rec.smallest_normal,
+                                forward=True)
+
+
 def warm_emulator() -> None:
     """Every profile's kernel and seeded variant, forward and backward, for each dtype pair it runs."""
     from conformance import npu_impl
@@ -81,34 +102,56 @@ def warm_emulator() -> None:
                 continue  # a build this chip or variant refuses compiles nothing
 
 
+_SLOPES_DONE = "slope passes compiled"
+
+
+def warm_second_share() -> None:
+    """The second process's share: the slope passes, then the emulator.  The metrics' chunk scan
+    calls the slope passes too, so the first process waits for the line this prints before it
+    (two processes compiling one function would both write its cache index)."""
+    from conformance.report import slope_loops
+
+    slope_loops.warm()
+    print(_SLOPES_DONE, flush=True)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nobody reads the pipe from here on
+    warm_emulator()
+
+
 def warm(*, side_by_side: bool = False) -> float:
     """Compile (or load) every loop; the seconds it took.  Nothing when the compiled paths are off.
 
-    ``side_by_side``: the emulator's loops compile in a second process while this one compiles
-    the golden's and the metrics' (they share no compiled function, so the two never write one
-    cache index; on two cores a fresh cache fills in about two thirds of the time)."""
+    ``side_by_side``: :func:`warm_second_share` runs in a second process while this one compiles
+    the golden's and the metrics' loops (the two never compile one function at the same time, so
+    they never write one cache index; on two cores a fresh cache fills in two thirds of the time)."""
     start = time.perf_counter()
     if not jit.enabled():
         return 0.0
-    emulator = _in_a_process(warm_emulator) if side_by_side else None
+    second = _in_a_process(warm_second_share) if side_by_side else None
     try:
-        for step in (warm_golden, warm_metrics) if side_by_side else (warm_golden, warm_metrics, warm_emulator):
-            step()
+        warm_golden()
+        if second is not None:
+            second.stdout.readline()  # the slope passes are cached (or the child ended: none compiles them)
+        warm_metrics()
+        warm_triage()  # after the metrics: both compile the slope and rounding passes over all elements
+        if second is None:
+            warm_emulator()
     except BaseException:  # an error or Ctrl-C here: the child does not go on compiling alone
-        if emulator is not None:
-            emulator.kill()
-            emulator.wait()
+        if second is not None:
+            second.kill()
+            second.wait()
         raise
-    if emulator is not None and emulator.wait() != 0:
-        raise RuntimeError(f"compiling the emulator's loops failed (exit {emulator.returncode})")
+    if second is not None and second.wait() != 0:
+        raise RuntimeError(f"compiling the slope passes and the emulator's loops failed (exit {second.returncode})")
     return time.perf_counter() - start
 
 
 def _in_a_process(step: Callable[[], None]) -> subprocess.Popen:
     """``step`` (a function of this module) run by a new interpreter, in the directory holding
-    this package (so it imports this copy also when the package is not installed)."""
+    this package (so it imports this copy also when the package is not installed); its output
+    is read through a pipe."""
     return subprocess.Popen([sys.executable, "-c", f"from conformance.compile_cache import {step.__name__}; "
-                             f"{step.__name__}()"], cwd=Path(__file__).resolve().parents[1])
+                             f"{step.__name__}()"], cwd=Path(__file__).resolve().parents[1],
+                            stdout=subprocess.PIPE, text=True)
 
 
 def _fingerprint() -> str:

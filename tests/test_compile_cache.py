@@ -43,3 +43,56 @@ def test_a_full_warm_up_leaves_a_stamp_and_a_changed_source_voids_it(tmp_path, m
     prints = compile_cache._fingerprint()
     monkeypatch.setattr(compile_cache, "_fingerprint", lambda: prints + "-a source changed")
     assert not compile_cache.cached()
+
+
+class _Second:
+    """A stand-in for the second process: its slopes line is read when the parent asks for it."""
+
+    def __init__(self, calls: list[str], *, exit_code: int = 0):
+        self.calls, self.returncode = calls, exit_code
+        self.stdout = self
+
+    def readline(self) -> str:
+        self.calls.append("slopes line read")
+        return "slope passes compiled\n"
+
+    def wait(self) -> int:
+        return self.returncode
+
+    def kill(self) -> None:
+        self.calls.append("killed")
+
+
+def _steps(monkeypatch: pytest.MonkeyPatch, calls: list[str]) -> None:
+    monkeypatch.setattr(compile_cache.jit, "enabled", lambda: True)
+    for name in ("warm_golden", "warm_metrics", "warm_triage", "warm_emulator"):
+        monkeypatch.setattr(compile_cache, name, lambda name=name: calls.append(name))
+
+
+def test_side_by_side_the_metrics_wait_for_the_second_process_slope_passes(monkeypatch: pytest.MonkeyPatch):
+    calls: list[str] = []
+    _steps(monkeypatch, calls)
+    started: list[str] = []
+    monkeypatch.setattr(compile_cache, "_in_a_process", lambda step: started.append(step.__name__) or _Second(calls))
+    compile_cache.warm(side_by_side=True)
+    assert started == ["warm_second_share"]
+    assert calls == ["warm_golden", "slopes line read", "warm_metrics", "warm_triage"]
+
+
+def test_in_one_process_every_step_runs_in_turn(monkeypatch: pytest.MonkeyPatch):
+    calls: list[str] = []
+    _steps(monkeypatch, calls)
+    compile_cache.warm()
+    assert calls == ["warm_golden", "warm_metrics", "warm_triage", "warm_emulator"]
+
+
+def test_a_failing_second_process_fails_the_warm_up(monkeypatch: pytest.MonkeyPatch):
+    calls: list[str] = []
+    _steps(monkeypatch, calls)
+    monkeypatch.setattr(compile_cache, "_in_a_process", lambda step: _Second(calls, exit_code=3))
+    with pytest.raises(RuntimeError, match=r"emulator's loops failed \(exit 3\)"):
+        compile_cache.warm(side_by_side=True)
+
+
+def test_the_triage_passes_warm_on_every_width_and_both_kinds_of_actual():
+    compile_cache.warm_triage()  # a call the passes refuse (a dtype, a signature) fails here
