@@ -5,6 +5,8 @@ One real ``conformance run`` (a subprocess, its stdout a pipe, as in CI) makes t
 tests read: golden (passes), the ``fp16-slope`` CANN variant (warns at 0.2, has no float64), the
 example ``max_backend`` (``max(x, a*x)``: fails at alpha 1.5), on the suite's small batches
 (what the reports show is their structure, counts and verdicts, not the inputs' size).
+The processes these tests start take the numpy paths (:data:`tests.helpers.NUMPY_PATH`): what
+they show is a report or a pipe, and the compiled loops give the numpy paths' bits.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from conformance.report.console import LineProgress
 from conformance.report.export import encode_value
 from conformance.report.schema import SCHEMA, schema_file_text, schema_text, validate
 from conformance.report.summary import RunInfo
-from tests.helpers import cli_subprocess, run_cli, small_batches_entry
+from tests.helpers import NUMPY_PATH, children_on_the_numpy_path, cli_subprocess, run_cli, small_batches_entry
 
 ROOT = Path(__file__).resolve().parent.parent
 MIXED = ("run", "--backend", "golden,cann,examples/my_kernel.py:max_backend", "--variant", "fp16-slope",
@@ -40,7 +42,7 @@ def _run(out: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY")}
     argv = [*MIXED, "--json", str(out / "r.json"), "--junit", str(out / "r.xml"), "--results-dir", str(out / "results")]
     return subprocess.run([sys.executable, *small_batches_entry(), *argv], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env={**env, "TF_CPP_MIN_LOG_LEVEL": "3"})
+                          timeout=300, env={**env, **NUMPY_PATH, "TF_CPP_MIN_LOG_LEVEL": "3"})
 
 
 @pytest.fixture(scope="module")
@@ -313,7 +315,8 @@ def test_run_on_a_pipe_prints_a_line_per_finished_backend_on_stderr(mixed) -> No
     assert "10/10 rows" in lines[-1]
 
 
-def test_selftest_on_a_pipe_prints_a_line_per_variant(tmp_path: Path) -> None:
+def test_selftest_on_a_pipe_prints_a_line_per_variant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    children_on_the_numpy_path(monkeypatch)
     proc = cli_subprocess("selftest", "--variant", "grad-at-zero-one", cwd=tmp_path, small_batches=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.startswith("selftest progress: ")]
@@ -322,7 +325,8 @@ def test_selftest_on_a_pipe_prints_a_line_per_variant(tmp_path: Path) -> None:
     assert lines[-1].split("; ")[1].startswith("2/2 variants")
 
 
-def test_sweep_on_a_pipe_prints_its_progress_on_stderr(tmp_path: Path) -> None:
+def test_sweep_on_a_pipe_prints_its_progress_on_stderr(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    children_on_the_numpy_path(monkeypatch)
     proc = cli_subprocess("sweep", "--backend", "golden", "--dtype", "fp32", "--range", "0xbf000000:0xbf010000",
                           "--store", str(tmp_path / "s.sqlite"), "--workers", "1", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr

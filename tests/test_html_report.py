@@ -12,7 +12,8 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -264,24 +265,47 @@ def _open(browser, path: Path) -> list[dict]:  # noqa: ANN001 - a selenium WebDr
     return browser.execute_script(_RENDERED)
 
 
+@dataclass(frozen=True)
+class Rendered:
+    """What one page showed in the browser: its plots, its severe console entries, what it fetched."""
+
+    plotted: list[dict]
+    errors: list[dict]
+    fetched: list[str]
+
+
+@pytest.fixture(scope="module")
+def rendered(browser, pages: dict[str, Path]) -> Callable[[str], Rendered]:  # noqa: ANN001 - a WebDriver
+    """Each page opened once (its screenshot to reports/), for every test that reads it."""
+    seen: dict[str, Rendered] = {}
+
+    def page(name: str) -> Rendered:
+        if name not in seen:
+            plotted = _open(browser, pages[name])
+            errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+            fetched = browser.execute_script("return performance.getEntriesByType('resource')"
+                                             ".map(function (r) { return r.name; })")
+            (ROOT / "reports").mkdir(exist_ok=True)
+            browser.save_screenshot(str(ROOT / "reports" / f"html-report-{name}.png"))
+            seen[name] = Rendered(plotted, errors, fetched)
+        return seen[name]
+
+    return page
+
+
 @pytest.mark.parametrize("name", list(PAGES))
-def test_page_renders_offline_without_console_errors(browser, pages: dict[str, Path], name: str) -> None:
-    plotted = _open(browser, pages[name])
-    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
-    assert errors == []
-    assert {p["name"] for p in plotted} == PAGES[name][1]
-    assert all(p["svgs"] >= 1 and p["title"] for p in plotted), plotted
-    fetched = browser.execute_script("return performance.getEntriesByType('resource')"
-                                     ".map(function (r) { return r.name; })")
-    assert fetched == []
-    (ROOT / "reports").mkdir(exist_ok=True)
-    browser.save_screenshot(str(ROOT / "reports" / f"html-report-{name}.png"))
+def test_page_renders_offline_without_console_errors(rendered: Callable[[str], Rendered], name: str) -> None:
+    page = rendered(name)
+    assert page.errors == []
+    assert {p["name"] for p in page.plotted} == PAGES[name][1]
+    assert all(p["svgs"] >= 1 and p["title"] for p in page.plotted), page.plotted
+    assert page.fetched == []
 
 
-def test_maps_show_where_the_errors_are(browser, pages: dict[str, Path]) -> None:
+def test_maps_show_where_the_errors_are(rendered: Callable[[str], Rendered]) -> None:
     """The tail-dropped kernel's plan map names tail-block; the dump's shape map has only the wrong channel."""
-    plan = [p for p in _open(browser, pages["run-tail-dropped"]) if p["name"] == "plan"]
+    plan = [p for p in rendered("run-tail-dropped").plotted if p["name"] == "plan"]
     assert any("tail-block" in p["ticks"] for p in plan)
-    (shape,) = [p for p in _open(browser, pages["compare-4d"]) if p["name"] == "shape"]
+    (shape,) = [p for p in rendered("compare-4d").plotted if p["name"] == "shape"]
     assert shape["rows"] == [WRONG_CHANNEL]
     assert "Errors over the input's shape" in shape["title"]

@@ -5,7 +5,8 @@ pair the chip runs (output casts included), forward and backward, on every 16-bi
 and on edge and random float32 bit patterns, with slopes that reach the NaN-payload rules;
 then sizes at the tiling boundaries, where the launch-level loop must keep every hazard.
 By default the every-pattern proof runs the reference on every chip and each other variant on
-one chip; ``make test-exhaustive`` runs the other chips.
+one chip, and the boundary proof the launch-level variants on every chip and each tile-level
+variant on one chip; ``make test-exhaustive`` runs the other chips.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from conformance.npu_impl import PROFILES, VARIANTS, leaky_relu, leaky_relu_back
 from conformance.npu_impl.chips import get_profile
 from conformance.npu_impl.kernel import Window, buffer_spec, build_spec, plan_for, tile_windows
 from conformance.npu_impl.variants import Variant, get_variant
-from tests.helpers import sampled, variants_in_turn
+from tests.helpers import rotation, sampled, variants_in_turn
 
 pytest.importorskip("conformance.npu_impl.compiled", reason="numba (the fast extra) is not installed")
 from conformance.npu_impl import fusion  # noqa: E402
@@ -87,10 +88,18 @@ def test_every_pattern_matches_the_instruction_path(profile, variant):
 
 
 BOUNDARY_SIZES = (1, 31, 511, 512, 513, 4097, 600_001)  # 600,001 fp32: every core, several tiles each
+BOUNDARY_PROFILES = ("ascend910b1", "ascend910a", "ascend950")
+LAUNCH_VARIANTS = ("reference", "saturation-mode")  # fused over the whole launch
+TILE_VARIANTS = ("tail-overrun", "tail-dropped", "core-overlap")  # fused per tile, hazards recorded per element
+
+#: Every variant on every chip; by default the launch-level variants on every chip and each
+#: tile-level variant on one chip, in turn (every chip runs one).
+_TILE_IN_TURN = rotation(TILE_VARIANTS, BOUNDARY_PROFILES)
+BOUNDARY_CASES = sampled([(p, v) for p in BOUNDARY_PROFILES for v in (*LAUNCH_VARIANTS, *TILE_VARIANTS)],
+                         default=lambda p, v: v in LAUNCH_VARIANTS or _TILE_IN_TURN(p, v))
 
 
-@pytest.mark.parametrize("variant", ["reference", "tail-overrun", "tail-dropped", "core-overlap", "saturation-mode"])
-@pytest.mark.parametrize("profile", ["ascend910b1", "ascend910a", "ascend950"])
+@pytest.mark.parametrize(("profile", "variant"), BOUNDARY_CASES)
 def test_tiling_boundaries_keep_values_and_hazards(profile, variant):
     rng = np.random.default_rng(11)
     for n in BOUNDARY_SIZES:

@@ -2,6 +2,7 @@
 all of them, with the same categories and counts as triage of every mismatch at once."""
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 import numpy as np
@@ -28,9 +29,10 @@ def _select_sample(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
     monkeypatch.setattr(sampling, "SAMPLING", replace(sampling.SAMPLING, select_sample=size))
 
 
+@functools.cache
 def _torch_like(direction: str) -> tuple[tri.Batch, np.ndarray]:
     """Slope fp32(0.2) on every negative value, plus a few flushed subnormal results and
-    spurious NaNs planted among them."""
+    spurious NaNs planted among them (built once, read-only, for every test that reads it)."""
     rng = np.random.default_rng(12)
     v = (-np.exp2(rng.uniform(-60, 60, N))).astype(np.float32)  # negatives: the slope side
     v[:: N // 16] = np.abs(v[:: N // 16])  # a few positives for contrast
@@ -45,13 +47,25 @@ def _torch_like(direction: str) -> tuple[tri.Batch, np.ndarray]:
     actual[tiny] = np.float32(-0.0)  # flushed
     spurious = rng.choice(N, NANS, replace=False)
     actual[spurious] = np.float32(np.nan)
-    batch = tri.Batch(x, dy, 0.2, direction, "float32", golden, actual)
-    return batch, np.flatnonzero(~match_mask(actual, golden))
+    mismatches = np.flatnonzero(~match_mask(actual, golden))
+    for a in (x, dy, golden, actual, mismatches):
+        if a is not None:
+            a.setflags(write=False)
+    return tri.Batch(x, dy, 0.2, direction, "float32", golden, actual), mismatches
 
 
 def _claims(batch: tri.Batch, mismatches: np.ndarray) -> list[tuple[str, int, bytes]]:
     claims = tri.triage(batch, mismatches=mismatches)
     return sorted((c.category, c.count, np.sort(c.index).tobytes()) for c in claims)
+
+
+@functools.cache
+def _fully_selected(direction: str) -> list[tuple[str, int, bytes]]:
+    """The claims on :func:`_torch_like`'s batch with every mismatch in the selection, once
+    for both sample sizes."""
+    with pytest.MonkeyPatch.context() as mp:
+        _select_sample(mp, 1 << 40)
+        return _claims(*_torch_like(direction))
 
 
 @pytest.mark.parametrize("direction", ["forward", "backward"])
@@ -68,8 +82,7 @@ def test_sampled_selection_claims_what_full_selection_claims(direction: str, sam
                         lambda b, state: rounds.append(state.remaining.size) or real(b, state))
     sampled = _claims(batch, mismatches)
     assert rounds and rounds[0] == mismatches.size  # the sampled path is the one taken
-    _select_sample(monkeypatch, 1 << 40)
-    full = _claims(batch, mismatches)
+    full = _fully_selected(direction)
     assert [(c, n) for c, n, _ in sampled] == [(c, n) for c, n, _ in full]
     assert sampled == full  # the very same elements
     named = {c: n for c, n, _ in sampled}
