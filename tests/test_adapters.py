@@ -13,16 +13,23 @@ from conformance import adapters, backends, suite
 from conformance.api import check
 from conformance.errors import UsageError
 from examples import my_kernel
-from tests.helpers import assert_usage_error, children_on_the_numpy_path, cli_subprocess, run_cli
+from tests.helpers import assert_usage_error, children_on_the_numpy_path, cli_subprocess, keep_small_batches, run_cli
 
 FP16 = np.array([1.0, -1.0, -0.0, -2.5], np.float16)
+
+
+@pytest.fixture
+def small(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For a test of how a kernel is run and reported, not of its numbers at size: the suite's
+    small batches (every edge value, drawn examples, a short last block)."""
+    keep_small_batches(monkeypatch)
 
 
 def _categories(report) -> set[str]:
     return {f.category for row in report.rows for f in row.findings}
 
 
-def test_a_declared_pair_that_raises_is_a_row_finding_not_a_crash() -> None:
+def test_a_declared_pair_that_raises_is_a_row_finding_not_a_crash(small) -> None:
     def broken(x, alpha):
         raise ValueError("kernel exploded")
 
@@ -64,18 +71,18 @@ def test_the_exact_example_kernel_passes_forward_and_backward() -> None:
     assert {r.direction for r in report.rows} == {"forward", "backward"}
 
 
-def test_the_naive_example_kernel_is_triaged_as_alpha_precision() -> None:
+def test_the_naive_example_kernel_is_triaged_as_alpha_precision(small) -> None:
     report = check(my_kernel.naive_leaky_relu, dtypes=["float16"], alphas=[0.1], directions=["forward"])
     assert _categories(report) == {"alpha-precision"}
 
 
-def test_a_torch_callable_matches_the_builtin_torch_backend_row_for_row() -> None:
+def test_a_torch_callable_matches_the_builtin_torch_backend_row_for_row(small) -> None:
     import torch.nn.functional as F
 
     def mine(x, alpha):
         return F.leaky_relu(x, negative_slope=alpha)
 
-    args = dict(dtypes=["float16", "bfloat16"], alphas=[0.01, 0.3], max_examples=5)  # equal rows, not size
+    args = dict(dtypes=["float16", "bfloat16"], alphas=[0.01, 0.3], max_examples=5)  # equal rows, not their size
     ours, builtin = check(mine, kind="torch", **args), check("torch", **args)
     assert [r.direction for r in ours.rows] == [r.direction for r in builtin.rows]
     assert [(r.metrics.mismatches, [f.category for f in r.findings], r.verdict) for r in ours.rows] == \
@@ -83,7 +90,7 @@ def test_a_torch_callable_matches_the_builtin_torch_backend_row_for_row() -> Non
     assert any(r.direction == "backward" for r in ours.rows)  # autograd backward ran
 
 
-def test_module_factory_backend_runs_in_the_cli_and_replays(tmp_path, capsys) -> None:
+def test_module_factory_backend_runs_in_the_cli_and_replays(tmp_path, capsys, small) -> None:
     out = tmp_path / "r.json"
     result = run_cli(["run", "--backend", "examples.my_kernel:max_backend", "--dtype", "fp16", "--alpha", "1.5",
                       "--json", str(out), "--results-dir", str(tmp_path / "res"), "-q"], capsys)
@@ -94,7 +101,7 @@ def test_module_factory_backend_runs_in_the_cli_and_replays(tmp_path, capsys) ->
     assert replayed.code == 1 and "still fails (same finding: formulation)" in replayed.text
 
 
-def test_a_file_path_factory_loads_too(capsys) -> None:
+def test_a_file_path_factory_loads_too(capsys, small) -> None:
     path = my_kernel.__file__
     result = run_cli(["run", "--backend", f"{path}:backend", "--dtype", "fp16", "--alpha", "0.3", "-q"], capsys)
     assert result.code == 0, result.text
@@ -111,7 +118,7 @@ def test_a_bad_import_path_is_exit_2_in_one_line(name, mentions, capsys) -> None
     assert_usage_error(run_cli(["run", "--backend", name, "--dtype", "fp16", "-q"], capsys), mentions=mentions)
 
 
-def test_an_entry_point_may_name_a_factory_of_an_adapter(monkeypatch, capsys, tmp_path) -> None:
+def test_an_entry_point_may_name_a_factory_of_an_adapter(monkeypatch, capsys, tmp_path, small) -> None:
     from importlib import metadata
 
     point = metadata.EntryPoint("mykernel", "examples.my_kernel:max_backend", backends.GROUP)
@@ -197,7 +204,8 @@ def test_a_callable_is_told_apart_by_its_signature(fn, shape: str) -> None:
     assert backends.kernel_or_factory(fn) == shape
 
 
-def test_a_plain_kernel_function_runs_with_its_companion_backward(kernel_file: Path, capsys, tmp_path) -> None:
+def test_a_plain_kernel_function_runs_with_its_companion_backward(kernel_file: Path, capsys, tmp_path,
+                                                                   small) -> None:
     out = tmp_path / "r.json"
     result = run_cli(["run", "--backend", "mykernels:leaky", "--dtype", "fp32", "--alpha", "0.3", "-q",
                       "--json", str(out)], capsys, cwd=kernel_file.parent)
@@ -207,7 +215,8 @@ def test_a_plain_kernel_function_runs_with_its_companion_backward(kernel_file: P
                                                               ("mykernels:leaky", "backward")}
 
 
-def test_a_plain_kernel_from_a_file_path_without_a_backward_skips_backward(kernel_file: Path, capsys) -> None:
+def test_a_plain_kernel_from_a_file_path_without_a_backward_skips_backward(kernel_file: Path, capsys,
+                                                                           small) -> None:
     result = run_cli(["run", "--backend", f"{kernel_file}:forward_only", "--dtype", "fp32", "--alpha", "0.3"],
                      capsys)
     assert result.code == 0, result.text
@@ -221,7 +230,8 @@ def test_a_callable_that_is_neither_says_what_is_accepted(kernel_file: Path, fn:
     assert "a kernel function fn(x, alpha)" in result.err and "a factory taking no required argument" in result.err
 
 
-def test_a_dotted_module_is_found_in_the_current_directory_after_sys_path(kernel_file: Path, capsys) -> None:
+def test_a_dotted_module_is_found_in_the_current_directory_after_sys_path(kernel_file: Path, capsys,
+                                                                           small) -> None:
     result = run_cli(["run", "--backend", "mykernels:leaky", "--dtype", "fp32", "--alpha", "0.3",
                       "--direction", "forward", "-q"], capsys, cwd=kernel_file.parent)
     assert result.code == 0, result.text
@@ -240,7 +250,7 @@ def _overflowing(x, alpha):
     return np.where(x > 0, x, x * x.dtype.type(alpha))  # fp16 times 1e4: overflow; inf times 0: invalid
 
 
-def test_a_kernels_warnings_are_counted_per_row_not_raised(capsys) -> None:
+def test_a_kernels_warnings_are_counted_per_row_not_raised(capsys, small) -> None:
     kernel = adapters.from_numpy(_overflowing, dtypes=["float16"], name="overflowing")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a warning that escaped the adapter would reject the row
@@ -256,8 +266,8 @@ def test_a_kernels_warnings_are_counted_per_row_not_raised(capsys) -> None:
 
 def test_a_kernels_warnings_reach_the_report_not_stderr_in_a_real_process(kernel_file: Path, monkeypatch) -> None:
     children_on_the_numpy_path(monkeypatch)
-    proc = cli_subprocess("run", "--backend", f"{kernel_file}:leaky", "--dtype", "fp16,fp32",
-                          "--alpha", "0.2,1e30", "--json", "r.json", cwd=kernel_file.parent, small_batches=True)
+    proc = cli_subprocess("run", "--backend", f"{kernel_file}:leaky", "--dtype", "fp16,fp32", "--alpha", "0.2,1e30",
+                          "--max-examples", "5", "--json", "r.json", cwd=kernel_file.parent, small_batches=True)
     assert proc.returncode == 1, proc.stderr
     assert "RuntimeWarning" not in proc.stderr, proc.stderr
     assert "note: " in proc.stdout and "raised Python warnings on" in proc.stdout, proc.stdout
@@ -266,7 +276,7 @@ def test_a_kernels_warnings_reach_the_report_not_stderr_in_a_real_process(kernel
     assert noted and all("RuntimeWarning: " in n for n in noted)
 
 
-def test_a_plain_kernel_function_fails_and_replays_under_its_import_path(tmp_path: Path, capsys) -> None:
+def test_a_plain_kernel_function_fails_and_replays_under_its_import_path(tmp_path: Path, capsys, small) -> None:
     name = f"{my_kernel.__file__}:max_leaky_relu"
     result = run_cli(["run", "--backend", name, "--dtype", "fp16", "--alpha", "1.5", "--direction", "forward",
                       "-q", "--results-dir", str(tmp_path / "res")], capsys)

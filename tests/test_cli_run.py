@@ -10,8 +10,16 @@ import pytest
 
 from conformance.cases import corpus
 from conformance.report import export
-from tests.helpers import CliResult, assert_usage_error, cli_subprocess, keep_small_batches, run_cli
+from tests.helpers import (
+    CliResult,
+    assert_usage_error,
+    children_on_the_numpy_path,
+    cli_subprocess,
+    keep_small_batches,
+    run_cli,
+)
 
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 NARROW = ["--dtype", "fp16", "--alpha", "0.2", "--direction", "forward", "--max-examples", "5"]
 
 
@@ -31,14 +39,18 @@ def _strict_json(path: Path) -> dict:
     return json.loads(path.read_text(), parse_constant=refuse)
 
 
-def test_run_passes_on_a_correct_backend_and_writes_valid_reports(tmp_path: Path) -> None:
-    """Smoke test in a real process: `python -m conformance run`, exit 0, both reports."""
-    proc = cli_subprocess("run", "--backend", "golden,torch", *NARROW, "--json", "r.json", "--junit", "j.xml",
+def test_run_passes_on_a_correct_backend_and_writes_valid_reports(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Smoke test in a real process: `python -m conformance run`, exit 0, both reports (golden and the
+    example exact kernel: backends that import no framework, on the numpy path; the property is the process's)."""
+    children_on_the_numpy_path(monkeypatch)
+    exact = f"{EXAMPLES / 'my_kernel.py'}:backend"
+    proc = cli_subprocess("run", "--backend", f"golden,{exact}", *NARROW, "--json", "r.json", "--junit", "j.xml",
                           cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = _strict_json(tmp_path / "r.json")
     assert export.validate(doc, export.SCHEMA) == []
-    assert doc["verdict"] == "pass" and {r["backend"] for r in doc["rows"]} == {"golden", "torch"}
+    assert doc["verdict"] == "pass" and {r["backend"] for r in doc["rows"]} == {"golden", exact}
     assert all(r["elements"] > 1 << 16 for r in doc["rows"])  # the 16-bit sweep is in every row
     assert len(list(ET.parse(tmp_path / "j.xml").getroot().iter("testcase"))) == len(doc["rows"])
     assert "2 rows: 2 passed" in proc.stdout and "Traceback" not in proc.stderr

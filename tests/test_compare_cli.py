@@ -14,7 +14,7 @@ import pytest
 from conformance.dtypes import all_patterns
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
-from tests.helpers import CliResult, assert_usage_error, cli_subprocess, run_cli
+from tests.helpers import CliResult, assert_usage_error, children_on_the_numpy_path, cli_subprocess, run_cli
 
 X16 = all_patterns("float16")
 
@@ -48,8 +48,10 @@ def dumps(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
-def test_passing_compare_writes_json_and_junit(dumps: Path, tmp_path: Path) -> None:
-    """Smoke test in a real process: `python -m conformance compare`, exit 0, both reports."""
+def test_passing_compare_writes_json_and_junit(dumps: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Smoke test in a real process: `python -m conformance compare`, exit 0, both reports (on the
+    numpy path: the property is the process's)."""
+    children_on_the_numpy_path(monkeypatch)
     out = cli_subprocess("compare", "--x", "x.npy", "--y", "y.npy", "--dy", "dy.npy", "--dx", "dx.npy",
                          "--alpha", "0.2", "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"),
                          cwd=dumps)

@@ -7,17 +7,16 @@ that a framework that is missing makes its backend refuse in one line naming the
 from __future__ import annotations
 
 import importlib.util
-import shlex
 import sys
 
 import numpy as np
 import pytest
 
 from conformance import backends, suite
-from conformance.backends import WorkerSpec
 from conformance.errors import BackendUnavailable, Unsupported
 from conformance.sweep.run import dask_executor
 from conformance.worker import client
+from tests.framework_support import keras_backend
 from tests.helpers import assert_same_bits
 
 HAVE = {name: importlib.util.find_spec(name) is not None for name in ("jax", "onnxruntime", "keras", "tensorflow")}
@@ -81,16 +80,11 @@ def test_onnxruntime_runs_fp16_and_fp32_forward_and_says_why_not_the_rest() -> N
     assert "gradient" in backends.skip_reason(ort, "float16", "float16", "backward")
 
 
-def _keras(*args: str) -> client.WorkerBackend:
-    command = shlex.join([sys.executable, "-m", "conformance", "worker", "--backend", "keras", *args])
-    return client.connect(WorkerSpec(command, 120))
-
-
 @pytest.mark.skipif(not (HAVE["keras"] and HAVE["tensorflow"]), reason="keras on tensorflow is not installed")
 def test_keras_layer_returns_float32_for_16_bit_inputs_like_tensorflow_in_float32() -> None:
     from conformance.dtypes import all_patterns
 
-    layer = _keras("--profile", "tensorflow", "--variant", "layer")
+    layer = keras_backend("tensorflow", variant="layer")
     assert (layer.profile, layer.variant) == ("tensorflow", "layer")
     assert layer.supports("float16", "float32", "forward") and not layer.supports("float16", "float16", "forward")
     assert "float32 policy" in layer.skip_reason("float16", "float16", "forward")

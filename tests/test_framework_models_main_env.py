@@ -4,8 +4,8 @@ The model of a framework is the Semantics that describes what it computes
 (``conformance/frameworks/models.py``); these tests run the framework on every 16-bit
 pattern and a fixed random float32/float64 sample, forward and backward, at the suite's
 alphas, and compare bits (zero signs included; any NaN equals any NaN).  A framework
-that is not installed is skipped.  Keras profiles other than the one this process could
-load run in a worker each, as the suite runs them.
+that is not installed is skipped.  Keras profiles other than the one this process runs
+Keras on run in a worker each (tests/framework_support.py).
 """
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from conformance.backends import default_worker, get_backend
+from conformance.backends import get_backend
 from conformance.dtypes import all_patterns
 from conformance.errors import BackendUnavailable
 from conformance.frameworks import models
 from conformance.frameworks.models import Model
 from conformance.reference import golden
 from conformance.reference.semantics import Semantics
-from conformance.worker import client
+from tests.framework_support import keras_backend
 from tests.helpers import differing
 
 ALPHAS = (0.0, 0.01, 0.2, 0.3, 1.5)
@@ -55,8 +55,7 @@ def _backend(name: str, profile: str | None):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed")
     try:
-        worker = default_worker(name, profile=profile) if profile else None
-        return client.connect(worker) if worker is not None else get_backend(name, profile=profile)
+        return keras_backend(profile) if name == "keras" and profile else get_backend(name, profile=profile)
     except BackendUnavailable as exc:
         pytest.skip(str(exc))
 

@@ -2,8 +2,10 @@
 
 Every 16-bit pattern a framework's CPU kernel runs (MindSpore float16; Paddle has no
 16-bit CPU kernel) and 2**20 random float32/float64 patterns (NaN and inf included, dy
-random too), at the suite's alphas, forward and backward.  Skipped when the framework's
-environment is not set up (``make conformance-all``).
+random too; by default their first 2**16, which hold normals, subnormals and NaNs of both
+signs as the full set does, the full set under ``exhaustive``), at the suite's alphas,
+forward and backward.  Skipped when the framework's environment is not set up
+(``make conformance-all``).
 
 MindSpore float32 is compared everywhere, subnormals included: the backend runs every
 call with FZ/DAZ set, as MindSpore's own threads do, and the model computes each op of
@@ -25,7 +27,8 @@ from conformance.suite import SUITE_ALPHAS
 from tests.helpers import assert_same_bits
 
 ALPHAS = SUITE_ALPHAS  # 0, 0.01, 0.1, 0.2, 0.3, 1/3, 1, 1.5
-RANDOM = 1 << 20
+RANDOM = 1 << 20  # random patterns of a float32/float64 dtype in the full proof (`exhaustive`)
+SAMPLE = 1 << 16  # their first ones, which the default run compares
 
 
 def _model(name: str) -> tuple[Callable, Callable]:
@@ -45,6 +48,10 @@ MODELS = {name: _model(name) for name in ("paddle", "mindspore")}
 paddle_forward, paddle_backward = MODELS["paddle"]
 mindspore_forward, mindspore_backward = MODELS["mindspore"]
 CASES = [("paddle", "float32"), ("paddle", "float64"), ("mindspore", "float16"), ("mindspore", "float32")]
+#: (name, dtype, random patterns): every 16-bit pattern; a 32/64-bit dtype's sample, and its full set
+SIZED = [pytest.param(name, dtype, size, id=f"{name}-{dtype}" + ("" if size == SAMPLE else "-full"),
+                      marks=() if size == SAMPLE else pytest.mark.exhaustive)
+         for name, dtype in CASES for size in ((SAMPLE, RANDOM) if info(dtype).bits > 16 else (SAMPLE,))]
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +71,9 @@ def workers():
     close_all()
 
 
-def _inputs(dtype: str) -> tuple[np.ndarray, np.ndarray]:
-    x = sweep16(dtype) if info(dtype).bits == 16 else random_bits(dtype, RANDOM, seed=1)
+def _inputs(dtype: str, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every 16-bit pattern, else the first ``size`` random patterns; dy random too."""
+    x = sweep16(dtype) if info(dtype).bits == 16 else random_bits(dtype, RANDOM, seed=1)[:size]
     return x, random_bits(dtype, x.size, seed=2)
 
 
@@ -75,11 +83,11 @@ def _same(actual: np.ndarray, model: np.ndarray, *, what: str) -> None:
     assert_same_bits(actual[keep], model[keep], what=what)
 
 
-@pytest.mark.parametrize("name,dtype", CASES, ids=[f"{n}-{d}" for n, d in CASES])
-def test_framework_equals_its_golden_model_bit_for_bit(name: str, dtype: str, workers) -> None:
+@pytest.mark.parametrize("name,dtype,size", SIZED)
+def test_framework_equals_its_golden_model_bit_for_bit(name: str, dtype: str, size: int, workers) -> None:
     backend = workers(name)
     forward_model, backward_model = MODELS[name]
-    x, dy = _inputs(dtype)
+    x, dy = _inputs(dtype, size)
     for alpha in ALPHAS:
         forward = backend.forward(x, alpha)
         assert forward.rejected is None, forward.rejected

@@ -15,6 +15,10 @@ from conformance.backends import builtin_policy, names
 from conformance.report.gate import load_config
 from tests.helpers import assert_usage_error, run_cli
 
+# The verdicts and the configuration that judged them, not the inputs' size: the suite's small batches
+# (every edge value, subnormals included, and drawn examples).
+pytestmark = pytest.mark.usefixtures("small_batches")
+
 REPO = Path(__file__).resolve().parents[1]
 BUILTIN_LINE = "no [tool.conformance] found; built-in policy"
 # jax flushes float32 subnormals (XLA:CPU DAZ/FTZ): a documented behaviour, so the row warns.

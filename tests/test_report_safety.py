@@ -21,7 +21,7 @@ from conformance.errors import UsageError
 from conformance.interrupts import Terminated, exit_code
 from conformance.reference import golden as ref
 from conformance.report import export, files
-from tests.helpers import assert_usage_error, cli_command, run_cli
+from tests.helpers import NUMPY_PATH, assert_usage_error, cli_command, run_cli
 
 GOLDEN = ["run", "--backend", "golden", "--dtype", "fp16", "--alpha", "0.2", "--direction", "forward",
           "--max-examples", "5"]
@@ -288,7 +288,7 @@ def test_sigterm_to_a_real_run_writes_a_partial_report_and_exits_143(tmp_path: P
     appears (alpha 0.01, the first row, fails and saves one), so at least one row is finished
     and most are still to come."""
     (tmp_path / "r.json").write_text(STALE)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **NUMPY_PATH}  # the signal's property, not the loops'
     argv = cli_command("run", "--backend", "cann", "--variant", "default-slope", "--dtype", "fp16,bf16",
                        "--alpha", "0.01,0,0.1,0.2,0.3,1/3,1,1.5", "--max-examples", "5", "--json", "r.json",
                        "--junit", "r.xml", "--results-dir", "res", small_batches=True)

@@ -25,7 +25,7 @@ from conformance.sweep import run as sweeping
 from conformance.sweep.spec import X_CLASSES, SweepSpec, chunk_plan, finite_slopes, segments, x_class
 from conformance.sweep.store import Store, row_from_text, row_text
 from tests.exact_oracle import exact_leaky_relu
-from tests.helpers import NUMPY_PATH, assert_usage_error, run_cli
+from tests.helpers import NUMPY_PATH, assert_usage_error, children_on_the_numpy_path, run_cli
 
 CONFIG = GateConfig()
 NEAR_HALF = 0xBF000000  # fp32 -0.5: every pattern above it is negative, so torch's fp32 slope shows
@@ -250,7 +250,8 @@ def test_a_finished_sweep_reports_from_the_store_without_computing(tmp_path, cap
     assert fresh.code == 3 and "computed again" in fresh.err  # the patched chunk runner's error
 
 
-def test_dask_cluster_gives_the_single_process_result(tmp_path, capsys):
+def test_dask_cluster_gives_the_single_process_result(tmp_path, capsys, monkeypatch):
+    children_on_the_numpy_path(monkeypatch)  # the cluster's workers on the reference paths; this process, compiled
     args = ("--backend", "golden,cann", "--range", SMALL, "--chunk", "0x10000")
     _, serial = _sweep(tmp_path, capsys, *args, "--workers", "1", store="one.sqlite", name="one.json")
     result, dask = _sweep(tmp_path, capsys, *args, "--workers", "2", store="two.sqlite", name="two.json")

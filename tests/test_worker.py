@@ -19,7 +19,7 @@ from conformance.records import BackendResult, Hazard, TileLayout, TileSpan
 from conformance.report import export
 from conformance.worker import client, protocol
 from tests import worker_fakes
-from tests.helpers import assert_same_bits, assert_usage_error, run_cli
+from tests.helpers import assert_same_bits, assert_usage_error, children_on_the_numpy_path, run_cli
 
 TIMEOUT = 1.0  # seconds per call: short, so the hang cases stay quick, and long enough for an honest call
 #   (a fake's answer on golden's numpy path takes milliseconds: 0.04 s measured at a load of 18 on 2 cores)
@@ -85,7 +85,8 @@ def _rows(selection: suite.Selection) -> list[dict]:
     return [export.row_dict(r) for r in result.rows]
 
 
-def test_a_worker_serving_golden_gives_the_in_process_rows_bit_for_bit() -> None:
+def test_a_worker_serving_golden_gives_the_in_process_rows_bit_for_bit(monkeypatch: pytest.MonkeyPatch) -> None:
+    children_on_the_numpy_path(monkeypatch)  # the worker's golden is the reference path; this process's, compiled
     spec = WorkerSpec(_conformance("--backend", "golden"), 60)
     common = dict(backends=("golden",), dtypes=("bfloat16", "float32", "float16->float32"), alphas=(0.3,))
     remote = _rows(suite.Selection(**common, workers=(("golden", spec),)))
@@ -97,7 +98,8 @@ def test_a_worker_serving_golden_gives_the_in_process_rows_bit_for_bit() -> None
     assert client.connect(spec).boundary_sizes(*pair) == suite.backend_for("golden", None, None).boundary_sizes(*pair)
 
 
-def test_a_cann_worker_sends_its_layout_and_hazards() -> None:
+def test_a_cann_worker_sends_its_layout_and_hazards(monkeypatch: pytest.MonkeyPatch) -> None:
+    children_on_the_numpy_path(monkeypatch)  # the worker's emulator on its instruction path; this process's, compiled
     spec = WorkerSpec(_conformance("--backend", "cann", "--variant", "tail-overrun"), 60)
     remote = client.connect(spec)
     local = suite.backend_for("cann", None, "tail-overrun")
