@@ -56,24 +56,25 @@ def sampled_round(batch: Batch, state: State) -> list[Rule]:
     it on all of them (on the mismatches alone: attribution reads nothing else of a scope).
     The stack, or none when it claims nothing."""
     mis = state.remaining
-    cands = candidates_for(batch, mis)
+    leading = jit.enabled() and _leading(mis)  # looked at once: the candidates and the attribution read it
+    cands = candidates_for(batch, mis, leading=leading)
     full_scope = scope_of(batch, mis)
     sizes = sampling.SAMPLING
     sample = thinned_scope(full_scope, mis, min(sizes.sampled_mismatches, sizes.select_sample))
     stack, alternatives = beam_search(Selector(batch, sample), cands)
     if not stack:
         return []
-    claims = attribute(_mismatch_selector(batch, mis), mis, stack, alternatives, whole=batch)
+    claims = attribute(_mismatch_selector(batch, mis, leading=leading), mis, stack, alternatives, whole=batch)
     for claim in claims:
         state.claim(claim, by_rule=True)
     return stack if state.remaining.size < mis.size else []
 
 
-def _mismatch_selector(batch: Batch, mis: np.ndarray) -> Selector:
+def _mismatch_selector(batch: Batch, mis: np.ndarray, *, leading: bool) -> Selector:
     """A selector on the mismatches ``mis`` alone.  A reduced batch's mismatches are its
-    leading positions: the selector is then on a batch of views of them (nothing is
-    gathered), whose positions are the batch's."""
-    if not (jit.enabled() and _leading(mis)):
+    leading positions (``leading``, with the compiled paths): the selector is then on a batch
+    of views of them (nothing is gathered), whose positions are the batch's."""
+    if not leading:
         return Selector(batch, mismatch_scope(mis))
     at = slice(0, mis.size)
     lead = Batch(batch.x[at], None if batch.dy is None else batch.dy[at], batch.alpha, batch.direction,
