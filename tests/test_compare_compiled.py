@@ -252,3 +252,34 @@ def test_the_plain_picks_are_every_step_th_plain_element(layout, step):
     scan_loops.plain_picks(where, 2, 2 + mismatches.size, offset, np.concatenate([special, [-5]]).astype(np.int64),
                            special.size, step, got)
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("mixed", [False, True], ids=["one-cause", "two-causes"])
+def test_a_sampled_round_on_many_mismatches_is_the_numpy_paths(mixed, monkeypatch):
+    """More mismatches than one round selects on alone: the rule chosen on a sample is proved
+    on every mismatch, a piece at a time with the compiled paths (small pieces here, so
+    that there are many), as the numpy path proves it on all at once; with a second cause
+    on some elements the rule explains only part and the rest goes on."""
+    from conformance.report.triage import attribution
+
+    x = np.random.default_rng(11).standard_normal(3 * SAMPLING.select_sample).astype(np.float32)
+    actual = golden.forward(x, 0.01)
+    if mixed:
+        actual[::7] = golden.forward(x[::7], 0.3)
+    monkeypatch.setattr(attribution, "PIECE", 4_099)
+
+    def row() -> object:
+        return chunked.evaluate_chunks(lambda: _chunks(x, None, actual, size=50_003), numel=x.size,
+                                       dtype=x.dtype, alpha=0.2, direction="forward", out_dtype="float32",
+                                       backend="dump", config=load_config(None), label="y.npy")
+
+    compiled = row()
+    monkeypatch.setenv("CONFORMANCE_COMPILED", "0")
+    reference = row()
+    assert compiled.metrics.mismatches > SAMPLING.select_sample
+    assert compiled.metrics == reference.metrics
+    assert [(f.category, f.count, f.violations, f.summary, f.detail, f.examples) for f in compiled.findings] == \
+        [(f.category, f.count, f.violations, f.summary, f.detail, f.examples) for f in reference.findings]
+    assert sum(f.count for f in compiled.findings) == compiled.metrics.mismatches
+    assert [f.category for f in compiled.findings] == ["alpha-mismatch"]
+    assert ("slope 0.3 " in compiled.findings[0].summary) == mixed, compiled.findings[0].summary  # a second round
