@@ -227,3 +227,59 @@ def test_a_tensor_that_differs_everywhere_is_kept_whole(size, monkeypatch):
     assert got[0] == ref[0] and got[1].size == ref[1].size == x.size
     for name in ("where", "x", "golden", "actual", "violating"):
         _same(got[1].column(name), ref[1].column(name))
+
+
+@pytest.mark.parametrize("layout", ["none excluded", "ends excluded", "dense", "all but one", "all excluded"])
+@pytest.mark.parametrize("step", [1, 3, 64])
+def test_the_plain_picks_are_every_step_th_plain_element(layout, step):
+    """``scan_loops.plain_picks`` finds the plain matching elements of ranks 0, step, ... from
+    the lists of mismatches and special matching elements alone, as taking every step-th of
+    the complement of both does."""
+    n, offset = 1_000, 4_096
+    rng = np.random.default_rng(step)
+    excluded = {"none excluded": np.zeros(n, bool), "dense": rng.random(n) < 0.7,
+                "all but one": np.arange(n) != 517, "all excluded": np.ones(n, bool)}.get(layout)
+    if excluded is None:  # the first and last places, and a run at each end
+        excluded = np.zeros(n, bool)
+        excluded[:9] = excluded[-7:] = True
+    local = np.flatnonzero(excluded)
+    special = np.sort(rng.choice(local, local.size // 3, replace=False)) if local.size else local
+    mismatches = np.setdiff1d(local, special)
+    where = np.concatenate([[7, 9], mismatches + offset, [3]]).astype(np.int32)  # others' entries around them
+    plain = np.flatnonzero(~excluded)
+    want = plain[::step]
+    got = np.full(want.size, -1, dtype=np.int64)
+    scan_loops.plain_picks(where, 2, 2 + mismatches.size, offset, np.concatenate([special, [-5]]).astype(np.int64),
+                           special.size, step, got)
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("mixed", [False, True], ids=["one-cause", "two-causes"])
+def test_a_sampled_round_on_many_mismatches_is_the_numpy_paths(mixed, monkeypatch):
+    """More mismatches than one round selects on alone: the rule chosen on a sample is proved
+    on every mismatch, a piece at a time with the compiled paths (small pieces here, so
+    that there are many), as the numpy path proves it on all at once; with a second cause
+    on some elements the rule explains only part and the rest goes on."""
+    from conformance.report.triage import attribution
+
+    x = np.random.default_rng(11).standard_normal(3 * SAMPLING.select_sample).astype(np.float32)
+    actual = golden.forward(x, 0.01)
+    if mixed:
+        actual[::7] = golden.forward(x[::7], 0.3)
+    monkeypatch.setattr(attribution, "PIECE", 4_099)
+
+    def row() -> object:
+        return chunked.evaluate_chunks(lambda: _chunks(x, None, actual, size=50_003), numel=x.size,
+                                       dtype=x.dtype, alpha=0.2, direction="forward", out_dtype="float32",
+                                       backend="dump", config=load_config(None), label="y.npy")
+
+    compiled = row()
+    monkeypatch.setenv("CONFORMANCE_COMPILED", "0")
+    reference = row()
+    assert compiled.metrics.mismatches > SAMPLING.select_sample
+    assert compiled.metrics == reference.metrics
+    assert [(f.category, f.count, f.violations, f.summary, f.detail, f.examples) for f in compiled.findings] == \
+        [(f.category, f.count, f.violations, f.summary, f.detail, f.examples) for f in reference.findings]
+    assert sum(f.count for f in compiled.findings) == compiled.metrics.mismatches
+    assert [f.category for f in compiled.findings] == ["alpha-mismatch"]
+    assert ("slope 0.3 " in compiled.findings[0].summary) == mixed, compiled.findings[0].summary  # a second round

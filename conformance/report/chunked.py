@@ -165,30 +165,38 @@ def reference_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept
 def _evidence(special: np.ndarray, plain: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A stride sample of a chunk's matching elements, special values and plain ones apart
     (local indices, ascending), and what each stands for."""
-    picked, weights = [], []
-    for part, most in ((special, SAMPLING.chunk_special), (plain, SAMPLING.chunk_plain)):
-        step, count, weight = _stride(part.size, most=most)
-        picked.append(part[::step])
-        weights.append(np.full(count, weight))
-    keep, weight = np.concatenate(picked), np.concatenate(weights)
+    (special_step, _, special_weight), (plain_step, _, plain_weight) = _strides(special.size, plain.size)
+    return _joined(special[::special_step], special_weight, plain[::plain_step], plain_weight)
+
+
+def _strides(special: int, plain: int) -> tuple[tuple[int, int, float], tuple[int, int, float]]:
+    """:func:`_stride` of a chunk's special and plain matching elements."""
+    return _stride(special, most=SAMPLING.chunk_special), _stride(plain, most=SAMPLING.chunk_plain)
+
+
+def _joined(special: np.ndarray, special_weight: float, plain: np.ndarray,
+            plain_weight: float) -> tuple[np.ndarray, np.ndarray]:
+    """The picked special and plain elements in one ascending list, with their weights."""
+    keep = np.concatenate([special, plain])
+    weight = np.concatenate([np.full(special.size, special_weight), np.full(plain.size, plain_weight)])
     order = np.argsort(keep, kind="stable")
     return keep[order], weight[order]
 
 
 class _Scratch:
     """What the compiled scan of every chunk reuses: the products of one piece of the
-    cosine sums, and where the chunk's matching elements of each kind are."""
+    cosine sums, and where the chunk's special matching elements are."""
 
     def __init__(self) -> None:
         from conformance.report.scan_loops import DOT_PIECE  # numba, imported on the first compiled call
 
         self.products = np.empty((3, DOT_PIECE), dtype=np.float64)
-        self.at = np.empty((2, 0), dtype=np.int64)
+        self.at = np.empty(0, dtype=np.int64)
 
     def positions(self, n: int) -> np.ndarray:
-        """Room for the local indices of ``n`` elements of each kind, and one more."""
-        if self.at.shape[1] <= n:
-            self.at = np.empty((2, n + 1), dtype=np.int64)
+        """Room for the local indices of ``n`` elements, and one more."""
+        if self.at.size <= n:
+            self.at = np.empty(n + 1, dtype=np.int64)
         return self.at
 
 
@@ -227,7 +235,7 @@ def compiled_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept,
     end, top, best = scan_loops.scan(
         op["xb"], op["db"], op["ab"], op["gb"], op["af"], op["gf"], op["table"], chunk.offset, cols["where"],
         cols["x"], cols["dy"] if cols["dy"] is not None else np.empty(0, op["xb"].dtype), cols["golden"],
-        cols["actual"], cols["violating"], kept.size, scratch.products, sums, counts, at[0], at[1], kinds,
+        cols["actual"], cols["violating"], kept.size, scratch.products, sums, counts, at, kinds,
         tol.rtol, tol.atol, tol.max_ulp, tol.strict_zeros, *op["masks"], op["x_exp"], kept.tally.ulp,
         kept.tally.classes, *op["x_classes"])
     k, kept.size = end - kept.size, end
@@ -235,8 +243,21 @@ def compiled_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept,
     metrics = met.loop_metrics(metric_loops.maxima(best), [int(c) for c in counts],
                                elements=int(chunk.actual.size), mismatches=k, part=ctx.label, offset=chunk.offset,
                                cosine=met.scaled_cosine([float(s) for s in sums], float(top), chunk.actual, expected))
-    evidence = _evidence(at[0][:kinds[0]], at[1][:kinds[1]])
+    evidence = _compiled_evidence(cols["where"], kept.size - k, kept.size, chunk.offset, at, kinds)
     return metrics, _sample(chunk, expected, *evidence, where=cols["where"].dtype)
+
+
+def _compiled_evidence(where: np.ndarray, lo: int, hi: int, offset: int, special_at: np.ndarray,
+                       kinds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_evidence` of a chunk the compiled scan read: its mismatches ``where[lo:hi]``
+    (flat), its special matching elements (local), and how many are special and plain."""
+    from conformance.report import scan_loops  # numba, imported on the first compiled call
+
+    n_special, n_plain = int(kinds[0]), int(kinds[1])
+    (special_step, _, special_weight), (plain_step, plain_count, plain_weight) = _strides(n_special, n_plain)
+    plain = np.empty(plain_count, dtype=np.int64)
+    scan_loops.plain_picks(where, lo, hi, offset, special_at, n_special, plain_step, plain)
+    return _joined(special_at[:n_special][::special_step], special_weight, plain, plain_weight)
 
 
 # ----------------------------------------------------------------------------- the tensor

@@ -11,16 +11,15 @@ themselves, or from a table of every pattern for a 16-bit format.
 """
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
+from numba.cpython.unsafe.numbers import leading_zeros
 
 from conformance.report.metric_loops import judge
 from conformance.report.metrics import DOT_PIECE  # finite pairs summed as one piece, as numpy sums them
 from conformance.ulp_loops import is_nan_bits, ordered_bits
 
-__all__ = ["DOT_PIECE", "pairwise_sum", "scan"]
+__all__ = ["DOT_PIECE", "pairwise_sum", "plain_picks", "scan"]
 
 _BLOCK = 128  # numpy's PW_BLOCKSIZE: a piece this short is summed by eight accumulators
 _DEPTH = 128  # pieces a pairwise sum holds at once: two per halving, far more than 2^63 elements need
@@ -87,14 +86,12 @@ def _flush(products, n, sums):
 
 
 @numba.njit(cache=True, inline="always")
-def _bin(bins, u, v, nan, magnitude):
-    """Count one pair's ULP distance (of at most 32 bits) in its bin: 0, [2^(k-1), 2^k), NaN."""
-    if nan:
-        bins[65] += 1
-        return
+def _bin_of(u, v, magnitude):
+    """The ULP bin of a pair of at most 32 bits, not NaN: 0 for a distance of 0, else k for a
+    distance in [2^(k-1), 2^k) (its bit length, as ``math.frexp`` of it gives)."""
     d = ordered_bits(u, magnitude) - ordered_bits(v, magnitude)
     d = -d if d < 0 else d
-    bins[0 if d == 0 else math.frexp(float(d))[1]] += 1  # exact: d < 2**33
+    return 0 if d == 0 else 64 - np.int64(leading_zeros(np.uint64(d)))
 
 
 @numba.njit(cache=True)
@@ -105,25 +102,28 @@ def _special(u, exp_mask):
 
 @numba.njit(cache=True)
 def scan(xb, db, ab, gb, af, gf, table, offset, out_where, out_x, out_dy, out_golden, out_actual, out_bad,
-         start, products, sums, counts, special_at, plain_at, kinds, rtol, atol, max_ulp, strict_zeros, magnitude,
+         start, products, sums, counts, special_at, kinds, rtol, atol, max_ulp, strict_zeros, magnitude,
          exp_mask, mant_mask, x_exp, bins, classes, x_sign, x_mant, x_shift):
     """A chunk (bits ``xb``, ``db`` of x and dy, ``ab``, ``gb`` of actual and golden; ``db``
     empty forward; their values from ``table`` by the bits when it is not empty, else ``af``,
     ``gf``) in two passes.  The first adds up the cosine sums of the finite pairs into ``sums``
     (dot, aa, gg) by pieces of ``products.shape[1]``, writes the flat index ``offset + i`` of
     each mismatch (bits differ, not NaN on both sides) at ``start``, ``start + 1``, ... of
-    ``out_where``, and the local index of each matching element in ``special_at`` (an
-    exponent field all zeros or all ones in x, dy or golden) or ``plain_at`` (the others),
-    how many of each in ``kinds``; each of the three is written one place past its end too.
+    ``out_where``, and the local index of each matching element that is special (an exponent
+    field all zeros or all ones in x, dy or golden) in ``special_at``; how many matching
+    elements are special and how many are plain (the others) in ``kinds``; ``out_where`` and
+    ``special_at`` are written one place past their end too.  The plain ones are where neither
+    list is (:func:`plain_picks`).
     The second judges each mismatch and writes its bits and violation to the other ``out_*``,
     and counts what the plots of the mismatches show (``plots.measure``): their ULP distances
     in ``bins`` (as ``metric_loops.ulp_bin_counts``; none when ``bins`` is empty) and the
     classes of their x in ``classes`` (as ``metric_loops.class_counts``, by x's sign,
     mantissa and exponent masks and the exponent's shift).
     Branches that depend on the data are avoided where elements of each kind are mixed at
-    random.  Returns where the writing ended, the largest finite magnitude and the maxima."""
+    random, and counts are kept in registers, not in arrays.  Returns where the writing ended,
+    the largest finite magnitude and the maxima."""
     k, filled, top, has_dy, by_table = start, 0, 0.0, db.size > 0, table.size > 0
-    n_special, n_plain = 0, 0
+    n_special = 0
     for i in range(ab.size):
         u, v = ab[i], gb[i]
         if (u & exp_mask) != exp_mask and (v & exp_mask) != exp_mask:  # both finite
@@ -139,14 +139,15 @@ def scan(xb, db, ab, gb, af, gf, table, offset, out_where, out_x, out_dy, out_go
                 filled = 0
         mismatch = (u != v) & ~(is_nan_bits(u, exp_mask, mant_mask) & is_nan_bits(v, exp_mask, mant_mask))
         special = _special(xb[i], x_exp) | _special(v, exp_mask) | (_special(db[i], x_exp) if has_dy else False)
-        out_where[k], special_at[n_special], plain_at[n_plain] = offset + i, i, i
+        out_where[k], special_at[n_special] = offset + i, i
         k += mismatch
         n_special += special & ~mismatch
-        n_plain += ~special & ~mismatch
     if filled:
         _flush(products, filled, sums)
-    kinds[0], kinds[1] = n_special, n_plain
+    kinds[0], kinds[1] = n_special, ab.size - (k - start) - n_special
     best = (0.0, 0.0, np.int64(0), np.int64(0), np.int64(0), np.int64(0))  # no error yet
+    c0, c1, c2, c3, c4, c5, c6, c7 = 0, 0, 0, 0, 0, 0, 0, 0
+    binned = bins.size > 0
     for j in range(start, k):
         i = out_where[j] - offset
         u, v = ab[i], gb[i]
@@ -154,14 +155,43 @@ def scan(xb, db, ab, gb, af, gf, table, offset, out_where, out_x, out_dy, out_go
         y = table[v] if by_table else np.float64(gf[i])
         out_bad[j], best, flags = judge(x, y, u, v, i, best, rtol, atol, max_ulp, strict_zeros,
                                         magnitude, exp_mask, mant_mask)
-        for c, flag in enumerate(flags):
-            counts[c] += flag
-        if bins.size:
-            _bin(bins, u, v, flags[1], magnitude)
+        c0, c1, c2, c3 = c0 + flags[0], c1 + flags[1], c2 + flags[2], c3 + flags[3]
+        c4, c5, c6, c7 = c4 + flags[4], c5 + flags[5], c6 + flags[6], c7 + flags[7]
+        if binned:
+            bins[65 if flags[1] else _bin_of(u, v, magnitude)] += 1
         w = xb[i]
         classes[np.int64((w & x_exp) >> x_shift) * 4 + 2 * np.int64((w & x_sign) != 0)
                 + np.int64((w & x_mant) != 0)] += 1
-        out_x[j], out_golden[j], out_actual[j] = xb[i], v, u
+        out_x[j], out_golden[j], out_actual[j] = w, v, u
         if has_dy:
             out_dy[j] = db[i]
+    counts[0] += c0
+    counts[1] += c1
+    counts[2] += c2
+    counts[3] += c3
+    counts[4] += c4
+    counts[5] += c5
+    counts[6] += c6
+    counts[7] += c7
     return k, top, best
+
+
+@numba.njit(cache=True)
+def plain_picks(where, lo, hi, offset, special_at, n_special, step, out):
+    """The local indices of the plain matching elements of ranks 0, ``step``, ``2 * step``, ...
+    (``out.size`` of them) of a chunk: the places, in order, that are neither a mismatch
+    (``where[lo:hi] - offset``) nor a special matching element (``special_at[:n_special]``);
+    both lists ascending, apart."""
+    a, b, skipped = lo, 0, 0
+    for j in range(out.size):
+        p = j * step + skipped
+        while True:
+            if a < hi and where[a] - offset <= p:
+                a += 1
+            elif b < n_special and special_at[b] <= p:
+                b += 1
+            else:
+                break
+            skipped += 1
+            p += 1
+        out[j] = p

@@ -59,7 +59,7 @@ def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = 
     state = State(np.asarray(mismatches, dtype=np.int64))
     claim_hazards(batch, state, hazards)
     with np.errstate(all="ignore"):
-        if state.remaining.size:
+        if state.remaining.size and batch.where is None:  # a shift is proved on a whole batch only
             claim_shift(batch, state, beyond_rounding(batch, state.remaining))
         moved = claim_layout(batch, state, values=_values)  # the value passes ran on golden moved
         if moved is None:

@@ -16,7 +16,7 @@ from conformance.dtypes import is_nan, is_subnormal, ulp_distance
 from conformance.records import TileLayout
 from conformance.report.metrics import match_mask
 from conformance.report.triage.candidates import candidates_for
-from conformance.report.triage.claims import Batch, Claim, State, comparable, max_ulp, merge_claims
+from conformance.report.triage.claims import PIECE, Batch, Claim, State, comparable, max_ulp, merge_claims
 from conformance.report.triage.regions import Region, ranked
 from conformance.report.triage.rules import Rule
 from conformance.report.triage.sampling import Scope, mismatch_scope, scope_of, thinned_scope
@@ -56,24 +56,25 @@ def sampled_round(batch: Batch, state: State) -> list[Rule]:
     it on all of them (on the mismatches alone: attribution reads nothing else of a scope).
     The stack, or none when it claims nothing."""
     mis = state.remaining
-    cands = candidates_for(batch, mis)
+    leading = jit.enabled() and _leading(mis)  # looked at once: the candidates and the attribution read it
+    cands = candidates_for(batch, mis, leading=leading)
     full_scope = scope_of(batch, mis)
     sizes = sampling.SAMPLING
     sample = thinned_scope(full_scope, mis, min(sizes.sampled_mismatches, sizes.select_sample))
     stack, alternatives = beam_search(Selector(batch, sample), cands)
     if not stack:
         return []
-    claims = attribute(_mismatch_selector(batch, mis), mis, stack, alternatives, whole=batch)
+    claims = attribute(_mismatch_selector(batch, mis, leading=leading), mis, stack, alternatives, whole=batch)
     for claim in claims:
         state.claim(claim, by_rule=True)
     return stack if state.remaining.size < mis.size else []
 
 
-def _mismatch_selector(batch: Batch, mis: np.ndarray) -> Selector:
+def _mismatch_selector(batch: Batch, mis: np.ndarray, *, leading: bool) -> Selector:
     """A selector on the mismatches ``mis`` alone.  A reduced batch's mismatches are its
-    leading positions: the selector is then on a batch of views of them (nothing is
-    gathered), whose positions are the batch's."""
-    if not (jit.enabled() and _leading(mis)):
+    leading positions (``leading``, with the compiled paths): the selector is then on a batch
+    of views of them (nothing is gathered), whose positions are the batch's."""
+    if not leading:
         return Selector(batch, mismatch_scope(mis))
     at = slice(0, mis.size)
     lead = Batch(batch.x[at], None if batch.dy is None else batch.dy[at], batch.alpha, batch.direction,
@@ -95,11 +96,11 @@ def attribute(sel: Selector, mis: np.ndarray, stack: list[Rule], alternatives: d
     later category in registry order).  An element that only neutral context explains
     stays for ``rounding``.  ``mis`` are the mismatches ``sel`` was scoped on, positions of
     ``whole`` too (default: the selector's batch), on which contradictions are counted."""
-    full = sel.on_mismatches(stack)
-    explained = match_mask(full, sel.actual[:mis.size])
+    explained = _explained(sel, mis, stack)
     judged = _Judged(sel.batch if whole is None else whole, mis, explained)
+    full = sel.on_mismatches(stack) if len(stack) > 1 else None
     moves = [_moved(full, sel.on_mismatches([s for s in stack if s is not r])) * explained
-             for r in stack] if len(stack) > 1 else []
+             for r in stack] if full is not None else []
     named = sorted((i for i, r in enumerate(stack) if r.category is not None),
                    key=lambda i: (-categories.order(stack[i].category), i))
     if len(stack) == 1:  # its explained elements are its own (as below, without the moves)
@@ -120,6 +121,22 @@ def attribute(sel: Selector, mis: np.ndarray, stack: list[Rule], alternatives: d
     claims = [_rule_claim(sel, mis[owner == i], stack, i, alternatives.get(stack[i], []), judged=judged)
               for i in named if (owner == i).any()]
     return merge_claims([c for c in claims if c.count])
+
+
+def _explained(sel: Selector, mis: np.ndarray, stack: list[Rule]) -> np.ndarray:
+    """Which of the mismatches ``mis`` the stack reproduces.  One rule on a selector of a
+    batch of the mismatches alone, in order (``_mismatch_selector``), is predicted a piece
+    at a time: only the answer is as long as the mismatches (every rule is elementwise)."""
+    batch, n = sel.batch, mis.size
+    if len(stack) != 1 or sel.scope.index is not None or batch.x.size != n:
+        return match_mask(sel.on_mismatches(stack), sel.actual[:n])
+    semantics, out = stack_semantics(stack), np.empty(n, dtype=bool)
+    for lo in range(0, n, PIECE):
+        at = slice(lo, min(lo + PIECE, n))
+        part = Batch(batch.x[at], None if batch.dy is None else batch.dy[at], batch.alpha, batch.direction,
+                     batch.out_dtype, batch.golden[at], batch.actual[at])
+        out[at] = match_mask(part.variant(semantics=semantics), batch.actual[at])
+    return out
 
 
 def _moved(full: np.ndarray, without: np.ndarray) -> np.ndarray:

@@ -49,10 +49,12 @@ def _estimates(ratio: np.ndarray, negative: np.ndarray) -> list[float]:
             for side in (negative, ~negative) if side.any()]
 
 
-def candidates_for(batch: Batch, mis: np.ndarray) -> list[Rule]:
+def candidates_for(batch: Batch, mis: np.ndarray, *, leading: Optional[bool] = None) -> list[Rule]:
     """The catalogue for the slopes the mismatches ``mis`` show, without the slopes no
-    element shows (the ratios are dropped on return: on a large dump they are big)."""
-    compiled = _compiled_candidates(batch, mis) if jit.enabled() and mis.size >= COMPILED_FROM else None
+    element shows (the ratios are dropped on return: on a large dump they are big).
+    ``leading`` says whether ``mis`` is 0, 1, ..., k-1, when the caller knows (None: looked at)."""
+    compiled = _compiled_candidates(batch, mis, leading=leading) if jit.enabled() and mis.size >= COMPILED_FROM \
+        else None
     if compiled is not None:
         return compiled
     observed, normal, negative = observed_slopes(batch, mis)
@@ -76,7 +78,8 @@ def sorted_median(ratio: np.ndarray) -> float:
 
 # ----------------------------------------------------------------------------- compiled
 
-def _operands(batch: Batch, mis: np.ndarray) -> Optional[tuple[tuple[np.ndarray, ...], Optional[np.ndarray]]]:
+def _operands(batch: Batch, mis: np.ndarray, *,
+              leading: Optional[bool] = None) -> Optional[tuple[tuple[np.ndarray, ...], Optional[np.ndarray]]]:
     """(actual, operand, x, golden) and the positions to read them at (None: all, in order,
     views of a reduced batch's leading mismatches), when the compiled passes read these dtypes."""
     if not {batch.x.dtype.name, batch.actual.dtype.name, batch.golden.dtype.name} <= {"float32", "float64"}:
@@ -84,17 +87,17 @@ def _operands(batch: Batch, mis: np.ndarray) -> Optional[tuple[tuple[np.ndarray,
     from conformance.report import slope_loops  # numba, imported on the first compiled call
 
     operand = batch.x if batch.direction == "forward" else batch.dy
-    if slope_loops.leading(mis):
+    if slope_loops.leading(mis) if leading is None else leading:
         at = slice(0, mis.size)
         return (batch.actual[at], operand[at], batch.x[at], batch.golden[at]), None
     return (batch.actual, operand, batch.x, batch.golden), np.asarray(mis, dtype=np.int64)
 
 
-def _compiled_candidates(batch: Batch, mis: np.ndarray) -> Optional[list[Rule]]:
+def _compiled_candidates(batch: Batch, mis: np.ndarray, *, leading: Optional[bool] = None) -> Optional[list[Rule]]:
     """:func:`candidates_for` by the compiled passes, when every slope shown is informative
     and on one side of zero (the median of all of them); None otherwise, and when a zero
     sits at the median (a sort orders zeros of either sign its own way)."""
-    found = _operands(batch, mis) if mis.size else None
+    found = _operands(batch, mis, leading=leading) if mis.size else None
     if found is None:
         return None
     from conformance.report import slope_loops  # numba, imported on the first compiled call
