@@ -9,15 +9,19 @@ implementation; this module reproduces its bits, NaN payloads included, and
 float32/float64 data.
 
 What it covers (:func:`covers`): every supported dtype pair, with the slope (``slope``,
-``slope_dtype``, an ``opmath`` product without ``ftz``), ``daz``, ``ftz``, ``predicate``,
-``saturate`` and, forward, the ``select``, ``scale``, ``relu``, ``merge``, ``max``, ``min`` and
-``max_or_min`` formulations (``nan_operand`` with them); backward, ``grad_rule`` ``gt``/``ge``,
-every ``nan_grad``, the ``select`` and ``sum`` gradient forms and every formulation but
-``relu`` (the forward-only ones are its select); around the loop, ``flush_inputs``,
-``saturate_inputs``, ``input_dtype`` and ``flush_output`` as the numpy path applies them.
-Every other variant (a directed ``rounding``, ``result_dtype``, ``maxmin``, ``mask-multiply``,
-``twice``, the gradient of max, the step gradient, the fused gradient form) is computed by
-the numpy path.
+``slope_dtype``, an ``opmath`` product, flushed under ``ftz`` as the numpy path flushes it),
+``daz``, ``ftz``, ``predicate``, ``saturate``, a directed final conversion (``rounding`` ``rtz``
+and ``rna``: the select's value rounded to odd, then one step of the output's bit pattern;
+a float64 input is refused as the numpy path refuses it) and, forward, the ``select``,
+``scale``, ``relu``, ``merge``, ``max``, ``min`` and ``max_or_min`` formulations
+(``nan_operand`` with them); backward, ``grad_rule`` ``gt``/``ge``, every ``nan_grad``, the
+``select`` and ``sum`` gradient forms and every formulation but ``relu`` (the forward-only
+ones are its select); around the loop, ``flush_inputs``, ``saturate_inputs``, ``input_dtype``
+and ``flush_output`` as the numpy path applies them.  Every other variant (``result_dtype``,
+``maxmin``, ``mask-multiply``, ``twice``, the backward of ``relu``, the ``max``, ``result``
+and ``step`` gradient rules, the fused gradient form) is computed by the numpy path.
+``conformance.reference.compiled_loops`` holds the loops and
+``conformance.reference.compiled_rounding`` how they read, multiply and round one element.
 
 numba is optional (``conformance.jit`` says when it runs and where its cache lives).
 """
@@ -54,7 +58,7 @@ __all__ = ["compute", "covers"]
 #: flushed as they are read and narrowed to ``input_dtype``, the result flushed.
 _AROUND = frozenset({"flush_inputs", "saturate_inputs", "input_dtype", "flush_output"})
 _SHARED = frozenset({"slope", "slope_dtype", "predicate", "daz", "ftz", "formulation", "grad_rule", "nan_grad",
-                     "grad_form", "saturate", "opmath", "nan_operand"}) | _AROUND
+                     "grad_form", "saturate", "opmath", "nan_operand", "rounding"}) | _AROUND
 #: The forward formulations the loop computes (``max_or_min`` is passed as max or min by the slope).
 _FORWARD_FORM = {"select": 0, "scale": 1, "relu": 2, "merge": 3, "max": 4, "min": 5}
 #: How the backward's select reads its comparison: as it is, never taken (``scale``: a*dy
@@ -63,12 +67,13 @@ _BACKWARD_TAKE = {"scale": 1, "swap_branches": 2}
 #: dx at x = NaN, after the select: as the select gives it, +0, dy*0 or a NaN (4: dy*0 in bfloat16).
 _NAN_GRAD = {"alpha": 0, "dy": 0, "zero": 1, "dy*0": 2, "nan": 3}
 _SATURATE = {False: 0, True: 1, "inf": 2}
+_ROUNDING = {"rne": 0, "rtz": 1, "rna": 2}
 
 
 def covers(direction: Direction, semantics: Semantics) -> bool:
     """True when the compiled loop computes ``semantics`` in ``direction`` (see the module doc)."""
     s = semantics
-    if not s.settings().keys() <= _SHARED or (s.opmath is not None and s.ftz):
+    if not s.settings().keys() <= _SHARED:
         return False
     if direction == "forward":
         return s.formulation in _FORWARD_FORM or s.formulation == "max_or_min"
@@ -130,7 +135,9 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
     result = np.empty(x.size, dtype=out.dtype)
     sink = to_bits(result) if out.bits == 16 else result
     xs, table = _operand(x)
-    flags = (src.name == out.name, _SATURATE[s.saturate])
+    if s.rounding != "rne" and src.bits > 32:
+        raise ValueError("a directed rounding of the result is modelled for inputs of at most 32 bits")
+    flags = (src.name == out.name, _SATURATE[s.saturate], _ROUNDING[s.rounding])
     if direction == "forward":
         form = s.formulation if s.formulation != "max_or_min" else ("max" if a <= 1 else "min")
         if _FORWARD_FORM[form] <= 1 and _plain(s):
@@ -153,9 +160,9 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
 
 
 def _plain(s: Semantics) -> bool:
-    """No saturation and no opmath product: the lean select loops compute it (the general loops
-    give the same bits, but their per-element branches cost up to twice the time)."""
-    return s.saturate is False and s.opmath is None
+    """No saturation, opmath product or directed rounding: the lean select loops compute it (the
+    general loops give the same bits, but their per-element branches cost up to twice the time)."""
+    return s.saturate is False and s.opmath is None and s.rounding == "rne"
 
 
 def _narrowed(v: np.ndarray, s: Semantics) -> np.ndarray:

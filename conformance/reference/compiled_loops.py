@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from conformance.reference.compiled_rounding import flushed, load, product, rounded, store
+from conformance.reference.compiled_rounding import directed, flushed, load, odd_product, product, rounded, store
 
 __all__ = ["backward_loop", "forward_loop", "select_backward_loop", "select_forward_loop"]
 
@@ -20,13 +20,61 @@ def _negative(v, r):
     """``a * v`` as the output's float64 under the rules ``r``: an opmath product (the operand
     read under DAZ and the slope rounded to opmath, the product rounded to it), else as
     ``_plain_negative``."""
-    mid, mid_kind = r[12], r[13]
-    if mid_kind < 0:
+    if r[13] < 0:
         return _plain_negative(v, r)
     if r[7]:
         v = flushed(v, r[6])
+    p = _opmath_product(v, r)
+    return _flushed_opmath(p, v, r) if r[8] else p
+
+
+@numba.njit(cache=True)
+def _opmath_product(v, r):
+    """``a * v`` in opmath: ``v`` and the slope rounded to it, the product rounded to it."""
+    mid, mid_kind = r[12], r[13]
     w = rounded(v, mid_kind)
     return rounded(product(w, mid[0], mid[1], mid[2], mid[3], mid[4], mid[5]), mid_kind)
+
+
+@numba.njit(cache=True)
+def _flushed_opmath(p, v, r):
+    """FTZ of the opmath product ``p`` of the DAZ-read ``v``: a zero of its sign where the
+    float64 product ``v * slope`` is tiny in float32 (a bfloat16 opmath, with its own slope;
+    a bfloat16 or float32 output, with ``a``), or, for a bfloat16 opmath and a float16 or
+    float64 output, where ``p`` rounds to a subnormal of the output."""
+    kind, mid_kind = r[10], r[13]
+    if mid_kind == 1 or kind == 1 or kind == 2:
+        slope = r[12][0] if mid_kind == 1 else r[0]
+        if abs(np.float32(v * slope * 2.0 ** 64)) < np.float32(2.0 ** -62):
+            return np.copysign(0.0, p)
+    if mid_kind == 1 or kind == 0 or kind == 3:
+        n = rounded(p, kind)
+        if n != 0 and abs(n) < r[5]:
+            return np.copysign(0.0, p)
+    return p
+
+
+@numba.njit(cache=True)
+def _unrounded(v, r):
+    """The product a directed final rounding rounds, in float64: ``a * v`` rounded to odd (a
+    non-finite product as it is), or the opmath product of ``v`` as it is read (no DAZ)."""
+    if r[13] >= 0:
+        return _opmath_product(v, r)
+    p = v * r[0]
+    return odd_product(v, r[0], r[1], r[2]) if np.isfinite(p) else p
+
+
+@numba.njit(cache=True)
+def _rerounded(copy, v, pre, mode, r):
+    """(copy, v) with the final conversion done in rounding ``mode`` (1 toward zero, 2 ties
+    away) where the result is the round-to-nearest conversion of ``pre`` (the operand where
+    the predicate selects it, else ``_unrounded``): a flush, clamp or formulation that
+    changed it stays."""
+    y = rounded(v, r[10])
+    nearest, other = directed(pre, mode, r[10])
+    if y == nearest and np.copysign(1.0, y) == np.copysign(1.0, nearest):
+        return False, other
+    return copy, v
 
 
 @numba.njit(cache=True)
@@ -59,8 +107,17 @@ def _takes(w, ge, r):
 @numba.njit(cache=True)
 def _emit(sink, i, bits, copy, v, flags, r):
     """Store the result: ``bits`` themselves when it is the operand (``copy``) of the output's
-    dtype, else ``v`` rounded; saturation (NaN -> +0 or kept, ±inf -> ±max) first."""
-    same, sat = flags
+    dtype, else ``v`` rounded; saturation first."""
+    copy, v = _saturated(copy, v, flags[1], r)
+    if copy and flags[0]:
+        sink[i] = bits
+    else:
+        store(sink, i, v, r[10])
+
+
+@numba.njit(cache=True)
+def _saturated(copy, v, sat, r):
+    """(copy, v) saturated as ``sat`` says: NaN -> +0 (1) or kept (2), ±inf -> ±max."""
     if sat != 0:
         if v != v:
             copy = False
@@ -68,10 +125,7 @@ def _emit(sink, i, bits, copy, v, flags, r):
                 v = 0.0
         elif abs(v) > r[11]:
             copy, v = False, np.copysign(r[11], v)
-    if copy and same:
-        sink[i] = bits
-    else:
-        store(sink, i, v, r[10])
+    return copy, v
 
 
 @numba.njit(cache=True)
@@ -120,15 +174,22 @@ def forward_loop(xs, table, sink, ge, form, nan_x, flags, r):
     for i in range(xs.size):
         w = load(xs[i], table)
         copy, v = _forward_value(w, ge, form, nan_x, flags[0], r)
+        if flags[2] != 0:  # a directed final conversion, of the saturated result
+            copy, v = _saturated(copy, v, flags[1], r)
+            copy, v = _rerounded(copy, v, w if _takes(w, ge, r) else _unrounded(w, r), flags[2], r)
         _emit(sink, i, xs[i], copy, v, flags, r)
 
 
 @numba.njit(cache=True)
-def _gradient_value(d, w, take, modes, same, r):
-    """dx of one element: dy where ``take``, else ``a*dy``; then the branch sum's zero signs
-    (``where(c, dy, 0) + a*where(c, 0, dy)``) and dx at x = NaN as ``modes`` say."""
+def _gradient_value(d, w, take, modes, flags, r):
+    """dx of one element: dy where ``take``, else ``a*dy``, its conversion in the rounding
+    ``flags`` say; then the branch sum's zero signs (``where(c, dy, 0) + a*where(c, 0, dy)``)
+    and dx at x = NaN as ``modes`` say."""
     _, nan_mode, summed = modes
+    same = flags[0]
     copy, v = (True, d) if take else (False, _negative(d, r))
+    if flags[2] != 0:
+        copy, v = _rerounded(copy, v, d if take else _unrounded(d, r), flags[2], r)
     if summed:
         dv = d if copy and same else rounded(v, r[10])
         if r[7]:
@@ -148,7 +209,7 @@ def backward_loop(dys, xs, table, sink, ge, nan_dy, modes, flags, r):
         w = load(xs[i], table)
         take = False if take_mode == 1 else _takes(w, ge, r) != (take_mode == 2)
         take = take or (nan_dy and w != w)
-        copy, v = _gradient_value(load(dys[i], table), w, take, modes, flags[0], r)
+        copy, v = _gradient_value(load(dys[i], table), w, take, modes, flags, r)
         _emit(sink, i, dys[i], copy, v, flags, r)
 
 

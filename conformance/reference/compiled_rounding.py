@@ -14,7 +14,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-__all__ = ["bits64", "flushed", "load", "odd_product", "product", "round16", "rounded", "store", "widened16"]
+__all__ = ["bits64", "directed", "flushed", "load", "odd_product", "product", "round16", "rounded", "store",
+           "widened16"]
 
 _TINY, _HUGE = 2.0 ** -900, 2.0 ** 1000  # as conformance.reference.exact: no fix-up needed outside
 
@@ -135,3 +136,38 @@ def rounded(p, kind):
         return np.float64(np.float32(p))
     return p
 
+
+
+@numba.njit(cache=True)
+def _out_bits(p, kind):
+    """float64 ``p`` rounded to nearest even to the 16- or 32-bit output ``kind``, as bits."""
+    if kind == 2:
+        return np.uint64(np.float32(p).view(np.uint32))
+    return np.uint64(round16(p, kind))
+
+
+@numba.njit(cache=True)
+def _out_value(b, kind):
+    """The value of the output ``kind``'s bit pattern ``b``, as float64."""
+    if kind == 2:
+        return np.float64(np.uint32(b).view(np.float32))
+    return widened16(b, kind)
+
+
+@numba.njit(cache=True)
+def directed(pre, mode, kind):
+    """(nearest, directed): float64 ``pre`` (exact, or rounded to odd with at least 2 more
+    bits than the output) rounded to the 16- or 32-bit output ``kind`` to nearest even, and
+    toward zero (mode 1) or to nearest with ties away from zero (mode 2), as
+    ``conformance.reference.exact.round_directed`` rounds it: one step of the bit pattern."""
+    b = _out_bits(pre, kind)
+    nearest = _out_value(b, kind)
+    mag, w = abs(nearest), abs(pre)
+    if mode == 1:
+        if np.isfinite(pre) and mag > w:
+            return nearest, _out_value(b - np.uint64(1), kind)
+    elif np.isfinite(mag):
+        away = _out_value(b + np.uint64(1), kind)
+        if w == (mag + abs(away)) / 2:
+            return nearest, away
+    return nearest, nearest
