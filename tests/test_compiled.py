@@ -58,7 +58,12 @@ COVERED = (Semantics(), Semantics(predicate="ge"), Semantics(slope=0.3), Semanti
            Semantics(rounding="rna"), Semantics(rounding="rtz", opmath="float32", daz=True, ftz=True),
            Semantics(rounding="rna", opmath="bfloat16", saturate=True),
            Semantics(rounding="rtz", grad_form="sum", nan_grad="dy", saturate="inf"),
-           Semantics(rounding="rna", nan_grad="zero", daz=True, predicate="ge", grad_rule="ge"))
+           Semantics(rounding="rna", nan_grad="zero", daz=True, predicate="ge", grad_rule="ge"),
+           # the gradient of max: every step rounded (and flushed), with the other gradient settings
+           Semantics(grad_rule="max"), Semantics(grad_rule="max", daz=True, ftz=True),
+           Semantics(grad_rule="max", grad_form="sum", opmath="float32", ftz=True),
+           Semantics(grad_rule="max", rounding="rtz", saturate=True, nan_grad="dy*0"),
+           Semantics(grad_rule="max", input_dtype="bfloat16", daz=True, nan_grad="dy"))
 #: Forward formulations the compiled loop covers (the backward computes them as its select).
 FORWARD_FORMULATIONS = (Semantics(formulation="relu"), Semantics(formulation="relu", saturate=True),
                         Semantics(formulation="max"), Semantics(formulation="min", daz=True, ftz=True),
@@ -74,9 +79,10 @@ FORWARD_FORMULATIONS = (Semantics(formulation="relu"), Semantics(formulation="re
 BACKWARD_ONLY = (Semantics(formulation="swap_branches", nan_grad="dy"), Semantics(formulation="swap_operands"),
                  Semantics(formulation="max", daz=True), Semantics(formulation="merge", grad_rule="ge"),
                  Semantics(formulation="swap_operands", rounding="rtz", grad_form="sum"),
-                 Semantics(formulation="swap_branches", rounding="rna", opmath="float32"))
+                 Semantics(formulation="swap_branches", rounding="rna", opmath="float32"),
+                 Semantics(formulation="swap_operands", grad_rule="max", grad_form="sum", daz=True, ftz=True))
 PAIRS = sorted(SUPPORTED_PAIRS)
-NOT_COVERED = (Semantics(formulation="relu"), Semantics(result_dtype="float16"), Semantics(grad_rule="max"),
+NOT_COVERED = (Semantics(formulation="relu"), Semantics(result_dtype="float16"), Semantics(grad_rule="result"),
                Semantics(grad_rule="step"), Semantics(grad_form="fma"), Semantics(formulation="maxmin"),
                Semantics(formulation="twice"), Semantics(formulation="mask-multiply"))
 

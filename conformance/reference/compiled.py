@@ -14,12 +14,13 @@ What it covers (:func:`covers`): every supported dtype pair, with the slope (``s
 and ``rna``: the select's value rounded to odd, then one step of the output's bit pattern;
 a float64 input is refused as the numpy path refuses it) and, forward, the ``select``,
 ``scale``, ``relu``, ``merge``, ``max``, ``min`` and ``max_or_min`` formulations
-(``nan_operand`` with them); backward, ``grad_rule`` ``gt``/``ge``, every ``nan_grad``, the
+(``nan_operand`` with them); backward, ``grad_rule`` ``gt``/``ge`` and ``max`` (MindSpore's gradient of max,
+``conformance.reference.compiled_gradients``), every ``nan_grad``, the
 ``select`` and ``sum`` gradient forms and every formulation but ``relu`` (the forward-only
 ones are its select); around the loop, ``flush_inputs``, ``saturate_inputs``, ``input_dtype``
 and ``flush_output`` as the numpy path applies them.  Every other variant (``result_dtype``,
-``maxmin``, ``mask-multiply``, ``twice``, the backward of ``relu``, the ``max``, ``result``
-and ``step`` gradient rules, the fused gradient form) is computed by the numpy path.
+``maxmin``, ``mask-multiply``, ``twice``, the backward of ``relu``, the ``result`` and
+``step`` gradient rules, the fused gradient form) is computed by the numpy path.
 ``conformance.reference.compiled_loops`` holds the loops and
 ``conformance.reference.compiled_rounding`` how they read, multiply and round one element.
 
@@ -77,7 +78,7 @@ def covers(direction: Direction, semantics: Semantics) -> bool:
         return False
     if direction == "forward":
         return s.formulation in _FORWARD_FORM or s.formulation == "max_or_min"
-    return s.grad_rule in ("gt", "ge") and s.grad_form in ("select", "sum") and s.formulation != "relu"
+    return s.grad_rule in ("gt", "ge", "max") and s.grad_form in ("select", "sum") and s.formulation != "relu"
 
 
 _NO_TABLE = np.zeros(1, dtype=np.float64)
@@ -114,12 +115,13 @@ def _cached_rules(src: DTypeInfo, out: DTypeInfo, a: float, sign: float, daz: bo
                   opmath: Optional[str]) -> tuple:
     """What the loop's product needs: the product rules, the input's smallest normal, daz, ftz,
     the magnitude below which a float16/float64 result is subnormal, the output kind, the
-    output's largest finite value, and the opmath product's rules and kind (-1: none)."""
+    output's largest finite value, the opmath product's rules and kind (-1: none), and the
+    input kind."""
     below = out.smallest_normal * (1 - 2.0 ** -(out.mant_bits + 1))  # rounds to the smallest normal
     mid = info(opmath) if opmath is not None else src
     mid_rules = _product_rules(mid, mid, effective_slope(a, slope_dtype=mid.name))
     return (*_product_rules(src, out, a), src.smallest_normal, daz, ftz, below, _kind(out), out.max,
-            mid_rules, _kind(mid) if opmath is not None else -1)
+            mid_rules, _kind(mid) if opmath is not None else -1, _kind(src))
 
 
 def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[np.ndarray] = None,
@@ -150,8 +152,8 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
         if s.formulation == "swap_operands":  # x and dy passed the other way round
             xs, dys = dys, xs
         nan_mode = _NAN_GRAD[s.nan_grad] + (2 if s.nan_grad == "dy*0" and src.name == "bfloat16" else 0)
-        modes = (_BACKWARD_TAKE.get(s.formulation, 0), nan_mode, s.grad_form == "sum")
-        if modes[1:] == (0, False) and _plain(s):
+        modes = (_BACKWARD_TAKE.get(s.formulation, 0), nan_mode, s.grad_form == "sum", s.grad_rule == "max")
+        if modes[1:] == (0, False, False) and _plain(s):
             select_backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy", modes[0],
                                   flags[0], rules)
         else:

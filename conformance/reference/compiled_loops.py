@@ -10,6 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from conformance.reference.compiled_gradients import max_gradient
 from conformance.reference.compiled_rounding import directed, flushed, load, odd_product, product, rounded, store
 
 __all__ = ["backward_loop", "forward_loop", "select_backward_loop", "select_forward_loop"]
@@ -82,7 +83,7 @@ def _plain_negative(v, r):
     """``a * v`` as the output's float64 (stored by ``store``) under the rules ``r``: DAZ reads
     ``v`` as zero, FTZ flushes a product that is tiny (float32/bfloat16: as x86 decides, on the
     float64 product scaled by 2**64 and rounded to float32; float16/float64: a subnormal result)."""
-    a, hi, lo, k, check, smallest, in_smallest, daz, ftz, below, kind, _, _, _ = r
+    a, hi, lo, k, check, smallest, in_smallest, daz, ftz, below, kind, _, _, _, _ = r
     if daz:
         v = flushed(v, in_smallest)
     p = product(v, a, hi, lo, k, check, smallest)
@@ -183,9 +184,9 @@ def forward_loop(xs, table, sink, ge, form, nan_x, flags, r):
 @numba.njit(cache=True)
 def _gradient_value(d, w, take, modes, flags, r):
     """dx of one element: dy where ``take``, else ``a*dy``, its conversion in the rounding
-    ``flags`` say; then the branch sum's zero signs (``where(c, dy, 0) + a*where(c, 0, dy)``)
-    and dx at x = NaN as ``modes`` say."""
-    _, nan_mode, summed = modes
+    ``flags`` say; then the branch sum's zero signs (``where(c, dy, 0) + a*where(c, 0, dy)``),
+    the gradient of max and dx at x = NaN as ``modes`` say."""
+    _, nan_mode, summed, grad_max = modes
     same = flags[0]
     copy, v = (True, d) if take else (False, _negative(d, r))
     if flags[2] != 0:
@@ -195,6 +196,8 @@ def _gradient_value(d, w, take, modes, flags, r):
         if r[7]:
             dv = flushed(dv, r[5])  # the add reads dx under DAZ
         copy, v = False, dv + (np.copysign(0.0, r[0]) if take else 0.0)
+    if grad_max:
+        copy, v = max_gradient(copy, v, d, w, r)
     if nan_mode != 0 and w != w:
         copy, v = False, (0.0 if nan_mode == 1 else (np.nan if nan_mode == 3 else d * 0.0))
         if nan_mode == 4 and v != v:  # a bfloat16 product's NaN is the quiet NaN of its sign
