@@ -184,14 +184,16 @@ def forward_loop(xs, table, sink, ge, form, nan_x, flags, r):
 @numba.njit(cache=True)
 def _gradient_value(d, w, take, modes, flags, r):
     """dx of one element: dy where ``take``, else ``a*dy``, its conversion in the rounding
-    ``flags`` say; then the branch sum's zero signs (``where(c, dy, 0) + a*where(c, 0, dy)``),
-    the gradient of max and dx at x = NaN as ``modes`` say."""
+    ``flags`` say; then the branch sum's zero signs (``where(c, dy, 0) + a*where(c, 0, dy)``:
+    summed 1, or fused into one multiply-add, 2), the gradient of max and dx at x = NaN as
+    ``modes`` say."""
     _, nan_mode, summed, grad_max = modes
     same = flags[0]
     copy, v = (True, d) if take else (False, _negative(d, r))
     if flags[2] != 0:
         copy, v = _rerounded(copy, v, d if take else _unrounded(d, r), flags[2], r)
-    if summed:
+    fused_keeps = summed == 2 and not take and r[0] != 0 and (flushed(d, r[6]) if r[7] else d) != 0
+    if summed and not fused_keeps:  # a fused add sees a nonzero product exactly: dx as it is
         dv = d if copy and same else rounded(v, r[10])
         if r[7]:
             dv = flushed(dv, r[5])  # the add reads dx under DAZ
@@ -212,6 +214,9 @@ def backward_loop(dys, xs, table, sink, ge, nan_dy, modes, flags, r):
         w = load(xs[i], table)
         take = False if take_mode == 1 else _takes(w, ge, r) != (take_mode == 2)
         take = take or (nan_dy and w != w)
+        if take_mode == 3:  # relu: dy where it takes, else +0; no other setting applies
+            _emit(sink, i, dys[i], take, load(dys[i], table) if take else 0.0, (flags[0], 0), r)
+            continue
         copy, v = _gradient_value(load(dys[i], table), w, take, modes, flags, r)
         _emit(sink, i, dys[i], copy, v, flags, r)
 
