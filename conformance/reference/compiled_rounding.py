@@ -35,9 +35,11 @@ def _load_typed(v, table):
         return lambda v, table: table[v]
     return lambda v, table: np.float64(v)
 
+
 @numba.njit(cache=True)
 def bits64(p):
     return np.float64(p).view(np.uint64)
+
 
 @numba.njit(cache=True)
 def round16(p, kind):
@@ -66,6 +68,7 @@ def round16(p, kind):
     scaled = np.abs(p) * 2.0 ** (bias - 1 + mant)  # the subnormal grid is the integers
     return np.uint16(sign | np.uint64(np.rint(scaled)))
 
+
 @overload(store)
 def _store_typed(sink, i, p, kind):
     """``p`` rounded to the output: a 16-bit sink holds bits."""
@@ -82,6 +85,7 @@ def _store_typed(sink, i, p, kind):
         sink[i] = p
     return store64
 
+
 @numba.njit(cache=True)
 def odd_product(w, a, hi, lo):
     """float64 round-to-odd of ``w * a`` (``w`` of at most 24 bits; ``a == hi + lo``)."""
@@ -92,6 +96,7 @@ def odd_product(w, a, hi, lo):
     if err != 0 and (bits64(s) & np.uint64(1)) == 0:
         return np.nextafter(s, np.inf if err > 0 else -np.inf)
     return s
+
 
 @numba.njit(cache=True)
 def product(w, a, hi, lo, k, check, smallest):
@@ -135,7 +140,6 @@ def rounded(p, kind):
     if kind == 2:
         return np.float64(np.float32(p))
     return p
-
 
 
 @numba.njit(cache=True)
