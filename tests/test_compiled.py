@@ -64,11 +64,9 @@ COVERED = (Semantics(), Semantics(predicate="ge"), Semantics(slope=0.3), Semanti
            Semantics(grad_rule="max", grad_form="sum", opmath="float32", ftz=True),
            Semantics(grad_rule="max", rounding="rtz", saturate=True, nan_grad="dy*0"),
            Semantics(grad_rule="max", input_dtype="bfloat16", daz=True, nan_grad="dy"),
-           # the fused branch sum, and relu (its backward: dy or +0, whatever else is set)
+           # the fused branch sum
            Semantics(grad_form="fma"), Semantics(grad_form="fma", daz=True, ftz=True, grad_rule="ge"),
-           Semantics(grad_form="fma", rounding="rtz", opmath="bfloat16", nan_grad="dy*0", saturate=True),
-           Semantics(formulation="relu", rounding="rtz", saturate=True, daz=True, nan_grad="dy"),
-           Semantics(formulation="relu", grad_rule="max", grad_form="fma", nan_grad="zero"))
+           Semantics(grad_form="fma", rounding="rtz", opmath="bfloat16", nan_grad="dy*0", saturate=True))
 #: Forward formulations the compiled loop covers (the backward computes them as its select).
 FORWARD_FORMULATIONS = (Semantics(formulation="relu"), Semantics(formulation="relu", saturate=True),
                         Semantics(formulation="max"), Semantics(formulation="min", daz=True, ftz=True),
@@ -87,7 +85,7 @@ BACKWARD_ONLY = (Semantics(formulation="swap_branches", nan_grad="dy"), Semantic
                  Semantics(formulation="swap_branches", rounding="rna", opmath="float32"),
                  Semantics(formulation="swap_operands", grad_rule="max", grad_form="sum", daz=True, ftz=True))
 PAIRS = sorted(SUPPORTED_PAIRS)
-NOT_COVERED = (Semantics(result_dtype="float16"), Semantics(grad_rule="result"),
+NOT_COVERED = (Semantics(formulation="relu"), Semantics(result_dtype="float16"), Semantics(grad_rule="result"),
                Semantics(grad_rule="step"), Semantics(formulation="maxmin"),
                Semantics(formulation="twice"), Semantics(formulation="mask-multiply"))
 

@@ -16,11 +16,12 @@ a float64 input is refused as the numpy path refuses it) and, forward, the ``sel
 ``scale``, ``relu``, ``merge``, ``max``, ``min`` and ``max_or_min`` formulations
 (``nan_operand`` with them); backward, ``grad_rule`` ``gt``, ``ge`` and ``max`` (MindSpore's
 gradient of max, in ``conformance.reference.compiled_gradients``), every ``nan_grad``, the
-``select``, ``sum`` and ``fma`` gradient forms and every formulation (the forward-only ones
-are its select; ``relu``'s is dy or +0, whatever else is set); around the loop,
+``select``, ``sum`` and ``fma`` gradient forms and every formulation but ``relu`` (the
+forward-only ones are its select); around the loop,
 ``flush_inputs``, ``saturate_inputs``, ``input_dtype`` and ``flush_output`` as the numpy path
 applies them.  Every other variant (``result_dtype``, ``maxmin``, ``mask-multiply``,
-``twice``, the ``result`` and ``step`` gradient rules) is computed by the numpy path.
+``twice``, the backward of ``relu``, the ``result`` and ``step`` gradient rules) is computed
+by the numpy path.
 ``conformance.reference.compiled_loops`` holds the loops and
 ``conformance.reference.compiled_rounding`` how they read, multiply and round one element.
 
@@ -63,9 +64,8 @@ _SHARED = frozenset({"slope", "slope_dtype", "predicate", "daz", "ftz", "formula
 #: The forward formulations the loop computes (``max_or_min`` is passed as max or min by the slope).
 _FORWARD_FORM = {"select": 0, "scale": 1, "relu": 2, "merge": 3, "max": 4, "min": 5}
 #: How the backward's select reads its comparison: as it is, never taken (``scale``: a*dy
-#: everywhere), inverted (``swap_branches``) or as relu's (dy or +0); the forward-only
-#: formulations are the select.
-_BACKWARD_TAKE = {"scale": 1, "swap_branches": 2, "relu": 3}
+#: everywhere) or inverted (``swap_branches``); the forward-only formulations are the select.
+_BACKWARD_TAKE = {"scale": 1, "swap_branches": 2}
 #: dx at x = NaN, after the select: as the select gives it, +0, dy*0 or a NaN (4: dy*0 in bfloat16).
 _NAN_GRAD = {"alpha": 0, "dy": 0, "zero": 1, "dy*0": 2, "nan": 3}
 _SATURATE = {False: 0, True: 1, "inf": 2}
@@ -80,7 +80,8 @@ def covers(direction: Direction, semantics: Semantics) -> bool:
         return False
     if direction == "forward":
         return s.formulation in _FORWARD_FORM or s.formulation == "max_or_min"
-    return s.grad_rule in ("gt", "ge", "max")
+    # relu's backward (dy or +0) is one numpy select, faster than the loop
+    return s.grad_rule in ("gt", "ge", "max") and s.formulation != "relu"
 
 
 _NO_TABLE = np.zeros(1, dtype=np.float64)
@@ -139,7 +140,7 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
     result = np.empty(x.size, dtype=out.dtype)
     sink = to_bits(result) if out.bits == 16 else result
     xs, table = _operand(x)
-    if s.rounding != "rne" and src.bits > 32 and (direction, s.formulation) != ("backward", "relu"):
+    if s.rounding != "rne" and src.bits > 32:
         raise ValueError("a directed rounding of the result is modelled for inputs of at most 32 bits")
     flags = (src.name == out.name, _SATURATE[s.saturate], _ROUNDING[s.rounding])
     if direction == "forward":
@@ -155,7 +156,7 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
             xs, dys = dys, xs
         nan_mode = _NAN_GRAD[s.nan_grad] + (2 if s.nan_grad == "dy*0" and src.name == "bfloat16" else 0)
         modes = (_BACKWARD_TAKE.get(s.formulation, 0), nan_mode, _GRAD_FORM[s.grad_form], s.grad_rule == "max")
-        if modes[1:] == (0, 0, False) and _plain(s) and modes[0] != 3:
+        if modes[1:] == (0, 0, False) and _plain(s):
             select_backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy", modes[0],
                                   flags[0], rules)
         else:

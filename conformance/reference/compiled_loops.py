@@ -214,9 +214,6 @@ def backward_loop(dys, xs, table, sink, ge, nan_dy, modes, flags, r):
         w = load(xs[i], table)
         take = False if take_mode == 1 else _takes(w, ge, r) != (take_mode == 2)
         take = take or (nan_dy and w != w)
-        if take_mode == 3:  # relu: dy where it takes, else +0; no other setting applies
-            _emit(sink, i, dys[i], take, load(dys[i], table) if take else 0.0, (flags[0], 0), r)
-            continue
         copy, v = _gradient_value(load(dys[i], table), w, take, modes, flags, r)
         _emit(sink, i, dys[i], copy, v, flags, r)
 
