@@ -41,14 +41,17 @@ def _sample(name: str, numel: int = 8) -> np.ndarray:
 
 
 def warm_golden() -> None:
-    """The golden forward and backward for each pair, on writable and read-only inputs."""
+    """The golden forward and backward for each pair, on writable and read-only inputs, in the
+    lean select loops (the exact golden) and the general ones (every variant triage computes)."""
     from conformance.reference import golden as ref
+    from conformance.reference.semantics import Semantics
 
     for (name, out), writable in ((pair, w) for pair in GOLDEN_PAIRS for w in (True, False)):
         x = _sample(name)
         x.setflags(write=writable)
-        ref.compute("forward", x, 0.2, out_dtype=out)
-        ref.compute("backward", x, 0.2, dy=x, out_dtype=out)
+        for semantics in (ref.EXACT, Semantics(saturate=True)):
+            ref.compute("forward", x, 0.2, out_dtype=out, semantics=semantics)
+            ref.compute("backward", x, 0.2, dy=x, out_dtype=out, semantics=semantics)
 
 
 def warm_metrics() -> None:

@@ -51,22 +51,43 @@ COVERED = (Semantics(), Semantics(predicate="ge"), Semantics(slope=0.3), Semanti
            Semantics(nan_grad="dy*0", opmath="float32"), Semantics(nan_grad="nan", saturate="inf"),
            Semantics(nan_grad="nan", saturate=True), Semantics(grad_form="sum"),
            Semantics(grad_form="sum", daz=True, ftz=True, nan_grad="dy*0"),
-           Semantics(grad_form="sum", nan_grad="dy", saturate=True, slope_dtype="bfloat16"))
+           Semantics(grad_form="sum", nan_grad="dy", saturate=True, slope_dtype="bfloat16"),
+           # an opmath product flushed, a directed final conversion (a float64 input refuses it)
+           Semantics(opmath="float32", ftz=True), Semantics(opmath="bfloat16", daz=True, ftz=True),
+           Semantics(opmath="float16", ftz=True, input_dtype="float16"), Semantics(rounding="rtz"),
+           Semantics(rounding="rna"), Semantics(rounding="rtz", opmath="float32", daz=True, ftz=True),
+           Semantics(rounding="rna", opmath="bfloat16", saturate=True),
+           Semantics(rounding="rtz", grad_form="sum", nan_grad="dy", saturate="inf"),
+           Semantics(rounding="rna", nan_grad="zero", daz=True, predicate="ge", grad_rule="ge"),
+           # the gradient of max: every step rounded (and flushed), with the other gradient settings
+           Semantics(grad_rule="max"), Semantics(grad_rule="max", daz=True, ftz=True),
+           Semantics(grad_rule="max", grad_form="sum", opmath="float32", ftz=True),
+           Semantics(grad_rule="max", rounding="rtz", saturate=True, nan_grad="dy*0"),
+           Semantics(grad_rule="max", input_dtype="bfloat16", daz=True, nan_grad="dy"),
+           # the fused branch sum
+           Semantics(grad_form="fma"), Semantics(grad_form="fma", daz=True, ftz=True, grad_rule="ge"),
+           Semantics(grad_form="fma", rounding="rtz", opmath="bfloat16", nan_grad="dy*0", saturate=True))
 #: Forward formulations the compiled loop covers (the backward computes them as its select).
 FORWARD_FORMULATIONS = (Semantics(formulation="relu"), Semantics(formulation="relu", saturate=True),
                         Semantics(formulation="max"), Semantics(formulation="min", daz=True, ftz=True),
                         Semantics(formulation="max_or_min"), Semantics(formulation="max_or_min", nan_operand="x"),
                         Semantics(formulation="max", nan_operand="x", daz=True, opmath="float32"),
                         Semantics(formulation="merge", predicate="ge"),
-                        Semantics(formulation="merge", opmath="float16", saturate=True, daz=True))
+                        Semantics(formulation="merge", opmath="float16", saturate=True, daz=True),
+                        Semantics(formulation="max", rounding="rtz"),
+                        Semantics(formulation="relu", rounding="rna", saturate="inf"),
+                        Semantics(formulation="merge", rounding="rtz", opmath="float32", ftz=True),
+                        Semantics(formulation="scale", rounding="rna", daz=True))
 #: Backward formulations the compiled loop covers (the forward-only ones are its select).
 BACKWARD_ONLY = (Semantics(formulation="swap_branches", nan_grad="dy"), Semantics(formulation="swap_operands"),
-                 Semantics(formulation="max", daz=True), Semantics(formulation="merge", grad_rule="ge"))
+                 Semantics(formulation="max", daz=True), Semantics(formulation="merge", grad_rule="ge"),
+                 Semantics(formulation="swap_operands", rounding="rtz", grad_form="sum"),
+                 Semantics(formulation="swap_branches", rounding="rna", opmath="float32"),
+                 Semantics(formulation="swap_operands", grad_rule="max", grad_form="sum", daz=True, ftz=True))
 PAIRS = sorted(SUPPORTED_PAIRS)
-NOT_COVERED = (Semantics(formulation="relu"), Semantics(rounding="rtz"), Semantics(result_dtype="float16"),
-               Semantics(opmath="float32", ftz=True), Semantics(grad_rule="max"), Semantics(grad_rule="step"),
-               Semantics(grad_form="fma"), Semantics(formulation="maxmin"), Semantics(formulation="twice"),
-               Semantics(formulation="mask-multiply"))
+NOT_COVERED = (Semantics(formulation="relu"), Semantics(result_dtype="float16"), Semantics(grad_rule="result"),
+               Semantics(grad_rule="step"), Semantics(formulation="maxmin"),
+               Semantics(formulation="twice"), Semantics(formulation="mask-multiply"))
 
 
 def _edges(name: str) -> np.ndarray:
