@@ -29,10 +29,17 @@ def _select_sample(monkeypatch: pytest.MonkeyPatch, size: int) -> None:
     monkeypatch.setattr(sampling, "SAMPLING", replace(sampling.SAMPLING, select_sample=size))
 
 
-@functools.cache
 def _torch_like(direction: str) -> tuple[tri.Batch, np.ndarray]:
     """Slope fp32(0.2) on every negative value, plus a few flushed subnormal results and
-    spurious NaNs planted among them (built once, read-only, for every test that reads it)."""
+    spurious NaNs planted among them: built once, and each caller gets its own copies (writable,
+    as a run's arrays are, so the compiled passes take the signatures the set-up compiled)."""
+    x, dy, golden, actual, mismatches = (None if a is None else a.copy() for a in _torch_like_arrays(direction))
+    return tri.Batch(x, dy, 0.2, direction, "float32", golden, actual), mismatches
+
+
+@functools.cache
+def _torch_like_arrays(direction: str) -> tuple[np.ndarray, ...]:
+    """:func:`_torch_like`'s arrays (x, dy, golden, actual, mismatches), built once."""
     rng = np.random.default_rng(12)
     v = (-np.exp2(rng.uniform(-60, 60, N))).astype(np.float32)  # negatives: the slope side
     v[:: N // 16] = np.abs(v[:: N // 16])  # a few positives for contrast
@@ -48,10 +55,7 @@ def _torch_like(direction: str) -> tuple[tri.Batch, np.ndarray]:
     spurious = rng.choice(N, NANS, replace=False)
     actual[spurious] = np.float32(np.nan)
     mismatches = np.flatnonzero(~match_mask(actual, golden))
-    for a in (x, dy, golden, actual, mismatches):
-        if a is not None:
-            a.setflags(write=False)
-    return tri.Batch(x, dy, 0.2, direction, "float32", golden, actual), mismatches
+    return x, dy, golden, actual, mismatches
 
 
 def _claims(batch: tri.Batch, mismatches: np.ndarray) -> list[tuple[str, int, bytes]]:
