@@ -14,7 +14,9 @@ import importlib.util
 import os
 from functools import cache
 
-__all__ = ["available", "enabled"]
+import numpy as np
+
+__all__ = ["available", "enabled", "read_only"]
 
 
 @cache
@@ -26,3 +28,13 @@ def available() -> bool:
 def enabled() -> bool:
     """True when compiled paths may run: numba is there and ``CONFORMANCE_COMPILED`` is not 0."""
     return os.environ.get("CONFORMANCE_COMPILED", "1") != "0" and available()
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    """``a`` as a C-contiguous read-only view (a copy only when ``a`` is strided): what a compiled
+    loop reads.  numba compiles a signature per layout and per writability, so arrays a run
+    computes (writable), reads from a file (read-only) or slices (strided) would each compile
+    one; given this way they share the one the set-up's warm-up compiled."""
+    view = np.ascontiguousarray(a).view()
+    view.setflags(write=False)
+    return view

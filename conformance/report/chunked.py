@@ -206,10 +206,11 @@ def _operands(chunk: Chunk, expected: np.ndarray) -> dict[str, Any]:
     xb = to_bits(chunk.x)
     nothing = np.empty(0, dtype=np.float64)
     native = out.bits > 16
-    return {"xb": xb, "db": to_bits(chunk.dy) if chunk.dy is not None else np.empty(0, xb.dtype),
+    read = {"xb": xb, "db": to_bits(chunk.dy) if chunk.dy is not None else np.empty(0, xb.dtype),
             "ab": to_bits(chunk.actual), "gb": to_bits(expected),
             "af": chunk.actual if native else nothing, "gf": expected if native else nothing,
-            "table": nothing if native else widened_patterns(out.name), "x_exp": xb.dtype.type(src.exp_mask),
+            "table": nothing if native else widened_patterns(out.name)}
+    return {**{name: jit.read_only(a) for name, a in read.items()}, "x_exp": xb.dtype.type(src.exp_mask),
             "masks": _masks(out), "x_classes": (xb.dtype.type(src.sign_mask), xb.dtype.type(src.mant_mask),
                                                 xb.dtype.type(src.mant_bits))}
 

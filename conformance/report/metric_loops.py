@@ -12,6 +12,7 @@ from typing import Optional
 import numba
 import numpy as np
 
+from conformance.jit import read_only
 from conformance.ulp_loops import is_nan_bits, masks, ordered_bits
 
 __all__ = ["class_counts", "judge", "maxima", "mismatch_pass", "slopes", "ulp_bin_counts", "within_rounding"]
@@ -92,10 +93,11 @@ def within_rounding(ab: np.ndarray, gb: np.ndarray, index: Optional[np.ndarray],
     one pass."""
     out = np.empty(ab.size if index is None else index.size, dtype=np.bool_)
     found = masks(ab.dtype.type, bits=bits, mant_bits=mant_bits)
+    ab, gb = read_only(ab), read_only(gb)
     if index is None:
         _within_all_loop(ab, gb, out, *found)
     else:
-        _within_loop(ab, gb, index, out, *found)
+        _within_loop(ab, gb, read_only(index), out, *found)
     return out
 
 
@@ -122,7 +124,7 @@ def ulp_bin_counts(ab: np.ndarray, gb: np.ndarray, *, bits: int, mant_bits: int)
     """Per ULP bin, how many pairs of the flat bit patterns ``ab``, ``gb`` (at most 32 bits)
     fall in it: bin 0 a distance of 0, bin k a distance in [2^(k-1), 2^k), bin 65 NaN."""
     counts = np.zeros(66, dtype=np.int64)
-    _ulp_bin_loop(ab, gb, counts, *masks(ab.dtype.type, bits=bits, mant_bits=mant_bits))
+    _ulp_bin_loop(read_only(ab), read_only(gb), counts, *masks(ab.dtype.type, bits=bits, mant_bits=mant_bits))
     return counts
 
 
@@ -142,7 +144,7 @@ def class_counts(xb: np.ndarray, *, mant_bits: int, exp_mask: int, sign_mask: in
     """``np.bincount`` of each pattern's class code ``exponent field * 4 + sign * 2 + (mantissa != 0)``."""
     counts = np.zeros(((exp_mask >> mant_bits) + 1) * 4, dtype=np.int64)
     word = xb.dtype.type
-    _class_loop(xb, counts, word(mant_bits), word(exp_mask), word(sign_mask), word((1 << mant_bits) - 1))
+    _class_loop(read_only(xb), counts, word(mant_bits), word(exp_mask), word(sign_mask), word((1 << mant_bits) - 1))
     return counts
 
 
@@ -165,10 +167,12 @@ def slopes(actual: np.ndarray, operand: np.ndarray, x: np.ndarray, golden: np.nd
     n = actual.size if index is None else index.size
     out = np.empty(n, dtype=np.float64)
     normal, negative = np.empty(n, dtype=np.bool_), np.empty(n, dtype=np.bool_)
+    actual, operand, x, golden = (read_only(a) for a in (actual, operand, x, golden))
     if index is None:
         done = _slopes_all_loop(actual, operand, x, golden, out, normal, negative, smallest_normal, forward)
     else:
-        done = _slopes_loop(actual, operand, x, golden, index, out, normal, negative, smallest_normal, forward)
+        done = _slopes_loop(actual, operand, x, golden, read_only(index), out, normal, negative, smallest_normal,
+                            forward)
     return out[:done], normal[:done], negative[:done]
 
 

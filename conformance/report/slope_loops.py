@@ -21,6 +21,8 @@ from typing import Optional
 import numba
 import numpy as np
 
+from conformance.jit import read_only
+
 __all__ = ["at_ranks", "leading", "shown_within", "summary"]
 
 _DIGIT = 12  # bits of the key one histogram pass tells apart (its counts stay in the first cache)
@@ -37,7 +39,7 @@ def _leading_loop(index):
 
 def leading(index: np.ndarray) -> bool:
     """``index`` is 0, 1, ..., k-1 (a reduced batch's mismatches), in one pass without temporaries."""
-    return bool(_leading_loop(np.asarray(index, dtype=np.int64)))
+    return bool(_leading_loop(read_only(np.asarray(index, dtype=np.int64))))
 
 
 @numba.njit(cache=True, inline="always")
@@ -84,12 +86,14 @@ def summary(actual: np.ndarray, operand: np.ndarray, x: np.ndarray, golden: np.n
     those have a finite normal golden and lie on the negative side, and the least and
     greatest key of their slopes."""
     whole, at = _positions(actual, index)
+    actual, operand, x, golden = (read_only(a) for a in (actual, operand, x, golden))
     return tuple(int(v) for v in _summary_loop(actual, operand, x, golden, at, whole, _size(actual, index),
                                                smallest_normal, forward))  # type: ignore[return-value]
 
 
 def _positions(actual: np.ndarray, index: Optional[np.ndarray]) -> tuple[bool, np.ndarray]:
-    return (True, np.empty(0, dtype=np.int64)) if index is None else (False, index)
+    """Whether the passes read every element, and the positions they read otherwise (read-only)."""
+    return (True, read_only(np.empty(0, dtype=np.int64))) if index is None else (False, read_only(index))
 
 
 def _size(actual: np.ndarray, index: Optional[np.ndarray]) -> int:
@@ -149,6 +153,7 @@ def at_ranks(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray
     either sign in an order of its own)."""
     whole, at = _positions(actual, index)
     n = _size(actual, index)
+    actual, operand = read_only(actual), read_only(operand)
     (lo, hi), offset = keys, 0
     while hi > lo and count > _FEW:
         shift = max(0, (hi - lo).bit_length() - _DIGIT)
@@ -197,7 +202,8 @@ def shown_within(actual: np.ndarray, operand: np.ndarray, index: Optional[np.nda
     ends = [hi for _, hi in windows]
     starts = np.array(sorted({lo for lo, _ in windows} | set(np.nextafter(ends, np.inf).tolist())))
     hit = np.zeros(starts.size + 1, dtype=np.bool_)
-    _hit_loop(actual, operand, *_positions(actual, index)[::-1], _size(actual, index), starts, hit)
+    _hit_loop(read_only(actual), read_only(operand), *_positions(actual, index)[::-1], _size(actual, index),
+              starts, hit)
     return [bool(hit[int(np.searchsorted(starts, lo)) + 1:int(np.searchsorted(starts, np.nextafter(hi, np.inf))) + 1]
                  .any()) for lo, hi in windows]
 
@@ -212,6 +218,7 @@ def warm() -> None:
         s.setflags(write=writable)
         count, _, _, lo, hi = summary(s, s, s, s, index, smallest_normal=0.0, forward=True)
         whole, at = _positions(s, index)
-        _histogram_loop(s, s, at, whole, _size(s, index), lo, hi, 0, np.zeros(hi - lo + 1, dtype=np.int64))
+        _histogram_loop(read_only(s), read_only(s), at, whole, _size(s, index), lo, hi, 0,
+                        np.zeros(hi - lo + 1, dtype=np.int64))
         at_ranks(s, s, index, ranks=(0, 1), count=count, keys=(lo, hi))
         shown_within(s, s, index, [(-2.0, -1.5)])
