@@ -214,11 +214,12 @@ def warm() -> None:
     leading(np.arange(3))
     for dtype, writable, index in ((d, w, i) for d in (np.float32, np.float64) for w in (True, False)
                                    for i in (None, np.arange(0, 8, 2))):
-        s = np.linspace(-3, -1, 8).astype(dtype)
+        s, t = np.linspace(-3, -1, 8).astype(dtype), np.linspace(-1, -2, 8).astype(dtype)  # slopes apart
         s.setflags(write=writable)
-        count, _, _, lo, hi = summary(s, s, s, s, index, smallest_normal=0.0, forward=True)
+        count, _, _, lo, hi = summary(s, t, s, s, index, smallest_normal=0.0, forward=True)
         whole, at = _positions(s, index)
-        _histogram_loop(read_only(s), read_only(s), at, whole, _size(s, index), lo, hi, 0,
-                        np.zeros(hi - lo + 1, dtype=np.int64))
-        at_ranks(s, s, index, ranks=(0, 1), count=count, keys=(lo, hi))
-        shown_within(s, s, index, [(-2.0, -1.5)])
+        shift = max(0, (hi - lo).bit_length() - _DIGIT)
+        _histogram_loop(read_only(s), read_only(t), at, whole, _size(s, index), lo, hi, shift,
+                        np.zeros(((hi - lo) >> shift) + 1, dtype=np.int64))
+        at_ranks(s, t, index, ranks=(0, 1), count=count, keys=(lo, hi))  # distinct keys: the gather pass runs
+        shown_within(s, t, index, [(-2.0, -1.5)])
