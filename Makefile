@@ -67,11 +67,12 @@ $(MINDSPORE_VENV)/.installed: pyproject.toml Makefile
 TEST_WORKERS ?= auto
 
 # make test: the harness's own tests, as plain `pytest` runs them (the `exhaustive` proofs left out).
-# make test-exhaustive: only the `exhaustive` proofs, the full-size runs whose samples `make test` has.
+# make test-exhaustive: only the `exhaustive` proofs, the full-size runs whose samples `make test` has;
+# it makes the Paddle and MindSpore environments first, so their full-size proofs run, not skip.
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS)
 
-test-exhaustive: $(STAMP)
+test-exhaustive: $(STAMP) $(FRAMEWORK_STAMPS)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) -m exhaustive
 
 lint: $(STAMP)
