@@ -91,6 +91,13 @@ def _same(a: np.ndarray | None, b: np.ndarray | None) -> None:
                               to_bits(b) if b.dtype.kind in "fV" or b.dtype.name == "bfloat16" else b)
 
 
+def _forward_dump_row(x: np.ndarray, actual: np.ndarray, *, size: int) -> object:
+    """The row of a forward float32 dump at alpha 0.2, judged in chunks of ``size``."""
+    return chunked.evaluate_chunks(lambda: _chunks(x, None, actual, size=size), numel=x.size, dtype=x.dtype,
+                                   alpha=0.2, direction="forward", out_dtype="float32", backend="dump",
+                                   config=load_config(None), label="y.npy")
+
+
 @pytest.mark.parametrize("direction", ["forward", "backward"])
 @pytest.mark.parametrize("pair", sorted(SUPPORTED_PAIRS), ids="->".join)
 def test_the_compiled_scan_is_the_numpy_path(pair, direction, monkeypatch):
@@ -122,9 +129,7 @@ def test_a_whole_row_is_the_numpy_paths(monkeypatch):
     actual = _device(golden.forward(x, 0.2), x, None, "forward")
 
     def row() -> object:
-        return chunked.evaluate_chunks(lambda: _chunks(x, None, actual, size=30_011), numel=x.size,
-                                       dtype=x.dtype, alpha=0.2, direction="forward", out_dtype="float32",
-                                       backend="dump", config=load_config(None), label="y.npy")
+        return _forward_dump_row(x, actual, size=30_011)
 
     compiled = row()
     monkeypatch.setenv("CONFORMANCE_COMPILED", "0")
@@ -269,9 +274,7 @@ def test_a_sampled_round_on_many_mismatches_is_the_numpy_paths(mixed, monkeypatc
     monkeypatch.setattr(attribution, "PIECE", 4_099)
 
     def row() -> object:
-        return chunked.evaluate_chunks(lambda: _chunks(x, None, actual, size=50_003), numel=x.size,
-                                       dtype=x.dtype, alpha=0.2, direction="forward", out_dtype="float32",
-                                       backend="dump", config=load_config(None), label="y.npy")
+        return _forward_dump_row(x, actual, size=50_003)
 
     compiled = row()
     monkeypatch.setenv("CONFORMANCE_COMPILED", "0")
