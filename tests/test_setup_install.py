@@ -53,6 +53,7 @@ def test_uv_is_given_every_index_find_links_and_constraint_pip_uses(install: Mod
     ("trusted-host", "a.example b.example", ["--allow-insecure-host", "a.example", "--allow-insecure-host",
                                              "b.example"]),
     ("pre", "true", ["--prerelease", "allow"]),
+    ("only-binary", "numpy,scipy", ["--only-binary", "numpy", "--only-binary", "scipy"]),
     ("disable-pip-version-check", "1", []),
 ])
 def test_each_pip_setting_becomes_its_uv_argument(install: ModuleType, setting: str, value: str, expected):
@@ -81,12 +82,24 @@ def test_the_settings_are_pips_own_from_its_files_and_environment(install: Modul
     assert settings["find-links"] == "/from/env"
 
 
-def _record(calls: list[str], name: str, failure: Exception | None = None):
+def _record(calls: list[str], name: str, failure: BaseException | None = None):
     def step(*args, **kwargs) -> None:
         calls.append(name)
         if failure is not None:
             raise failure
     return step
+
+
+def test_a_config_line_that_cannot_be_read_means_pip(install: ModuleType):
+    with pytest.raises(install.NoUv, match="cannot be read"):
+        install.pip_settings("global.index-url=https://unquoted\n")
+
+
+def test_ctrl_c_during_the_install_is_one_line_and_exit_130(install: ModuleType, monkeypatch, capsys):
+    monkeypatch.setattr(install, "install_with_uv", _record([], "uv", KeyboardInterrupt()))
+    assert install.main(["--", "-e", "."]) == 130
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
 
 
 def test_when_uv_fails_pip_installs_and_one_line_says_why(install: ModuleType, monkeypatch, capsys):

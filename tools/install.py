@@ -1,11 +1,12 @@
 """Install requirements into the Python running this script, with uv when it can, else with pip.
 
-``make setup`` runs ``.venv/bin/python tools/install.py -- torch==2.13.0 -e ".[dev,all]"``.
+``make setup`` runs ``.venv/bin/python tools/install.py -- $(TORCH_SPEC) -e ".[dev,all]"``.
 uv resolves and installs in one pass, byte-compiling on every core (``--compile-bytecode``);
 pip does the same work in about twice the time (docs/setup.md has the figures).  uv is told what
 pip would use: the indexes, find-links, constraints and trusted hosts of pip's own configuration
 (``pip config list``: its files and the ``PIP_*`` environment), with pip's way of taking the best
-version across all indexes.  A pip setting uv has no equivalent for, uv missing and not
+version across all indexes, and nothing of uv's own configuration (its ``uv.toml`` files and
+``UV_*`` settings pip never sees).  A pip setting uv has no equivalent for, uv missing and not
 installable, or uv failing: the same requirements go to pip (``--no-compile``, then
 ``compileall`` on every core), and one line says why.  uv itself is installed beside the
 environment (``<venv>/.uv``), never into it, so the environment holds the same packages either way.
@@ -22,8 +23,14 @@ import sysconfig
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-#: pip settings whose values list several items (split on whitespace, as pip splits them).
+#: pip settings whose values list several items (split on whitespace, as pip splits them; the
+#: binary choices on commas too, as pip reads them).
 _MANY = frozenset({"extra-index-url", "find-links", "constraint", "trusted-host", "only-binary", "no-binary"})
+_COMMA_LISTS = frozenset({"only-binary", "no-binary"})
+#: uv's own environment that changes neither what is installed nor from where.
+_UV_KEPT = frozenset({"UV_CACHE_DIR"})
+#: The uv pip installs when none is on the PATH: the release line whose options this script uses.
+UV_SPEC = "uv>=0.13,<0.14"
 #: pip settings that change neither what is installed nor from where.
 _COSMETIC = frozenset({"disable-pip-version-check", "no-python-version-warning", "progress-bar", "quiet",
                        "verbose", "no-color", "log", "log-file", "root-user-action", "no-warn-script-location",
@@ -48,7 +55,10 @@ def pip_settings(listing: str) -> dict[str, str]:
         name, sep, value = line.partition("=")
         section, _, key = name.rpartition(".")
         if sep and section in found:
-            found[section][key] = ast.literal_eval(value)
+            try:
+                found[section][key] = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                raise NoUv(f"pip config list printed a line it cannot be read from: {line!r}") from None
     return {key: value for section in _SECTIONS for key, value in found[section].items()}
 
 
@@ -58,7 +68,7 @@ def _flag(value: str) -> bool:
 
 def _option(key: str, value: str) -> list[str]:
     """uv's arguments for one pip setting; NoUv when uv has no equivalent."""
-    items = value.split() if key in _MANY else [value]
+    items = (value.replace(",", " ") if key in _COMMA_LISTS else value).split() if key in _MANY else [value]
     if key == "index-url":
         return ["--default-index", value]
     if key in ("extra-index-url", "find-links", "only-binary", "no-binary"):
@@ -97,7 +107,7 @@ def find_uv(python: str, *, home: Path) -> str:
         return on_path
     uv = home / "bin" / "uv"
     if not uv.exists():
-        done = subprocess.run(_pip_install(python, "-qq", "--no-compile", "--target", str(home), "uv"),
+        done = subprocess.run(_pip_install(python, "-qq", "--no-compile", "--target", str(home), UV_SPEC),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if done.returncode != 0 or not uv.exists():
             raise NoUv("uv is not installed and pip could not install it")
@@ -112,8 +122,10 @@ def install_with_uv(python: str, requirements: Sequence[str], *, home: Path) -> 
     listing = listed.stdout
     arguments, environment = uv_arguments(pip_settings(listing))
     uv = find_uv(python, home=home)
-    command = [uv, "pip", "install", "-q", "--compile-bytecode", "--python", python, *arguments, *requirements]
-    if subprocess.run(command, env={**environment, **os.environ}).returncode != 0:
+    command = [uv, "pip", "install", "-q", "--no-config", "--compile-bytecode", "--python", python, *arguments,
+               *requirements]
+    own = {name: value for name, value in os.environ.items() if not name.startswith("UV_") or name in _UV_KEPT}
+    if subprocess.run(command, env={**environment, **own}).returncode != 0:
         raise NoUv("uv failed")
 
 
@@ -131,15 +143,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="uv (falling back to pip when it cannot), or pip only")
     parser.add_argument("requirements", nargs="+", help="what `pip install` takes (after --)")
     args = parser.parse_args(argv)
-    python = sys.executable
-    if args.installer == "uv":
+    try:
+        return _install(sys.executable, args.requirements, installer=args.installer)
+    except KeyboardInterrupt:
+        print("set-up: interrupted; run `make setup` again to finish", file=sys.stderr)
+        return 130
+
+
+def _install(python: str, requirements: Sequence[str], *, installer: str) -> int:
+    """Install with ``installer`` (uv falling back to pip, or pip); the exit status."""
+    if installer == "uv":
         try:
-            install_with_uv(python, args.requirements, home=Path(sys.prefix) / ".uv")
+            install_with_uv(python, requirements, home=Path(sys.prefix) / ".uv")
             return 0
         except NoUv as why:
             print(f"set-up: {why}; installing with pip", file=sys.stderr)
     try:
-        install_with_pip(python, args.requirements)
+        install_with_pip(python, requirements)
     except subprocess.CalledProcessError as failed:
         print(f"set-up: pip install failed (exit {failed.returncode}); see its messages above", file=sys.stderr)
         return 2

@@ -209,13 +209,12 @@ def shown_within(actual: np.ndarray, operand: np.ndarray, index: Optional[np.nda
 
 
 def warm() -> None:
-    """Compile (or load) every pass for float32 and float64 operands, writable and read-only,
-    read in order and at positions (a selection narrows by a histogram only past ``_FEW``)."""
+    """Compile (or load) every pass for float32 and float64 operands (read-only, as every pass
+    reads them), read in order and at positions (a selection narrows by a histogram only past
+    ``_FEW``)."""
     leading(np.arange(3))
-    for dtype, writable, index in ((d, w, i) for d in (np.float32, np.float64) for w in (True, False)
-                                   for i in (None, np.arange(0, 8, 2))):
+    for dtype, index in ((d, i) for d in (np.float32, np.float64) for i in (None, np.arange(0, 8, 2))):
         s, t = np.linspace(-3, -1, 8).astype(dtype), np.linspace(-1, -2, 8).astype(dtype)  # slopes apart
-        s.setflags(write=writable)
         count, _, _, lo, hi = summary(s, t, s, s, index, smallest_normal=0.0, forward=True)
         whole, at = _positions(s, index)
         shift = max(0, (hi - lo).bit_length() - _DIGIT)
