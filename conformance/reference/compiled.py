@@ -43,6 +43,7 @@ from conformance.reference.compiled_loops import (
     select_backward_loop,
     select_forward_loop,
 )
+from conformance.reference.compiled_rounding import KINDS
 from conformance.reference.exact import (
     check_alpha,
     effective_slope,
@@ -105,7 +106,7 @@ def _product_rules(src: DTypeInfo, out: DTypeInfo, a: float) -> tuple:
 
 def _kind(out: DTypeInfo) -> int:
     """0 float16, 1 bfloat16, 2 float32, 3 float64: how the loop rounds to ``out``."""
-    return ("float16", "bfloat16", "float32", "float64").index(out.name)
+    return KINDS.index(out.name)
 
 
 def _rules(src: DTypeInfo, out: DTypeInfo, a: float, daz: bool, ftz: bool, opmath: Optional[str]) -> tuple:

@@ -13,12 +13,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from conformance.reference.compiled_rounding import flushed, product, rounded
+from conformance.dtypes import info
+from conformance.reference.compiled_rounding import KINDS, flushed, product, rounded, x86_tiny
 
 __all__ = ["max_gradient"]
 
-_MANT_BITS = (10, 7, 23, 52)  # by kind: float16, bfloat16, float32, float64
-_SMALLEST = (2.0 ** -14, 2.0 ** -126, 2.0 ** -126, 2.0 ** -1022)
+_MANT_BITS = tuple(info(name).mant_bits for name in KINDS)  # by kind
+_SMALLEST = tuple(info(name).smallest_normal for name in KINDS)
 
 
 @numba.njit(cache=True)
@@ -27,7 +28,7 @@ def _step(v, exact, kind, ftz):
     if not ftz:
         return v
     if kind == 2:
-        tiny = abs(np.float32(exact * 2.0 ** 64)) < np.float32(2.0 ** -62)
+        tiny = x86_tiny(exact)
     else:
         tiny = v != 0 and abs(v) < _SMALLEST[kind]
     return np.copysign(0.0, v) if tiny else v

@@ -11,7 +11,16 @@ import numba
 import numpy as np
 
 from conformance.reference.compiled_gradients import max_gradient
-from conformance.reference.compiled_rounding import directed, flushed, load, odd_product, product, rounded, store
+from conformance.reference.compiled_rounding import (
+    directed,
+    flushed,
+    load,
+    odd_product,
+    product,
+    rounded,
+    store,
+    x86_tiny,
+)
 
 __all__ = ["backward_loop", "forward_loop", "select_backward_loop", "select_forward_loop"]
 
@@ -46,7 +55,7 @@ def _flushed_opmath(p, v, r):
     kind, mid_kind = r[10], r[13]
     if mid_kind == 1 or kind == 1 or kind == 2:
         slope = r[12][0] if mid_kind == 1 else r[0]
-        if abs(np.float32(v * slope * 2.0 ** 64)) < np.float32(2.0 ** -62):
+        if x86_tiny(v * slope):
             return np.copysign(0.0, p)
     if mid_kind == 1 or kind == 0 or kind == 3:
         n = rounded(p, kind)
@@ -89,7 +98,7 @@ def _plain_negative(v, r):
     p = product(v, a, hi, lo, k, check, smallest)
     if ftz:
         if kind == 1 or kind == 2:
-            tiny = abs(np.float32(v * a * 2.0 ** 64)) < np.float32(2.0 ** -62)
+            tiny = x86_tiny(v * a)
         else:
             tiny = abs(p) < below
         if tiny:

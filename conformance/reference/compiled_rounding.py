@@ -14,9 +14,11 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-__all__ = ["bits64", "directed", "flushed", "load", "odd_product", "product", "round16", "rounded", "store",
-           "widened16"]
+__all__ = ["KINDS", "bits64", "directed", "flushed", "load", "odd_product", "product", "round16", "rounded",
+           "store", "widened16", "x86_tiny"]
 
+#: The output dtypes by the kind code the loops branch on.
+KINDS = ("float16", "bfloat16", "float32", "float64")
 _TINY, _HUGE = 2.0 ** -900, 2.0 ** 1000  # as conformance.reference.exact: no fix-up needed outside
 
 
@@ -84,6 +86,13 @@ def _store_typed(sink, i, p, kind):
     def store64(sink, i, p, kind):
         sink[i] = p
     return store64
+
+
+@numba.njit(cache=True)
+def x86_tiny(exact):
+    """x86's FTZ test of a float32 (or bfloat16, computed in float32) result whose exact value is
+    the float64 ``exact``: tiny when, scaled by 2**64 and rounded to float32, it is below 2**-62."""
+    return abs(np.float32(exact * 2.0 ** 64)) < np.float32(2.0 ** -62)
 
 
 @numba.njit(cache=True)
