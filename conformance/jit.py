@@ -7,16 +7,28 @@ call, so a process that never computes (``conformance --help``, a worker waiting
 pay for it.  Compiled code is cached (``cache=True``) in the package's ``__pycache__``, or
 under ``NUMBA_CACHE_DIR`` when that is set (numba falls back to a per-user cache directory
 when the package directory is read-only).
+
+A compiled pass that releases the GIL (``nogil=True``) may split its work over
+:func:`threads` threads with :func:`in_parallel`; a pass split so must give the same bits
+whatever the number of threads (``CONFORMANCE_THREADS=1`` runs everything on the calling
+thread).
 """
 from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
+from typing import TypeVar
 
 import numpy as np
 
-__all__ = ["available", "enabled", "read_only"]
+from conformance.errors import UsageError
+
+__all__ = ["available", "enabled", "in_parallel", "read_only", "threads"]
+
+T = TypeVar("T")
 
 
 @cache
@@ -38,3 +50,31 @@ def read_only(a: np.ndarray) -> np.ndarray:
     view = np.ascontiguousarray(a).view()
     view.setflags(write=False)
     return view
+
+
+def threads() -> int:
+    """How many threads one compiled pass may split its work over: ``CONFORMANCE_THREADS``
+    when it is set (a whole number, at least 1), else the cores this process may run on."""
+    given = os.environ.get("CONFORMANCE_THREADS", "").strip()
+    if not given:
+        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    if not given.isdigit() or int(given) < 1:
+        raise UsageError(f"CONFORMANCE_THREADS={given!r} is not a whole number of at least 1; "
+                         "set it to how many threads a compiled pass may use, or unset it")
+    return int(given)
+
+
+@cache
+def _pool(size: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=size, thread_name_prefix="conformance-pass")
+
+
+def in_parallel(calls: Sequence[Callable[[], T]]) -> list[T]:
+    """The results of ``calls`` (functions of no argument), in order: the first runs on the
+    calling thread, the others on a shared pool of ``threads() - 1`` threads (all on the
+    calling thread when that is 0).  Only calls that release the GIL run at the same time."""
+    if len(calls) <= 1 or threads() == 1:
+        return [call() for call in calls]
+    futures = [_pool(threads() - 1).submit(call) for call in calls[1:]]
+    first = calls[0]()
+    return [first, *(f.result() for f in futures)]
