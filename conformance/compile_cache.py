@@ -8,6 +8,11 @@ later process loads it in milliseconds instead of compiling for tens of seconds.
 compiles in two processes: the golden's, the metrics' and triage's loops in one, the slope
 passes and the emulator's loops in a second.
 Without numba, or with ``CONFORMANCE_COMPILED=0``, it does nothing.
+
+numba keys a loop's cache entry on the loop's own source file only, so a loop that calls a
+helper in another module would go on running the helper it was compiled with.  The stamp
+therefore also records the modules holding compiled loops, and when one of them changed,
+:func:`clear_stale` deletes every cached loop of the package before the next warm-up.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -25,8 +31,9 @@ from conformance import jit
 from conformance.dtypes import info, ulp_distance
 from conformance.errors import ConformanceError
 
-__all__ = ["cached", "warm"]
+__all__ = ["cached", "clear_stale", "fill", "warm"]
 
+_ROOT = Path(__file__).resolve().parent  # the package
 _STAMP = "compile-cache.stamp"  # the fingerprint of the sources and numba a full warm-up compiled
 
 #: The golden's (input, output) dtype pairs: each is a numba signature of its own.
@@ -165,47 +172,109 @@ def _in_a_process(step: Callable[[], None]) -> subprocess.Popen:
 
 def _fingerprint() -> str:
     """The package's sources (names, sizes, modification times), numba's version and where its
-    cache lives: what numba's cache is valid for."""
+    cache lives: what numba's cache is valid for; first, on a line of its own, the modules
+    holding compiled loops (:func:`_loops_line`)."""
     import numba
 
-    root = Path(__file__).resolve().parent
     parts = [sys.version, numba.__version__, os.environ.get("NUMBA_CACHE_DIR", "")]
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(_ROOT.rglob("*.py")):
         st = path.stat()
-        parts.append(f"{path.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+        parts.append(f"{path.relative_to(_ROOT)}:{st.st_size}:{st.st_mtime_ns}")
+    every = hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return f"{_loops_line()}\nall {every}"
+
+
+def _loop_modules() -> list[Path]:
+    """The package's modules that hold compiled loops: those that import numba (this one aside)."""
+    return [path for path in sorted(_ROOT.rglob("*.py"))
+            if path.resolve() != Path(__file__).resolve() and "import numba" in path.read_text(encoding="utf-8")]
+
+
+def _loops_line() -> str:
+    """The stamp's first line: the names and contents of the modules holding compiled loops."""
+    digest = hashlib.sha256()
+    for path in _loop_modules():
+        digest.update(f"{path.relative_to(_ROOT)}\n".encode())
+        digest.update(path.read_bytes())
+    return f"loops {digest.hexdigest()}"
+
+
+def _cache_dirs(source: Path) -> list[Path]:
+    """Where numba keeps the cached loops of ``source``: under ``NUMBA_CACHE_DIR`` when that is
+    set, else beside the source or, when that is read-only, in numba's per-user directory."""
+    from numba.core.caching import _CacheLocator
+    from numba.misc.appdirs import AppDirs
+
+    sub = _CacheLocator.get_suitable_cache_subpath(str(source))
+    base = os.environ.get("NUMBA_CACHE_DIR")
+    if base:
+        return [Path(base) / sub]
+    return [source.parent / "__pycache__", Path(AppDirs(appname="numba", appauthor=False).user_cache_dir) / sub]
+
+
+def clear_stale() -> int:
+    """Delete the package's cached loops unless the stamp records the modules holding compiled
+    loops as they are now; how many files that was.  The stamp then records them, with no full
+    warm-up yet, so a second call deletes nothing.  Call it only while no other process of this
+    package compiles or loads loops."""
+    if not jit.enabled():
+        return 0
+    loops = _loops_line()
+    if _recorded()[:1] == [loops]:
+        return 0
+    gone = 0
+    for source in _loop_modules():
+        for folder in _cache_dirs(source):
+            for entry in (*folder.glob(f"{source.stem}.*.nbi"), *folder.glob(f"{source.stem}.*.nbc")):
+                entry.unlink(missing_ok=True)
+                gone += 1
+    _write_stamp(f"{loops}\nall none")
+    return gone
 
 
 def _stamp_path() -> Path:
     base = os.environ.get("NUMBA_CACHE_DIR")
-    return Path(base) / _STAMP if base else Path(__file__).resolve().parent / "__pycache__" / _STAMP
+    return Path(base) / _STAMP if base else _ROOT / "__pycache__" / _STAMP
+
+
+def _recorded() -> list[str]:
+    """The stamp's lines; none when there is no stamp."""
+    try:
+        return _stamp_path().read_text().splitlines()
+    except OSError:
+        return []
 
 
 def cached() -> bool:
     """True when a full warm-up already filled numba's cache for these sources and this numba
     (the stamp it leaves), so warming again would only load the loops."""
-    if not jit.enabled():
-        return False
-    try:
-        return _stamp_path().read_text() == _fingerprint()
-    except OSError:
-        return False
+    return jit.enabled() and _recorded() == _fingerprint().splitlines()
 
 
-def _write_stamp() -> None:
+def _write_stamp(text: Optional[str] = None) -> None:
+    """Write ``text`` (the sources' fingerprint by default) as the stamp."""
     try:
-        _stamp_path().write_text(_fingerprint())
+        _stamp_path().parent.mkdir(parents=True, exist_ok=True)
+        _stamp_path().write_text(_fingerprint() if text is None else text)
     except OSError:
         pass  # a read-only package: the next warm-up loads the loops again, no more
+
+
+def fill(*, side_by_side: bool = False) -> float:
+    """Stale loops deleted (:func:`clear_stale`), every loop compiled or loaded (:func:`warm`),
+    and the stamp written; the seconds the warm-up took."""
+    clear_stale()
+    seconds = warm(side_by_side=side_by_side)
+    if jit.enabled():
+        _write_stamp()
+    return seconds
 
 
 def main() -> int:
     if cached():
         print("conformance: compiled loops already cached", file=sys.stderr)
         return 0
-    seconds = warm(side_by_side=True)
-    if jit.enabled():
-        _write_stamp()
+    seconds = fill(side_by_side=True)
     what = "compiled loops cached" if jit.enabled() else "compiled paths off: nothing to cache"
     print(f"conformance: {what} in {seconds:.0f} s", file=sys.stderr)
     return 0

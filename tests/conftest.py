@@ -52,13 +52,16 @@ def _sigint_at_its_default() -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """In an xdist controller, start compiling the numba loops beside the workers' start-up."""
     _sigint_at_its_default()
-    if hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None):
+    if hasattr(config, "workerinput"):
         return
-    from conformance.compile_cache import cached
+    from conformance.compile_cache import cached, clear_stale
 
     if cached():  # `make setup` filled the cache for these sources: nothing to compile
         return
-    code = "from conformance.compile_cache import warm; warm()"
+    clear_stale()  # before any worker loads a loop compiled with a helper since edited
+    if not config.getoption("numprocesses", default=None):
+        return
+    code = "from conformance.compile_cache import fill; fill()"
     config.stash[_WARMING] = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT,
                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

@@ -96,3 +96,38 @@ def test_a_failing_second_process_fails_the_warm_up(monkeypatch: pytest.MonkeyPa
 
 def test_the_triage_passes_warm_on_every_width_and_both_kinds_of_actual():
     compile_cache.warm_triage()  # a call the passes refuse (a dtype, a signature) fails here
+
+
+def _cached_loop_files(folder) -> list:
+    return sorted(p.name for p in folder.rglob("*.nb[ic]"))
+
+
+def test_a_changed_module_of_loops_deletes_every_cached_loop_once(tmp_path, monkeypatch: pytest.MonkeyPatch):
+    """numba keys a loop's cache on its own file only: a helper edited in another module voids them all."""
+    if not compile_cache.jit.enabled():
+        pytest.skip("the compiled paths are off: nothing is cached")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compile_cache, "warm", lambda **kw: 0.0)
+    loops = compile_cache._loop_modules()
+    assert {p.name for p in loops} >= {"scan_loops.py", "compiled_rounding.py", "ulp_loops.py"}
+    planted = []
+    for source in loops:
+        folder = compile_cache._cache_dirs(source)[0]
+        folder.mkdir(parents=True, exist_ok=True)
+        planted += [folder / f"{source.stem}.loop-1.py311.nbi", folder / f"{source.stem}.loop-1.py311.1.nbc"]
+    other = tmp_path / "elsewhere_0" / "other.loop-1.py311.nbi"  # another package's cache is left alone
+    other.parent.mkdir()
+    for path in (*planted, other):
+        path.write_bytes(b"cached")
+    assert compile_cache.main() == 0  # no stamp on record: nothing says the loops are current
+    assert _cached_loop_files(tmp_path) == ["other.loop-1.py311.nbi"]
+    assert compile_cache.cached()
+    for path in planted:
+        path.write_bytes(b"cached")
+    assert compile_cache.clear_stale() == 0  # the stamp records the loops as they are
+    line = compile_cache._loops_line()
+    monkeypatch.setattr(compile_cache, "_loops_line", lambda: line + "-a helper changed")
+    assert not compile_cache.cached()
+    assert compile_cache.clear_stale() == len(planted)
+    assert _cached_loop_files(tmp_path) == ["other.loop-1.py311.nbi"]
+    assert compile_cache.clear_stale() == 0  # the stamp now records the change
