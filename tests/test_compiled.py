@@ -66,7 +66,11 @@ COVERED = (Semantics(), Semantics(predicate="ge"), Semantics(slope=0.3), Semanti
            Semantics(grad_rule="max", input_dtype="bfloat16", daz=True, nan_grad="dy"),
            # the fused branch sum
            Semantics(grad_form="fma"), Semantics(grad_form="fma", daz=True, ftz=True, grad_rule="ge"),
-           Semantics(grad_form="fma", rounding="rtz", opmath="bfloat16", nan_grad="dy*0", saturate=True))
+           Semantics(grad_form="fma", rounding="rtz", opmath="bfloat16", nan_grad="dy*0", saturate=True),
+           # the result rounded to result_dtype, then converted to the output dtype, after every other setting
+           Semantics(result_dtype="float16"), Semantics(result_dtype="bfloat16", opmath="float32", ftz=True),
+           Semantics(result_dtype="bfloat16", input_dtype="bfloat16", flush_inputs=True, flush_output=True),
+           Semantics(result_dtype="float16", saturate_inputs=True, daz=True, ftz=True, grad_rule="max"))
 #: Forward formulations the compiled loop covers (the backward computes them as its select).
 FORWARD_FORMULATIONS = (Semantics(formulation="relu"), Semantics(formulation="relu", saturate=True),
                         Semantics(formulation="max"), Semantics(formulation="min", daz=True, ftz=True),
@@ -77,7 +81,13 @@ FORWARD_FORMULATIONS = (Semantics(formulation="relu"), Semantics(formulation="re
                         Semantics(formulation="max", rounding="rtz"),
                         Semantics(formulation="relu", rounding="rna", saturate="inf"),
                         Semantics(formulation="merge", rounding="rtz", opmath="float32", ftz=True),
-                        Semantics(formulation="scale", rounding="rna", daz=True))
+                        Semantics(formulation="scale", rounding="rna", daz=True),
+                        # the select applied to its own (unsaturated) result
+                        Semantics(formulation="twice"),
+                        Semantics(formulation="twice", daz=True, ftz=True, saturate=True),
+                        Semantics(formulation="twice", rounding="rtz", opmath="float32", flush_output=True),
+                        Semantics(formulation="twice", result_dtype="float16", slope_dtype="float16",
+                                  input_dtype="bfloat16", saturate_inputs=True))
 #: Backward formulations the compiled loop covers (the forward-only ones are its select).
 BACKWARD_ONLY = (Semantics(formulation="swap_branches", nan_grad="dy"), Semantics(formulation="swap_operands"),
                  Semantics(formulation="max", daz=True), Semantics(formulation="merge", grad_rule="ge"),
@@ -85,9 +95,8 @@ BACKWARD_ONLY = (Semantics(formulation="swap_branches", nan_grad="dy"), Semantic
                  Semantics(formulation="swap_branches", rounding="rna", opmath="float32"),
                  Semantics(formulation="swap_operands", grad_rule="max", grad_form="sum", daz=True, ftz=True))
 PAIRS = sorted(SUPPORTED_PAIRS)
-NOT_COVERED = (Semantics(formulation="relu"), Semantics(result_dtype="float16"), Semantics(grad_rule="result"),
-               Semantics(grad_rule="step"), Semantics(formulation="maxmin"),
-               Semantics(formulation="twice"), Semantics(formulation="mask-multiply"))
+NOT_COVERED = (Semantics(formulation="relu"), Semantics(grad_rule="result"), Semantics(grad_rule="step"),
+               Semantics(formulation="maxmin"), Semantics(formulation="mask-multiply"))
 
 
 def _edges(name: str) -> np.ndarray:
