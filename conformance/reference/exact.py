@@ -203,7 +203,10 @@ def ftz_float32(v: np.ndarray, exact: np.ndarray) -> np.ndarray:
 
 
 def _signed_zero(v: np.ndarray) -> np.ndarray:
-    return np.copysign(0.0, v.astype(np.float64)).astype(v.dtype)
+    """A zero of each element's sign (a NaN's sign bit too), made from the bits: widening a
+    16-bit array to copy the sign costs many times more."""
+    rec = info(np.asarray(v).dtype)
+    return (to_bits(v) & np.array(rec.sign_mask, dtype=rec.uint)).view(rec.dtype)
 
 
 def round_directed(v: np.ndarray, out: DTypeInfo, rounding: Rounding, *,
