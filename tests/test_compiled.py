@@ -87,7 +87,15 @@ FORWARD_FORMULATIONS = (Semantics(formulation="relu"), Semantics(formulation="re
                         Semantics(formulation="twice", daz=True, ftz=True, saturate=True),
                         Semantics(formulation="twice", rounding="rtz", opmath="float32", flush_output=True),
                         Semantics(formulation="twice", result_dtype="float16", slope_dtype="float16",
-                                  input_dtype="bfloat16", saturate_inputs=True))
+                                  input_dtype="bfloat16", saturate_inputs=True),
+                        # max(x,0) + a*min(x,0) and x*m + a*x*(1-m): their zero terms, NaN and inf*0
+                        Semantics(formulation="maxmin"),
+                        Semantics(formulation="maxmin", daz=True, ftz=True, saturate=True),
+                        Semantics(formulation="maxmin", opmath="bfloat16", rounding="rna", saturate="inf"),
+                        Semantics(formulation="mask-multiply"),
+                        Semantics(formulation="mask-multiply", opmath="bfloat16", ftz=True, flush_inputs=True),
+                        Semantics(formulation="mask-multiply", opmath="float16", daz=True, ftz=True, predicate="ge"),
+                        Semantics(formulation="mask-multiply", opmath="float32", rounding="rtz", saturate=True))
 #: Backward formulations the compiled loop covers (the forward-only ones are its select).
 BACKWARD_ONLY = (Semantics(formulation="swap_branches", nan_grad="dy"), Semantics(formulation="swap_operands"),
                  Semantics(formulation="max", daz=True), Semantics(formulation="merge", grad_rule="ge"),
@@ -95,8 +103,7 @@ BACKWARD_ONLY = (Semantics(formulation="swap_branches", nan_grad="dy"), Semantic
                  Semantics(formulation="swap_branches", rounding="rna", opmath="float32"),
                  Semantics(formulation="swap_operands", grad_rule="max", grad_form="sum", daz=True, ftz=True))
 PAIRS = sorted(SUPPORTED_PAIRS)
-NOT_COVERED = (Semantics(formulation="relu"), Semantics(grad_rule="result"), Semantics(grad_rule="step"),
-               Semantics(formulation="maxmin"), Semantics(formulation="mask-multiply"))
+NOT_COVERED = (Semantics(formulation="relu"), Semantics(grad_rule="result"), Semantics(grad_rule="step"))
 
 
 def _edges(name: str) -> np.ndarray:

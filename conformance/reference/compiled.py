@@ -13,14 +13,15 @@ What it covers (:func:`covers`): every supported dtype pair, with the slope (``s
 ``daz``, ``ftz``, ``predicate``, ``saturate``, a directed final conversion (``rounding`` ``rtz``
 and ``rna``: the select's value rounded to odd, then one step of the output's bit pattern;
 a float64 input is refused as the numpy path refuses it) and, forward, the ``select``,
-``scale``, ``relu``, ``merge``, ``max``, ``min`` and ``max_or_min`` formulations
-(``nan_operand`` with them) and ``twice`` (the loop run on its own result); backward, ``grad_rule`` ``gt``, ``ge`` and ``max`` (MindSpore's
+``scale``, ``relu``, ``merge``, ``max``, ``min``, ``max_or_min`` (``nan_operand`` with them),
+``maxmin`` and ``mask-multiply`` formulations and ``twice`` (the loop run on its own result);
+backward, ``grad_rule`` ``gt``, ``ge`` and ``max`` (MindSpore's
 gradient of max, in ``conformance.reference.compiled_gradients``), every ``nan_grad``, the
 ``select``, ``sum`` and ``fma`` gradient forms and every formulation but ``relu`` (the
 forward-only ones are its select); around the loop,
 ``flush_inputs``, ``saturate_inputs``, ``input_dtype``, ``result_dtype`` and ``flush_output`` as
-the numpy path applies them.  Every other variant (``maxmin``, ``mask-multiply``, the backward
-of ``relu``, the ``result`` and ``step`` gradient rules) is computed by the numpy path.
+the numpy path applies them.  Every other variant (the backward of ``relu``, the ``result`` and
+``step`` gradient rules) is computed by the numpy path.
 ``conformance.reference.compiled_loops`` holds the loops and
 ``conformance.reference.compiled_rounding`` how they read, multiply and round one element.
 
@@ -64,7 +65,7 @@ _AROUND = frozenset({"flush_inputs", "saturate_inputs", "input_dtype", "flush_ou
 _SHARED = frozenset({"slope", "slope_dtype", "predicate", "daz", "ftz", "formulation", "grad_rule", "nan_grad",
                      "grad_form", "saturate", "opmath", "nan_operand", "rounding"}) | _AROUND
 #: The forward formulations the loop computes (``max_or_min`` is passed as max or min by the slope).
-_FORWARD_FORM = {"select": 0, "scale": 1, "relu": 2, "merge": 3, "max": 4, "min": 5}
+_FORWARD_FORM = {"select": 0, "scale": 1, "relu": 2, "merge": 3, "max": 4, "min": 5, "maxmin": 6, "mask-multiply": 7}
 #: How the backward's select reads its comparison: as it is, never taken (``scale``: a*dy
 #: everywhere) or inverted (``swap_branches``); the forward-only formulations are the select.
 _BACKWARD_TAKE = {"scale": 1, "swap_branches": 2}
