@@ -70,7 +70,13 @@ COVERED = (Semantics(), Semantics(predicate="ge"), Semantics(slope=0.3), Semanti
            # the result rounded to result_dtype, then converted to the output dtype, after every other setting
            Semantics(result_dtype="float16"), Semantics(result_dtype="bfloat16", opmath="float32", ftz=True),
            Semantics(result_dtype="bfloat16", input_dtype="bfloat16", flush_inputs=True, flush_output=True),
-           Semantics(result_dtype="float16", saturate_inputs=True, daz=True, ftz=True, grad_rule="max"))
+           Semantics(result_dtype="float16", saturate_inputs=True, daz=True, ftz=True, grad_rule="max"),
+           # the gradient selected on the result, and the step function of a positive subnormal x
+           Semantics(grad_rule="result"),
+           Semantics(grad_rule="result", daz=True, ftz=True, nan_grad="dy", saturate=True),
+           Semantics(grad_rule="result", slope_dtype="float16", grad_form="fma", rounding="rna"),
+           Semantics(grad_rule="step"), Semantics(grad_rule="step", grad_form="sum", opmath="float32", rounding="rtz"),
+           Semantics(grad_rule="step", nan_grad="dy*0", input_dtype="float16", daz=True, result_dtype="bfloat16"))
 #: Forward formulations the compiled loop covers (the backward computes them as its select).
 FORWARD_FORMULATIONS = (Semantics(formulation="relu"), Semantics(formulation="relu", saturate=True),
                         Semantics(formulation="max"), Semantics(formulation="min", daz=True, ftz=True),
@@ -101,9 +107,12 @@ BACKWARD_ONLY = (Semantics(formulation="swap_branches", nan_grad="dy"), Semantic
                  Semantics(formulation="max", daz=True), Semantics(formulation="merge", grad_rule="ge"),
                  Semantics(formulation="swap_operands", rounding="rtz", grad_form="sum"),
                  Semantics(formulation="swap_branches", rounding="rna", opmath="float32"),
-                 Semantics(formulation="swap_operands", grad_rule="max", grad_form="sum", daz=True, ftz=True))
+                 Semantics(formulation="swap_operands", grad_rule="max", grad_form="sum", daz=True, ftz=True),
+                 Semantics(formulation="swap_branches", grad_rule="result", slope_dtype="float16"),
+                 Semantics(formulation="swap_operands", grad_rule="step"),
+                 Semantics(formulation="scale", grad_rule="step", saturate="inf"))
 PAIRS = sorted(SUPPORTED_PAIRS)
-NOT_COVERED = (Semantics(formulation="relu"), Semantics(grad_rule="result"), Semantics(grad_rule="step"))
+NOT_COVERED = (Semantics(formulation="relu"), Semantics(formulation="relu", grad_rule="step"))
 
 
 def _edges(name: str) -> np.ndarray:

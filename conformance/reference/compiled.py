@@ -15,13 +15,13 @@ and ``rna``: the select's value rounded to odd, then one step of the output's bi
 a float64 input is refused as the numpy path refuses it) and, forward, the ``select``,
 ``scale``, ``relu``, ``merge``, ``max``, ``min``, ``max_or_min`` (``nan_operand`` with them),
 ``maxmin`` and ``mask-multiply`` formulations and ``twice`` (the loop run on its own result);
-backward, ``grad_rule`` ``gt``, ``ge`` and ``max`` (MindSpore's
-gradient of max, in ``conformance.reference.compiled_gradients``), every ``nan_grad``, the
+backward, every ``grad_rule`` (``max``: MindSpore's gradient of max, ``result`` and ``step`` in
+``conformance.reference.compiled_gradients``), every ``nan_grad``, the
 ``select``, ``sum`` and ``fma`` gradient forms and every formulation but ``relu`` (the
 forward-only ones are its select); around the loop,
 ``flush_inputs``, ``saturate_inputs``, ``input_dtype``, ``result_dtype`` and ``flush_output`` as
-the numpy path applies them.  Every other variant (the backward of ``relu``, the ``result`` and
-``step`` gradient rules) is computed by the numpy path.
+the numpy path applies them.  The backward of ``relu`` (dy or +0, one numpy select, faster
+than the loop) is computed by the numpy path.
 ``conformance.reference.compiled_loops`` holds the loops and
 ``conformance.reference.compiled_rounding`` how they read, multiply and round one element.
 
@@ -74,6 +74,8 @@ _NAN_GRAD = {"alpha": 0, "dy": 0, "zero": 1, "dy*0": 2, "nan": 3}
 _SATURATE = {False: 0, True: 1, "inf": 2}
 _ROUNDING = {"rne": 0, "rtz": 1, "rna": 2}
 _GRAD_FORM = {"select": 0, "sum": 1, "fma": 2}
+#: The gradient rule the loop applies after the select (``ge`` is the select's own predicate).
+_GRAD_RULE = {"gt": 0, "ge": 0, "max": 1, "result": 2, "step": 3}
 
 
 def covers(direction: Direction, semantics: Semantics) -> bool:
@@ -88,7 +90,7 @@ def covers(direction: Direction, semantics: Semantics) -> bool:
     if direction == "forward":
         return s.formulation in _FORWARD_FORM or s.formulation == "max_or_min"
     # relu's backward (dy or +0) is one numpy select, faster than the loop
-    return s.grad_rule in ("gt", "ge", "max") and s.formulation != "relu"
+    return s.formulation != "relu"
 
 
 _NO_TABLE = np.zeros(1, dtype=np.float64)
@@ -195,8 +197,8 @@ def _backward(dy: np.ndarray, x: np.ndarray, a: float, out: DTypeInfo, s: Semant
     if s.formulation == "swap_operands":  # x and dy passed the other way round
         xs, dys = dys, xs
     nan_mode = _NAN_GRAD[s.nan_grad] + (2 if s.nan_grad == "dy*0" and info(x.dtype).name == "bfloat16" else 0)
-    modes = (_BACKWARD_TAKE.get(s.formulation, 0), nan_mode, _GRAD_FORM[s.grad_form], s.grad_rule == "max")
-    if modes[1:] == (0, 0, False) and _plain(s):
+    modes = (_BACKWARD_TAKE.get(s.formulation, 0), nan_mode, _GRAD_FORM[s.grad_form], _GRAD_RULE[s.grad_rule])
+    if modes[1:] == (0, 0, 0) and _plain(s):
         select_backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy", modes[0], flags[0],
                              rules)
     else:

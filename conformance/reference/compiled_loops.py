@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from conformance.reference.compiled_gradients import max_gradient
+from conformance.reference.compiled_gradients import max_gradient, result_positive, step_gradient
 from conformance.reference.compiled_rounding import (
     bits64,
     directed,
@@ -243,9 +243,9 @@ def forward_loop(xs, table, sink, ge, form, nan_x, flags, r):
 def _gradient_value(d, w, take, modes, flags, r):
     """dx of one element: dy where ``take``, else ``a*dy``, its conversion in the rounding
     ``flags`` say; then the branch sum's zero signs (``where(c, dy, 0) + a*where(c, 0, dy)``:
-    summed 1, or fused into one multiply-add, 2), the gradient of max and dx at x = NaN as
-    ``modes`` say."""
-    _, nan_mode, summed, grad_max = modes
+    summed 1, or fused into one multiply-add, 2), the gradient of max or the step function and
+    dx at x = NaN as ``modes`` say."""
+    _, nan_mode, summed, rule = modes
     same = flags[0]
     copy, v = (True, d) if take else (False, _negative(d, r))
     if flags[2] != 0:
@@ -256,8 +256,10 @@ def _gradient_value(d, w, take, modes, flags, r):
         if r[7]:
             dv = flushed(dv, r[5])  # the add reads dx under DAZ
         copy, v = False, dv + (np.copysign(0.0, r[0]) if take else 0.0)
-    if grad_max:
+    if rule == 1:
         copy, v = max_gradient(copy, v, d, w, r)
+    elif rule == 3:
+        copy, v = step_gradient(copy, v, d, w, r)
     if nan_mode != 0 and w != w:
         copy, v = False, (0.0 if nan_mode == 1 else (np.nan if nan_mode == 3 else d * 0.0))
         if nan_mode == 4 and v != v:  # a bfloat16 product's NaN is the quiet NaN of its sign
@@ -267,10 +269,11 @@ def _gradient_value(d, w, take, modes, flags, r):
 
 @numba.njit(cache=True)
 def backward_loop(dys, xs, table, sink, ge, nan_dy, modes, flags, r):
-    take_mode = modes[0]
+    take_mode, on_result = modes[0], modes[3] == 2
     for i in range(xs.size):
         w = load(xs[i], table)
-        take = False if take_mode == 1 else _takes(w, ge, r) != (take_mode == 2)
+        taken = result_positive(w, r) if on_result else _takes(w, ge, r)
+        take = False if take_mode == 1 else taken != (take_mode == 2)
         take = take or (nan_dy and w != w)
         copy, v = _gradient_value(load(dys[i], table), w, take, modes, flags, r)
         _emit(sink, i, dys[i], copy, v, flags, r)
