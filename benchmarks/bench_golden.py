@@ -23,7 +23,12 @@ SMALL = 3000  # a triage batch of mismatches
 TRIAGE_VARIANTS = (("forward", Semantics(opmath="float32")), ("forward", Semantics(formulation="merge")),
                    ("forward", Semantics(formulation="max_or_min", nan_operand="x", saturate=True)),
                    ("backward", Semantics(nan_grad="dy*0", opmath="float32")),
-                   ("backward", Semantics(grad_form="sum", nan_grad="nan", daz=True, ftz=True)))
+                   ("backward", Semantics(grad_form="sum", nan_grad="nan", daz=True, ftz=True)),
+                   ("forward", Semantics(opmath="float32", input_dtype="float16", result_dtype="float16")),
+                   ("backward", Semantics(opmath="float32", input_dtype="bfloat16", result_dtype="bfloat16")),
+                   ("forward", Semantics(formulation="twice")), ("forward", Semantics(formulation="maxmin")),
+                   ("forward", Semantics(formulation="mask-multiply")), ("backward", Semantics(grad_rule="step")),
+                   ("backward", Semantics(grad_rule="result")))
 
 
 def _naive(x: np.ndarray, alpha: float) -> np.ndarray:

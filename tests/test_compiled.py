@@ -31,7 +31,8 @@ from tests.helpers import sampled
 compiled = pytest.importorskip("conformance.reference.compiled", reason="numba (the fast extra) is not installed")
 
 ALPHAS = (0.0, 1.0, -0.5, 1.5, 1 / 3, 1e-30, 5e-324, 0.2, 0.3)  # 0.3: a product on an fp16 midpoint
-COVERED = (Semantics(), Semantics(predicate="ge"), Semantics(slope=0.3), Semantics(slope_dtype="float16"),
+#: Variants (the exact golden is proved at every slope by test_forward/backward_matches_the_numpy_path).
+COVERED = (Semantics(predicate="ge"), Semantics(slope=0.3), Semantics(slope_dtype="float16"),
            Semantics(slope_dtype=("float32", "bfloat16")), Semantics(grad_rule="ge"), Semantics(nan_grad="dy"),
            Semantics(grad_rule="ge", nan_grad="dy", slope_dtype="float32"), Semantics(daz=True), Semantics(ftz=True),
            Semantics(daz=True, ftz=True, slope_dtype=("float32", "bfloat16")),
@@ -66,7 +67,17 @@ COVERED = (Semantics(), Semantics(predicate="ge"), Semantics(slope=0.3), Semanti
            Semantics(grad_rule="max", input_dtype="bfloat16", daz=True, nan_grad="dy"),
            # the fused branch sum
            Semantics(grad_form="fma"), Semantics(grad_form="fma", daz=True, ftz=True, grad_rule="ge"),
-           Semantics(grad_form="fma", rounding="rtz", opmath="bfloat16", nan_grad="dy*0", saturate=True))
+           Semantics(grad_form="fma", rounding="rtz", opmath="bfloat16", nan_grad="dy*0", saturate=True),
+           # the result rounded to result_dtype, then converted to the output dtype, after every other setting
+           Semantics(result_dtype="float16"), Semantics(result_dtype="bfloat16", opmath="float32", ftz=True),
+           Semantics(result_dtype="bfloat16", input_dtype="bfloat16", flush_inputs=True, flush_output=True),
+           Semantics(result_dtype="float16", saturate_inputs=True, daz=True, ftz=True, grad_rule="max"),
+           # the gradient selected on the result, and the step function of a positive subnormal x
+           Semantics(grad_rule="result"),
+           Semantics(grad_rule="result", daz=True, ftz=True, nan_grad="dy", saturate=True),
+           Semantics(grad_rule="result", slope_dtype="float16", grad_form="fma", rounding="rna"),
+           Semantics(grad_rule="step"), Semantics(grad_rule="step", grad_form="sum", opmath="float32", rounding="rtz"),
+           Semantics(grad_rule="step", nan_grad="dy*0", input_dtype="float16", daz=True, result_dtype="bfloat16"))
 #: Forward formulations the compiled loop covers (the backward computes them as its select).
 FORWARD_FORMULATIONS = (Semantics(formulation="relu"), Semantics(formulation="relu", saturate=True),
                         Semantics(formulation="max"), Semantics(formulation="min", daz=True, ftz=True),
@@ -77,17 +88,32 @@ FORWARD_FORMULATIONS = (Semantics(formulation="relu"), Semantics(formulation="re
                         Semantics(formulation="max", rounding="rtz"),
                         Semantics(formulation="relu", rounding="rna", saturate="inf"),
                         Semantics(formulation="merge", rounding="rtz", opmath="float32", ftz=True),
-                        Semantics(formulation="scale", rounding="rna", daz=True))
+                        Semantics(formulation="scale", rounding="rna", daz=True),
+                        # the select applied to its own (unsaturated) result
+                        Semantics(formulation="twice"),
+                        Semantics(formulation="twice", daz=True, ftz=True, saturate=True),
+                        Semantics(formulation="twice", rounding="rtz", opmath="float32", flush_output=True),
+                        Semantics(formulation="twice", result_dtype="float16", slope_dtype="float16",
+                                  input_dtype="bfloat16", saturate_inputs=True),
+                        # max(x,0) + a*min(x,0) and x*m + a*x*(1-m): their zero terms, NaN and inf*0
+                        Semantics(formulation="maxmin"),
+                        Semantics(formulation="maxmin", daz=True, ftz=True, saturate=True),
+                        Semantics(formulation="maxmin", opmath="bfloat16", rounding="rna", saturate="inf"),
+                        Semantics(formulation="mask-multiply"),
+                        Semantics(formulation="mask-multiply", opmath="bfloat16", ftz=True, flush_inputs=True),
+                        Semantics(formulation="mask-multiply", opmath="float16", daz=True, ftz=True, predicate="ge"),
+                        Semantics(formulation="mask-multiply", opmath="float32", rounding="rtz", saturate=True))
 #: Backward formulations the compiled loop covers (the forward-only ones are its select).
 BACKWARD_ONLY = (Semantics(formulation="swap_branches", nan_grad="dy"), Semantics(formulation="swap_operands"),
                  Semantics(formulation="max", daz=True), Semantics(formulation="merge", grad_rule="ge"),
                  Semantics(formulation="swap_operands", rounding="rtz", grad_form="sum"),
                  Semantics(formulation="swap_branches", rounding="rna", opmath="float32"),
-                 Semantics(formulation="swap_operands", grad_rule="max", grad_form="sum", daz=True, ftz=True))
+                 Semantics(formulation="swap_operands", grad_rule="max", grad_form="sum", daz=True, ftz=True),
+                 Semantics(formulation="swap_branches", grad_rule="result", slope_dtype="float16"),
+                 Semantics(formulation="swap_operands", grad_rule="step"),
+                 Semantics(formulation="scale", grad_rule="step", saturate="inf"))
 PAIRS = sorted(SUPPORTED_PAIRS)
-NOT_COVERED = (Semantics(formulation="relu"), Semantics(result_dtype="float16"), Semantics(grad_rule="result"),
-               Semantics(grad_rule="step"), Semantics(formulation="maxmin"),
-               Semantics(formulation="twice"), Semantics(formulation="mask-multiply"))
+NOT_COVERED = (Semantics(formulation="relu"), Semantics(formulation="relu", grad_rule="step"))
 
 
 def _edges(name: str) -> np.ndarray:

@@ -111,3 +111,19 @@ def test_branch_sum_gradient_changes_only_zero_signs() -> None:
     dy = np.array([-0.0, -0.0], dtype=np.float32)
     dx = golden.backward(dy, x, 0.2, semantics=Semantics(grad_rule="ge", grad_form="sum"))
     assert dx.tolist() == [0.0, 0.0] and not np.signbit(dx).any()
+
+
+def test_rounding_to_float16_is_numpys_cast_at_the_range_limits() -> None:
+    """The values that round to ±inf or ±0 are set before the cast; the cast gives the rest."""
+    from conformance.reference.exact import round_float64
+
+    limits = np.array([65520.0, 65504.0, 2.0 ** -25, 2.0 ** -24, 2.0 ** -14, 1e300, 5e-324, 0.0, np.inf])
+    near = np.concatenate([limits, np.nextafter(limits, 0.0), np.nextafter(limits, np.inf), [np.nan]])
+    rng = np.random.default_rng(3)
+    v = np.concatenate([near, -near, rng.integers(0, 1 << 64, 1 << 14, dtype=np.uint64).view(np.float64)])
+    with np.errstate(all="ignore"):
+        expected = v.astype(np.float16)
+    got = round_float64(v, info("float16"))
+    assert np.array_equal(got.view(np.uint16), expected.view(np.uint16))
+    assert (got[:3] == [np.inf, 65504.0, 0.0]).all() and got[3] == 2.0 ** -24
+    assert isinstance(round_float64(np.float64(1e6), info("float16")), np.float16)

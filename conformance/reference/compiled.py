@@ -13,15 +13,15 @@ What it covers (:func:`covers`): every supported dtype pair, with the slope (``s
 ``daz``, ``ftz``, ``predicate``, ``saturate``, a directed final conversion (``rounding`` ``rtz``
 and ``rna``: the select's value rounded to odd, then one step of the output's bit pattern;
 a float64 input is refused as the numpy path refuses it) and, forward, the ``select``,
-``scale``, ``relu``, ``merge``, ``max``, ``min`` and ``max_or_min`` formulations
-(``nan_operand`` with them); backward, ``grad_rule`` ``gt``, ``ge`` and ``max`` (MindSpore's
-gradient of max, in ``conformance.reference.compiled_gradients``), every ``nan_grad``, the
+``scale``, ``relu``, ``merge``, ``max``, ``min``, ``max_or_min`` (``nan_operand`` with them),
+``maxmin`` and ``mask-multiply`` formulations and ``twice`` (the loop run on its own result);
+backward, every ``grad_rule`` (``max``: MindSpore's gradient of max, ``result`` and ``step`` in
+``conformance.reference.compiled_gradients``), every ``nan_grad``, the
 ``select``, ``sum`` and ``fma`` gradient forms and every formulation but ``relu`` (the
 forward-only ones are its select); around the loop,
-``flush_inputs``, ``saturate_inputs``, ``input_dtype`` and ``flush_output`` as the numpy path
-applies them.  Every other variant (``result_dtype``, ``maxmin``, ``mask-multiply``,
-``twice``, the backward of ``relu``, the ``result`` and ``step`` gradient rules) is computed
-by the numpy path.
+``flush_inputs``, ``saturate_inputs``, ``input_dtype``, ``result_dtype`` and ``flush_output`` as
+the numpy path applies them.  The backward of ``relu`` (dy or +0, one numpy select, faster
+than the loop) is computed by the numpy path.
 ``conformance.reference.compiled_loops`` holds the loops and
 ``conformance.reference.compiled_rounding`` how they read, multiply and round one element.
 
@@ -30,6 +30,7 @@ numba is optional (``conformance.jit`` says when it runs and where its cache liv
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import cache
 from typing import Optional
 
@@ -51,6 +52,7 @@ from conformance.reference.exact import (
     narrowed,
     read_operand,
     resolve_pair,
+    rounded_through,
     split_slope,
 )
 from conformance.reference.semantics import Semantics
@@ -63,7 +65,7 @@ _AROUND = frozenset({"flush_inputs", "saturate_inputs", "input_dtype", "flush_ou
 _SHARED = frozenset({"slope", "slope_dtype", "predicate", "daz", "ftz", "formulation", "grad_rule", "nan_grad",
                      "grad_form", "saturate", "opmath", "nan_operand", "rounding"}) | _AROUND
 #: The forward formulations the loop computes (``max_or_min`` is passed as max or min by the slope).
-_FORWARD_FORM = {"select": 0, "scale": 1, "relu": 2, "merge": 3, "max": 4, "min": 5}
+_FORWARD_FORM = {"select": 0, "scale": 1, "relu": 2, "merge": 3, "max": 4, "min": 5, "maxmin": 6, "mask-multiply": 7}
 #: How the backward's select reads its comparison: as it is, never taken (``scale``: a*dy
 #: everywhere) or inverted (``swap_branches``); the forward-only formulations are the select.
 _BACKWARD_TAKE = {"scale": 1, "swap_branches": 2}
@@ -72,17 +74,23 @@ _NAN_GRAD = {"alpha": 0, "dy": 0, "zero": 1, "dy*0": 2, "nan": 3}
 _SATURATE = {False: 0, True: 1, "inf": 2}
 _ROUNDING = {"rne": 0, "rtz": 1, "rna": 2}
 _GRAD_FORM = {"select": 0, "sum": 1, "fma": 2}
+#: The gradient rule the loop applies after the select (``ge`` is the select's own predicate).
+_GRAD_RULE = {"gt": 0, "ge": 0, "max": 1, "result": 2, "step": 3}
 
 
 def covers(direction: Direction, semantics: Semantics) -> bool:
     """True when the compiled loop computes ``semantics`` in ``direction`` (see the module doc)."""
     s = semantics
+    if s.result_dtype is not None:  # the result rounded to it, then converted: as the numpy path
+        return covers(direction, replace(s, result_dtype=None))
+    if direction == "forward" and s.formulation == "twice":  # the select, twice over
+        return covers(direction, replace(s, formulation="select"))
     if not s.settings().keys() <= _SHARED:
         return False
     if direction == "forward":
         return s.formulation in _FORWARD_FORM or s.formulation == "max_or_min"
     # relu's backward (dy or +0) is one numpy select, faster than the loop
-    return s.grad_rule in ("gt", "ge", "max") and s.formulation != "relu"
+    return s.formulation != "relu"
 
 
 _NO_TABLE = np.zeros(1, dtype=np.float64)
@@ -130,39 +138,72 @@ def _cached_rules(src: DTypeInfo, out: DTypeInfo, a: float, sign: float, daz: bo
 
 def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[np.ndarray] = None,
             out_dtype=None, semantics: Semantics) -> np.ndarray:
-    """The golden of ``direction`` under ``semantics`` (which :func:`covers`), compiled."""
+    """The golden of ``direction`` under ``semantics`` (which :func:`covers`), compiled: the
+    operands read, the result rounded to ``result_dtype`` and converted, then flushed, as the
+    numpy path does."""
     s = semantics
-    x = read_operand(np.asarray(x), s)
+    operands = [read_operand(np.asarray(v), s) for v in ((x,) if direction == "forward" else (dy, x))]
+    if s.result_dtype is None:
+        y = _core(direction, operands, alpha, out_dtype, s)
+    else:
+        inner = replace(s, result_dtype=None)
+        y = rounded_through(lambda held: _core(direction, held, alpha, s.result_dtype, inner), operands,
+                            result_dtype=s.result_dtype, out_dtype=out_dtype)
+    return flush_to_zero(y) if s.flush_output else y
+
+
+def _core(direction: Direction, operands: list[np.ndarray], alpha: float, out_dtype, s: Semantics) -> np.ndarray:
+    """The golden of the read operands (x last), its result dtype and output flush aside."""
+    x = operands[-1]
     _, out = resolve_pair(x.dtype, out_dtype)
-    shape, x = x.shape, _narrowed(x, s)
-    src = info(x.dtype)  # narrowed operands are computed in the dtype that holds them
+    shape, x = x.shape, _narrowed(x, s).reshape(-1)
     a = effective_slope(check_alpha(alpha if s.slope is None else s.slope), slope_dtype=s.slope_dtype)
-    rules = _rules(src, out, a, s.daz, s.ftz, s.opmath)
-    result = np.empty(x.size, dtype=out.dtype)
-    sink = to_bits(result) if out.bits == 16 else result
-    xs, table = _operand(x)
+    if direction == "forward":
+        return _forward(x, a, out, s).reshape(shape)
+    return _backward(_narrowed(operands[0], s).reshape(-1), x, a, out, s).reshape(shape)
+
+
+def _loop_inputs(x: np.ndarray, a: float, out: DTypeInfo, s: Semantics) -> tuple:
+    """(the operand the loop reads, its decode table, the result, its sink, the rules, the flags)."""
+    src = info(x.dtype)  # narrowed operands are computed in the dtype that holds them
     if s.rounding != "rne" and src.bits > 32:
         raise ValueError("a directed rounding of the result is modelled for inputs of at most 32 bits")
+    result = np.empty(x.size, dtype=out.dtype)
+    xs, table = _operand(x)
     flags = (src.name == out.name, _SATURATE[s.saturate], _ROUNDING[s.rounding])
-    if direction == "forward":
-        form = s.formulation if s.formulation != "max_or_min" else ("max" if a <= 1 else "min")
-        if _FORWARD_FORM[form] <= 1 and _plain(s):
-            select_forward_loop(xs, table, sink, s.predicate == "ge", form == "scale", flags[0], rules)
-        else:
-            forward_loop(xs, table, sink, s.predicate == "ge", _FORWARD_FORM[form], s.nan_operand == "x", flags,
-                          rules)
+    return xs, table, result, to_bits(result) if out.bits == 16 else result, \
+        _rules(src, out, a, s.daz, s.ftz, s.opmath), flags
+
+
+def _forward(x: np.ndarray, a: float, out: DTypeInfo, s: Semantics) -> np.ndarray:
+    """The forward of the flat, read and narrowed ``x`` with the slope ``a``; ``twice``: the
+    select's result (unsaturated) through the select again."""
+    if s.formulation == "twice":
+        first = _forward(x, a, out, replace(s, formulation="select", saturate=False))
+        return _forward(first, a, out, replace(s, formulation="select"))
+    xs, table, result, sink, rules, flags = _loop_inputs(x, a, out, s)
+    form = s.formulation if s.formulation != "max_or_min" else ("max" if a <= 1 else "min")
+    if _FORWARD_FORM[form] <= 1 and _plain(s):
+        select_forward_loop(xs, table, sink, s.predicate == "ge", form == "scale", flags[0], rules)
     else:
-        dys, _ = _operand(_narrowed(read_operand(np.asarray(dy), s), s))
-        if s.formulation == "swap_operands":  # x and dy passed the other way round
-            xs, dys = dys, xs
-        nan_mode = _NAN_GRAD[s.nan_grad] + (2 if s.nan_grad == "dy*0" and src.name == "bfloat16" else 0)
-        modes = (_BACKWARD_TAKE.get(s.formulation, 0), nan_mode, _GRAD_FORM[s.grad_form], s.grad_rule == "max")
-        if modes[1:] == (0, 0, False) and _plain(s):
-            select_backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy", modes[0],
-                                  flags[0], rules)
-        else:
-            backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy", modes, flags, rules)
-    return (flush_to_zero(result) if s.flush_output else result).reshape(shape)
+        forward_loop(xs, table, sink, s.predicate == "ge", _FORWARD_FORM[form], s.nan_operand == "x", flags, rules)
+    return result
+
+
+def _backward(dy: np.ndarray, x: np.ndarray, a: float, out: DTypeInfo, s: Semantics) -> np.ndarray:
+    """The backward of the flat, read and narrowed ``dy`` and ``x`` with the slope ``a``."""
+    xs, table, result, sink, rules, flags = _loop_inputs(x, a, out, s)
+    dys, _ = _operand(dy)
+    if s.formulation == "swap_operands":  # x and dy passed the other way round
+        xs, dys = dys, xs
+    nan_mode = _NAN_GRAD[s.nan_grad] + (2 if s.nan_grad == "dy*0" and info(x.dtype).name == "bfloat16" else 0)
+    modes = (_BACKWARD_TAKE.get(s.formulation, 0), nan_mode, _GRAD_FORM[s.grad_form], _GRAD_RULE[s.grad_rule])
+    if modes[1:] == (0, 0, 0) and _plain(s):
+        select_backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy", modes[0], flags[0],
+                             rules)
+    else:
+        backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy", modes, flags, rules)
+    return result
 
 
 def _plain(s: Semantics) -> bool:

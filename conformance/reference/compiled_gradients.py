@@ -1,5 +1,7 @@
-"""Gradient rules of the compiled golden that round every step (numba): MindSpore's gradient
-of ``maximum(a*x, x)``, as ``conformance.reference.golden`` computes it on the numpy path.
+"""Gradient rules of the compiled golden (numba), as ``conformance.reference.golden`` computes
+them on the numpy path: MindSpore's gradient of ``maximum(a*x, x)``, which rounds every step;
+the gradient selected on the result (``result_positive``) and the TBE step function
+(``step_gradient``).
 
 MaximumGrad gives a tie (``a*x == x``: x = ±0, ±inf) ``dy/2`` to each operand and a NaN
 comparison ``dy`` to each; ``dx = a*d1 + d2`` then rounds every step to the output dtype.
@@ -16,7 +18,7 @@ import numpy as np
 from conformance.dtypes import info
 from conformance.reference.compiled_rounding import KINDS, flushed, product, rounded, x86_tiny
 
-__all__ = ["max_gradient"]
+__all__ = ["max_gradient", "result_positive", "step_gradient"]
 
 _MANT_BITS = tuple(info(name).mant_bits for name in KINDS)  # by kind
 _SMALLEST = tuple(info(name).smallest_normal for name in KINDS)
@@ -71,3 +73,35 @@ def max_gradient(copy, v, d, w, r):
     halved = read / 2.0
     half = _step(rounded(halved, kind), halved, kind, ftz)
     return False, _plus(_times_alpha(half, kind, r), half, kind, ftz)
+
+
+@numba.njit(cache=True)
+def result_positive(w, r):
+    """The forward's result in x's dtype is positive: the DAZ-read x, or ``a*x`` rounded to x's
+    dtype (a zero x times an infinite rounded slope is NaN, not positive)."""
+    src = r[14]
+    x = flushed(w, r[6]) if r[7] else w
+    if x > 0:
+        return True
+    return rounded(product(x, r[0], r[1], r[2], 52 - _MANT_BITS[src], src != 3, _SMALLEST[src]), src) > 0
+
+
+#: The step function's clamp by x's kind (float16, float32; 0: none) and the multipliers that lift it to 1.
+_STEP_TINY = (2.0 ** -24, 0.0, 2.0 ** -126, 0.0)
+_STEP_LIFTS = ((2.0 ** 12, 2.0 ** 12, 1.0), (1.0, 1.0, 1.0), (2.0 ** 38, 2.0 ** 44, 2.0 ** 44), (1.0, 1.0, 1.0))
+
+
+@numba.njit(cache=True)
+def step_gradient(copy, v, d, w, r):
+    """(copy, v), or where x is a positive subnormal of float16 or float32 the step function's
+    ``dy * (|s - 1| * a + s)``, ``s = x / tiny`` lifted by powers of two, every operation
+    rounded in x's dtype (float64 rounds each of them exactly once more)."""
+    src = r[14]
+    tiny = _STEP_TINY[src]
+    if not (w > 0 and w < tiny):
+        return copy, v
+    s = w
+    for lift in _STEP_LIFTS[src]:
+        s = s * lift  # exact: powers of two, far from the limits
+    frac = rounded(rounded(abs(rounded(s - 1.0, src)) * rounded(r[0], src), src) + s, src)
+    return False, rounded(d * frac, src)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from conformance.reference.compiled_gradients import max_gradient
+from conformance.reference.compiled_gradients import max_gradient, result_positive, step_gradient
 from conformance.reference.compiled_rounding import (
+    bits64,
     directed,
     flushed,
     load,
@@ -157,12 +158,60 @@ def _extremum(vo, flushed, w, n, p, is_max, kind):
 
 
 @numba.njit(cache=True)
+def _maxmin(w, same, r):
+    """``maximum(x, +0) + a*x`` where ``minimum(x, +0)`` is not a zero, else ``+0 * (a*x)``, as
+    numpy computes it in the output dtype (one term is a zero or a NaN, so the sum is exact)."""
+    kind = r[10]
+    vo = w if same else rounded(w, kind)
+    n = rounded(_negative(w, r), kind)
+    hi = _extremum(vo, False, vo, 0.0, 0.0, True, kind)[1]
+    lo = _extremum(vo, False, vo, 0.0, 0.0, False, kind)[1]
+    return _sum(hi, 0.0 * n if lo == 0 else n, kind)
+
+
+@numba.njit(cache=True)
+def _mask_multiply(w, take, same, r):
+    """``x*m + (a*x)*(1-m)`` (``m`` the predicate as 1 or 0) as numpy computes it in the output
+    dtype: a product by 1 or 0 and a sum with a zero, exact but for NaN (``inf*0``).  An input
+    wider than the output gives NaN only where its own dtype's formula does (an fp32 1e5 is
+    finite), numpy's NaN; another NaN of the narrow formula is the select's value."""
+    kind, src = r[10], r[14]
+    vo = w if same else rounded(w, kind)
+    p = _negative(w, r)
+    m = 1.0 if take else 0.0
+    y = _sum(vo * m, rounded(p, kind) * (1.0 - m), kind)
+    if src < 2 or src <= kind:
+        return y
+    wide = rounded(_unrounded(w, r), src)  # a*x in the input's dtype: only whether it is finite counts
+    if r[8] and r[13] >= 0 and x86_tiny(w * (r[12][0] if r[13] == 1 else r[0])):
+        wide = 0.0  # FTZ flushes an opmath product whose exact value is tiny, a NaN of an overflowed operand too
+    if not np.isfinite(wide) if take else (not np.isfinite(w) or wide != wide):
+        return np.nan
+    if y != y:
+        return w if take else p
+    return y
+
+
+@numba.njit(cache=True)
+def _sum(a, b, kind):
+    """``a + b`` of two values of the output dtype, one a zero or a NaN (so exact), with the NaN
+    numpy's add gives when both are: the first, quieted, but for float16 the second."""
+    if a != a and b != b:  # quieted by its bits: the compiler may fold an add that would quiet it
+        return np.uint64(bits64(b if kind == 0 else a) | np.uint64(1 << 51)).view(np.float64)
+    return a + b
+
+
+@numba.njit(cache=True)
 def _forward_value(w, ge, form, nan_x, same, r):
     """The forward of one element under formulation ``form`` (see ``_FORWARD_FORM``)."""
     kind = r[10]
     if form == 2:  # relu: maximum(x, +0)
         vo = w if same else rounded(w, kind)
         return _extremum(vo, False, w, 0.0, 0.0, True, kind)
+    if form == 6:
+        return False, _maxmin(w, same, r)
+    if form == 7:
+        return False, _mask_multiply(w, _takes(w, ge, r), same, r)
     if form != 1 and form != 4 and form != 5 and _takes(w, ge, r):
         return True, w
     p = _negative(w, r)
@@ -194,9 +243,9 @@ def forward_loop(xs, table, sink, ge, form, nan_x, flags, r):
 def _gradient_value(d, w, take, modes, flags, r):
     """dx of one element: dy where ``take``, else ``a*dy``, its conversion in the rounding
     ``flags`` say; then the branch sum's zero signs (``where(c, dy, 0) + a*where(c, 0, dy)``:
-    summed 1, or fused into one multiply-add, 2), the gradient of max and dx at x = NaN as
-    ``modes`` say."""
-    _, nan_mode, summed, grad_max = modes
+    summed 1, or fused into one multiply-add, 2), the gradient of max or the step function and
+    dx at x = NaN as ``modes`` say."""
+    _, nan_mode, summed, rule = modes
     same = flags[0]
     copy, v = (True, d) if take else (False, _negative(d, r))
     if flags[2] != 0:
@@ -207,8 +256,10 @@ def _gradient_value(d, w, take, modes, flags, r):
         if r[7]:
             dv = flushed(dv, r[5])  # the add reads dx under DAZ
         copy, v = False, dv + (np.copysign(0.0, r[0]) if take else 0.0)
-    if grad_max:
+    if rule == 1:
         copy, v = max_gradient(copy, v, d, w, r)
+    elif rule == 3:
+        copy, v = step_gradient(copy, v, d, w, r)
     if nan_mode != 0 and w != w:
         copy, v = False, (0.0 if nan_mode == 1 else (np.nan if nan_mode == 3 else d * 0.0))
         if nan_mode == 4 and v != v:  # a bfloat16 product's NaN is the quiet NaN of its sign
@@ -218,10 +269,11 @@ def _gradient_value(d, w, take, modes, flags, r):
 
 @numba.njit(cache=True)
 def backward_loop(dys, xs, table, sink, ge, nan_dy, modes, flags, r):
-    take_mode = modes[0]
+    take_mode, on_result = modes[0], modes[3] == 2
     for i in range(xs.size):
         w = load(xs[i], table)
-        take = False if take_mode == 1 else _takes(w, ge, r) != (take_mode == 2)
+        taken = result_positive(w, r) if on_result else _takes(w, ge, r)
+        take = False if take_mode == 1 else taken != (take_mode == 2)
         take = take or (nan_dy and w != w)
         copy, v = _gradient_value(load(dys[i], table), w, take, modes, flags, r)
         _emit(sink, i, dys[i], copy, v, flags, r)

@@ -12,6 +12,7 @@ otherwise round twice.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Sequence
 from functools import cache, lru_cache
 from typing import Optional
 
@@ -71,9 +72,28 @@ def round_to_odd_product(v: np.ndarray, alpha: float) -> np.ndarray:
 def round_float64(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
     """Correctly rounded (half to even) float64 -> ``out``, bfloat16 included."""
     with np.errstate(all="ignore"):  # overflow to inf and NaN casts are intended
+        if out.name == "float16":
+            return _round_to_float16(v)
         if out.name != "bfloat16":
             return v.astype(out.dtype)
         return _round_to_bfloat16(v, out)
+
+
+#: float64 magnitudes at and above which float16 rounds to inf, at and below which to zero (ties to even).
+_FLOAT16_INF, _FLOAT16_ZERO = 65520.0, 2.0 ** -25
+
+
+def _round_to_float16(v: np.ndarray) -> np.ndarray:
+    """numpy's float64 -> float16 cast (correctly rounded), with the values that round to ±inf
+    or ±0 given as those first: the cast raises the overflow or underflow flag one element at
+    a time, which costs several times the cast itself where most of an array is out of range."""
+    if not isinstance(v, np.ndarray) or not v.ndim:  # a scalar stays one
+        return v.astype(np.float16)
+    mag = np.abs(v)
+    beyond = (mag >= _FLOAT16_INF) | (mag <= _FLOAT16_ZERO)
+    if beyond.any():
+        v = np.where(beyond, np.copysign(np.where(mag >= _FLOAT16_INF, np.inf, 0.0), v), v)
+    return v.astype(np.float16)
 
 
 def _round_to_bfloat16(v: np.ndarray, out: DTypeInfo) -> np.ndarray:
@@ -183,7 +203,10 @@ def ftz_float32(v: np.ndarray, exact: np.ndarray) -> np.ndarray:
 
 
 def _signed_zero(v: np.ndarray) -> np.ndarray:
-    return np.copysign(0.0, v.astype(np.float64)).astype(v.dtype)
+    """A zero of each element's sign (a NaN's sign bit too), made from the bits: widening a
+    16-bit array to copy the sign costs many times more."""
+    rec = info(np.asarray(v).dtype)
+    return (to_bits(v) & np.array(rec.sign_mask, dtype=rec.uint)).view(rec.dtype)
 
 
 def round_directed(v: np.ndarray, out: DTypeInfo, rounding: Rounding, *,
@@ -250,3 +273,14 @@ def read_operand(v: np.ndarray, s: Semantics) -> np.ndarray:
     if s.saturate_inputs:
         v = saturated(v.astype(np.float32), info("float32"))
     return flush_to_zero(v) if s.flush_inputs else v
+
+
+def rounded_through(compute_in: Callable[[list[np.ndarray]], np.ndarray], operands: Sequence[np.ndarray], *,
+                    result_dtype: DTypeLike, out_dtype: Optional[DTypeLike]) -> np.ndarray:
+    """A result rounded to ``result_dtype``, then converted to the output dtype of the last
+    operand (x): ``compute_in`` computes it from the operands, each widened to float32
+    (exactly) when its dtype has no pair with ``result_dtype`` (a 16-bit tensor whose result
+    is rounded to the other 16-bit type)."""
+    held = [v if (v.dtype.name, info(result_dtype).name) in SUPPORTED_PAIRS else v.astype(np.float32)
+            for v in map(np.asarray, operands)]
+    return cast_exact(compute_in(held), resolve_pair(operands[-1].dtype, out_dtype)[1])
