@@ -139,12 +139,18 @@ def covering(cases: list[Planted], *, facets: Callable[[Planted], tuple[str, ...
     return [cases[i] for i in sorted(set(first.values()))]
 
 
+@functools.cache
+def _regional(plan: object) -> list[Planted]:
+    """The regional proofs' cases on ``plan`` (None: synthetic plans), generated once per run."""
+    return [generate_regional(s, plan=plan) for s in range(1000, 1000 + REGIONAL)]  # type: ignore[arg-type]
+
+
 def _sample(cases: list[Planted], share: str) -> list[Planted]:
     return covering(cases) if share == "covering" else cases
 
 
 def test_the_covering_sample_keeps_every_category_region_kind_and_rank_of_its_cases() -> None:
-    cases = [generate_regional(s, plan=profile_plan) for s in range(1000, 1000 + REGIONAL)]
+    cases = _regional(profile_plan)
     sample = covering(cases)
     assert len(sample) < len(cases) / 2 and sample == sorted(sample, key=lambda c: c.seed)
     for facet in (lambda c: {d.category for d in c.defects}, lambda c: {_region_kind(c)}, lambda c: {c.x.ndim}):
@@ -154,7 +160,7 @@ def test_the_covering_sample_keeps_every_category_region_kind_and_rank_of_its_ca
 @pytest.mark.parametrize("share", SHARE)
 @pytest.mark.parametrize("plan", [None, profile_plan], ids=["synthetic-plans", "chip-profile-plans"])
 def test_defects_confined_to_a_region_are_named_with_their_planted_category(plan: object, share: str) -> None:
-    cases = [generate_regional(s, plan=plan) for s in range(1000, 1000 + REGIONAL)]  # type: ignore[arg-type]
+    cases = _regional(plan)
     assert {c.x.ndim for c in cases} == {1, 2, 3, 4, 5}
     assert {_region_kind(c) for c in cases} >= {"core", "tile", "first", "index", "span"}
     assert any(c.defects[0].category == "stale-block" for c in cases)
