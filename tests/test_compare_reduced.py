@@ -26,8 +26,10 @@ from conformance.report.chunked import evaluate_chunks
 from conformance.report.evaluate import Chunk, Finding, Row, evaluate
 from conformance.report.gate import load_config
 from conformance.report.messages import Offender
+from conformance.report.triage.sampling import SAMPLING
 
-N = 300_000
+N = 200_000  # half of them negative: more mismatches than triage selects on unsampled (SAMPLING.select_sample)
+TWO_THIRDS = 2 * N // 3
 CHUNKS = (1 << 21, 65_536, 9_973)  # one chunk; several; a prime, so edges fall anywhere
 
 
@@ -145,6 +147,7 @@ def test_the_torch_slope_defect_is_one_finding_of_every_mismatch() -> None:
                           alpha=0.2, direction="forward", out_dtype="float32", backend="dump",
                           config=load_config(None), label="y.npy")
     negative = int((x < 0).sum())
+    assert negative > SAMPLING.select_sample, "the defects of N elements are selected on a sample"
     assert row.metrics.mismatches == negative
     (finding,) = row.findings
     assert (finding.category, finding.count, finding.violations) == ("alpha-mismatch", negative, negative)
@@ -158,7 +161,7 @@ def _wrong_slope_on_two_thirds() -> tuple[np.ndarray, np.ndarray, Finding]:
     """x, an output whose slope is wrong on its first two thirds only, and the whole batch's finding."""
     x = _normal()
     y = ref.forward(x, 0.2)
-    y[:200_000] = ref.forward(x[:200_000], 0.01)
+    y[:TWO_THIRDS] = ref.forward(x[:TWO_THIRDS], 0.01)
     _frozen(x, y)
     (whole,) = evaluate(x, 0.2, BackendResult(y), direction="forward", backend="dump",
                         config=load_config(None)).findings
@@ -175,7 +178,7 @@ def test_contradictions_by_the_sampled_elements_are_weighted(chunk: int) -> None
                                  backend="dump", config=load_config(None)).findings
     assert (chunked.category, chunked.count) == (whole.category, whole.count)
     exact = whole.detail["contradicted"]
-    assert exact == int((x[200_000:] < 0).sum())
+    assert exact == int((x[TWO_THIRDS:] < 0).sum())
     assert abs(chunked.detail["contradicted"] - exact) <= 0.1 * exact
 
 

@@ -8,46 +8,103 @@ defects.  The expected categories come from the planting, never from triage.
 """
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from conformance.cases import regional_defects
 from conformance.cases.defects import Planted, catalogue, generate
 from conformance.cases.regional_defects import generate_composed, generate_regional
-from conformance.commands.selftest import name_generated, profile_plan, run_generated
+from conformance.commands.selftest import Scored, name_generated, profile_plan, run_generated, tally
 from conformance.dtypes import all_patterns
 from conformance.reference import golden
 from conformance.reference.semantics import EXACT
 from tests.helpers import counts, judge, sampled
 
 GENERATED = 2000  # cases in the aggregate proof (`exhaustive`)
-SAMPLE = 100  # its first cases, which the default run scores: every category of the catalogue is planted in them
+#: Its first cases: every facet (`_facets`) of the 2,000 occurs in them; the default run names their covering sample.
+SAMPLE = 100
 REQUIRED = 0.999  # share of planted elements named right
 PLANTED = {"alpha-mismatch", "alpha-precision", "formulation", "subnormal-flush", "saturation", "grad-at-zero",
            "nan-gradient", "input-precision", "tail-block"}  # planted, and named right, in every sample
+#: The cases a proof names: by default its covering sample, all of them under `exhaustive`.
+SHARE = ["covering", pytest.param("all", marks=pytest.mark.exhaustive)]
 
 
-@pytest.mark.parametrize("count", [SAMPLE, pytest.param(GENERATED, marks=pytest.mark.exhaustive)])
-def test_generated_defects_are_named_with_their_planted_category(count: int) -> None:
-    scored, share, false = run_generated(count, seed=0)
+def _facets(case: Planted) -> tuple[str, ...]:
+    """What a generated case stands for: its defects' categories, each category that alone
+    names one of its planted elements, dtype pair, direction, rank, number of defects, and
+    whether it runs on a chip's tile layout."""
+    alone = dict.fromkeys(f"names {cats[0]}" for cats in case.accept.values() if len(cats) == 1)
+    return (*(d.category for d in case.defects), *alone,
+            f"{case.x.dtype}->{case.out_dtype}", case.direction,
+            f"{case.x.ndim}-d", f"{len(case.defects)} defects", f"layout {case.layout is not None}")
+
+
+@functools.cache
+def _first(count: int) -> tuple[Planted, ...]:
+    """The aggregate proof's first ``count`` cases (generated once per run)."""
+    return tuple(regional_defects.cases(count, seed=0, plan=profile_plan))
+
+
+def _scored(share: str) -> list[Scored]:
+    if share == "all":
+        return run_generated(GENERATED, seed=0)[0]
+    return [name_generated(c) for c in covering(list(_first(SAMPLE)), facets=_facets)]
+
+
+def test_the_covering_sample_of_the_first_cases_keeps_every_facet_of_them() -> None:
+    sample = covering(list(_first(SAMPLE)), facets=_facets)
+    assert len(sample) < SAMPLE / 3 and sample == sorted(sample, key=lambda c: c.seed)
+    facets = set().union(*map(_facets, _first(SAMPLE)))
+    assert set().union(*map(_facets, sample)) == facets >= {f"names {c}" for c in PLANTED}
+
+
+@pytest.mark.exhaustive
+def test_the_first_cases_hold_every_facet_of_the_aggregate_proof() -> None:
+    every = set().union(*map(_facets, regional_defects.cases(GENERATED, seed=0, plan=profile_plan)))
+    assert set().union(*map(_facets, _first(SAMPLE))) == every
+
+
+@pytest.mark.parametrize("share", SHARE)
+def test_generated_defects_are_named_with_their_planted_category(share: str) -> None:
+    scored = _scored(share)
+    named_right, false = tally(scored)
     planted = sum(len(s.pairs) for s in scored)
-    assert planted > 10 * count, "the generator must plant defects"
+    assert planted > 10 * len(scored), "the generator must plant defects"
     assert {p for s in scored for p, _, ok in s.pairs if ok} >= PLANTED
     assert false == 0, [str(s.case) for s in scored if s.false_findings][:5]
     wrong = [str(s.case) for s in scored if not all(ok for *_, ok in s.pairs)]
-    assert share >= REQUIRED, wrong[:10]
+    assert named_right >= REQUIRED, wrong[:10]
 
 
-@settings(max_examples=120, deadline=None)
-@given(seed=st.integers(0, 2 ** 31 - 1))
-@example(seed=148719058)  # a stride of zeros over the only subnormal results a flush would explain
-def test_one_defect_on_a_sizable_tensor_is_named_exactly(seed: int) -> None:
+ONE_DEFECT = 40  # random seeds the default run names one defect on; `make test-exhaustive` ten times as many
+
+
+def _one_defect_is_named_exactly(seed: int) -> None:
     case = generate(seed, defects=1, min_size=64)
     scored = name_generated(case)
     assert not scored.false_findings, str(case)
     wrong = [(p, n) for p, n, ok in scored.pairs if not ok]
     assert not wrong, f"{case}: {wrong[:5]}"
+
+
+@settings(max_examples=ONE_DEFECT, deadline=None)
+@given(seed=st.integers(0, 2 ** 31 - 1))
+@example(seed=148719058)  # a stride of zeros over the only subnormal results a flush would explain
+def test_one_defect_on_a_sizable_tensor_is_named_exactly(seed: int) -> None:
+    _one_defect_is_named_exactly(seed)
+
+
+@pytest.mark.exhaustive
+@settings(max_examples=10 * ONE_DEFECT, deadline=None)
+@given(seed=st.integers(0, 2 ** 31 - 1))
+def test_one_defect_on_a_sizable_tensor_is_named_exactly_on_many_seeds(seed: int) -> None:
+    _one_defect_is_named_exactly(seed)
 
 
 @settings(max_examples=60, deadline=None)
@@ -59,9 +116,6 @@ def test_clean_outputs_give_no_finding(seed: int) -> None:
 
 
 REGIONAL = 80  # regional (and composed) cases in their own aggregate proofs (`exhaustive`)
-#: The cases a regional proof names: by default its covering sample, all of them under `exhaustive`;
-#: the generator's reach is checked on all.
-SHARE = ["covering", pytest.param("all", marks=pytest.mark.exhaustive)]
 
 
 def _region_kind(case: Planted) -> str:
@@ -70,13 +124,25 @@ def _region_kind(case: Planted) -> str:
     return "span" if kind.startswith("[") else kind
 
 
-def covering(cases: list[Planted]) -> list[Planted]:
-    """The first case of every planted category, region kind and rank, in seed order."""
+def _regional_facets(case: Planted) -> tuple[str, ...]:
+    """A regional case's planted categories, region kind and rank."""
+    return (*(d.category for d in case.defects), f"in {_region_kind(case)}", f"{case.x.ndim}-d")
+
+
+def covering(cases: list[Planted], *, facets: Callable[[Planted], tuple[str, ...]] = _regional_facets) -> list[Planted]:
+    """The first case of every facet (default: of every planted category, region kind and
+    rank), in seed order."""
     first: dict[str, int] = {}
     for i, case in enumerate(cases):
-        for key in (*(d.category for d in case.defects), f"in {_region_kind(case)}", f"{case.x.ndim}-d"):
+        for key in facets(case):
             first.setdefault(key, i)
     return [cases[i] for i in sorted(set(first.values()))]
+
+
+@functools.cache
+def _regional(plan: object) -> list[Planted]:
+    """The regional proofs' cases on ``plan`` (None: synthetic plans), generated once per run."""
+    return [generate_regional(s, plan=plan) for s in range(1000, 1000 + REGIONAL)]  # type: ignore[arg-type]
 
 
 def _sample(cases: list[Planted], share: str) -> list[Planted]:
@@ -84,7 +150,7 @@ def _sample(cases: list[Planted], share: str) -> list[Planted]:
 
 
 def test_the_covering_sample_keeps_every_category_region_kind_and_rank_of_its_cases() -> None:
-    cases = [generate_regional(s, plan=profile_plan) for s in range(1000, 1000 + REGIONAL)]
+    cases = _regional(profile_plan)
     sample = covering(cases)
     assert len(sample) < len(cases) / 2 and sample == sorted(sample, key=lambda c: c.seed)
     for facet in (lambda c: {d.category for d in c.defects}, lambda c: {_region_kind(c)}, lambda c: {c.x.ndim}):
@@ -94,7 +160,7 @@ def test_the_covering_sample_keeps_every_category_region_kind_and_rank_of_its_ca
 @pytest.mark.parametrize("share", SHARE)
 @pytest.mark.parametrize("plan", [None, profile_plan], ids=["synthetic-plans", "chip-profile-plans"])
 def test_defects_confined_to_a_region_are_named_with_their_planted_category(plan: object, share: str) -> None:
-    cases = [generate_regional(s, plan=plan) for s in range(1000, 1000 + REGIONAL)]  # type: ignore[arg-type]
+    cases = _regional(plan)
     assert {c.x.ndim for c in cases} == {1, 2, 3, 4, 5}
     assert {_region_kind(c) for c in cases} >= {"core", "tile", "first", "index", "span"}
     assert any(c.defects[0].category == "stale-block" for c in cases)

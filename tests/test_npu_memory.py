@@ -6,6 +6,7 @@ import pytest
 
 from conformance.errors import GmFault, UbOverflowError
 from conformance.npu_impl.memory import SENTINEL_BYTE, GmInput, GmTensor, UbArena
+from conformance.records import Hazard, Hazards
 
 
 def _gm(numel: int = 16, zone: int = 8) -> GmTensor:
@@ -74,6 +75,22 @@ def test_hazards_list_every_core_per_element_and_kind_in_index_order() -> None:
     assert {kind for kind, _, _ in want} == {"out-of-bounds-write", "write-race"}
     assert any(len(cores) > 2 for _, _, cores in want)
     assert [(h.kind, h.index, h.cores) for h in gm.hazards()] == want
+
+
+def test_the_hazard_columns_equal_their_records_and_only_them() -> None:
+    """The columns compare as the records they hold: with the records, with columns built
+    from them, and unequal when one core differs."""
+    gm = GmTensor(64, np.float32, red_zone=40)
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        gm.write(int(rng.integers(-40, 70)), np.ones(int(rng.integers(1, 35)), np.float32),
+                 core=int(rng.integers(0, 6)))
+    hazards, records = gm.hazards(), tuple(gm.hazards())
+    assert hazards == records and hazards == Hazards.of(records) and Hazards.of(records) == hazards
+    assert len(hazards) == len(records) and hazards[3] == records[3]
+    changed = list(records)
+    changed[5] = Hazard(changed[5].kind, changed[5].index, (*changed[5].cores, 9))
+    assert hazards != tuple(changed) and hazards != Hazards.of(changed) and hazards != records[:-1]
 
 
 def test_access_beyond_the_red_zone_faults() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from typing import Optional
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from conformance.npu_impl.variants import CHIP_FITS, chip_semantics, expected_on
 from conformance.reference import golden
 from conformance.reference.exact import saturated
 from conformance.suite import Inputs, RowSpec, Selection, plan
-from tests.helpers import assert_same_bits
+from tests.helpers import SMALL_BATCH, assert_same_bits
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 NOT_APPLICABLE = [(chip, name) for chip, prof in PROFILES.items() for name in VARIANTS if not_applicable(name, prof)]
@@ -54,11 +55,21 @@ def own_output(profile: str, spec: RowSpec, batch: InputBatch) -> np.ndarray:
     return _OWN[key]
 
 
+#: By default the batches ``tests.helpers.keep_small_batches`` keeps (edges, drawn examples, the one-
+#: and two-core boundary sizes); ``make test-exhaustive`` every batch of selftest's rows.
+SIZES = [pytest.param(SMALL_BATCH, id="small-batches"), pytest.param(None, id="every-batch",
+                                                                    marks=pytest.mark.exhaustive)]
+
+
+@pytest.mark.parametrize("largest", SIZES)
 @pytest.mark.parametrize("profile,variant", NOT_APPLICABLE, ids=[f"{c}-{v}" for c, v in NOT_APPLICABLE])
-def test_a_variant_not_applicable_on_a_chip_builds_its_own_kernel_bit_for_bit(profile: str, variant: str) -> None:
+def test_a_variant_not_applicable_on_a_chip_builds_its_own_kernel_bit_for_bit(profile: str, variant: str,
+                                                                              largest: Optional[int]) -> None:
     built = CannBackend(profile=profile, variant=variant)
     rows = 0
     for spec, batch in selftest_batches(variant, profile):
+        if largest is not None and batch.x.size > largest:
+            continue
         assert_same_bits(output(built, spec, batch), own_output(profile, spec, batch), what=f"{spec} {batch.label}")
         rows += 1
     assert rows > 0, "selftest runs no batch for it"

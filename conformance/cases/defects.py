@@ -11,7 +11,7 @@ saturation, gradient rules, narrowed inputs) or edits (a garbled tail).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Optional
@@ -399,26 +399,35 @@ def _plant(x, dy, alpha, out, golden, defects, tail, rng) -> tuple[np.ndarray, d
     for d in defects:
         semantics = semantics.combined(d.semantics)
     actual = compute(x, dy, alpha, out, semantics) if defects else golden.copy()
-    changed = np.flatnonzero(~same_bits(actual, golden))
+    changed = np.flatnonzero(~same_bits(actual, golden)).tolist()
     alone = [compute(x, dy, alpha, out, d.semantics) for d in defects]
+    names = [d.category for d in defects]
     accept: dict = {}
     symptom = ~np.isfinite(actual.astype(np.float64)) & np.isfinite(golden.astype(np.float64))
-    for i in changed:
-        cats = tuple(d.category for d, y in zip(defects, alone) if same_bits(y[i:i + 1], actual[i:i + 1])[0])
-        cats = cats or tuple(d.category for d in defects)
+    for i, cats in zip(changed, reproducing(names, alone, actual, changed)):
+        cats = cats or tuple(names)
         if "input-precision" in cats and symptom[i]:  # an operand overflowed when narrowed
             cats += ("overflow", "spurious-nan")
-        accept[int(i)] = cats
+        accept[i] = cats
     if tail is not None:
         garbled, where = _relocated(actual, golden, tail, rng)
-        for i in where:  # a defect of value that gives the overwritten value there names it too
-            if not same_bits(garbled[i:i + 1], golden[i:i + 1])[0]:
-                also = tuple(d.category for d, y in zip(defects, alone) if same_bits(y[i:i + 1], garbled[i:i + 1])[0])
-                accept[int(i)] = (tail.category,) + also + _nan_symptom(garbled[i], golden[i])
-            else:
-                accept.pop(int(i), None)
+        moved = ~same_bits(garbled, golden)
+        kept = [i for i in where.tolist() if moved[i]]
+        for i in where.tolist():  # a defect of value that gives the overwritten value there names it too
+            if not moved[i]:
+                accept.pop(i, None)
+        for i, also in zip(kept, reproducing(names, alone, garbled, kept)):
+            accept[i] = (tail.category,) + also + _nan_symptom(garbled[i], golden[i])
         actual = garbled
     return actual, accept
+
+
+def reproducing(names: Sequence[str], alone: Sequence[np.ndarray], actual: np.ndarray,
+                where: list[int]) -> list[tuple[str, ...]]:
+    """Per element of ``where``, the names of the defects whose output alone (``alone``,
+    aligned with ``names``) has there the bits of ``actual``."""
+    agree = [same_bits(y, actual) for y in alone]
+    return [tuple(name for name, same in zip(names, agree) if same[i]) for i in where]
 
 
 def _nan_symptom(actual: np.generic, golden: np.generic) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from conformance.cases.defects import (  # the layout and clamp edits of the unc
     compute,
     draw_values,
     generate,
+    reproducing,
     same_bits,
 )
 from conformance.dtypes import info
@@ -197,8 +198,8 @@ def _composed_accept(golden: np.ndarray, actual: np.ndarray, edited: np.ndarray,
     narrowed is also named by its value class (against golden edited: moved or clamped)."""
     symptom = ~np.isfinite(actual.astype(np.float64)) & np.isfinite(edited.astype(np.float64))
     accept = {}
-    for i in np.flatnonzero(~same_bits(actual, golden)).tolist():
-        alone = tuple(c for c, y in zip(names, (edited, ruled)) if same_bits(y[i:i + 1], actual[i:i + 1])[0])
+    changed = np.flatnonzero(~same_bits(actual, golden)).tolist()
+    for i, alone in zip(changed, reproducing(names, (edited, ruled), actual, changed)):
         cats = alone or names
         if "input-precision" in cats and symptom[i]:
             cats += ("overflow", "spurious-nan")

@@ -46,7 +46,7 @@ class KernelResult:
 
     value: np.ndarray
     plan: TilingPlan
-    hazards: tuple[Hazard, ...]
+    hazards: Sequence[Hazard]  # a :class:`conformance.records.Hazards`, or () when there are none
     layout: TileLayout
 
 

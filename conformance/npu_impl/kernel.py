@@ -408,7 +408,7 @@ def launch(spec: KernelSpec, plan: TilingPlan, *, inputs: tuple[Gm, ...], output
         running = [proc for proc in running if next(proc, StopIteration) is not StopIteration]
 
 
-def run(spec: KernelSpec, plan: TilingPlan, inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, tuple[Hazard, ...]]:
+def run(spec: KernelSpec, plan: TilingPlan, inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, Sequence[Hazard]]:
     """The launch's output (flat, in the output dtype, after the host's cast) and its hazards:
     one compiled loop, the emulated launch with compiled tiles, or the instructions (``fusion``)."""
     has_pad = spec.profile.has_datacopy_pad

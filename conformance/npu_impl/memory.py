@@ -17,7 +17,7 @@ import numpy as np
 
 from conformance.errors import GmFault, UbOverflowError
 from conformance.npu_impl.chips import BLOCK_BYTES
-from conformance.records import Hazard, HazardKind
+from conformance.records import HazardKind, Hazards
 
 SENTINEL_BYTE = 0xA5  # red-zone fill: 0xA5A5 (fp16 -0.0226), 0xA5A5A5A5 (fp32 -2.9e-16)
 _GARBAGE_SEED = 0x0A5C3D
@@ -104,7 +104,7 @@ class GmTensor:
         if clash.size:
             self._events["write-race"].append((clash + start, core))
 
-    def hazards(self) -> tuple[Hazard, ...]:
+    def hazards(self) -> Hazards | tuple[()]:
         """Every red-zone write and race, one record per element and kind listing every core
         that wrote it (ascending), sorted by index, then kind."""
         kinds = sorted(kind for kind, events in self._events.items() if events)
@@ -118,7 +118,9 @@ class GmTensor:
         new_pair[1:] = (index[1:] != index[:-1]) | (rank[1:] != rank[:-1])
         fresh = new_pair.copy()
         fresh[1:] |= core[1:] != core[:-1]
-        return _records(kinds, index[fresh], rank[fresh], core[fresh], new_pair[fresh])
+        index, rank, core, new_pair = index[fresh], rank[fresh], core[fresh], new_pair[fresh]
+        first = np.flatnonzero(new_pair)  # one record per run of equal (index, kind)
+        return Hazards(kinds, rank[first], index[first], core, first)
 
 
 def _flatten(rank: int, events: list[tuple[np.ndarray, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -126,21 +128,6 @@ def _flatten(rank: int, events: list[tuple[np.ndarray, int]]) -> tuple[np.ndarra
     index = np.concatenate([np.asarray(indices, dtype=np.int64).reshape(-1) for indices, _ in events])
     core = np.concatenate([np.full(np.size(indices), core, dtype=np.int64) for indices, core in events])
     return index, np.full(index.size, rank, dtype=np.int64), core
-
-
-def _records(kinds: list[HazardKind], index: np.ndarray, rank: np.ndarray, core: np.ndarray,
-             starts: np.ndarray) -> tuple[Hazard, ...]:
-    """One Hazard per run of equal (index, kind) in the sorted, de-duplicated columns."""
-    first = np.flatnonzero(starts)
-    cores = core.tolist()
-    if first.size == index.size:  # one core per record (every red-zone write of one core): shared tuples
-        alone = {c: (c,) for c in set(cores)}
-        who = [alone[c] for c in cores]
-    else:
-        bounds = [*first.tolist(), index.size]
-        who = [tuple(cores[a:b]) for a, b in zip(bounds, bounds[1:])]
-    names = np.array(kinds, dtype=object)[rank[first]].tolist()
-    return tuple(map(Hazard, names, index[first].tolist(), who))
 
 
 def round_up(value: int, unit: int) -> int:

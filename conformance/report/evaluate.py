@@ -25,6 +25,7 @@ from conformance.report.messages import MAX_EXAMPLES, Offender, failure_message
 from conformance.report.summary import RowKey
 from conformance.report.text import Shape
 from conformance.report.triage import Batch, Claim, triage
+from conformance.report.triage.hazards import first_cores
 
 LayoutFn = Callable[[int], Optional[TileLayout]]
 Values = Callable[[int], tuple[Any, Any, Any, Any]]  # flat index -> x, dy, expected, actual
@@ -192,7 +193,7 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
         findings = judged(claims, batch_values(batch),
                           violations=[violations_of(c, lambda index: bad[index]) for c in claims],
                           backend=backend, config=config, layout=layout, part=label, profile=profile,
-                          hazard_cores={h.index: h.cores[0] for h in result.hazards if h.cores})
+                          hazard_cores=first_cores(result.hazards))
         plots = plotting.measure(claims, batch, layout=layout, shape=head["shapes"][0], part=label)
     return Row(**head, metrics=comp.metrics, findings=findings, plots=plots,
                verdict=verdict([f.allowed for f in findings]))

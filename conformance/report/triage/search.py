@@ -18,12 +18,13 @@ import conformance.report.triage.sampling as sampling
 from conformance.dtypes import info, is_nan, is_subnormal, to_bits
 from conformance.reference.semantics import EXACT, Semantics
 from conformance.report.metrics import match_mask
-from conformance.report.triage.claims import PIECE, Batch, comparable, special_values
+from conformance.report.triage.claims import MEMO_WHOLE, PIECE, Batch, comparable, special_values
 from conformance.report.triage.rules import Rule
 from conformance.report.triage.sampling import Scope, scope_of
 
 RULE_COST = 0.45  # description length of one rule, in elements: two rules may explain one
 BEAM = 3  # stacks kept per depth: a pair of rules that only together explain is found
+FEW = 4  # a trial on at most 1/FEW of a small batch is computed on those elements alone, not kept
 
 
 class _KindMasks(dict):
@@ -172,7 +173,12 @@ class Selector:
         whole = self._cache.get(key)
         if whole is not None:
             return self.where_right(whole)[some]
-        pred = self.batch.variant(self.scope.positions(some), semantics=key)
+        positions, batch = self.scope.positions(some), self.batch
+        if (batch.x.size <= MEMO_WHOLE and FEW * some.size <= batch.x.size and key != EXACT
+                and key not in batch._predictions):
+            pred = batch._computed(positions, key)  # most trials stop here: their whole prediction is never asked for
+        else:
+            pred = batch.variant(positions, semantics=key)
         return match_mask(pred, self.actual[some])
 
     def fixes(self, trial: Sequence[Rule], wrong: np.ndarray) -> np.ndarray:
