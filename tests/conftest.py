@@ -9,6 +9,7 @@ already filled for these sources: on a fresh clone the workers then load them fr
 cache instead of each compiling them."""
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -49,9 +50,22 @@ def _sigint_at_its_default() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _children_without_hypothesis_plugins(config: pytest.Config) -> None:
+    """The processes the tests start (``conformance`` runs, workers) skip loading hypothesis's
+    entry-point plugins (``HYPOTHESIS_NO_PLUGINS``): a run draws its batches from explicit
+    strategies, which no plugin changes, and the plugins installed here (trio's, which imports
+    pytest) cost a child about 0.2 s CPU of its ~0.8.  This process loads its own first; an xdist
+    controller sets nothing, so its workers load theirs too."""
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None):
+        import hypothesis  # noqa: F401  (its plugins are this process's)
+
+        os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """In an xdist controller, start compiling the numba loops beside the workers' start-up."""
     _sigint_at_its_default()
+    _children_without_hypothesis_plugins(config)
     if hasattr(config, "workerinput"):
         return
     from conformance.compile_cache import cached, clear_stale

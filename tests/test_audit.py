@@ -263,7 +263,9 @@ def test_json_report_may_not_overwrite_the_target(models: dict[str, Path], capsy
     assert models["onnx"].stat().st_size > 0
 
 
-def test_saved_model_ops_with_a_stripped_alpha_are_the_tf_default(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def saved_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SavedModel with one tf.nn.leaky_relu at the default slope and one at 0.5."""
     tf = pytest.importorskip("tensorflow")
 
     class Model(tf.Module):
@@ -271,11 +273,34 @@ def test_saved_model_ops_with_a_stripped_alpha_are_the_tf_default(tmp_path: Path
         def __call__(self, x):
             return tf.nn.leaky_relu(x) + tf.nn.leaky_relu(x, alpha=0.5)
 
-    tf.saved_model.save(Model(), str(tmp_path / "sm"))
-    found = audit(str(tmp_path / "sm")).activations
+    directory = tmp_path_factory.mktemp("savedmodel") / "sm"
+    tf.saved_model.save(Model(), str(directory))
+    return directory
+
+
+def test_saved_model_ops_with_a_stripped_alpha_are_the_tf_default(saved_model: Path) -> None:
+    found = audit(str(saved_model)).activations
     api = "tf.nn.leaky_relu"
     assert [(a.api, a.origin, a.slope) for a in found] == [(api, DEFAULT, entry_for(api).declared), (api, STORED, 0.5)]
     assert {a.dtype for a in found} == {"float32"}
+
+
+def test_the_audits_saved_model_schema_reads_every_node_tensorflows_own_reads(saved_model: Path) -> None:
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    from conformance.audit.saved_model_schema import saved_model_class
+
+    def nodes(saved) -> list[tuple]:
+        graphs = [meta.graph_def for meta in saved.meta_graphs]
+        functions = [(f.signature.name, f.node_def) for graph in graphs for f in graph.library.function]
+        every = [("", node) for graph in graphs for node in graph.node] + \
+                [(name, node) for name, defs in functions for node in defs]
+        return [(where, node.name, node.op, sorted((key, value.f, value.type) for key, value in node.attr.items()))
+                for where, node in every]
+
+    data = (saved_model / "saved_model.pb").read_bytes()
+    theirs, ours = nodes(saved_model_pb2.SavedModel.FromString(data)), nodes(saved_model_class().FromString(data))
+    assert ours == theirs and sum(op == "LeakyRelu" for _, _, op, _ in ours) == 2
 
 
 def test_a_directory_skips_a_broken_file_with_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -36,15 +36,6 @@ def missing_envs(monkeypatch, tmp_path):
         monkeypatch.setenv(load(name).environment.variable, str(tmp_path / name / "bin" / "python"))
 
 
-@pytest.fixture(scope="module")
-def close_workers():
-    """One worker per framework for the module (its start-up imports the framework), closed after it."""
-    yield
-    from conformance.worker.client import close_all
-
-    close_all()
-
-
 @pytest.mark.parametrize("name", OWN)
 def test_runs_exactly_the_dtypes_its_cpu_kernel_has(name: str) -> None:
     backend = _bare(name)
@@ -98,7 +89,7 @@ _X = np.array([-2.0, -1.0, -0.5, 0.5, 1.0, 3.0, -4.0, 2.0], dtype=np.float32)  #
 
 
 @pytest.mark.parametrize("name", OWN)
-def test_round_trip_through_the_real_worker(name: str, close_workers) -> None:
+def test_round_trip_through_the_real_worker(name: str) -> None:
     if not _env_ready(name):
         pytest.skip(f"{name} environment not set up (make conformance-all)")
     from conformance.worker.client import connect
@@ -133,7 +124,7 @@ def test_a_missing_environment_is_reported_not_skipped(name: str, missing_envs) 
 
 
 @pytest.mark.parametrize("name", OWN)
-def test_defaults_are_probed_in_the_frameworks_own_environment(name: str, close_workers) -> None:
+def test_defaults_are_probed_in_the_frameworks_own_environment(name: str) -> None:
     if not _env_ready(name):
         pytest.skip(f"{name} environment not set up (make conformance-all)")
     for entry in _entries(name):

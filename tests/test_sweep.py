@@ -262,7 +262,7 @@ def test_dask_cluster_gives_the_single_process_result(tmp_path, capsys, monkeypa
 def test_a_sweep_killed_with_sigkill_resumes_to_the_same_totals(tmp_path, capsys):
     """A real process, kill -9 once some chunks are stored: the rerun computes only the rest."""
     args = ("--backend", "torch", "--direction", "backward", "--x-class=-0", "--range",
-            f"{NEAR_HALF:#x}:{NEAR_HALF + (1 << 21):#x}", "--chunk", "0x40000", "--workers", "1")
+            f"{NEAR_HALF:#x}:{NEAR_HALF + (1 << 20):#x}", "--chunk", "0x20000", "--workers", "1")
     store = tmp_path / "killed.sqlite"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), **NUMPY_PATH}
     child = subprocess.Popen([sys.executable, "-m", "conformance", "sweep", "--store", str(store), "-q", *args],
@@ -275,7 +275,7 @@ def test_a_sweep_killed_with_sigkill_resumes_to_the_same_totals(tmp_path, capsys
     assert 0 < stored < 8, "the child finished before it was killed"
     _, resumed = _sweep(tmp_path, capsys, *args, store="killed.sqlite", name="resumed.json")
     _, whole = _sweep(tmp_path, capsys, *args, store="whole.sqlite", name="whole.json")
-    assert resumed["rows"] == whole["rows"] and whole["rows"][0]["elements"] == 1 << 21
+    assert resumed["rows"] == whole["rows"] and whole["rows"][0]["elements"] == 1 << 20
 
 
 def _wait_for_chunks(store: Path, child: subprocess.Popen, *, timeout: float = 120) -> int:

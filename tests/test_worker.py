@@ -172,6 +172,16 @@ def test_a_worker_killed_between_calls_is_restarted() -> None:
     assert backend.forward(x, 0.2).rejected is None and backend.restarts == 1
 
 
+def test_closing_one_spec_ends_its_worker_and_keeps_the_others() -> None:
+    quiet, noisy = (WorkerSpec(worker_fakes.command(mode), TIMEOUT) for mode in ("wrong-shape", "noisy"))
+    first, other = client.connect(quiet), client.connect(noisy)
+    assert client.connect(quiet) is first
+    client.close(quiet)
+    assert not first.worker.alive() and other.worker.alive()
+    again = client.connect(quiet)
+    assert again is not first and again.worker.alive() and client.connect(noisy) is other
+
+
 def test_stdout_noise_in_the_worker_does_not_reach_the_frames() -> None:
     backend, x = _misbehaving("noisy"), all_patterns("float16")
     for _ in range(2):

@@ -1,8 +1,9 @@
 """Keras ``.keras`` files (their config.json) and TensorFlow SavedModels (saved_model.pb).
 
 Neither is deserialized into a model nor run: a ``.keras`` file is a zip whose
-config.json is read as JSON; a SavedModel's protobuf is parsed and its graphs
-(and function library) searched for ``LeakyRelu`` ops.
+config.json is read as JSON; a SavedModel's protobuf is parsed (by protobuf alone, with
+the fields :mod:`conformance.audit.saved_model_schema` declares) and its graphs (and function
+library) searched for ``LeakyRelu`` ops.
 """
 from __future__ import annotations
 
@@ -96,9 +97,12 @@ def _op(name: str, node: Any) -> Activation:
 
 def audit_saved_model(directory: Path) -> list[Activation]:
     """Every LeakyRelu op of a SavedModel directory (its saved_model.pb is parsed, not loaded)."""
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    saved = saved_model_pb2.SavedModel()
+    try:
+        from conformance.audit.saved_model_schema import saved_model_class
+    except ImportError:
+        raise UsageError(f"{directory}: reading a SavedModel needs protobuf; "
+                         "pip install 'conformance[tensorflow]'") from None
+    saved = saved_model_class()()
     try:
         saved.ParseFromString((directory / "saved_model.pb").read_bytes())
     except Exception as exc:  # noqa: BLE001  DecodeError and OSError

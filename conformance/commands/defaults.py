@@ -54,12 +54,23 @@ def chip_sources() -> list[str]:
     return [f"{name} {figure}: {p.source(figure)}" for name, p in PROFILES.items() for figure in CHIP_FIGURES]
 
 
-def close_workers() -> None:
-    """End the workers the probes started (Paddle, MindSpore)."""
+def close_workers(results: tuple[ProbeResult, ...]) -> None:
+    """End the workers the probes started (Paddle's, MindSpore's), not the others of this process."""
     import sys
 
-    if "conformance.worker.client" in sys.modules:
-        sys.modules["conformance.worker.client"].close_all()
+    client = sys.modules.get("conformance.worker.client")
+    if client is None:
+        return
+    from conformance.backends import default_worker
+    from conformance.errors import BackendUnavailable
+
+    for name in sorted({r.entry.environment for r in results if r.entry.environment}):
+        try:
+            spec = default_worker(name)
+        except BackendUnavailable:  # not set up: no worker started
+            continue
+        if spec is not None:
+            client.close(spec)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -81,8 +92,8 @@ def execute(args: argparse.Namespace) -> int:
     if disagreements:
         names = ", ".join(disagreements)
         console.print(f"[bold red]declared default disagrees with the installed framework: {names}[/]")
-        close_workers()
+        close_workers(results)
         return 1
     console.print("every probed default agrees with its declaration")
-    close_workers()
+    close_workers(results)
     return 0

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
-import functools
 import os
 import select
 import shlex
@@ -362,22 +361,27 @@ def _checked(reply: Message, *, shape: tuple[int, ...], out_dtype: str) -> Backe
     return result
 
 
-_OPEN: list[WorkerBackend] = []
+_OPEN: dict[WorkerSpec, WorkerBackend] = {}
 
 
-@functools.cache
 def connect(spec: WorkerSpec) -> WorkerBackend:
     """The one client of ``spec`` in this process (started on first use, closed at exit)."""
-    backend = WorkerBackend(spec)
-    _OPEN.append(backend)
-    return backend
+    if spec not in _OPEN:
+        _OPEN[spec] = WorkerBackend(spec)
+    return _OPEN[spec]
+
+
+def close(spec: WorkerSpec) -> None:
+    """Close the worker of ``spec`` if this process started one (the next connect starts anew)."""
+    backend = _OPEN.pop(spec, None)
+    if backend is not None:
+        backend.close()
 
 
 def close_all() -> None:
     """Close every worker this process started and forget them (the next connect starts anew)."""
     while _OPEN:
-        _OPEN.pop().close()
-    connect.cache_clear()
+        close(next(reversed(_OPEN)))
 
 
 atexit.register(close_all)
