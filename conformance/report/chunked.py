@@ -18,7 +18,7 @@ import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import reduce
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
 import numpy as np
 
@@ -47,6 +47,7 @@ from conformance.report.triage.sampling import SAMPLING
 
 __all__ = ["Kept", "Reader", "evaluate_chunks", "reference_scan"]
 
+T = TypeVar("T")
 Reader = Callable[[], Iterable[Chunk]]  # the tensor's chunks, in order, each time it is called
 RESERVED = 1 << 28  # elements a column reserves at most at first; a larger tensor's grow as needed
 SPLIT = 1 << 16  # mismatches of a chunk judged on one thread at least (fewer: not worth a thread)
@@ -238,14 +239,14 @@ def compiled_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept,
     end, top = scan_loops.find(op["xb"], op["db"], op["ab"], op["gb"], op["af"], op["gf"], op["table"], chunk.offset,
                                kept.columns["where"], start, scratch.products, sums, at, kinds, *op["masks"][1:],
                                op["x_exp"])
-    best, counts = _judged(op, kept, ctx.tolerance, offset=chunk.offset, lo=start, hi=end)
+    evidence = functools.partial(_compiled_evidence, kept.columns["where"], start, end, chunk.offset, at, kinds)
+    best, counts, picked = _judged(op, kept, ctx.tolerance, offset=chunk.offset, lo=start, hi=end, meanwhile=evidence)
     k, kept.size = end - start, end
     kept.tally.count += k
     metrics = met.loop_metrics(metric_loops.maxima(best), counts,
                                elements=int(chunk.actual.size), mismatches=k, part=ctx.label, offset=chunk.offset,
                                cosine=met.scaled_cosine([float(s) for s in sums], float(top), chunk.actual, expected))
-    evidence = _compiled_evidence(kept.columns["where"], start, end, chunk.offset, at, kinds)
-    return metrics, _sample(chunk, expected, *evidence, where=kept.columns["where"].dtype)
+    return metrics, _sample(chunk, expected, *picked, where=kept.columns["where"].dtype)
 
 
 def _ranges(lo: int, hi: int) -> list[tuple[int, int]]:
@@ -256,11 +257,12 @@ def _ranges(lo: int, hi: int) -> list[tuple[int, int]]:
     return list(zip(cuts[:-1], cuts[1:]))
 
 
-def _judged(op: dict[str, Any], kept: Kept, tol: met.Tolerance, *, offset: int, lo: int,
-            hi: int) -> tuple[tuple, list[int]]:
+def _judged(op: dict[str, Any], kept: Kept, tol: met.Tolerance, *, offset: int, lo: int, hi: int,
+            meanwhile: Callable[[], T]) -> tuple[tuple, list[int], T]:
     """The second pass over the mismatches ``lo:hi`` the first pass found, a range per thread,
     each with its own counts, bins and classes, merged exactly into the tally: the maxima (the
-    first index wins a tie) and the eight counts."""
+    first index wins a tie), the eight counts, and what ``meanwhile()`` gave (run on the calling
+    thread before its range)."""
     from conformance.report import metric_loops, scan_loops  # numba, imported on the first compiled call
 
     tally = kept.tally
@@ -278,12 +280,15 @@ def _judged(op: dict[str, Any], kept: Kept, tol: met.Tolerance, *, offset: int, 
             op["x_classes"][2])
         return best, counts, bins, classes
 
-    parts = jit.in_parallel([functools.partial(part, a, b) for a, b in _ranges(lo, hi)])
+    mine, *others = _ranges(lo, hi)
+    (done, first), *rest = jit.in_parallel([lambda: (meanwhile(), part(*mine)),
+                                            *(functools.partial(part, a, b) for a, b in others)])
+    parts = [first, *rest]
     for _, _, bins, classes in parts:
         tally.ulp += bins
         tally.classes += classes
     best = reduce(metric_loops.merged, [p[0] for p in parts])
-    return best, [int(c) for c in sum(p[1] for p in parts)]
+    return best, [int(c) for c in sum(p[1] for p in parts)], done
 
 
 def _compiled_evidence(where: np.ndarray, lo: int, hi: int, offset: int, special_at: np.ndarray,
