@@ -8,7 +8,8 @@ Targets:
 
 Compare is timed in-process (``cli.main``, output discarded), so neither side pays for
 interpreter start-up, by wall time and by CPU time (``time.process_time``: the load of a
-shared machine stretches the first, hardly the second), alternately with the golden alone,
+shared machine stretches the first, hardly the second; and the calling thread's CPU time,
+what bounds the wall time when the other threads keep up), alternately with the golden alone,
 and the load average is printed with them; peak RSS is measured on a separate
 ``python -m conformance compare`` process.  The data is written to a temporary directory
 that is removed afterwards.
@@ -85,18 +86,19 @@ def _write_big_fp16(d: Path, *, step: int = 1 << 24) -> None:
     del x, y
 
 
-def _timed(fn: Callable[[], object]) -> tuple[float, float]:
-    """Wall and CPU seconds of one call."""
-    wall, cpu = time.perf_counter(), time.process_time()
+def _timed(fn: Callable[[], object]) -> tuple[float, float, float]:
+    """Wall, CPU and calling-thread CPU seconds of one call."""
+    wall, cpu, thread = time.perf_counter(), time.process_time(), time.thread_time()
     fn()
-    return time.perf_counter() - wall, time.process_time() - cpu
+    return time.perf_counter() - wall, time.process_time() - cpu, time.thread_time() - thread
 
 
 def side_by_side(first: Callable[[], object], second: Callable[[], object], *,
-                 rounds: int = 3) -> tuple[tuple[float, float], tuple[float, float]]:
-    """Best (wall, CPU) times of two calls measured in alternation, so both see the same load."""
+                 rounds: int = 3) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Best (wall, CPU, calling-thread CPU) times of two calls measured in alternation, so both
+    see the same load."""
     times = [(_timed(first), _timed(second)) for _ in range(rounds)]
-    return tuple(tuple(min(t[k][j] for t in times) for j in (0, 1)) for k in (0, 1))  # type: ignore[return-value]
+    return tuple(tuple(min(t[k][j] for t in times) for j in (0, 1, 2)) for k in (0, 1))  # type: ignore[return-value]
 
 
 def _fp32_cases(d: Path) -> None:
@@ -110,7 +112,8 @@ def _fp32_cases(d: Path) -> None:
         rss = peak_rss_mb(args)
         print(f"16M fp32, {name:<27} compare {took[0]:6.2f} s   golden alone {alone[0]:5.2f} s   "
               f"ratio {took[0] / alone[0]:5.1f}x wall, {took[1] / alone[1]:5.1f}x CPU "
-              f"({took[1]:.2f} s / {alone[1]:.2f} s) (target <= {target}x)   load {load:.1f}   "
+              f"({took[1]:.2f} s / {alone[1]:.2f} s), {took[2] / alone[1]:4.1f}x on the calling thread "
+              f"(target <= {target}x)   load {load:.1f}   "
               f"peak RSS {rss:6.0f} MB (target <= {3 * inputs_mb + 300:.0f} MB = 3x inputs + 300)", flush=True)
 
 

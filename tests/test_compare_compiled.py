@@ -9,6 +9,7 @@ evidence sample with its weights are the numpy path's.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 from conformance.dtypes import all_patterns, info, to_bits
+from conformance.errors import UsageError
 from conformance.reference import golden
 from conformance.reference.exact import SUPPORTED_PAIRS
 from conformance.report import chunked
@@ -286,3 +288,86 @@ def test_a_sampled_round_on_many_mismatches_is_the_numpy_paths(mixed, monkeypatc
     assert sum(f.count for f in compiled.findings) == compiled.metrics.mismatches
     assert [f.category for f in compiled.findings] == ["alpha-mismatch"]
     assert ("slope 0.3 " in compiled.findings[0].summary) == mixed, compiled.findings[0].summary  # a second round
+
+
+def _row_and_kept(x: np.ndarray, dy: np.ndarray | None, actual: np.ndarray, *, direction: str, out: str,
+                  monkeypatch) -> tuple[object, dict, list, set]:
+    """The row of a dump judged in chunks of 9,973, what was kept of it (columns, samples, the
+    tally) as triage received it, and the threads its golden ran on."""
+    kept_seen: list = []
+    judge_findings, golden_of = chunked._mismatch_findings, chunked._golden
+    threads: set = set()
+
+    def spy(kept: chunked.Kept, samples: list, ctx, **kw) -> object:
+        copied = {name: None if kept.column(name) is None else kept.column(name).copy() for name in chunked._FIELDS}
+        kept_seen.append((copied, samples, kept.tally.ulp.copy(), kept.tally.classes.copy(), kept.tally.count))
+        return judge_findings(kept, samples, ctx, **kw)
+
+    def golden_on(chunk: Chunk, *, ctx) -> np.ndarray:
+        threads.add(threading.current_thread().name.split("_")[0])
+        return golden_of(chunk, ctx=ctx)
+
+    monkeypatch.setattr(chunked, "_mismatch_findings", spy)
+    monkeypatch.setattr(chunked, "_golden", golden_on)
+    row = chunked.evaluate_chunks(lambda: _chunks(x, dy, actual, size=9_973), numel=x.size, dtype=x.dtype,
+                                  alpha=0.2, direction=direction, out_dtype=out, backend="dump",
+                                  config=load_config(None), label="y.npy")
+    (columns, samples, ulp, classes, count), = kept_seen
+    return row, {"columns": columns, "ulp": ulp, "classes": classes, "count": count}, samples, threads
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+@pytest.mark.parametrize("name", ["float16", "float32"])
+def test_one_thread_or_two_judge_a_dump_alike(name, direction, monkeypatch):
+    """CONFORMANCE_THREADS=1 and 2 give the same row (metrics, findings, plots), the same kept
+    columns, samples and tally, on a dump of many chunks with mismatches in every one of them
+    (NaN payloads, signed zeros, infinities, subnormals among the inputs): with two threads
+    the next chunk's golden runs on the reader thread and each chunk's mismatches are judged
+    in ranges (small ones here) on both."""
+    x = _inputs(name, seed=12)
+    dy = None if direction == "forward" else _inputs(name, seed=13)[::-1].copy()
+    actual = _device(golden.compute(direction, x, 0.2, dy=dy, out_dtype=name), x, dy, direction)
+    monkeypatch.setattr(chunked, "SPLIT", 31)
+    got = {}
+    for threads in ("1", "2"):
+        with monkeypatch.context() as m:
+            m.setenv("CONFORMANCE_THREADS", threads)
+            got[threads] = _row_and_kept(x, dy, actual, direction=direction, out=name, monkeypatch=m)
+    (one, kept_one, samples_one, on_one), (two, kept_two, samples_two, on_two) = got["1"], got["2"]
+    assert on_one == {"MainThread"} and "conformance-read" in on_two, (on_one, on_two)
+    per_chunk = np.bincount(kept_one["columns"]["where"] // 9_973)
+    assert per_chunk.size == -(-x.size // 9_973) and per_chunk.min() > 2 * 31, "mismatches in every chunk, split"
+    assert one.metrics == two.metrics and one.plots == two.plots and one.plots is not None
+    assert [(f.category, f.count, f.violations, f.summary, f.detail, repr(f.examples)) for f in one.findings] == \
+        [(f.category, f.count, f.violations, f.summary, f.detail, repr(f.examples)) for f in two.findings]  # NaN
+    for field in chunked._FIELDS:
+        _same(kept_one["columns"][field], kept_two["columns"][field])
+    assert kept_one["count"] == kept_two["count"] == one.metrics.mismatches
+    assert np.array_equal(kept_one["ulp"], kept_two["ulp"]) and np.array_equal(kept_one["classes"], kept_two["classes"])
+    for a, b in zip(samples_one, samples_two, strict=True):
+        assert np.array_equal(a.weight, b.weight)
+        for field in a.values:
+            _same(a.values[field], b.values[field])
+
+
+def test_a_reader_error_on_two_threads_comes_after_the_chunks_before_it(monkeypatch):
+    """A dump whose fourth chunk cannot be read: with two threads, as with one, the three
+    chunks before it are judged and told to ``advance`` in order, then the reader's own
+    error is raised."""
+    x = _inputs("float32", seed=14)
+    actual = _device(golden.forward(x, 0.2), x, None, "forward")
+
+    def broken() -> Iterator[Chunk]:
+        for k, chunk in enumerate(_chunks(x, None, actual, size=9_973)):
+            if k == 3:
+                raise UsageError("y.npy: the file shrank while it was read")
+            yield chunk
+
+    for threads in ("1", "2"):
+        monkeypatch.setenv("CONFORMANCE_THREADS", threads)
+        told: list[int] = []
+        with pytest.raises(UsageError, match="the file shrank"):
+            chunked.evaluate_chunks(broken, numel=x.size, dtype=x.dtype, alpha=0.2, direction="forward",
+                                    out_dtype="float32", backend="dump", config=load_config(None),
+                                    advance=told.append)
+        assert told == [9_973] * 3, threads

@@ -228,7 +228,7 @@ def _forward_value(w, ge, form, nan_x, same, r):
     return _extremum(vo, flushed, w, n, p, form == 4, kind)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def forward_loop(xs, table, sink, ge, form, nan_x, flags, r):
     for i in range(xs.size):
         w = load(xs[i], table)
@@ -267,7 +267,7 @@ def _gradient_value(d, w, take, modes, flags, r):
     return copy, v
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def backward_loop(dys, xs, table, sink, ge, nan_dy, modes, flags, r):
     take_mode, on_result = modes[0], modes[3] == 2
     for i in range(xs.size):
@@ -279,7 +279,7 @@ def backward_loop(dys, xs, table, sink, ge, nan_dy, modes, flags, r):
         _emit(sink, i, dys[i], copy, v, flags, r)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def select_forward_loop(xs, table, sink, ge, scale, same, r):
     """The select (``scale``: a*x everywhere) without saturation or an opmath product."""
     for i in range(xs.size):
@@ -293,7 +293,7 @@ def select_forward_loop(xs, table, sink, ge, scale, same, r):
             store(sink, i, _plain_negative(w, r), r[10])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def select_backward_loop(dys, xs, table, sink, ge, nan_dy, take_mode, same, r):
     """The gradient's select (``take_mode`` as ``_BACKWARD_TAKE``) without saturation, an
     opmath product, a branch sum or a NaN rule of its own."""

@@ -18,7 +18,7 @@ import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import reduce
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from conformance import jit
 from conformance.dtypes import info, to_bits, widened_patterns
 from conformance.records import TileLayout
 from conformance.reference import golden as ref
+from conformance.report import chunk_pipeline
 from conformance.report import metrics as met
 from conformance.report import plots as plotting
 from conformance.report.evaluate import (
@@ -46,8 +47,10 @@ from conformance.report.triage.sampling import SAMPLING
 
 __all__ = ["Kept", "Reader", "evaluate_chunks", "reference_scan"]
 
+T = TypeVar("T")
 Reader = Callable[[], Iterable[Chunk]]  # the tensor's chunks, in order, each time it is called
 RESERVED = 1 << 28  # elements a column reserves at most at first; a larger tensor's grow as needed
+SPLIT = 1 << 16  # mismatches of a chunk judged on one thread at least (fewer: not worth a thread)
 
 
 @dataclass(frozen=True)
@@ -223,29 +226,69 @@ def _masks(rec: Any) -> tuple[int, int, int]:
 
 def compiled_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept,
                   scratch: _Scratch) -> tuple[met.Metrics, _Sample]:
-    """:func:`reference_scan` in two compiled passes (the same metrics, kept elements and sample)."""
+    """:func:`reference_scan` in two compiled passes (the same metrics, kept elements and sample):
+    one finds the mismatches, the other judges them, split by ranges over threads."""
     from conformance.report import metric_loops, scan_loops  # numba, imported on the first compiled call
 
-    op, tol = _operands(chunk, expected), ctx.tolerance
+    op = _operands(chunk, expected)
     kept.reserve(chunk.actual.size + 1)  # the scan writes one place past the mismatches
-    cols = {name: None if c is None else to_bits(c) if name in ("x", "dy", "golden", "actual") else c
-            for name, c in kept.columns.items()}
-    sums, counts, kinds = np.zeros(3), np.zeros(8, dtype=np.int64), np.zeros(2, dtype=np.int64)
+    sums, kinds = np.zeros(3), np.zeros(2, dtype=np.int64)
     at = scratch.positions(chunk.actual.size)
     kept.tally = kept.tally or plotting.Tally(chunk.x.dtype, chunk.actual.dtype)
-    end, top, best = scan_loops.scan(
-        op["xb"], op["db"], op["ab"], op["gb"], op["af"], op["gf"], op["table"], chunk.offset, cols["where"],
-        cols["x"], cols["dy"] if cols["dy"] is not None else np.empty(0, op["xb"].dtype), cols["golden"],
-        cols["actual"], cols["violating"], kept.size, scratch.products, sums, counts, at, kinds,
-        tol.rtol, tol.atol, tol.max_ulp, tol.strict_zeros, *op["masks"], op["x_exp"], kept.tally.ulp,
-        kept.tally.classes, *op["x_classes"])
-    k, kept.size = end - kept.size, end
+    start = kept.size
+    end, top = scan_loops.find(op["xb"], op["db"], op["ab"], op["gb"], op["af"], op["gf"], op["table"], chunk.offset,
+                               kept.columns["where"], start, scratch.products, sums, at, kinds, *op["masks"][1:],
+                               op["x_exp"])
+    evidence = functools.partial(_compiled_evidence, kept.columns["where"], start, end, chunk.offset, at, kinds)
+    best, counts, picked = _judged(op, kept, ctx.tolerance, offset=chunk.offset, lo=start, hi=end, meanwhile=evidence)
+    k, kept.size = end - start, end
     kept.tally.count += k
-    metrics = met.loop_metrics(metric_loops.maxima(best), [int(c) for c in counts],
+    metrics = met.loop_metrics(metric_loops.maxima(best), counts,
                                elements=int(chunk.actual.size), mismatches=k, part=ctx.label, offset=chunk.offset,
                                cosine=met.scaled_cosine([float(s) for s in sums], float(top), chunk.actual, expected))
-    evidence = _compiled_evidence(cols["where"], kept.size - k, kept.size, chunk.offset, at, kinds)
-    return metrics, _sample(chunk, expected, *evidence, where=cols["where"].dtype)
+    return metrics, _sample(chunk, expected, *picked, where=kept.columns["where"].dtype)
+
+
+def _ranges(lo: int, hi: int) -> list[tuple[int, int]]:
+    """``lo:hi`` in as many consecutive ranges as threads may judge at once, none shorter than
+    ``SPLIT`` elements (one range when fewer)."""
+    parts = max(1, min(jit.threads(), (hi - lo) // SPLIT))
+    cuts = [lo + (hi - lo) * p // parts for p in range(parts + 1)]
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+def _judged(op: dict[str, Any], kept: Kept, tol: met.Tolerance, *, offset: int, lo: int, hi: int,
+            meanwhile: Callable[[], T]) -> tuple[tuple, list[int], T]:
+    """The second pass over the mismatches ``lo:hi`` the first pass found, a range per thread,
+    each with its own counts, bins and classes, merged exactly into the tally: the maxima (the
+    first index wins a tie), the eight counts, and what ``meanwhile()`` gave (run on the calling
+    thread before its range)."""
+    from conformance.report import metric_loops, scan_loops  # numba, imported on the first compiled call
+
+    tally = kept.tally
+    assert tally is not None
+    cols = {name: None if c is None else to_bits(c) if name in ("x", "dy", "golden", "actual") else c
+            for name, c in kept.columns.items()}
+    out_dy = cols["dy"] if cols["dy"] is not None else np.empty(0, op["xb"].dtype)
+
+    def part(a: int, b: int) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray]:
+        counts, bins, classes = np.zeros(8, np.int64), np.zeros_like(tally.ulp), np.zeros_like(tally.classes)
+        best = scan_loops.judge_range(
+            op["xb"], op["db"], op["ab"], op["gb"], op["af"], op["gf"], op["table"], offset, cols["where"],
+            cols["x"], out_dy, cols["golden"], cols["actual"], cols["violating"], a, b, counts, bins, classes,
+            tol.rtol, tol.atol, tol.max_ulp, tol.strict_zeros, *op["masks"], *op["x_classes"][:2], op["x_exp"],
+            op["x_classes"][2])
+        return best, counts, bins, classes
+
+    mine, *others = _ranges(lo, hi)
+    (done, first), *rest = jit.in_parallel([lambda: (meanwhile(), part(*mine)),
+                                            *(functools.partial(part, a, b) for a, b in others)])
+    parts = [first, *rest]
+    for _, _, bins, classes in parts:
+        tally.ulp += bins
+        tally.classes += classes
+    best = reduce(metric_loops.merged, [p[0] for p in parts])
+    return best, [int(c) for c in sum(p[1] for p in parts)], done
 
 
 def _compiled_evidence(where: np.ndarray, lo: int, hi: int, offset: int, special_at: np.ndarray,
@@ -297,6 +340,26 @@ def _mismatch_findings(kept: Kept, samples: list[_Sample], ctx: _Context, *, num
                   layout=ctx.layout(), part=ctx.label, hazard_cores={}), plots
 
 
+def _golden(chunk: Chunk, *, ctx: _Context) -> np.ndarray:
+    return ref.compute(ctx.direction, chunk.x, ctx.alpha, dy=chunk.dy, out_dtype=ctx.out_dtype)
+
+
+class _Judge:
+    """The scan of each chunk of one row, into the kept elements of the whole tensor."""
+
+    def __init__(self, ctx: _Context, *, numel: int) -> None:
+        self.ctx, self.numel = ctx, numel
+        self.where = np.dtype(np.int32 if numel <= np.iinfo(np.int32).max else np.int64)
+        self.scratch = _Scratch() if jit.enabled() else None
+        self.kept: Optional[Kept] = None
+
+    def __call__(self, chunk: Chunk, expected: np.ndarray) -> tuple[met.Metrics, _Sample]:
+        self.kept = self.kept or Kept(chunk, numel=self.numel, where=self.where)
+        if self.scratch is None:
+            return reference_scan(chunk, expected, self.ctx, self.kept)
+        return compiled_scan(chunk, expected, self.ctx, self.kept, self.scratch)
+
+
 def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direction: str,
                     out_dtype: str, backend: str, config: GateConfig,
                     profile: Optional[str] = None, label: str = "",
@@ -305,23 +368,21 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
     """Judge a tensor of ``numel`` elements that ``read()`` gives as consecutive flat chunks:
     the chunks' golden, metrics and kept elements, then triage of all the mismatches as one
     batch; ``tail-block`` is judged on the whole tensor's tiling plan.  ``advance(n)`` is
-    told of each chunk done."""
+    told of each chunk done.  With the compiled paths and more than one thread, the next
+    chunk is read and its golden computed while one is judged (:mod:`.chunk_pipeline`)."""
     head = row_head(dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
                     profile=profile, variant=None, label=label, shape=(numel,) if shape is None else shape)
     ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
                    backend, config, label, _lazy_layout(layout_fn, numel=numel), profile, head["shapes"][0])
-    where = np.dtype(np.int32 if numel <= np.iinfo(np.int32).max else np.int64)
-    scratch = _Scratch() if jit.enabled() else None
-    kept: Optional[Kept] = None
+    judge = _Judge(ctx, numel=numel)
     metrics, samples = [], []
-    for chunk in read():
-        kept = kept or Kept(chunk, numel=numel, where=where)
-        expected = ref.compute(ctx.direction, chunk.x, ctx.alpha, dy=chunk.dy, out_dtype=ctx.out_dtype)
-        m, s = (reference_scan(chunk, expected, ctx, kept) if scratch is None
-                else compiled_scan(chunk, expected, ctx, kept, scratch))
+    golden = functools.partial(_golden, ctx=ctx)
+    for chunk, (m, s) in chunk_pipeline.judged(read(), golden=golden, judge=judge,
+                                               ahead=judge.scratch is not None and jit.threads() > 1):
         metrics.append(m)
         samples.append(s)
         advance(int(chunk.x.size))
+    kept = judge.kept
     total = reduce(met.merge, metrics) if metrics else met.empty()
     findings, plots = _mismatch_findings(kept, samples, ctx, numel=numel, shape=head["shapes"][0]) \
         if total.mismatches and kept is not None else ((), None)

@@ -15,7 +15,7 @@ import numpy as np
 from conformance.jit import read_only
 from conformance.ulp_loops import is_nan_bits, masks, ordered_bits
 
-__all__ = ["class_counts", "judge", "maxima", "mismatch_pass", "slopes", "ulp_bin_counts", "within_rounding"]
+__all__ = ["class_counts", "judge", "maxima", "merged", "mismatch_pass", "slopes", "ulp_bin_counts", "within_rounding"]
 
 
 def mismatch_pass(ab: np.ndarray, gb: np.ndarray, a: np.ndarray, g: np.ndarray, bad: np.ndarray, *,
@@ -26,6 +26,17 @@ def mismatch_pass(ab: np.ndarray, gb: np.ndarray, a: np.ndarray, g: np.ndarray, 
     best = _mismatch_loop(ab, gb, a, g, bad, counts, rtol, atol, max_ulp, strict_zeros,
                           *masks(ab.dtype.type, bits=bits, mant_bits=mant_bits))
     return maxima(best), [int(c) for c in counts]
+
+
+def merged(first: tuple, then: tuple) -> tuple:
+    """The maxima :func:`judge` kept over two consecutive ranges, the first range's, then the
+    next's: a maximum of the next range is taken only when strictly larger (the first index
+    wins a tie, as one pass over both ranges keeps it)."""
+    tops, at = list(first[:3]), list(first[3:])
+    for k in range(3):
+        if then[k] > tops[k]:
+            tops[k], at[k] = then[k], then[3 + k]
+    return (*tops, *at)
 
 
 def maxima(best: tuple) -> list[tuple[float, int]]:
@@ -57,23 +68,17 @@ def judge(x, y, u, v, i, best, rtol, atol, max_ulp, strict_zeros, magnitude, exp
     nan_a = is_nan_bits(u, exp_mask, mant_mask)
     nan_g = is_nan_bits(v, exp_mask, mant_mask)
     abs_err = 0.0 if x == y else abs(x - y)
-    if abs_err != abs_err:
-        abs_err = np.inf
+    abs_err = np.inf if abs_err != abs_err else abs_err
     mag = abs(y)
-    rel = abs_err / mag if mag != 0 else np.inf
-    if rel != rel or y == 0:
-        rel = np.inf
-    if abs_err == 0:
-        rel = 0.0
-    ulps = 0
-    if not (nan_a or nan_g):
-        ulps = ordered_bits(u, magnitude) - ordered_bits(v, magnitude)
-        ulps = -ulps if ulps < 0 else ulps
-    nan_pos = nan_a or nan_g
-    inf_pos = (np.isinf(x) or np.isinf(y)) and not nan_pos
-    zero_sign = x == 0 and y == 0
-    bad = (abs_err > mag * rtol + atol or ulps > max_ulp or nan_pos or inf_pos
-           or (strict_zeros and zero_sign))
+    rel = abs_err / (mag if mag != 0 else 1.0)  # selects and bitwise tests: no branch on the data
+    rel = np.inf if (rel != rel) | (mag == 0) else rel
+    rel = 0.0 if abs_err == 0 else rel
+    nan_pos = nan_a | nan_g
+    d = ordered_bits(u, magnitude) - ordered_bits(v, magnitude)
+    ulps = 0 if nan_pos else (-d if d < 0 else d)
+    inf_pos = (np.isinf(x) | np.isinf(y)) & ~nan_pos
+    zero_sign = (x == 0) & (y == 0)
+    bad = (abs_err > mag * rtol + atol) | (ulps > max_ulp) | nan_pos | inf_pos | (strict_zeros & zero_sign)
     top_abs, top_rel, top_ulp, at_abs, at_rel, at_ulp = best
     if abs_err > top_abs:
         top_abs, at_abs = abs_err, i
@@ -81,9 +86,9 @@ def judge(x, y, u, v, i, best, rtol, atol, max_ulp, strict_zeros, magnitude, exp
         top_rel, at_rel = rel, i
     if ulps > top_ulp:
         top_ulp, at_ulp = ulps, i
-    finite = np.isfinite(x) and np.isfinite(y)
+    finite = np.isfinite(x) & np.isfinite(y)
     return bad, (top_abs, top_rel, top_ulp, at_abs, at_rel, at_ulp), (
-        bad, nan_pos, inf_pos, zero_sign, rel < 1e-3, rel < 5e-3, finite and x > y, finite and x < y)
+        bad, nan_pos, inf_pos, zero_sign, rel < 1e-3, rel < 5e-3, finite & (x > y), finite & (x < y))
 
 
 def within_rounding(ab: np.ndarray, gb: np.ndarray, index: Optional[np.ndarray], *, bits: int,

@@ -4,8 +4,10 @@ The same results as the numpy path of :mod:`conformance.report.chunked`, which c
 the chunk (:func:`conformance.report.metrics.compare`), then takes the mismatching
 elements and a stride sample of the matching ones in several passes: here one pass
 finds the mismatches and the matching elements of each kind and adds up the cosine sums
-as numpy's pairwise sum adds them; a second judges each mismatch
-(:func:`conformance.report.metric_loops.judge`) and writes it where the caller keeps it.
+as numpy's pairwise sum adds them (:func:`find`); a second judges each mismatch
+(:func:`conformance.report.metric_loops.judge`) and writes it where the caller keeps it
+(:func:`judge_range`), a range of the mismatches at a time, so that threads may judge
+ranges at once (``nogil``) and their counts and maxima merge exactly.
 Every array is read as bit patterns; values come from the float32/float64 arrays
 themselves, or from a table of every pattern for a 16-bit format.
 """
@@ -19,7 +21,7 @@ from conformance.report.metric_loops import judge
 from conformance.report.metrics import DOT_PIECE  # finite pairs summed as one piece, as numpy sums them
 from conformance.ulp_loops import is_nan_bits, ordered_bits
 
-__all__ = ["DOT_PIECE", "pairwise_sum", "plain_picks", "scan"]
+__all__ = ["DOT_PIECE", "find", "judge_range", "pairwise_sum", "plain_picks"]
 
 _BLOCK = 128  # numpy's PW_BLOCKSIZE: a piece this short is summed by eight accumulators
 _DEPTH = 128  # pieces a pairwise sum holds at once: two per halving, far more than 2^63 elements need
@@ -100,28 +102,21 @@ def _special(u, exp_mask):
     return field == 0 or field == exp_mask
 
 
-@numba.njit(cache=True)
-def scan(xb, db, ab, gb, af, gf, table, offset, out_where, out_x, out_dy, out_golden, out_actual, out_bad,
-         start, products, sums, counts, special_at, kinds, rtol, atol, max_ulp, strict_zeros, magnitude,
-         exp_mask, mant_mask, x_exp, bins, classes, x_sign, x_mant, x_shift):
-    """A chunk (bits ``xb``, ``db`` of x and dy, ``ab``, ``gb`` of actual and golden; ``db``
-    empty forward; their values from ``table`` by the bits when it is not empty, else ``af``,
-    ``gf``) in two passes.  The first adds up the cosine sums of the finite pairs into ``sums``
+@numba.njit(cache=True, nogil=True)
+def find(xb, db, ab, gb, af, gf, table, offset, out_where, start, products, sums, special_at, kinds,
+         exp_mask, mant_mask, x_exp):
+    """The first pass over a chunk (bits ``xb``, ``db`` of x and dy, ``ab``, ``gb`` of actual and
+    golden; ``db`` empty forward; their values from ``table`` by the bits when it is not
+    empty, else ``af``, ``gf``): adds up the cosine sums of the finite pairs into ``sums``
     (dot, aa, gg) by pieces of ``products.shape[1]``, writes the flat index ``offset + i`` of
     each mismatch (bits differ, not NaN on both sides) at ``start``, ``start + 1``, ... of
     ``out_where``, and the local index of each matching element that is special (an exponent
     field all zeros or all ones in x, dy or golden) in ``special_at``; how many matching
     elements are special and how many are plain (the others) in ``kinds``; ``out_where`` and
     ``special_at`` are written one place past their end too.  The plain ones are where neither
-    list is (:func:`plain_picks`).
-    The second judges each mismatch and writes its bits and violation to the other ``out_*``,
-    and counts what the plots of the mismatches show (``plots.measure``): their ULP distances
-    in ``bins`` (as ``metric_loops.ulp_bin_counts``; none when ``bins`` is empty) and the
-    classes of their x in ``classes`` (as ``metric_loops.class_counts``, by x's sign,
-    mantissa and exponent masks and the exponent's shift).
-    Branches that depend on the data are avoided where elements of each kind are mixed at
-    random, and counts are kept in registers, not in arrays.  Returns where the writing ended,
-    the largest finite magnitude and the maxima."""
+    list is (:func:`plain_picks`).  Branches that depend on the data are avoided where
+    elements of each kind are mixed at random.  Returns where the writing ended and the
+    largest finite magnitude."""
     k, filled, top, has_dy, by_table = start, 0, 0.0, db.size > 0, table.size > 0
     n_special = 0
     for i in range(ab.size):
@@ -145,10 +140,27 @@ def scan(xb, db, ab, gb, af, gf, table, offset, out_where, out_x, out_dy, out_go
     if filled:
         _flush(products, filled, sums)
     kinds[0], kinds[1] = n_special, ab.size - (k - start) - n_special
+    return k, top
+
+
+@numba.njit(cache=True, nogil=True)
+def judge_range(xb, db, ab, gb, af, gf, table, offset, out_where, out_x, out_dy, out_golden, out_actual, out_bad,
+                lo, hi, counts, bins, classes, rtol, atol, max_ulp, strict_zeros, magnitude, exp_mask, mant_mask,
+                x_sign, x_mant, x_exp, x_shift):
+    """The second pass over the chunk's mismatches ``out_where[lo:hi]`` (:func:`find`): judges
+    each (:func:`conformance.report.metric_loops.judge`), writes its bits and violation to the
+    other ``out_*``, adds its eight flags to ``counts`` and what the plots of the mismatches
+    show (``plots.measure``): their ULP distances to ``bins`` (as
+    ``metric_loops.ulp_bin_counts``; none when ``bins`` is empty) and the classes of their x
+    to ``classes`` (as ``metric_loops.class_counts``, by x's sign, mantissa and exponent masks
+    and the exponent's shift).  Counts are kept in registers, not in arrays.  Returns the
+    maxima of the range, the first index winning a tie (a range after another merges into it
+    with :func:`conformance.report.metric_loops.merged`)."""
+    has_dy, by_table = db.size > 0, table.size > 0
     best = (0.0, 0.0, np.int64(0), np.int64(0), np.int64(0), np.int64(0))  # no error yet
     c0, c1, c2, c3, c4, c5, c6, c7 = 0, 0, 0, 0, 0, 0, 0, 0
     binned = bins.size > 0
-    for j in range(start, k):
+    for j in range(lo, hi):
         i = out_where[j] - offset
         u, v = ab[i], gb[i]
         x = table[u] if by_table else np.float64(af[i])
@@ -173,10 +185,10 @@ def scan(xb, db, ab, gb, af, gf, table, offset, out_where, out_x, out_dy, out_go
     counts[5] += c5
     counts[6] += c6
     counts[7] += c7
-    return k, top, best
+    return best
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def plain_picks(where, lo, hi, offset, special_at, n_special, step, out):
     """The local indices of the plain matching elements of ranks 0, ``step``, ``2 * step``, ...
     (``out.size`` of them) of a chunk: the places, in order, that are neither a mismatch
