@@ -255,25 +255,22 @@ def _values(first: int, last: int) -> Optional[tuple[float, float]]:
 @dataclass(frozen=True)
 class _Narrowed:
     """Where the two ranks lie: keys ``[lo, hi]`` holding ``count`` slopes, ``offset`` slopes
-    below them; ``known`` the two keys when they are."""
+    below them; ``apart`` when they lie in different cells."""
 
     lo: int
     hi: int
     count: int
     offset: int
-    known: Optional[tuple[int, int]] = None
+    apart: bool
 
 
 def _narrowed(starts: np.ndarray, stops: np.ndarray, counts: np.ndarray, ranks: tuple[int, int], *,
               offset: int) -> _Narrowed:
-    """The intervals holding the two ranks (``offset`` slopes lie below the first interval)."""
+    """The cells holding the two ranks (``offset`` slopes lie below the first cell)."""
     ends = np.cumsum(counts) + offset
     first, last = (int(np.searchsorted(ends, r, side="right")) for r in ranks)
     below = int(ends[first] - counts[first])
-    known = None
-    if starts[first] == stops[first] and starts[last] == stops[last]:  # an interval of one key each
-        known = (int(starts[first]), int(starts[last]))
-    return _Narrowed(int(starts[first]), int(stops[last]), int(ends[last] - below), below, known)
+    return _Narrowed(int(starts[first]), int(stops[last]), int(ends[last] - below), below, first != last)
 
 
 def _histogram(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray], *, lo: int, hi: int,
@@ -303,18 +300,27 @@ def at_ranks(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray
     """The slopes at ``ranks`` (``r`` and ``r`` or ``r + 1``) of the slopes shown, sorted
     (``surveyed`` is their :func:`survey`); None when a zero is at either (a sort places
     zeros of either sign in an order of its own)."""
-    actual, operand = read_only(actual), read_only(operand)
-    at = _narrowed(surveyed.starts, surveyed.stops, surveyed.counts, ranks, offset=0)
-    while at.known is None and at.hi > at.lo and at.count > _FEW:
+    cells = (surveyed.starts, surveyed.stops, surveyed.counts)
+    return _selected(read_only(actual), read_only(operand), index, ranks, cells, offset=0)
+
+
+def _selected(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray], ranks: tuple[int, int],
+              cells: tuple[np.ndarray, np.ndarray, np.ndarray], *, offset: int) -> Optional[tuple[float, float]]:
+    """:func:`at_ranks` from ``cells`` (first keys, last keys, counts) over the keys, ``offset``
+    slopes below them.  Ranks in different cells are selected one by one: a range holding
+    both might narrow no further, one bucket of a single rank always does."""
+    at = _narrowed(*cells, ranks, offset=offset)
+    if at.apart:
+        one, two = (_selected(actual, operand, index, (r, r), cells, offset=offset) for r in ranks)
+        return None if one is None or two is None else (one[0], two[0])
+    if at.hi == at.lo:
+        return _values(at.lo, at.lo)
+    if at.count > _FEW:
         shift = max(0, (at.hi - at.lo).bit_length() - _DIGIT)
         counts, below = _histogram(actual, operand, index, lo=at.lo, hi=at.hi, shift=shift)
         starts = at.lo + (np.arange(counts.size, dtype=object) << shift)  # Python ints: a key range may pass 2^63
         stops = np.append(starts[1:] - 1, at.hi)  # the last bucket starts at or below hi
-        at = _narrowed(starts, stops, counts, ranks, offset=below)
-    if at.known is not None:
-        return _values(*at.known)
-    if at.hi == at.lo:
-        return _values(at.lo, at.lo)
+        return _selected(actual, operand, index, ranks, (starts, stops, counts), offset=below)
     wanted = [ranks[0] - at.offset, ranks[1] - at.offset]
     found = np.partition(_gathered(actual, operand, index, lo=at.lo, hi=at.hi, count=at.count), wanted)
     picked = (float(found[wanted[0]]), float(found[wanted[1]]))  # a sort's, whatever the gathered order
