@@ -403,7 +403,8 @@ def warm() -> None:
     for dtype, index in ((d, i) for d in (np.float32, np.float64) for i in (None, np.arange(0, 8, 2))):
         s, t = np.linspace(-3, -1, 8).astype(dtype), np.linspace(-1, -2, 8).astype(dtype)  # slopes apart
         seen = survey(s, t, s, s, index, smallest_normal=0.0, forward=True)
-        _histogram(read_only(s), read_only(t), index, lo=seen.lo, hi=seen.hi, shift=0)
+        _histogram(read_only(s), read_only(t), index, lo=seen.lo, hi=seen.hi,
+                   shift=max(0, (seen.hi - seen.lo).bit_length() - _DIGIT))
         _gathered(read_only(s), read_only(t), index, lo=seen.lo, hi=seen.hi, count=seen.count)
         at_ranks(s, t, index, ranks=(0, 1), surveyed=seen)
         shown_within(s, t, index, [(-2.0, -1.5)])
