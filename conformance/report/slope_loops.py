@@ -11,7 +11,8 @@ operands instead, so nothing as long as the mismatches is written:
   those below and above apart, and the nearest of each to the buckets);
 - :func:`at_ranks`: the slopes at two ranks of the sorted order: the survey's buckets narrow
   the keys to one or two buckets, a histogram pass per 12 bits narrows them further while
-  more than ``_FEW`` remain, and the last few are gathered and sorted;
+  more than ``_FEW`` remain (ranks in different buckets one by one), and the last few are
+  gathered and partitioned at the ranks;
 - :func:`shown_within`: per window of slopes (those a candidate's test holds for), whether
   some slope shown lies in it: from the survey where it tells (a key it saw lies in the
   window, a whole bucket that holds keys does, or nothing it saw can), else by one pass.
@@ -36,7 +37,7 @@ from conformance.jit import read_only
 __all__ = ["Survey", "at_ranks", "leading", "shown_within", "survey"]
 
 _DIGIT = 12  # bits of the key one histogram tells apart (its counts stay in the first cache)
-_FEW = 1 << 20  # slopes sorted outright once the selection has narrowed to this many
+_FEW = 1 << 20  # slopes gathered outright once the selection has narrowed to this many
 _SAMPLED = 1 << 12  # positions a stride sample reads for the range the survey's buckets cover
 _SPLIT_FROM = 1 << 16  # positions from which a pass is split over threads
 _TOP = (1 << 63) - 1  # the greatest key
