@@ -46,13 +46,12 @@ def _pair(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("n", [1, 2, 3, 1000, 40_001, 300_000])
 def test_the_slopes_at_two_ranks_are_a_sorts(kind, n):
     actual, operand = _pair(_slopes(kind, n, seed=n))
-    count, _, _, lo, hi = slope_loops.summary(actual, operand, operand, operand, None, smallest_normal=0.0,
-                                              forward=True)
-    assert count == n
+    seen = slope_loops.survey(actual, operand, operand, operand, None, smallest_normal=0.0, forward=True)
+    assert seen.count == n
     ordered = np.sort(actual / operand)
     for r in sorted({0, n // 2 - 1 if n > 1 else 0, n // 2, n - 2 if n > 1 else 0}):
         ranks = (r, min(r + 1, n - 1))
-        assert slope_loops.at_ranks(actual, operand, None, ranks=ranks, count=count, keys=(lo, hi)) == \
+        assert slope_loops.at_ranks(actual, operand, None, ranks=ranks, surveyed=seen) == \
             (ordered[ranks[0]], ordered[ranks[1]])
 
 
@@ -60,10 +59,9 @@ def test_a_zero_at_a_rank_is_left_to_the_sort():
     """Zeros of either sign are equal to a sort and lie in an order of its own: no answer."""
     actual = np.array([-0.0, 0.0, 0.0, -0.0, 1.0, -1.0, 2.0])
     operand = np.ones_like(actual)
-    count, _, _, lo, hi = slope_loops.summary(actual, operand, operand, operand, None, smallest_normal=0.0,
-                                              forward=True)
-    assert slope_loops.at_ranks(actual, operand, None, ranks=(3, 3), count=count, keys=(lo, hi)) is None
-    assert slope_loops.at_ranks(actual, operand, None, ranks=(5, 6), count=count, keys=(lo, hi)) == (1.0, 2.0)
+    seen = slope_loops.survey(actual, operand, operand, operand, None, smallest_normal=0.0, forward=True)
+    assert slope_loops.at_ranks(actual, operand, None, ranks=(3, 3), surveyed=seen) is None
+    assert slope_loops.at_ranks(actual, operand, None, ranks=(5, 6), surveyed=seen) == (1.0, 2.0)
 
 
 @pytest.mark.parametrize("slope", [0.01, float(np.float32(0.01)), 0.2, -0.3, 0.0, -0.0, 1e-300, 5e-324, 1e308, -1e308])
@@ -85,9 +83,11 @@ def test_which_windows_some_slope_lies_in(kind):
     ordered = np.sort(ratio)
     probes = np.concatenate([ordered[::4999], [-1e308, -0.0, 1e-300, 1e308, 0.01, 0.2, 0.25, 7.0]])
     windows = [candidates._window(float(p)) for p in probes] + [(1.0, 1.0), (-5.0, -3.0), (-0.0, 0.0)]
-    got = slope_loops.shown_within(actual, operand, None, windows)
-    assert got == [bool(((ratio >= lo) & (ratio <= hi)).any()) for lo, hi in windows]
-    assert any(got) and not all(got)
+    expected = [bool(((ratio >= lo) & (ratio <= hi)).any()) for lo, hi in windows]
+    assert slope_loops.shown_within(actual, operand, None, windows) == expected
+    assert any(expected) and not all(expected)
+    seen = slope_loops.survey(actual, operand, operand, operand, None, smallest_normal=0.0, forward=True)
+    assert slope_loops.shown_within(actual, operand, None, windows, surveyed=seen) == expected
     scattered = np.arange(0, ratio.size, 3)
     assert slope_loops.shown_within(actual, operand, scattered, windows) == \
         [bool(((ratio[scattered] >= lo) & (ratio[scattered] <= hi)).any()) for lo, hi in windows]

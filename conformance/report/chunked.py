@@ -322,6 +322,12 @@ def _reduced(kept: Kept, samples: list[_Sample], ctx: _Context, *,
     return batch, np.arange(mismatches), violating
 
 
+def _violating_at(violating: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Which of the mismatches ``index`` are outside tolerance.  Claims split the mismatches
+    (each goes to one), so an index as long as they are holds every one: no gather."""
+    return violating if index.size == violating.size else violating[index]
+
+
 def _mismatch_findings(kept: Kept, samples: list[_Sample], ctx: _Context, *, numel: int,
                        shape: Shape) -> tuple[tuple[Finding, ...], Optional[plotting.Plots]]:
     """Triage of every mismatch of the tensor at once, on a batch of the mismatches and a
@@ -331,7 +337,7 @@ def _mismatch_findings(kept: Kept, samples: list[_Sample], ctx: _Context, *, num
     claims = triage(batch, mismatches=mismatches, layout=ctx.layout())
     del mismatches
     plots = plotting.measure(claims, batch, layout=ctx.layout(), shape=shape, part=ctx.label, tally=kept.tally)
-    counts = [violations_of(c, lambda index: violating[index]) for c in claims]
+    counts = [violations_of(c, functools.partial(_violating_at, violating)) for c in claims]
     where = batch.where[:violating.size]  # the mismatches' flat indices, ascending
     values = batch_values(batch)
     claims = [replace(c, index=where[c.index[:MAX_EXAMPLES]]) for c in claims]  # only examples are read on

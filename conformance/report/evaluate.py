@@ -97,7 +97,7 @@ def violations_of(claim: Claim, violating: Violating) -> int:
     """Elements of a claim outside tolerance (hazards always count in full)."""
     if not claim.in_tensor or claim.category == "write-race":
         return claim.count
-    return int(violating(claim.index).sum())
+    return int(np.count_nonzero(violating(claim.index)))
 
 
 def batch_values(batch: Batch) -> Values:

@@ -1,35 +1,49 @@
 """The slopes a batch's mismatches show, summarised without materialising them (numba).
 
 ``triage.candidates`` needs, of the slopes actual / operand of up to every mismatch, their
-median and, for each candidate slope, the nearest slope shown below it and above it.  The
-numpy path computes every slope into one array and sorts it; these passes recompute each
-slope from the operands instead, so nothing as long as the mismatches is written:
+median and, for each candidate slope, whether some slope shown lies near it.  The numpy path
+computes every slope into one array and sorts it; these passes recompute each slope from the
+operands instead, so nothing as long as the mismatches is written:
 
-- :func:`summary`: how many elements show a slope, how many of them are informative and on
-  the negative side (as ``claims.observed_slopes`` says), and the range of their keys;
-- :func:`at_ranks`: the slopes at two ranks of the sorted order, by a radix selection over
-  the keys' range (a histogram of 2^12 buckets narrows it, the last few are sorted);
+- :func:`survey`: how many elements show a slope, how many of them are informative and on
+  the negative side (as ``claims.observed_slopes`` says), the range of their keys, and how
+  many keys fall in each of 2^12 buckets over the range a stride sample of them spans (with
+  those below and above apart, and the nearest of each to the buckets);
+- :func:`at_ranks`: the slopes at two ranks of the sorted order: the survey's buckets narrow
+  the keys to one or two buckets, a histogram pass per 12 bits narrows them further while
+  more than ``_FEW`` remain (ranks in different buckets one by one), and the last few are
+  gathered and partitioned at the ranks;
 - :func:`shown_within`: per window of slopes (those a candidate's test holds for), whether
-  some slope shown lies in it.
+  some slope shown lies in it: from the survey where it tells (a key it saw lies in the
+  window, a whole bucket that holds keys does, or nothing it saw can), else by one pass.
 
-A slope's key is its ordered integer (both zeros are key 0, as a sort holds them equal).
+Every pass splits its positions over ``jit.threads()`` threads (``nogil``), each part's
+counts, histograms, extremes and hits merged exactly: the ranks, slopes and answers are the
+same for any number of threads.  A slope's key is its ordered integer (both zeros are key 0,
+as a sort holds them equal).
 """
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 from typing import Optional
 
 import numba
 import numpy as np
 
+from conformance import jit
 from conformance.jit import read_only
 
-__all__ = ["at_ranks", "leading", "shown_within", "summary"]
+__all__ = ["Survey", "at_ranks", "leading", "shown_within", "survey"]
 
-_DIGIT = 12  # bits of the key one histogram pass tells apart (its counts stay in the first cache)
-_FEW = 1 << 20  # slopes sorted outright once the selection has narrowed to this many
+_DIGIT = 12  # bits of the key one histogram tells apart (its counts stay in the first cache)
+_FEW = 1 << 20  # slopes gathered outright once the selection has narrowed to this many
+_SAMPLED = 1 << 12  # positions a stride sample reads for the range the survey's buckets cover
+_SPLIT_FROM = 1 << 16  # positions from which a pass is split over threads
+_TOP = (1 << 63) - 1  # the greatest key
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _leading_loop(index):
     for k in range(index.size):
         if index[k] != k:
@@ -38,7 +52,8 @@ def _leading_loop(index):
 
 
 def leading(index: np.ndarray) -> bool:
-    """``index`` is 0, 1, ..., k-1 (a reduced batch's mismatches), in one pass without temporaries."""
+    """``index`` is 0, 1, ..., k-1, in one pass without temporaries (it stops at the first
+    position that differs)."""
     return bool(_leading_loop(read_only(np.asarray(index, dtype=np.int64))))
 
 
@@ -62,11 +77,49 @@ def _at(index, k, whole):
     return k if whole else index[k]
 
 
-@numba.njit(cache=True)
-def _summary_loop(actual, operand, x, golden, index, whole, n, smallest_normal, forward):
-    count, normal, negative = 0, 0, 0
-    lo, hi = np.int64(0x7FFFFFFFFFFFFFFF), -np.int64(0x7FFFFFFFFFFFFFFF)
-    for k in range(n):
+# ----------------------------------------------------------------------------- parts and positions
+
+def _positions(index: Optional[np.ndarray]) -> tuple[np.ndarray, bool]:
+    """The positions the passes read (read-only; empty when they read every element in order),
+    and whether they read every element."""
+    return (read_only(np.empty(0, dtype=np.int64)), True) if index is None else (read_only(index), False)
+
+
+def _size(actual: np.ndarray, index: Optional[np.ndarray]) -> int:
+    return int(actual.size if index is None else index.size)
+
+
+def _parts(n: int) -> list[tuple[int, int]]:
+    """The ranges of positions a pass over ``n`` splits into, one per thread."""
+    count = 1 if n < _SPLIT_FROM else max(1, jit.threads())
+    edges = [n * p // count for p in range(count + 1)]
+    return list(zip(edges[:-1], edges[1:]))
+
+
+# ----------------------------------------------------------------------------- the survey
+
+@numba.njit(cache=True, nogil=True)
+def _sample_loop(actual, operand, index, whole, n, step, out):
+    """The keys of the slopes a stride sample of the positions shows (``out``: room for them)."""
+    done = 0
+    for k in range(0, n, step):
+        shown, s = _shown(actual[_at(index, k, whole)], operand[_at(index, k, whole)])
+        if shown:
+            out[done] = _key(s)
+            done += 1
+    return done
+
+
+@numba.njit(cache=True, nogil=True)
+def _survey_loop(actual, operand, x, golden, index, whole, start, stop, smallest_normal, forward,
+                 first, last, shift, counts):
+    """``counts``: the keys below ``first``, in each bucket of ``2^shift`` keys from ``first``
+    to ``last``, above ``last`` (those two counted in registers: most keys lie in the
+    buckets, and a cell counted on every element would be a chain through memory)."""
+    top = np.int64(0x7FFFFFFFFFFFFFFF)
+    count, normal, negative, below, above = 0, 0, 0, 0, 0
+    lo, hi, below_top, above_bottom = top, -top, -top, top  # keys outside [first, last]: the nearest
+    for k in range(start, stop):
         i = _at(index, k, whole)
         shown, s = _shown(actual[i], operand[i])
         if not shown:
@@ -77,33 +130,92 @@ def _summary_loop(actual, operand, x, golden, index, whole, n, smallest_normal, 
         negative += (w < 0) if forward else (w <= 0 or w != w)
         key = _key(s)
         lo, hi = min(lo, key), max(hi, key)
-    return count, normal, negative, lo, hi
+        if key < first:
+            below += 1
+            below_top = max(below_top, key)
+        elif key > last:
+            above += 1
+            above_bottom = min(above_bottom, key)
+        else:
+            counts[np.int64((np.uint64(key) - np.uint64(first)) >> np.uint64(shift)) + 1] += 1
+    counts[0] += below
+    counts[counts.size - 1] += above
+    return count, normal, negative, lo, hi, below_top, above_bottom
 
 
-def summary(actual: np.ndarray, operand: np.ndarray, x: np.ndarray, golden: np.ndarray,
-            index: Optional[np.ndarray], *, smallest_normal: float, forward: bool) -> tuple[int, int, int, int, int]:
+@dataclass(frozen=True)
+class Survey:
+    """What one pass learnt of the slopes shown: how many, how many informative and on the
+    negative side, their least and greatest key, and the keys as ordered intervals
+    ``[starts[j], stops[j]]`` holding ``counts[j]`` keys each (the keys below the buckets,
+    the buckets, the keys above them; ``present`` are keys some slope has)."""
+
+    count: int
+    normal: int
+    negative: int
+    lo: int
+    hi: int
+    starts: np.ndarray  # int64 keys
+    stops: np.ndarray
+    counts: np.ndarray
+    present: tuple[int, ...]
+
+
+def _bucket_range(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray]) -> tuple[int, int, int]:
+    """The keys the survey's buckets cover, and the bits of key one bucket holds: the range
+    a stride sample's keys span (the median of all lies there but with a vanishing chance;
+    the selection still finds it if not)."""
+    at, whole = _positions(index)
+    n = _size(actual, index)
+    step = max(1, -(-n // _SAMPLED))
+    keys = np.empty(-(-n // step), dtype=np.int64)
+    keys = keys[:_sample_loop(actual, operand, at, whole, n, step, keys)]
+    if not keys.size:  # the sample shows no slope: one bucket of key 0
+        return 0, 0, 0
+    first, last = int(keys.min()), int(keys.max())
+    return first, last, max(0, (last - first).bit_length() - _DIGIT)
+
+
+def survey(actual: np.ndarray, operand: np.ndarray, x: np.ndarray, golden: np.ndarray,
+           index: Optional[np.ndarray], *, smallest_normal: float, forward: bool) -> Survey:
     """Of the elements at ``index`` (None: all, in order): how many show a slope, how many of
-    those have a finite normal golden and lie on the negative side, and the least and
-    greatest key of their slopes."""
-    whole, at = _positions(actual, index)
+    those have a finite normal golden and lie on the negative side, and their keys'
+    extremes and histogram (:class:`Survey`), in one pass."""
     actual, operand, x, golden = (read_only(a) for a in (actual, operand, x, golden))
-    return tuple(int(v) for v in _summary_loop(actual, operand, x, golden, at, whole, _size(actual, index),
-                                               smallest_normal, forward))  # type: ignore[return-value]
+    first, last, shift = _bucket_range(actual, operand, index)
+    at, whole = _positions(index)
+    parts = _parts(_size(actual, index))
+    counts = np.zeros((len(parts), ((last - first) >> shift) + 3), dtype=np.int64)
+    found = jit.in_parallel([functools.partial(_survey_loop, actual, operand, x, golden, at, whole, start, stop,
+                                               smallest_normal, forward, first, last, shift, counts[p])
+                             for p, (start, stop) in enumerate(parts)])
+    count, normal, negative = (sum(int(f[j]) for f in found) for j in (0, 1, 2))
+    lo, above_bottom = (min(int(f[j]) for f in found) for j in (3, 6))
+    hi, below_top = (max(int(f[j]) for f in found) for j in (4, 5))
+    cells = counts.sum(axis=0)
+    starts, stops = _cell_keys(cells.size - 2, first=first, last=last, shift=shift)
+    starts[0], stops[0], starts[-1], stops[-1] = lo, below_top, above_bottom, hi
+    present = tuple(k for k, c in ((lo, count), (hi, count), (below_top, cells[0]), (above_bottom, cells[-1])) if c)
+    return Survey(count, normal, negative, lo, hi, starts, stops, cells, present)
 
 
-def _positions(actual: np.ndarray, index: Optional[np.ndarray]) -> tuple[bool, np.ndarray]:
-    """Whether the passes read every element, and the positions they read otherwise (read-only)."""
-    return (True, read_only(np.empty(0, dtype=np.int64))) if index is None else (False, read_only(index))
+def _cell_keys(buckets: int, *, first: int, last: int, shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first and last key of each of the survey's cells: one before the buckets (left for
+    the caller), each bucket, one after them (left too)."""
+    starts = np.zeros(buckets + 2, dtype=np.int64)
+    stops = np.zeros(buckets + 2, dtype=np.int64)
+    offsets = np.arange(buckets, dtype=np.uint64) << np.uint64(shift)
+    starts[1:-1] = (np.uint64(first % (1 << 64)) + offsets).view(np.int64)  # within [first, last]: no wrap
+    stops[1:-2], stops[-2] = starts[2:-1] - 1, last  # a bucket ends where the next starts
+    return starts, stops
 
 
-def _size(actual: np.ndarray, index: Optional[np.ndarray]) -> int:
-    return int(actual.size if index is None else index.size)
+# ----------------------------------------------------------------------------- the slopes at two ranks
 
-
-@numba.njit(cache=True)
-def _histogram_loop(actual, operand, index, whole, n, lo, hi, shift, counts):
-    below, last, run = 0, np.uint64(0), 0  # slopes of one bucket in a row are counted in a register
-    for k in range(n):
+@numba.njit(cache=True, nogil=True)
+def _histogram_loop(actual, operand, index, whole, start, stop, lo, hi, shift, counts):
+    below = 0
+    for k in range(start, stop):
         i = _at(index, k, whole)
         shown, s = _shown(actual[i], operand[i])
         if shown:
@@ -111,19 +223,14 @@ def _histogram_loop(actual, operand, index, whole, n, lo, hi, shift, counts):
             if key < lo:
                 below += 1
             elif key <= hi:
-                bucket = (np.uint64(key) - np.uint64(lo)) >> np.uint64(shift)
-                if bucket != last:
-                    counts[last] += run
-                    last, run = bucket, 0
-                run += 1
-    counts[last] += run
+                counts[(np.uint64(key) - np.uint64(lo)) >> np.uint64(shift)] += 1
     return below
 
 
-@numba.njit(cache=True)
-def _gather_loop(actual, operand, index, whole, n, lo, hi, out):
+@numba.njit(cache=True, nogil=True)
+def _gather_loop(actual, operand, index, whole, start, stop, lo, hi, out):
     done = 0
-    for k in range(n):
+    for k in range(start, stop):
         i = _at(index, k, whole)
         shown, s = _shown(actual[i], operand[i])
         if shown:
@@ -146,40 +253,89 @@ def _values(first: int, last: int) -> Optional[tuple[float, float]]:
     return None if 0 in (first, last) else (_value_of(first), _value_of(last))
 
 
+@dataclass(frozen=True)
+class _Narrowed:
+    """Where the two ranks lie: keys ``[lo, hi]`` holding ``count`` slopes, ``offset`` slopes
+    below them; ``apart`` when they lie in different cells."""
+
+    lo: int
+    hi: int
+    count: int
+    offset: int
+    apart: bool
+
+
+def _narrowed(starts: np.ndarray, stops: np.ndarray, counts: np.ndarray, ranks: tuple[int, int], *,
+              offset: int) -> _Narrowed:
+    """The cells holding the two ranks (``offset`` slopes lie below the first cell)."""
+    ends = np.cumsum(counts) + offset
+    first, last = (int(np.searchsorted(ends, r, side="right")) for r in ranks)
+    below = int(ends[first] - counts[first])
+    return _Narrowed(int(starts[first]), int(stops[last]), int(ends[last] - below), below, first != last)
+
+
+def _histogram(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray], *, lo: int, hi: int,
+               shift: int) -> tuple[np.ndarray, int]:
+    """How many keys fall in each bucket of ``2^shift`` keys over ``[lo, hi]``, and how many below."""
+    at, whole = _positions(index)
+    parts = _parts(_size(actual, index))
+    counts = np.zeros((len(parts), ((hi - lo) >> shift) + 1), dtype=np.int64)
+    below = jit.in_parallel([functools.partial(_histogram_loop, actual, operand, at, whole, start, stop,
+                                               lo, hi, shift, counts[p]) for p, (start, stop) in enumerate(parts)])
+    return counts.sum(axis=0), sum(int(b) for b in below)
+
+
+def _gathered(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray], *, lo: int, hi: int,
+              count: int) -> np.ndarray:
+    """The ``count`` slopes whose keys lie in ``[lo, hi]`` (in no order)."""
+    at, whole = _positions(index)
+    parts = _parts(_size(actual, index))
+    outs = [np.empty(count, dtype=np.float64) for _ in parts]  # pages past what a part writes stay untouched
+    done = jit.in_parallel([functools.partial(_gather_loop, actual, operand, at, whole, start, stop, lo, hi, out)
+                            for out, (start, stop) in zip(outs, parts)])
+    return np.concatenate([out[:int(d)] for out, d in zip(outs, done)])
+
+
 def at_ranks(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray], *, ranks: tuple[int, int],
-             count: int, keys: tuple[int, int]) -> Optional[tuple[float, float]]:
-    """The slopes at ``ranks`` (``r`` and ``r`` or ``r + 1``) of the ``count`` slopes shown,
-    sorted, their keys within ``keys``; None when a zero is at either (a sort places zeros of
-    either sign in an order of its own)."""
-    whole, at = _positions(actual, index)
-    n = _size(actual, index)
-    actual, operand = read_only(actual), read_only(operand)
-    (lo, hi), offset = keys, 0
-    while hi > lo and count > _FEW:
-        shift = max(0, (hi - lo).bit_length() - _DIGIT)
-        counts = np.zeros(((hi - lo) >> shift) + 1, dtype=np.int64)
-        offset = _histogram_loop(actual, operand, at, whole, n, lo, hi, shift, counts)  # slopes below lo
-        ends = np.cumsum(counts) + offset
-        first, last = (int(np.searchsorted(ends, r, side="right")) for r in ranks)
-        offset = int(ends[first] - counts[first])
-        count = int(ends[last] - offset)
-        if shift == 0:  # a bucket per key: the keys at the ranks are known
-            return _values(lo + first, lo + last)
-        lo, hi = lo + (first << shift), min(hi, lo + ((last + 1) << shift) - 1)
-    if hi == lo:
-        return _values(lo, lo)
-    found = np.empty(count, dtype=np.float64)
-    found = np.sort(found[:_gather_loop(actual, operand, at, whole, n, lo, hi, found)])
-    picked = (float(found[ranks[0] - offset]), float(found[ranks[1] - offset]))
+             surveyed: Survey) -> Optional[tuple[float, float]]:
+    """The slopes at ``ranks`` (``r`` and ``r`` or ``r + 1``) of the slopes shown, sorted
+    (``surveyed`` is their :func:`survey`); None when a zero is at either (a sort places
+    zeros of either sign in an order of its own)."""
+    cells = (surveyed.starts, surveyed.stops, surveyed.counts)
+    return _selected(read_only(actual), read_only(operand), index, ranks, cells, offset=0)
+
+
+def _selected(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray], ranks: tuple[int, int],
+              cells: tuple[np.ndarray, np.ndarray, np.ndarray], *, offset: int) -> Optional[tuple[float, float]]:
+    """:func:`at_ranks` from ``cells`` (first keys, last keys, counts) over the keys, ``offset``
+    slopes below them.  Ranks in different cells are selected one by one: a range holding
+    both might narrow no further, one bucket of a single rank always does."""
+    at = _narrowed(*cells, ranks, offset=offset)
+    if at.apart:
+        one, two = (_selected(actual, operand, index, (r, r), cells, offset=offset) for r in ranks)
+        return None if one is None or two is None else (one[0], two[0])
+    if at.hi == at.lo:
+        return _values(at.lo, at.lo)
+    if at.count > _FEW:
+        shift = max(0, (at.hi - at.lo).bit_length() - _DIGIT)
+        counts, below = _histogram(actual, operand, index, lo=at.lo, hi=at.hi, shift=shift)
+        starts = at.lo + (np.arange(counts.size, dtype=object) << shift)  # Python ints: a key range may pass 2^63
+        stops = np.append(starts[1:] - 1, at.hi)  # the last bucket starts at or below hi
+        return _selected(actual, operand, index, ranks, (starts, stops, counts), offset=below)
+    wanted = [ranks[0] - at.offset, ranks[1] - at.offset]
+    found = np.partition(_gathered(actual, operand, index, lo=at.lo, hi=at.hi, count=at.count), wanted)
+    picked = (float(found[wanted[0]]), float(found[wanted[1]]))  # a sort's, whatever the gathered order
     return None if 0.0 in picked else picked
 
 
-@numba.njit(cache=True)
-def _hit_loop(actual, operand, index, whole, n, starts, hit):
+# ----------------------------------------------------------------------------- slopes within windows
+
+@numba.njit(cache=True, nogil=True)
+def _hit_loop(actual, operand, index, whole, start, stop, starts, hit):
     """Mark the cell each slope falls in: cell ``c + 1`` holds ``starts[c] <= s < starts[c + 1]``,
     cell 0 the slopes below every start."""
     low, high = np.inf, -np.inf  # the last slope's cell, marked: a slope in [low, high) is in it too
-    for k in range(n):
+    for k in range(start, stop):
         i = _at(index, k, whole)
         shown, s = _shown(actual[i], operand[i])
         if not shown or (low <= s < high):
@@ -196,29 +352,60 @@ def _hit_loop(actual, operand, index, whole, n, starts, hit):
         high = starts[lo] if lo < starts.size else np.inf
 
 
-def shown_within(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray],
-                 windows: list[tuple[float, float]]) -> list[bool]:
-    """Per window ``[lo, hi]`` (finite floats): whether some slope shown lies in it, in one pass."""
+def _float_key(v: float) -> int:
+    """:func:`_key` of a Python float."""
+    mag = int(np.array([v], dtype=np.float64).view(np.uint64)[0]) & _TOP
+    return -mag if v < 0 else mag
+
+
+def _decided(surveyed: Survey, lo: float, hi: float) -> Optional[bool]:
+    """Whether some slope shown lies in ``[lo, hi]``, when the survey tells: a key it saw lies
+    there, or a whole interval that holds keys does (True), or no interval that holds keys
+    meets it (False); None otherwise."""
+    a, b = _float_key(lo), _float_key(hi)
+    if any(a <= k <= b for k in surveyed.present):
+        return True
+    held = surveyed.counts > 0
+    meets = held & (surveyed.starts <= b) & (surveyed.stops >= a)
+    if not meets.any():
+        return False
+    return True if (meets & (surveyed.starts >= a) & (surveyed.stops <= b)).any() else None
+
+
+def _hits(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray],
+          windows: list[tuple[float, float]]) -> list[bool]:
+    """Per window, whether some slope shown lies in it, in one pass."""
     ends = [hi for _, hi in windows]
     starts = np.array(sorted({lo for lo, _ in windows} | set(np.nextafter(ends, np.inf).tolist())))
-    hit = np.zeros(starts.size + 1, dtype=np.bool_)
-    _hit_loop(read_only(actual), read_only(operand), *_positions(actual, index)[::-1], _size(actual, index),
-              starts, hit)
-    return [bool(hit[int(np.searchsorted(starts, lo)) + 1:int(np.searchsorted(starts, np.nextafter(hi, np.inf))) + 1]
-                 .any()) for lo, hi in windows]
+    at, whole = _positions(index)
+    parts = _parts(_size(actual, index))
+    hit = np.zeros((len(parts), starts.size + 1), dtype=np.bool_)
+    jit.in_parallel([functools.partial(_hit_loop, read_only(actual), read_only(operand), at, whole, start, stop,
+                                       starts, hit[p]) for p, (start, stop) in enumerate(parts)])
+    cells = hit.any(axis=0)
+    return [bool(cells[int(np.searchsorted(starts, lo)) + 1:int(np.searchsorted(starts, np.nextafter(hi, np.inf)))
+                       + 1].any()) for lo, hi in windows]
+
+
+def shown_within(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray],
+                 windows: list[tuple[float, float]], *, surveyed: Optional[Survey] = None) -> list[bool]:
+    """Per window ``[lo, hi]`` (finite floats): whether some slope shown lies in it; from
+    ``surveyed`` (the slopes' :func:`survey`) where it tells, by one pass for the others."""
+    told = [None if surveyed is None else _decided(surveyed, lo, hi) for lo, hi in windows]
+    open_ = [w for w, t in zip(windows, told) if t is None]
+    passed = iter(_hits(actual, operand, index, open_) if open_ else [])
+    return [next(passed) if t is None else t for t in told]
 
 
 def warm() -> None:
     """Compile (or load) every pass for float32 and float64 operands (read-only, as every pass
-    reads them), read in order and at positions (a selection narrows by a histogram only past
-    ``_FEW``)."""
+    reads them), read in order and at positions."""
     leading(np.arange(3))
     for dtype, index in ((d, i) for d in (np.float32, np.float64) for i in (None, np.arange(0, 8, 2))):
         s, t = np.linspace(-3, -1, 8).astype(dtype), np.linspace(-1, -2, 8).astype(dtype)  # slopes apart
-        count, _, _, lo, hi = summary(s, t, s, s, index, smallest_normal=0.0, forward=True)
-        whole, at = _positions(s, index)
-        shift = max(0, (hi - lo).bit_length() - _DIGIT)
-        _histogram_loop(read_only(s), read_only(t), at, whole, _size(s, index), lo, hi, shift,
-                        np.zeros(((hi - lo) >> shift) + 1, dtype=np.int64))
-        at_ranks(s, t, index, ranks=(0, 1), count=count, keys=(lo, hi))  # distinct keys: the gather pass runs
+        seen = survey(s, t, s, s, index, smallest_normal=0.0, forward=True)
+        _histogram(read_only(s), read_only(t), index, lo=seen.lo, hi=seen.hi,
+                   shift=max(0, (seen.hi - seen.lo).bit_length() - _DIGIT))
+        _gathered(read_only(s), read_only(t), index, lo=seen.lo, hi=seen.hi, count=seen.count)
+        at_ranks(s, t, index, ranks=(0, 1), surveyed=seen)
         shown_within(s, t, index, [(-2.0, -1.5)])

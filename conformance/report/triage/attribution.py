@@ -56,7 +56,7 @@ def sampled_round(batch: Batch, state: State) -> list[Rule]:
     it on all of them (on the mismatches alone: attribution reads nothing else of a scope).
     The stack, or none when it claims nothing."""
     mis = state.remaining
-    leading = jit.enabled() and _leading(mis)  # looked at once: the candidates and the attribution read it
+    leading = jit.enabled() and sampling.leading_mismatches(batch, mis)  # the candidates and the attribution read it
     cands = candidates_for(batch, mis, leading=leading)
     full_scope = scope_of(batch, mis)
     sizes = sampling.SAMPLING
@@ -81,12 +81,6 @@ def _mismatch_selector(batch: Batch, mis: np.ndarray, *, leading: bool) -> Selec
                  batch.out_dtype, batch.golden[at], batch.actual[at], where=None if batch.where is None
                  else batch.where[at], numel=batch.tensor_size, shape=batch.shape)
     return Selector(lead, Scope(None, mis.size, np.ones(0)))
-
-
-def _leading(mis: np.ndarray) -> bool:
-    from conformance.report import slope_loops  # numba, imported on the first compiled call
-
-    return slope_loops.leading(mis)
 
 
 def attribute(sel: Selector, mis: np.ndarray, stack: list[Rule], alternatives: dict, *,

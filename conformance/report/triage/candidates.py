@@ -3,9 +3,10 @@
 A slope enters as a candidate when the median ratio actual/input of the mismatches (on each
 side of zero) suggests it, and stays only when some element shows it (:func:`_plausible`).
 With the compiled paths, many mismatches that are all informative and on one side of zero are
-summarised by compiled passes over the operands (``report.slope_loops``: the median by a
-radix selection, the nearest slopes shown by one pass) instead of a sorted array of every
-slope; the numpy path stays the reference, and gives the same rules.
+summarised by compiled passes over the operands (``report.slope_loops``: one survey of
+them, the median by a radix selection it starts, which slopes are shown near a candidate's
+from it, or by one more pass where it cannot tell) instead of a sorted array of every slope;
+the numpy path stays the reference, and gives the same rules.
 """
 from __future__ import annotations
 
@@ -103,14 +104,14 @@ def _compiled_candidates(batch: Batch, mis: np.ndarray, *, leading: Optional[boo
     from conformance.report import slope_loops  # numba, imported on the first compiled call
 
     (actual, operand, x, golden), index = found
-    count, normal, negative, lo, hi = slope_loops.summary(
-        actual, operand, x, golden, index, smallest_normal=info(batch.out_dtype).smallest_normal,
-        forward=batch.direction == "forward")
-    if not count or normal != count or negative not in (0, count):
+    seen = slope_loops.survey(actual, operand, x, golden, index, smallest_normal=info(batch.out_dtype).smallest_normal,
+                              forward=batch.direction == "forward")
+    count = seen.count
+    if not count or seen.normal != count or seen.negative not in (0, count):
         return None
     half = count // 2
     picked = slope_loops.at_ranks(actual, operand, index, ranks=(half - 1, half) if count % 2 == 0 else (half, half),
-                                  count=count, keys=(lo, hi))
+                                  surveyed=seen)
     if picked is None:
         return None
     median = np.array(picked if count % 2 == 0 else picked[:1])
@@ -119,7 +120,7 @@ def _compiled_candidates(batch: Batch, mis: np.ndarray, *, leading: Optional[boo
     slopes = sorted({v for v in map(_slope_of, cands) if v is not None})
     if not all(math.isfinite(v) for v in slopes):
         return None
-    shown = slope_loops.shown_within(actual, operand, index, [_window(v) for v in slopes])
+    shown = slope_loops.shown_within(actual, operand, index, [_window(v) for v in slopes], surveyed=seen)
     near = dict(zip(slopes, shown))
     return [r for r in cands if _slope_of(r) is None or near[_slope_of(r)]]
 

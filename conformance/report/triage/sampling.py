@@ -77,7 +77,7 @@ def _special(batch: Batch, index: np.ndarray) -> np.ndarray:
 def scope_of(batch: Batch, mismatches: np.ndarray) -> Scope:
     n = batch.x.size
     if batch.weight is not None:  # a reduced batch: its matching elements are already a sample
-        if _leading(mismatches):  # the batch's own order: mismatches first
+        if leading_mismatches(batch, mismatches):  # the batch's own order: mismatches first
             return Scope(None, mismatches.size, batch.weight_of(np.arange(mismatches.size, n)))
         keep = np.ones(n, dtype=bool)
         keep[mismatches] = False
@@ -103,6 +103,17 @@ def mismatch_scope(mismatches: np.ndarray) -> Scope:
     """The mismatches alone, each standing for itself: what attributing a chosen stack reads
     (its predictions on the mismatches; the whole batch's it computes in the batch's order)."""
     return Scope(mismatches, mismatches.size, np.ones(0))
+
+
+def leading_mismatches(batch: Batch, mismatches: np.ndarray) -> bool:
+    """Whether ``mismatches`` (ascending, as triage's state keeps them) are the batch's first
+    positions, 0, 1, ..., k-1.  A reduced batch holds its mismatches first by construction
+    (:class:`~conformance.report.triage.claims.Batch`): as many of them as it has positions
+    before its weighted sample, the last of them the last of those, are exactly those
+    positions, and no element of the index is looked at; any other index is."""
+    if batch.weight is not None and mismatches.size == batch.x.size - batch.weight.size:
+        return mismatches.size == 0 or int(mismatches[-1]) == mismatches.size - 1
+    return _leading(mismatches)
 
 
 def _leading(index: np.ndarray) -> bool:
