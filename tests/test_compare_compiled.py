@@ -261,12 +261,13 @@ def test_the_plain_picks_are_every_step_th_plain_element(layout, step):
     assert np.array_equal(got, want)
 
 
+@pytest.mark.parametrize("threads", ["1", "3"], ids=["one-thread", "three-threads"])
 @pytest.mark.parametrize("mixed", [False, True], ids=["one-cause", "two-causes"])
-def test_a_sampled_round_on_many_mismatches_is_the_numpy_paths(mixed, monkeypatch):
+def test_a_sampled_round_on_many_mismatches_is_the_numpy_paths(mixed, threads, monkeypatch):
     """More mismatches than one round selects on alone: the rule chosen on a sample is proved
     on every mismatch, a piece at a time with the compiled paths (small pieces here, so
-    that there are many), as the numpy path proves it on all at once; with a second cause
-    on some elements the rule explains only part and the rest goes on."""
+    that there are many, split over the threads), as the numpy path proves it on all at once;
+    with a second cause on some elements the rule explains only part and the rest goes on."""
     from conformance.report.triage import attribution
 
     x = np.random.default_rng(11).standard_normal(3 * SAMPLING.select_sample).astype(np.float32)
@@ -274,6 +275,7 @@ def test_a_sampled_round_on_many_mismatches_is_the_numpy_paths(mixed, monkeypatc
     if mixed:
         actual[::7] = golden.forward(x[::7], 0.3)
     monkeypatch.setattr(attribution, "PIECE", 4_099)
+    monkeypatch.setenv("CONFORMANCE_THREADS", threads)
 
     def row() -> object:
         return _forward_dump_row(x, actual, size=50_003)
