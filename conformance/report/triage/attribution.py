@@ -121,7 +121,8 @@ def _explained(sel: Selector, mis: np.ndarray, stack: list[Rule]) -> np.ndarray:
     """Which of the mismatches ``mis`` the stack reproduces.  One rule on a selector of a
     batch of the mismatches alone, in order (``_mismatch_selector``), is predicted a piece
     at a time, every ``threads()``-th piece on one thread (:func:`conformance.jit.threads`;
-    each writes its own part of the answer): only the answer is as long as the mismatches (every rule is elementwise)."""
+    each writes its own part of the answer): only the answer is as long as the mismatches
+    (every rule is elementwise)."""
     batch, n = sel.batch, mis.size
     if len(stack) != 1 or sel.scope.index is not None or batch.x.size != n:
         return match_mask(sel.on_mismatches(stack), sel.actual[:n])
