@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from importlib import metadata
 from typing import Any, Optional, TextIO
 
+from conformance import jit
 from conformance.errors import UsageError
 from conformance.interrupts import ProcessExit, describe, exit_code, os_exit_raises, sigterm_as_interrupt
 
@@ -142,7 +143,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _main(argv: Optional[Sequence[str]]) -> int:
     try:
-        return _executed(_parsed(join_negative_values(sys.argv[1:] if argv is None else argv)))
+        args = _parsed(join_negative_values(sys.argv[1:] if argv is None else argv))
+        jit.threads()  # a bad CONFORMANCE_THREADS is exit 2 before any work, not in a forked lane
+        return _executed(args)
     except UsageError as exc:
         print(f"conformance: error: {exc}", file=sys.stderr)
         return 2

@@ -214,7 +214,7 @@ def _cache_dirs(source: Path) -> list[Path]:
 
 def clear_stale() -> int:
     """Delete the package's cached loops unless the stamp records the modules holding compiled
-    loops as they are now; how many files that was.  The stamp then records them, with no full
+    loops as they are; how many files that was.  The stamp then records them, with no full
     warm-up yet, so a second call deletes nothing.  Call it only while no other process of this
     package compiles or loads loops."""
     if not jit.enabled():

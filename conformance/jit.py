@@ -26,7 +26,7 @@ import numpy as np
 
 from conformance.errors import UsageError
 
-__all__ = ["available", "enabled", "in_parallel", "read_only", "threads"]
+__all__ = ["available", "enabled", "in_parallel", "ranges", "read_only", "threads"]
 
 T = TypeVar("T")
 
@@ -64,9 +64,22 @@ def threads() -> int:
     return int(given)
 
 
+def ranges(lo: int, hi: int, *, least: int) -> list[tuple[int, int]]:
+    """``lo:hi`` as consecutive ranges, one per thread (:func:`threads`), or one range when it
+    is shorter than ``least``; a range may be empty when there are more threads than places."""
+    count = 1 if hi - lo < least else threads()
+    cuts = [lo + (hi - lo) * p // count for p in range(count + 1)]
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
 @cache
 def _pool(size: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=size, thread_name_prefix="conformance-pass")
+
+
+# A forked child has none of its parent's threads, but a pool's record of idle ones: it would
+# queue work that no thread takes.  The child makes its own pools.
+os.register_at_fork(after_in_child=_pool.cache_clear)
 
 
 def in_parallel(calls: Sequence[Callable[[], T]]) -> list[T]:

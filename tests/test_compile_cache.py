@@ -130,4 +130,4 @@ def test_a_changed_module_of_loops_deletes_every_cached_loop_once(tmp_path, monk
     assert not compile_cache.cached()
     assert compile_cache.clear_stale() == len(planted)
     assert _cached_loop_files(tmp_path) == ["other.loop-1.py311.nbi"]
-    assert compile_cache.clear_stale() == 0  # the stamp now records the change
+    assert compile_cache.clear_stale() == 0  # the stamp records the changed loops

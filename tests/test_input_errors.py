@@ -445,3 +445,12 @@ def test_an_unknown_argument_points_at_its_commands_help(capsys, argv: tuple[str
     result = run_cli(argv, capsys)
     assert_usage_error(result, mentions=f"(see conformance {command} --help)")
     assert "unrecognized arguments" in result.err
+
+
+@pytest.mark.parametrize("value", ["0", "two"])
+def test_a_bad_thread_count_is_exit_2_before_any_work(value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("CONFORMANCE_THREADS", value)
+    result = run_cli(["run", "--backend", "golden", "--json", "r.json", "-q"], capsys, cwd=tmp_path)
+    assert_usage_error(result, mentions="CONFORMANCE_THREADS")
+    assert not (tmp_path / "r.json").exists()

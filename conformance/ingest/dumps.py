@@ -47,7 +47,9 @@ def check_pair(x: Dump, out: Dump, *, flag: str, src_flag: str = "--x") -> None:
 
 def chunks(x: Dump, out: Dump, *, dy: Optional[Dump], size: Optional[int] = None) -> Iterator[Chunk]:
     """Consecutive flat chunks of x, dy and the output, native byte order; the mapped
-    pages of each are released once it is judged (resident memory holds about a chunk)."""
+    pages of each are released when the next chunk is asked for (resident memory holds
+    about two chunks).  A mapped file's chunks are copies (``Dump.chunk`` reads them), so a
+    chunk still being judged while the next is read does not depend on those pages."""
     step = max(1, size or CHUNK_ELEMENTS)
     for lo in range(0, x.size, step):
         hi = min(lo + step, x.size)

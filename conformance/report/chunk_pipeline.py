@@ -12,6 +12,7 @@ own work over that pool never waits for the reader, nor the reader for it.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -52,6 +53,9 @@ def _next(chunks: Iterator[Chunk], golden: Golden) -> _Next:
 @cache
 def _reader() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="conformance-read")
+
+
+os.register_at_fork(after_in_child=_reader.cache_clear)  # a forked child makes its own (as jit's pool)
 
 
 def judged(chunks: Iterable[Chunk], *, golden: Golden, judge: Callable[[Chunk, np.ndarray], T],

@@ -249,14 +249,6 @@ def compiled_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept,
     return metrics, _sample(chunk, expected, *picked, where=kept.columns["where"].dtype)
 
 
-def _ranges(lo: int, hi: int) -> list[tuple[int, int]]:
-    """``lo:hi`` in as many consecutive ranges as threads may judge at once, none shorter than
-    ``SPLIT`` elements (one range when fewer)."""
-    parts = max(1, min(jit.threads(), (hi - lo) // SPLIT))
-    cuts = [lo + (hi - lo) * p // parts for p in range(parts + 1)]
-    return list(zip(cuts[:-1], cuts[1:]))
-
-
 def _judged(op: dict[str, Any], kept: Kept, tol: met.Tolerance, *, offset: int, lo: int, hi: int,
             meanwhile: Callable[[], T]) -> tuple[tuple, list[int], T]:
     """The second pass over the mismatches ``lo:hi`` the first pass found, a range per thread,
@@ -280,7 +272,7 @@ def _judged(op: dict[str, Any], kept: Kept, tol: met.Tolerance, *, offset: int, 
             op["x_classes"][2])
         return best, counts, bins, classes
 
-    mine, *others = _ranges(lo, hi)
+    mine, *others = jit.ranges(lo, hi, least=SPLIT)
     (done, first), *rest = jit.in_parallel([lambda: (meanwhile(), part(*mine)),
                                             *(functools.partial(part, a, b) for a, b in others)])
     parts = [first, *rest]

@@ -91,9 +91,7 @@ def _size(actual: np.ndarray, index: Optional[np.ndarray]) -> int:
 
 def _parts(n: int) -> list[tuple[int, int]]:
     """The ranges of positions a pass over ``n`` splits into, one per thread."""
-    count = 1 if n < _SPLIT_FROM else max(1, jit.threads())
-    edges = [n * p // count for p in range(count + 1)]
-    return list(zip(edges[:-1], edges[1:]))
+    return jit.ranges(0, n, least=_SPLIT_FROM)
 
 
 # ----------------------------------------------------------------------------- the survey
