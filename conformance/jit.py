@@ -26,7 +26,7 @@ import numpy as np
 
 from conformance.errors import UsageError
 
-__all__ = ["available", "enabled", "in_parallel", "ranges", "read_only", "threads"]
+__all__ = ["available", "enabled", "in_parallel", "pool", "ranges", "read_only", "threads"]
 
 T = TypeVar("T")
 
@@ -73,13 +73,14 @@ def ranges(lo: int, hi: int, *, least: int) -> list[tuple[int, int]]:
 
 
 @cache
-def _pool(size: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=size, thread_name_prefix="conformance-pass")
+def pool(name: str, *, size: int) -> ThreadPoolExecutor:
+    """The process's pool of ``size`` threads named ``conformance-NAME``, made on first use."""
+    return ThreadPoolExecutor(max_workers=size, thread_name_prefix=f"conformance-{name}")
 
 
 # A forked child has none of its parent's threads, but a pool's record of idle ones: it would
 # queue work that no thread takes.  The child makes its own pools.
-os.register_at_fork(after_in_child=_pool.cache_clear)
+os.register_at_fork(after_in_child=pool.cache_clear)
 
 
 def in_parallel(calls: Sequence[Callable[[], T]]) -> list[T]:
@@ -88,6 +89,6 @@ def in_parallel(calls: Sequence[Callable[[], T]]) -> list[T]:
     calling thread when that is 0).  Only calls that release the GIL run at the same time."""
     if len(calls) <= 1 or threads() == 1:
         return [call() for call in calls]
-    futures = [_pool(threads() - 1).submit(call) for call in calls[1:]]
+    futures = [pool("pass", size=threads() - 1).submit(call) for call in calls[1:]]
     first = calls[0]()
     return [first, *(f.result() for f in futures)]

@@ -1,11 +1,12 @@
 """The compiled scan of a chunk reproduces the numpy path bit for bit.
 
-``conformance.report.chunked`` judges a dump a chunk at a time; with the compiled paths one
-compiled pass finds a chunk's mismatches, judges them and adds up its cosine sums
-(``scan_loops``).  On every supported dtype pair, forward and backward, on edge and random
-bit patterns (NaN payloads on both sides, infinities, signed zeros, subnormals), several
-tolerances and chunkings, the metrics (cosine sums included), the kept elements and the
-evidence sample with its weights are the numpy path's.
+``conformance.report.chunked`` judges a dump a chunk at a time; with the compiled paths
+compiled passes find a chunk's mismatches and add up its cosine sums, judge the mismatches
+a range per thread and pick the evidence (``scan_loops``).  On every supported dtype pair,
+forward and backward, on edge and random bit patterns (NaN payloads on both sides,
+infinities, signed zeros, subnormals), several tolerances and chunkings, the metrics
+(cosine sums included), the kept elements and the evidence sample with its weights are
+the numpy path's.
 """
 from __future__ import annotations
 
@@ -276,11 +277,20 @@ def test_a_sampled_round_on_many_mismatches_is_the_numpy_paths(mixed, threads, m
         actual[::7] = golden.forward(x[::7], 0.3)
     monkeypatch.setattr(attribution, "PIECE", 4_099)
     monkeypatch.setenv("CONFORMANCE_THREADS", threads)
+    split, in_parallel = [], attribution.jit.in_parallel
+
+    def spy(calls):  # how many parts the rule's proof (attribution's ``pieces``) was split into
+        if getattr(getattr(calls[0], "func", None), "__name__", "") == "pieces":
+            split.append(len(calls))
+        return in_parallel(calls)
+
+    monkeypatch.setattr(attribution.jit, "in_parallel", spy)
 
     def row() -> object:
         return _forward_dump_row(x, actual, size=50_003)
 
     compiled = row()
+    assert int(threads) in split  # the proof ran its pieces on every thread
     monkeypatch.setenv("CONFORMANCE_COMPILED", "0")
     reference = row()
     assert compiled.metrics.mismatches > SAMPLING.select_sample

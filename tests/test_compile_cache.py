@@ -94,7 +94,7 @@ def test_a_failing_second_process_fails_the_warm_up(monkeypatch: pytest.MonkeyPa
         compile_cache.warm(side_by_side=True)
 
 
-def test_the_triage_passes_warm_on_every_width_and_both_kinds_of_actual():
+def test_the_triage_passes_warm_on_every_width_in_order_and_at_positions():
     compile_cache.warm_triage()  # a call the passes refuse (a dtype, a signature) fails here
 
 

@@ -26,8 +26,6 @@ def test_one_thread_runs_every_call_here(monkeypatch):
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
-
-
 def test_a_bad_thread_count_is_one_line_saying_what_to_set(monkeypatch, value):
     monkeypatch.setenv("CONFORMANCE_THREADS", value)
     with pytest.raises(UsageError, match="CONFORMANCE_THREADS"):

@@ -67,8 +67,10 @@ def _sampled(batches: list[tuple[RowSpec, InputBatch]], *, largest: Optional[int
     past the first chip boundary of their row (the third smallest ``cann shape``: n - 1, n, n + 1)."""
     if largest is None:
         return batches
-    boundary = {spec: sorted(b.x.size for s, b in batches if s == spec and b.label.startswith("cann shape"))[2:3]
-                for spec, _ in batches}
+    sizes: dict[RowSpec, list[int]] = {}
+    for spec, b in batches:
+        sizes.setdefault(spec, []).extend([b.x.size] if b.label.startswith("cann shape") else [])
+    boundary = {spec: sorted(found)[2:3] for spec, found in sizes.items()}
     return [(spec, b) for spec, b in batches if b.x.size <= largest or b.x.size in boundary[spec]]
 
 

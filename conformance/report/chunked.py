@@ -8,9 +8,12 @@ mismatches as one batch, as :func:`conformance.report.evaluate.evaluate` would.
 The kept elements are written where the batch holds them: columns reserved for the whole
 tensor (memory is taken only by what is written), the mismatches first, the evidence
 after them, so that joining the chunks copies nothing.  With the compiled paths
-(:mod:`conformance.jit`) one compiled pass judges a chunk's mismatches, writes them and
-adds up its cosine sums, and a second takes its evidence (:mod:`.scan_loops`); the numpy
-path (:func:`reference_scan`) stays the reference, and gives the same bits.
+(:mod:`conformance.jit`, :mod:`.scan_loops`) the next chunk is read and its golden computed
+on a reader thread while one is judged (:mod:`.chunk_pipeline`): a first pass finds the
+chunk's mismatches and its special matching elements and adds up its cosine sums, a second
+judges the mismatches and writes them, a range per thread, and the evidence's plain
+elements are picked meanwhile; the numpy path (:func:`reference_scan`) stays the reference,
+and gives the same bits.
 """
 from __future__ import annotations
 
@@ -226,8 +229,9 @@ def _masks(rec: Any) -> tuple[int, int, int]:
 
 def compiled_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept,
                   scratch: _Scratch) -> tuple[met.Metrics, _Sample]:
-    """:func:`reference_scan` in two compiled passes (the same metrics, kept elements and sample):
-    one finds the mismatches, the other judges them, split by ranges over threads."""
+    """:func:`reference_scan` in compiled passes (the same metrics, kept elements and sample):
+    one finds the mismatches, a second judges them, split by ranges over threads, while the
+    evidence's plain elements are picked."""
     from conformance.report import metric_loops, scan_loops  # numba, imported on the first compiled call
 
     op = _operands(chunk, expected)
@@ -375,8 +379,8 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
     judge = _Judge(ctx, numel=numel)
     metrics, samples = [], []
     golden = functools.partial(_golden, ctx=ctx)
-    for chunk, (m, s) in chunk_pipeline.judged(read(), golden=golden, judge=judge,
-                                               ahead=judge.scratch is not None and jit.threads() > 1):
+    for chunk, (m, s) in chunk_pipeline.read_ahead(read(), golden=golden, judge=judge,
+                                                   ahead=judge.scratch is not None and jit.threads() > 1):
         metrics.append(m)
         samples.append(s)
         advance(int(chunk.x.size))

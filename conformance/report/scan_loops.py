@@ -3,8 +3,9 @@
 The same results as the numpy path of :mod:`conformance.report.chunked`, which compares
 the chunk (:func:`conformance.report.metrics.compare`), then takes the mismatching
 elements and a stride sample of the matching ones in several passes: here one pass
-finds the mismatches and the matching elements of each kind and adds up the cosine sums
-as numpy's pairwise sum adds them (:func:`find`); a second judges each mismatch
+finds the mismatches and the special matching elements (the plain ones are where neither
+list is: :func:`plain_picks`) and adds up the cosine sums as numpy's pairwise sum adds them
+(:func:`find`); a second judges each mismatch
 (:func:`conformance.report.metric_loops.judge`) and writes it where the caller keeps it
 (:func:`judge_range`), a range of the mismatches at a time, so that threads may judge
 ranges at once (``nogil``) and their counts and maxima merge exactly.

@@ -5,6 +5,7 @@ carries ``explained``, ``contradicted`` and the equally good alternatives.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -120,24 +121,22 @@ def attribute(sel: Selector, mis: np.ndarray, stack: list[Rule], alternatives: d
 def _explained(sel: Selector, mis: np.ndarray, stack: list[Rule]) -> np.ndarray:
     """Which of the mismatches ``mis`` the stack reproduces.  One rule on a selector of a
     batch of the mismatches alone, in order (``_mismatch_selector``), is predicted a piece
-    at a time, every ``threads()``-th piece on one thread (:func:`conformance.jit.threads`;
-    each writes its own part of the answer): only the answer is as long as the mismatches
-    (every rule is elementwise)."""
+    at a time, a range of the pieces per thread (:func:`conformance.jit.ranges`; each writes
+    its own part of the answer): only the answer is as long as the mismatches (every rule is
+    elementwise)."""
     batch, n = sel.batch, mis.size
     if len(stack) != 1 or sel.scope.index is not None or batch.x.size != n:
         return match_mask(sel.on_mismatches(stack), sel.actual[:n])
     semantics, out = stack_semantics(stack), np.empty(n, dtype=bool)
 
-    def pieces(starts: range) -> None:
-        for lo in starts:
-            at = slice(lo, min(lo + PIECE, n))
+    def pieces(lo: int, hi: int) -> None:
+        for start in range(lo, hi, PIECE):
+            at = slice(start, min(start + PIECE, hi))
             part = Batch(batch.x[at], None if batch.dy is None else batch.dy[at], batch.alpha, batch.direction,
                          batch.out_dtype, batch.golden[at], batch.actual[at])
             out[at] = match_mask(part.variant(semantics=semantics), batch.actual[at])
 
-    starts = range(0, n, PIECE)
-    runs = min(jit.threads(), len(starts)) or 1
-    jit.in_parallel([lambda k=k: pieces(starts[k::runs]) for k in range(runs)])
+    jit.in_parallel([functools.partial(pieces, lo, hi) for lo, hi in jit.ranges(0, n, least=PIECE)])
     return out
 
 
