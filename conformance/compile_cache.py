@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import time
@@ -137,7 +138,7 @@ def warm(*, side_by_side: bool = False) -> float:
     """Compile (or load) every loop; the seconds it took.  Nothing when the compiled paths are off.
 
     ``side_by_side``: :func:`warm_second_share` runs in a second process while this one compiles
-    the golden's and the metrics' loops (the two never compile one function at the same time, so
+    the golden's, the metrics' and triage's loops (the two never compile one function at the same time, so
     they never write one cache index; on two cores a fresh cache fills in two thirds of the time)."""
     start = time.perf_counter()
     if not jit.enabled():
@@ -190,10 +191,30 @@ def _loop_modules() -> list[Path]:
             if path.resolve() != Path(__file__).resolve() and "import numba" in path.read_text(encoding="utf-8")]
 
 
+_IMPORT = re.compile(r"^from conformance((?:\.\w+)*) import ([\w, ]+)", re.MULTILINE)
+
+
+def _read_by_loops(module: Path) -> set[Path]:
+    """The package's modules ``module`` imports from at its top (their constants are compiled
+    into its loops as they were when the loops were compiled)."""
+    found = set()
+    for dotted, names in _IMPORT.findall(module.read_text(encoding="utf-8")):
+        base = _ROOT.joinpath(*dotted.strip(".").split(".")) if dotted else _ROOT
+        candidates = [base.with_suffix(".py"), *(base / f"{n.strip()}.py" for n in names.split(","))]
+        found.update(c for c in candidates if c.is_file())
+    return found
+
+
+def _loop_sources() -> list[Path]:
+    """The modules holding compiled loops and the package's modules they import from."""
+    loops = _loop_modules()
+    return sorted(set(loops).union(*(_read_by_loops(m) for m in loops)))
+
+
 def _loops_line() -> str:
-    """The stamp's first line: the names and contents of the modules holding compiled loops."""
+    """The stamp's first line: the names and contents of :func:`_loop_sources`."""
     digest = hashlib.sha256()
-    for path in _loop_modules():
+    for path in _loop_sources():
         digest.update(f"{path.relative_to(_ROOT)}\n".encode())
         digest.update(path.read_bytes())
     return f"loops {digest.hexdigest()}"
@@ -202,11 +223,13 @@ def _loops_line() -> str:
 def _cache_dirs(source: Path) -> list[Path]:
     """Where numba keeps the cached loops of ``source``: under ``NUMBA_CACHE_DIR`` when that is
     set, else beside the source or, when that is read-only, in numba's per-user directory."""
-    from numba.core.caching import _CacheLocator
-    from numba.misc.appdirs import AppDirs
-
-    sub = _CacheLocator.get_suitable_cache_subpath(str(source))
     base = os.environ.get("NUMBA_CACHE_DIR")
+    try:  # numba's own rules, by internal names; a numba without them: its naming, the per-user one left out
+        from numba.core.caching import _CacheLocator
+        from numba.misc.appdirs import AppDirs
+    except ImportError:
+        return sorted(Path(base).glob(f"{source.parent.name}_*")) if base else [source.parent / "__pycache__"]
+    sub = _CacheLocator.get_suitable_cache_subpath(str(source))
     if base:
         return [Path(base) / sub]
     return [source.parent / "__pycache__", Path(AppDirs(appname="numba", appauthor=False).user_cache_dir) / sub]

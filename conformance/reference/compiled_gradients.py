@@ -17,6 +17,7 @@ import numpy as np
 
 from conformance.dtypes import info
 from conformance.reference.compiled_rounding import KINDS, flushed, product, rounded, x86_tiny
+from conformance.reference.exact import STEP
 
 __all__ = ["max_gradient", "result_positive", "step_gradient"]
 
@@ -86,9 +87,10 @@ def result_positive(w, r):
     return rounded(product(x, r[0], r[1], r[2], 52 - _MANT_BITS[src], src != 3, _SMALLEST[src]), src) > 0
 
 
-#: The step function's clamp by x's kind (float16, float32; 0: none) and the multipliers that lift it to 1.
-_STEP_TINY = (2.0 ** -24, 0.0, 2.0 ** -126, 0.0)
-_STEP_LIFTS = ((2.0 ** 12, 2.0 ** 12, 1.0), (1.0, 1.0, 1.0), (2.0 ** 38, 2.0 ** 44, 2.0 ** 44), (1.0, 1.0, 1.0))
+#: ``exact.STEP`` by x's kind (0.0: no clamp), the lifts padded with 1.0 to three.
+_STEP_TINY = tuple(STEP[k][0] if k in STEP else 0.0 for k in KINDS)
+_STEP_LIFTS = tuple(tuple(STEP[k][1]) + (1.0,) * (3 - len(STEP[k][1])) if k in STEP else (1.0, 1.0, 1.0)
+                    for k in KINDS)
 
 
 @numba.njit(cache=True)

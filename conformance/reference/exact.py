@@ -21,6 +21,11 @@ import numpy as np
 from conformance.dtypes import DTypeInfo, DTypeLike, all_patterns, from_bits, info, is_subnormal, to_bits
 from conformance.reference.semantics import Rounding, Saturate, Semantics, SlopeDTypes
 
+#: The TBE pre-v200 backward's clamp per dtype, and the multipliers that lift it to 1
+#: (``leaky_relu_grad.py``: vmins(x, tiny), vmaxs(.., 0), vmuls(.., 2**38), ...; docs/explanation/emulated-kernel.md).
+STEP = {"float32": (2.0 ** -126, (2.0 ** 38, 2.0 ** 44, 2.0 ** 44)),
+        "float16": (2.0 ** -24, (2.0 ** 12, 2.0 ** 12))}
+
 #: (input dtype, output dtype) pairs the reference computes.
 SUPPORTED_PAIRS: frozenset[tuple[str, str]] = frozenset(
     {(d, d) for d in ("float16", "bfloat16", "float32", "float64")}

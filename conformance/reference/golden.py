@@ -20,6 +20,7 @@ from conformance import jit
 from conformance.dtypes import DTypeInfo, DTypeLike, info, is_nan, to_bits
 from conformance.records import Direction
 from conformance.reference.exact import (
+    STEP,
     SUPPORTED_PAIRS,
     add_once,
     cast_exact,
@@ -336,18 +337,12 @@ def _backward(dy: np.ndarray, x: np.ndarray, alpha: float, out_dtype: Optional[D
     return _chunked(one, dy, x, out=out)
 
 
-#: The TBE pre-v200 backward's clamp per dtype, and the multipliers that lift it to 1
-#: (``leaky_relu_grad.py``: vmins(x, tiny), vmaxs(.., 0), vmuls(.., 2**38), ...; docs/explanation/emulated-kernel.md).
-_STEP = {"float32": (2.0 ** -126, (2.0 ** 38, 2.0 ** 44, 2.0 ** 44)),
-         "float16": (2.0 ** -24, (2.0 ** 12, 2.0 ** 12))}
-
-
 def _step_gradient(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, a: float, out: DTypeInfo) -> np.ndarray:
     """``dx`` where x is not a positive subnormal; there the step function's
     dy * (|r - 1| * a + r), r = min(x, tiny) / tiny, every operation rounded in x's dtype."""
-    if xs.dtype.name not in _STEP:
+    if xs.dtype.name not in STEP:
         return dx
-    tiny, lifts = _STEP[xs.dtype.name]
+    tiny, lifts = STEP[xs.dtype.name]
     t_ = xs.dtype.type
     sub = (xs > 0) & (xs < t_(tiny))
     if not sub.any():
