@@ -144,3 +144,27 @@ def test_uv_that_pip_cannot_install_means_pip(install: ModuleType, monkeypatch, 
     monkeypatch.setattr(install.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 1))
     with pytest.raises(install.NoUv, match="could not install"):
         install.find_uv(sys.executable, home=tmp_path)
+
+
+def test_uv_runs_without_its_own_configuration_and_with_pips_settings(install: ModuleType, monkeypatch,
+                                                                       tmp_path: Path):
+    """uv reads nothing pip would not: ``--no-config``, no ``UV_*`` variable but its cache, and pip's
+    certificate and timeout through the variables uv reads for them."""
+    listing = "global.cert='/etc/corp.pem'\ninstall.timeout='40'\nglobal.index-url='https://mirror.example/simple'\n"
+    runs = []
+
+    def run(command, **kwargs):
+        runs.append((command, kwargs))
+        return subprocess.CompletedProcess(command, 0, stdout=listing if "config" in command else "")
+
+    monkeypatch.setattr(install.subprocess, "run", run)
+    monkeypatch.setattr(install, "find_uv", lambda python, *, home: "/opt/uv")
+    monkeypatch.setenv("UV_INDEX_URL", "https://uv-only.example/simple")
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "cache"))
+    install.install_with_uv(sys.executable, ["numpy"], home=tmp_path)
+    command, kwargs = runs[-1]
+    assert command[:3] == ["/opt/uv", "pip", "install"] and "--no-config" in command
+    assert "https://mirror.example/simple" in command and command[-1] == "numpy"
+    env = kwargs["env"]
+    assert "UV_INDEX_URL" not in env and env["UV_CACHE_DIR"] == str(tmp_path / "cache")
+    assert env["SSL_CERT_FILE"] == "/etc/corp.pem" and env["UV_HTTP_TIMEOUT"] == "40"

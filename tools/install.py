@@ -125,7 +125,7 @@ def install_with_uv(python: str, requirements: Sequence[str], *, home: Path) -> 
     command = [uv, "pip", "install", "-q", "--no-config", "--compile-bytecode", "--python", python, *arguments,
                *requirements]
     own = {name: value for name, value in os.environ.items() if not name.startswith("UV_") or name in _UV_KEPT}
-    if subprocess.run(command, env={**environment, **own}).returncode != 0:
+    if subprocess.run(command, env={**own, **environment}).returncode != 0:  # pip's settings over the rest
         raise NoUv("uv failed")
 
 
