@@ -401,14 +401,8 @@ def _plant(x, dy, alpha, out, golden, defects, tail, rng) -> tuple[np.ndarray, d
     actual = compute(x, dy, alpha, out, semantics) if defects else golden.copy()
     changed = np.flatnonzero(~same_bits(actual, golden)).tolist()
     alone = [compute(x, dy, alpha, out, d.semantics) for d in defects]
-    names = [d.category for d in defects]
-    accept: dict = {}
-    symptom = ~np.isfinite(actual.astype(np.float64)) & np.isfinite(golden.astype(np.float64))
-    for i, cats in zip(changed, reproducing(names, alone, actual, changed)):
-        cats = cats or tuple(names)
-        if "input-precision" in cats and symptom[i]:  # an operand overflowed when narrowed
-            cats += ("overflow", "spurious-nan")
-        accept[i] = cats
+    names = tuple(d.category for d in defects)
+    accept = accepted(names, alone, actual, changed, symptom_against=golden)
     if tail is not None:
         garbled, where = _relocated(actual, golden, tail, rng)
         moved = ~same_bits(garbled, golden)
@@ -420,6 +414,21 @@ def _plant(x, dy, alpha, out, golden, defects, tail, rng) -> tuple[np.ndarray, d
             accept[i] = (tail.category,) + also + _nan_symptom(garbled[i], golden[i])
         actual = garbled
     return actual, accept
+
+
+def accepted(names: tuple[str, ...], alone: Sequence[np.ndarray], actual: np.ndarray, changed: list[int], *,
+             symptom_against: np.ndarray) -> dict:
+    """Per changed element, the category of each defect whose output ``alone`` reproduces it,
+    or all of ``names`` where none does; an operand overflowed when narrowed (``actual`` not
+    finite where ``symptom_against`` is) is also named by its value class."""
+    symptom = ~np.isfinite(actual.astype(np.float64)) & np.isfinite(symptom_against.astype(np.float64))
+    accept: dict = {}
+    for i, cats in zip(changed, reproducing(names, alone, actual, changed)):
+        cats = cats or names
+        if "input-precision" in cats and symptom[i]:
+            cats += ("overflow", "spurious-nan")
+        accept[i] = cats
+    return accept
 
 
 def reproducing(names: Sequence[str], alone: Sequence[np.ndarray], actual: np.ndarray,

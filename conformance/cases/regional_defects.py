@@ -19,11 +19,11 @@ from conformance.cases.defects import (  # the layout and clamp edits of the unc
     _clamp,
     _layout,
     _layout_shape,
+    accepted,
     catalogue,
     compute,
     draw_values,
     generate,
-    reproducing,
     same_bits,
 )
 from conformance.dtypes import info
@@ -196,15 +196,8 @@ def _composed_accept(golden: np.ndarray, actual: np.ndarray, edited: np.ndarray,
     """Per changed element, the category of each defect that alone reproduces it (the edit
     on golden, the rule alone), or both where neither does; an operand overflowed when
     narrowed is also named by its value class (against golden edited: moved or clamped)."""
-    symptom = ~np.isfinite(actual.astype(np.float64)) & np.isfinite(edited.astype(np.float64))
-    accept = {}
     changed = np.flatnonzero(~same_bits(actual, golden)).tolist()
-    for i, alone in zip(changed, reproducing(names, (edited, ruled), actual, changed)):
-        cats = alone or names
-        if "input-precision" in cats and symptom[i]:
-            cats += ("overflow", "spurious-nan")
-        accept[i] = cats
-    return accept
+    return accepted(names, (edited, ruled), actual, changed, symptom_against=edited)
 
 
 #: rules a clamp is not composed with: operands narrowed to fp16 overflow to inf, and a

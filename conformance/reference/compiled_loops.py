@@ -48,6 +48,13 @@ def _opmath_product(v, r):
 
 
 @numba.njit(cache=True)
+def _opmath_tiny(v, r):
+    """x86's FTZ test of the opmath product of ``v``: its float64 value ``v * slope`` (a
+    bfloat16 opmath's own slope, else ``a``) is tiny in float32."""
+    return x86_tiny(v * (r[12][0] if r[13] == 1 else r[0]))
+
+
+@numba.njit(cache=True)
 def _flushed_opmath(p, v, r):
     """FTZ of the opmath product ``p`` of the DAZ-read ``v``: a zero of its sign where the
     float64 product ``v * slope`` is tiny in float32 (a bfloat16 opmath, with its own slope;
@@ -55,8 +62,7 @@ def _flushed_opmath(p, v, r):
     float64 output, where ``p`` rounds to a subnormal of the output."""
     kind, mid_kind = r[10], r[13]
     if mid_kind == 1 or kind == 1 or kind == 2:
-        slope = r[12][0] if mid_kind == 1 else r[0]
-        if x86_tiny(v * slope):
+        if _opmath_tiny(v, r):
             return np.copysign(0.0, p)
     if mid_kind == 1 or kind == 0 or kind == 3:
         n = rounded(p, kind)
@@ -183,7 +189,7 @@ def _mask_multiply(w, take, same, r):
     if src < 2 or src <= kind:
         return y
     wide = rounded(_unrounded(w, r), src)  # a*x in the input's dtype: only whether it is finite counts
-    if r[8] and r[13] >= 0 and x86_tiny(w * (r[12][0] if r[13] == 1 else r[0])):
+    if r[8] and r[13] >= 0 and _opmath_tiny(w, r):
         wide = 0.0  # FTZ flushes an opmath product whose exact value is tiny, a NaN of an overflowed operand too
     if not np.isfinite(wide) if take else (not np.isfinite(w) or wide != wide):
         return np.nan

@@ -32,6 +32,7 @@ import numba
 import numpy as np
 
 from conformance import jit
+from conformance.dtypes import ordered
 from conformance.jit import read_only
 
 __all__ = ["Survey", "at_ranks", "leading", "shown_within", "survey"]
@@ -351,9 +352,8 @@ def _hit_loop(actual, operand, index, whole, start, stop, starts, hit):
 
 
 def _float_key(v: float) -> int:
-    """:func:`_key` of a Python float."""
-    mag = int(np.array([v], dtype=np.float64).view(np.uint64)[0]) & _TOP
-    return -mag if v < 0 else mag
+    """:func:`_key` of a Python float (not NaN): its place on the ordered-integer line."""
+    return int(ordered(np.array([v], dtype=np.float64))[0])
 
 
 def _decided(surveyed: Survey, lo: float, hi: float) -> Optional[bool]:
