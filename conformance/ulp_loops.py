@@ -36,7 +36,7 @@ def ordered_bits(u, magnitude):
 
 @numba.njit(cache=True)
 def is_nan_bits(u, exp_mask, mant_mask):
-    return (u & exp_mask) == exp_mask and (u & mant_mask) != 0
+    return ((u & exp_mask) == exp_mask) & ((u & mant_mask) != 0)  # no branch: a loop of it is vectorised
 
 
 @numba.njit(cache=True)

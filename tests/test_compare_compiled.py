@@ -171,10 +171,16 @@ def test_what_the_scan_counts_for_the_plots_is_what_measure_counts(pair, directi
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 127, 128, 129, 1000, 65_535, 65_536, 200_003])
-def test_the_pairwise_sum_is_numpys(n):
-    values = np.random.default_rng(n).standard_normal(n + 5) * 10.0 ** np.random.default_rng(1).integers(-8, 8, n + 5)
-    assert scan_loops.pairwise_sum(values, 5, n) == np.add.reduce(values[5:])
-    assert scan_loops.pairwise_sum(values, 0, n) == np.add.reduce(values[:n])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_pairwise_sum_is_numpys(n, dtype):
+    """The products' pairwise sum of float32 or float64 values, widened, is numpy's of the
+    widened products (a from 5, a from 0), for each of the three products."""
+    rng = np.random.default_rng(n)
+    a, g = ((rng.standard_normal(n + 5) * 10.0 ** rng.integers(-8, 8, n + 5)).astype(dtype) for _ in range(2))
+    wa, wg = a.astype(np.float64), g.astype(np.float64)
+    products = (wa * wg, wa * wa, wg * wg)
+    assert scan_loops.pairwise_sums(a, g, 5, n) == tuple(np.add.reduce(p[5:]) for p in products)
+    assert scan_loops.pairwise_sums(a, g, 0, n) == tuple(np.add.reduce(p[:n]) for p in products)
 
 
 def test_extreme_values_take_the_scaled_cosine_sums():
@@ -305,9 +311,10 @@ def test_a_sampled_round_on_many_mismatches_is_the_numpy_paths(mixed, threads, m
 def _row_and_kept(x: np.ndarray, dy: np.ndarray | None, actual: np.ndarray, *, direction: str, out: str,
                   monkeypatch) -> tuple[object, dict, list, set]:
     """The row of a dump judged in chunks of 9,973, what was kept of it (columns, samples, the
-    tally) as triage received it, and the threads its golden ran on."""
+    tally) as triage received it, and the threads its golden ran on (a chunk's, and the
+    first chunk's ranges: ``first:`` and the thread)."""
     kept_seen: list = []
-    judge_findings, golden_of = chunked._mismatch_findings, chunked._golden
+    judge_findings, golden_of, compute = chunked._mismatch_findings, chunked._golden, chunked.ref.compute
     threads: set = set()
 
     def spy(kept: chunked.Kept, samples: list, ctx, **kw) -> object:
@@ -315,12 +322,24 @@ def _row_and_kept(x: np.ndarray, dy: np.ndarray | None, actual: np.ndarray, *, d
         kept_seen.append((copied, samples, kept.tally.ulp.copy(), kept.tally.classes.copy(), kept.tally.count))
         return judge_findings(kept, samples, ctx, **kw)
 
-    def golden_on(chunk: Chunk, *, ctx) -> np.ndarray:
+    size = [0]  # the chunk whose golden is computed
+
+    def golden_on(chunk: Chunk, alone: bool, *, ctx) -> np.ndarray:
         threads.add(threading.current_thread().name.split("_")[0])
-        return golden_of(chunk, ctx=ctx)
+        size[0] = chunk.x.size
+        try:
+            return golden_of(chunk, alone, ctx=ctx)
+        finally:
+            size[0] = 0  # triage computes goldens of its own after
+
+    def computed_on(direction: str, x: np.ndarray, *args, **kwargs) -> np.ndarray:
+        if x.size < size[0]:  # a range of a chunk's golden
+            threads.add("first:" + threading.current_thread().name.split("_")[0])
+        return compute(direction, x, *args, **kwargs)
 
     monkeypatch.setattr(chunked, "_mismatch_findings", spy)
     monkeypatch.setattr(chunked, "_golden", golden_on)
+    monkeypatch.setattr(chunked.ref, "compute", computed_on)
     row = chunked.evaluate_chunks(lambda: _chunks(x, dy, actual, size=9_973), numel=x.size, dtype=x.dtype,
                                   alpha=0.2, direction=direction, out_dtype=out, backend="dump",
                                   config=load_config(None), label="y.npy")
@@ -334,8 +353,9 @@ def test_one_thread_or_two_judge_a_dump_alike(name, direction, monkeypatch):
     """CONFORMANCE_THREADS=1 and 2 give the same row (metrics, findings, plots), the same kept
     columns, samples and tally, on a dump of many chunks with mismatches in every one of them
     (NaN payloads, signed zeros, infinities, subnormals among the inputs): with two threads
-    the next chunk's golden runs on the reader thread and each chunk's mismatches are judged
-    in ranges (small ones here) on both."""
+    the first chunk's golden is computed a range per thread, the next chunk's golden runs on
+    the reader thread, and each chunk's mismatches are judged in ranges (small ones here) on
+    both."""
     x = _inputs(name, seed=12)
     dy = None if direction == "forward" else _inputs(name, seed=13)[::-1].copy()
     actual = _device(golden.compute(direction, x, 0.2, dy=dy, out_dtype=name), x, dy, direction)
@@ -346,7 +366,8 @@ def test_one_thread_or_two_judge_a_dump_alike(name, direction, monkeypatch):
             m.setenv("CONFORMANCE_THREADS", threads)
             got[threads] = _row_and_kept(x, dy, actual, direction=direction, out=name, monkeypatch=m)
     (one, kept_one, samples_one, on_one), (two, kept_two, samples_two, on_two) = got["1"], got["2"]
-    assert on_one == {"MainThread"} and "conformance-read" in on_two, (on_one, on_two)
+    assert on_one == {"MainThread"}, on_one
+    assert on_two == {"MainThread", "conformance-read", "first:MainThread", "first:conformance-pass"}, on_two
     per_chunk = np.bincount(kept_one["columns"]["where"] // 9_973)
     assert per_chunk.size == -(-x.size // 9_973) and per_chunk.min() > 2 * 31, "mismatches in every chunk, split"
     assert one.metrics == two.metrics and one.plots == two.plots and one.plots is not None

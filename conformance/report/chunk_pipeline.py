@@ -25,26 +25,29 @@ from conformance.report.evaluate import Chunk
 __all__ = ["read_ahead"]
 
 T = TypeVar("T")
-Golden = Callable[[Chunk], np.ndarray]
+Golden = Callable[[Chunk, bool], np.ndarray]  # a chunk's golden; True: computed while nothing else runs
 Item = Optional[tuple[Chunk, np.ndarray]]  # a chunk and its golden; None after the last chunk
 
 
-def _next(chunks: Iterator[Chunk], golden: Golden) -> Item:
+def _next(chunks: Iterator[Chunk], golden: Golden, *, alone: bool) -> Item:
     chunk = next(chunks, None)
-    return None if chunk is None else (chunk, golden(chunk))
+    return None if chunk is None else (chunk, golden(chunk, alone))
 
 
 def read_ahead(chunks: Iterable[Chunk], *, golden: Golden, judge: Callable[[Chunk, np.ndarray], T],
                ahead: bool) -> Iterator[tuple[Chunk, T]]:
-    """Each chunk of ``chunks`` and ``judge(chunk, golden(chunk))``, in order; with ``ahead``
-    the next chunk is read and its golden computed on the reader thread meanwhile (its error,
-    if any, raised here by ``Future.result`` after the chunks before it)."""
+    """Each chunk of ``chunks`` and ``judge(chunk, golden(chunk, alone))``, in order; with
+    ``ahead`` the next chunk is read and its golden computed on the reader thread meanwhile
+    (its error, if any, raised here by ``Future.result`` after the chunks before it).  ``alone``
+    is True for a golden computed on the calling thread (the first chunk's, every chunk's
+    without ``ahead``): nothing else runs meanwhile, so it may take every thread."""
     items = iter(chunks)
-    item = _next(items, golden)
+    item = _next(items, golden, alone=True)
     while item is not None:
         chunk, expected = item
-        future: Optional[Future[Item]] = jit.pool("read", size=1).submit(_next, items, golden) if ahead else None
+        future: Optional[Future[Item]] = jit.pool("read", size=1).submit(_next, items, golden, alone=False) \
+            if ahead else None
         result = judge(chunk, expected)
         del item, expected  # the reader's next chunk may take this one's memory
         yield chunk, result
-        item = future.result() if future is not None else _next(items, golden)
+        item = future.result() if future is not None else _next(items, golden, alone=True)

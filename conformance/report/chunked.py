@@ -26,7 +26,7 @@ from typing import Any, Optional, TypeVar
 import numpy as np
 
 from conformance import jit
-from conformance.dtypes import info, to_bits, widened_patterns
+from conformance.dtypes import from_bits, info, to_bits, widened_patterns
 from conformance.records import TileLayout
 from conformance.reference import golden as ref
 from conformance.report import chunk_pipeline
@@ -190,13 +190,13 @@ def _joined(special: np.ndarray, special_weight: float, plain: np.ndarray,
 
 
 class _Scratch:
-    """What the compiled scan of every chunk reuses: the products of one piece of the
+    """What the compiled scan of every chunk reuses: room for the values of one piece of the
     cosine sums, and where the chunk's special matching elements are."""
 
     def __init__(self) -> None:
         from conformance.report.scan_loops import DOT_PIECE  # numba, imported on the first compiled call
 
-        self.products = np.empty((3, DOT_PIECE), dtype=np.float64)
+        self.pieces = np.empty((2, DOT_PIECE), dtype=np.float64)
         self.at = np.empty(0, dtype=np.int64)
 
     def positions(self, n: int) -> np.ndarray:
@@ -218,7 +218,7 @@ def _operands(chunk: Chunk, expected: np.ndarray) -> dict[str, Any]:
             "table": nothing if native else widened_patterns(out.name)}
     return {**{name: jit.read_only(a) for name, a in read.items()}, "x_exp": xb.dtype.type(src.exp_mask),
             "masks": _masks(out), "x_classes": (xb.dtype.type(src.sign_mask), xb.dtype.type(src.mant_mask),
-                                                xb.dtype.type(src.mant_bits))}
+                                                xb.dtype.type(src.mant_bits)), "native": native}
 
 
 def _masks(rec: Any) -> tuple[int, int, int]:
@@ -241,15 +241,16 @@ def compiled_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept,
     kept.tally = kept.tally or plotting.Tally(chunk.x.dtype, chunk.actual.dtype)
     start = kept.size
     end, top = scan_loops.find(op["xb"], op["db"], op["ab"], op["gb"], op["af"], op["gf"], op["table"], chunk.offset,
-                               kept.columns["where"], start, scratch.products, sums, at, kinds, *op["masks"][1:],
+                               kept.columns["where"], start, scratch.pieces, sums, at, kinds, *op["masks"][1:],
                                op["x_exp"])
     evidence = functools.partial(_compiled_evidence, kept.columns["where"], start, end, chunk.offset, at, kinds)
     best, counts, picked = _judged(op, kept, ctx.tolerance, offset=chunk.offset, lo=start, hi=end, meanwhile=evidence)
     k, kept.size = end - start, end
     kept.tally.count += k
+    top = float(from_bits([int(top)], chunk.actual.dtype)[0])  # the largest finite magnitude
     metrics = met.loop_metrics(metric_loops.maxima(best), counts,
                                elements=int(chunk.actual.size), mismatches=k, part=ctx.label, offset=chunk.offset,
-                               cosine=met.scaled_cosine([float(s) for s in sums], float(top), chunk.actual, expected))
+                               cosine=met.scaled_cosine([float(s) for s in sums], top, chunk.actual, expected))
     return metrics, _sample(chunk, expected, *picked, where=kept.columns["where"].dtype)
 
 
@@ -266,12 +267,13 @@ def _judged(op: dict[str, Any], kept: Kept, tol: met.Tolerance, *, offset: int, 
     cols = {name: None if c is None else to_bits(c) if name in ("x", "dy", "golden", "actual") else c
             for name, c in kept.columns.items()}
     out_dy = cols["dy"] if cols["dy"] is not None else np.empty(0, op["xb"].dtype)
+    values = [kept.columns[name] if op["native"] else np.empty(0) for name in ("golden", "actual")]  # else by table
 
     def part(a: int, b: int) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray]:
         counts, bins, classes = np.zeros(8, np.int64), np.zeros_like(tally.ulp), np.zeros_like(tally.classes)
         best = scan_loops.judge_range(
-            op["xb"], op["db"], op["ab"], op["gb"], op["af"], op["gf"], op["table"], offset, cols["where"],
-            cols["x"], out_dy, cols["golden"], cols["actual"], cols["violating"], a, b, counts, bins, classes,
+            op["xb"], op["db"], op["ab"], op["gb"], op["table"], offset, cols["where"], cols["x"], out_dy,
+            cols["golden"], cols["actual"], *values, cols["violating"], a, b, counts, bins, classes,
             tol.rtol, tol.atol, tol.max_ulp, tol.strict_zeros, *op["masks"], *op["x_classes"][:2], op["x_exp"],
             op["x_classes"][2])
         return best, counts, bins, classes
@@ -342,8 +344,23 @@ def _mismatch_findings(kept: Kept, samples: list[_Sample], ctx: _Context, *, num
                   layout=ctx.layout(), part=ctx.label, hazard_cores={}), plots
 
 
-def _golden(chunk: Chunk, *, ctx: _Context) -> np.ndarray:
-    return ref.compute(ctx.direction, chunk.x, ctx.alpha, dy=chunk.dy, out_dtype=ctx.out_dtype)
+def _golden(chunk: Chunk, alone: bool, *, ctx: _Context) -> np.ndarray:
+    """The chunk's golden; ``alone`` (nothing else runs meanwhile), a range of it per thread:
+    the golden is elementwise, so the ranges' goldens are the whole chunk's."""
+    def golden(at: slice) -> np.ndarray:
+        return ref.compute(ctx.direction, chunk.x[at], ctx.alpha, dy=None if chunk.dy is None else chunk.dy[at],
+                           out_dtype=ctx.out_dtype)
+
+    parts = jit.ranges(0, chunk.x.size, least=SPLIT) if alone and jit.enabled() else [(0, chunk.x.size)]
+    if len(parts) == 1:
+        return golden(slice(None))
+    out = np.empty(chunk.x.size, dtype=info(ctx.out_dtype).dtype)
+
+    def part(lo: int, hi: int) -> None:
+        out[lo:hi] = golden(slice(lo, hi))
+
+    jit.in_parallel([functools.partial(part, lo, hi) for lo, hi in parts])
+    return out
 
 
 class _Judge:

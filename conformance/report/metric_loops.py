@@ -2,20 +2,26 @@
 
 The same values as the numpy path of :func:`conformance.report.metrics.compare`: absolute,
 relative and ULP error under that module's conventions, the first index of each maximum,
-the violation mask and the counts, in one pass.
+the violation mask and the counts, in one pass.  The pairs are judged a run at a time: one
+loop without branches (vectorised) writes each pair's errors (:func:`judge_run`), then the
+run's maxima are taken in (:func:`taken`).
 """
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 import numba
 import numpy as np
+from numba.cpython.unsafe.numbers import leading_zeros
 
 from conformance.jit import read_only
 from conformance.ulp_loops import is_nan_bits, masks, ordered_bits
 
-__all__ = ["class_counts", "judge", "maxima", "merged", "mismatch_pass", "slopes", "ulp_bin_counts", "within_rounding"]
+__all__ = ["NO_ERROR", "RUN", "class_counts", "judge_run", "maxima", "merged", "mismatch_pass", "scratch", "slopes",
+           "taken", "ulp_bin", "ulp_bin_counts", "within_rounding"]
+
+
+RUN = 512  # pairs a vectorised loop judges at a time: their errors stay in the first cache
 
 
 def mismatch_pass(ab: np.ndarray, gb: np.ndarray, a: np.ndarray, g: np.ndarray, bad: np.ndarray, *,
@@ -29,7 +35,7 @@ def mismatch_pass(ab: np.ndarray, gb: np.ndarray, a: np.ndarray, g: np.ndarray, 
 
 
 def merged(first: tuple, then: tuple) -> tuple:
-    """The maxima :func:`judge` kept over two consecutive ranges, the first range's, then the
+    """The maxima :func:`taken` kept over two consecutive ranges, the first range's, then the
     next's: a maximum of the next range is taken only when strictly larger (the first index
     wins a tie, as one pass over both ranges keeps it)."""
     tops, at = list(first[:3]), list(first[3:])
@@ -40,7 +46,7 @@ def merged(first: tuple, then: tuple) -> tuple:
 
 
 def maxima(best: tuple) -> list[tuple[float, int]]:
-    """(max, first index) of abs, rel and ULP error from the maxima :func:`judge` kept."""
+    """(max, first index) of abs, rel and ULP error from the maxima :func:`taken` kept."""
     top_abs, top_rel, top_ulp, at_abs, at_rel, at_ulp = best
     found = [float(top_abs), float(top_rel), int(float(top_ulp))]  # as the numpy path rounds it
     return [(t, int(i)) for t, i in zip(found, (at_abs, at_rel, at_ulp))]
@@ -48,47 +54,114 @@ def maxima(best: tuple) -> list[tuple[float, int]]:
 
 @numba.njit(cache=True)
 def _mismatch_loop(ab, gb, a, g, bad, counts, rtol, atol, max_ulp, strict_zeros, magnitude, exp_mask, mant_mask):
-    best = (0.0, 0.0, np.int64(0), np.int64(0), np.int64(0), np.int64(0))  # no error yet
-    for i in range(a.size):
-        bad[i], best, flags = judge(np.float64(a[i]), np.float64(g[i]), ab[i], gb[i], i, best, rtol, atol,
-                                    max_ulp, strict_zeros, magnitude, exp_mask, mant_mask)
-        for j, flag in enumerate(flags):
-            counts[j] += flag
+    best = NO_ERROR
+    errs, ulps = scratch()
+    nothing = np.empty(0, dtype=np.int64)
+    for lo in range(0, a.size, RUN):
+        n = min(RUN, a.size - lo)
+        judge_run(ab, gb, lo, a, g, lo, n, bad, errs, ulps, counts, rtol, atol, max_ulp, strict_zeros, magnitude,
+               exp_mask, mant_mask)
+        best = taken(best, errs, ulps, n, nothing, lo, 0)
     return best
 
 
+NO_ERROR = (0.0, 0.0, np.int64(0), np.int64(0), np.int64(0), np.int64(0))  # maxima (abs, rel, ULP), their indices
+
+
+@numba.njit(cache=True)
+def scratch():
+    """Room for the abs and rel errors and the ULP errors of one run of pairs."""
+    return np.empty((2, RUN), dtype=np.float64), np.empty(RUN, dtype=np.int64)
+
+
 @numba.njit(cache=True, inline="always")
-def judge(x, y, u, v, i, best, rtol, atol, max_ulp, strict_zeros, magnitude, exp_mask, mant_mask):
-    """One mismatching pair at index ``i`` (values ``x``, ``y`` in float64, bits ``u``, ``v``):
-    whether it violates the tolerance, the maxima ``best`` (abs, rel, ULP error, then their
-    first indices) with its errors taken in, and its eight flags (violation, NaN position,
-    inf position, zero sign, rel < 1e-3, rel < 5e-3, above, below), which the caller counts.
-    Scalars only: a compiled function that takes arrays pays for their reference counts on
-    every call."""
-    nan_a = is_nan_bits(u, exp_mask, mant_mask)
-    nan_g = is_nan_bits(v, exp_mask, mant_mask)
+def _errors(u, v, x, y, rtol, atol, max_ulp, strict_zeros, magnitude, exp_mask, mant_mask):
+    """One mismatching pair (values ``x``, ``y`` in float64, bits ``u``, ``v``): whether it
+    violates the tolerance, its abs, rel and ULP error (abs and rel never NaN), and its eight
+    flags (violation, NaN position, inf position, zero sign, rel < 1e-3, rel < 5e-3, above,
+    below).  Selects and bitwise tests only: no branch on the data, so a loop of them is
+    vectorised."""
+    nan_pos = is_nan_bits(u, exp_mask, mant_mask) | is_nan_bits(v, exp_mask, mant_mask)
     abs_err = 0.0 if x == y else abs(x - y)
     abs_err = np.inf if abs_err != abs_err else abs_err
     mag = abs(y)
-    rel = abs_err / (mag if mag != 0 else 1.0)  # selects and bitwise tests: no branch on the data
+    rel = abs_err / (mag if mag != 0 else 1.0)
     rel = np.inf if (rel != rel) | (mag == 0) else rel
     rel = 0.0 if abs_err == 0 else rel
-    nan_pos = nan_a | nan_g
     d = ordered_bits(u, magnitude) - ordered_bits(v, magnitude)
     ulps = 0 if nan_pos else (-d if d < 0 else d)
-    inf_pos = (np.isinf(x) | np.isinf(y)) & ~nan_pos
+    inf_pos = ((abs(x) == np.inf) | (abs(y) == np.inf)) & ~nan_pos
     zero_sign = (x == 0) & (y == 0)
     bad = (abs_err > mag * rtol + atol) | (ulps > max_ulp) | nan_pos | inf_pos | (strict_zeros & zero_sign)
+    finite = (abs(x) < np.inf) & (abs(y) < np.inf)
+    return bad, abs_err, rel, ulps, (bad, nan_pos, inf_pos, zero_sign, rel < 1e-3, rel < 5e-3,
+                                     finite & (x > y), finite & (x < y))
+
+
+@numba.njit(cache=True, nogil=True)
+def judge_run(ab, gb, lo, a, g, at, n, bad, errs, ulps, counts, rtol, atol, max_ulp, strict_zeros, magnitude, exp_mask,
+           mant_mask):
+    """Judge the pairs ``lo .. lo + n - 1`` (at most :data:`RUN`) of the bits ``ab``, ``gb``,
+    whose values are ``a[at:at + n]``, ``g[at:at + n]``: whether each violates the tolerance
+    into ``bad``, their abs and rel errors into ``errs`` and ULP errors into ``ulps`` (from 0),
+    their eight flags added to ``counts``.  One loop without branches: vectorised."""
+    c0, c1, c2, c3, c4, c5, c6, c7 = 0, 0, 0, 0, 0, 0, 0, 0
+    abs_errs, rel_errs = errs[0], errs[1]
+    for k in range(n):
+        j = lo + k
+        bad[j], abs_errs[k], rel_errs[k], ulps[k], flags = _errors(ab[j], gb[j], np.float64(a[at + k]),
+                                                                   np.float64(g[at + k]), rtol, atol, max_ulp,
+                                                                   strict_zeros, magnitude, exp_mask, mant_mask)
+        c0, c1, c2, c3 = c0 + flags[0], c1 + flags[1], c2 + flags[2], c3 + flags[3]
+        c4, c5, c6, c7 = c4 + flags[4], c5 + flags[5], c6 + flags[6], c7 + flags[7]
+    counts[0] += c0
+    counts[1] += c1
+    counts[2] += c2
+    counts[3] += c3
+    counts[4] += c4
+    counts[5] += c5
+    counts[6] += c6
+    counts[7] += c7
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"nnan"})
+def _largest(e, n):
+    """The largest of ``e[:n]`` (n >= 1), none of them NaN: a vectorised reduction."""
+    top = e[0]
+    for k in range(1, n):
+        top = max(top, e[k])
+    return top
+
+
+@numba.njit(cache=True, nogil=True)
+def _first(e, n, value):
+    for k in range(n):
+        if e[k] == value:
+            return k
+    return 0
+
+
+@numba.njit(cache=True, nogil=True)
+def taken(best, errs, ulps, n, where, lo, offset):
+    """The maxima ``best`` with a run's errors (:func:`judge_run`) taken in, each only when
+    strictly larger, at its first place in the run (the first index wins a tie, as a loop
+    over the pairs one by one keeps it): the index of pair ``k`` is ``where[lo + k] - offset``
+    (``lo + k`` when ``where`` is empty)."""
     top_abs, top_rel, top_ulp, at_abs, at_rel, at_ulp = best
-    if abs_err > top_abs:
-        top_abs, at_abs = abs_err, i
-    if rel > top_rel:
-        top_rel, at_rel = rel, i
-    if ulps > top_ulp:
-        top_ulp, at_ulp = ulps, i
-    finite = np.isfinite(x) & np.isfinite(y)
-    return bad, (top_abs, top_rel, top_ulp, at_abs, at_rel, at_ulp), (
-        bad, nan_pos, inf_pos, zero_sign, rel < 1e-3, rel < 5e-3, finite & (x > y), finite & (x < y))
+    whole = where.size == 0
+    found = _largest(errs[0], n)
+    if found > top_abs:
+        k = lo + _first(errs[0], n, found)
+        top_abs, at_abs = found, np.int64(k if whole else where[k] - offset)
+    found = _largest(errs[1], n)
+    if found > top_rel:
+        k = lo + _first(errs[1], n, found)
+        top_rel, at_rel = found, np.int64(k if whole else where[k] - offset)
+    most = _largest(ulps, n)
+    if most > top_ulp:
+        k = lo + _first(ulps, n, most)
+        top_ulp, at_ulp = most, np.int64(k if whole else where[k] - offset)
+    return top_abs, top_rel, top_ulp, at_abs, at_rel, at_ulp
 
 
 def within_rounding(ab: np.ndarray, gb: np.ndarray, index: Optional[np.ndarray], *, bits: int,
@@ -126,23 +199,27 @@ def _within_all_loop(ab, gb, out, magnitude, exp_mask, mant_mask):
 
 
 def ulp_bin_counts(ab: np.ndarray, gb: np.ndarray, *, bits: int, mant_bits: int) -> np.ndarray:
-    """Per ULP bin, how many pairs of the flat bit patterns ``ab``, ``gb`` (at most 32 bits)
-    fall in it: bin 0 a distance of 0, bin k a distance in [2^(k-1), 2^k), bin 65 NaN."""
+    """Per ULP bin (:func:`ulp_bin`), how many pairs of the flat bit patterns ``ab``, ``gb`` (at
+    most 32 bits) fall in it."""
     counts = np.zeros(66, dtype=np.int64)
     _ulp_bin_loop(read_only(ab), read_only(gb), counts, *masks(ab.dtype.type, bits=bits, mant_bits=mant_bits))
     return counts
 
 
+@numba.njit(cache=True, inline="always")
+def ulp_bin(u, v, magnitude, exp_mask, mant_mask):
+    """The ULP bin of a pair of at most 32 bits: 65 when either is NaN, else 0 for a distance
+    of 0 and k for a distance in [2^(k-1), 2^k) (its bit length)."""
+    d = ordered_bits(u, magnitude) - ordered_bits(v, magnitude)
+    d = -d if d < 0 else d
+    length = 0 if d == 0 else 64 - np.int64(leading_zeros(np.uint64(d)))
+    return 65 if is_nan_bits(u, exp_mask, mant_mask) | is_nan_bits(v, exp_mask, mant_mask) else length
+
+
 @numba.njit(cache=True)
 def _ulp_bin_loop(ab, gb, counts, magnitude, exp_mask, mant_mask):
     for i in range(ab.size):
-        if is_nan_bits(ab[i], exp_mask, mant_mask) or is_nan_bits(gb[i], exp_mask, mant_mask):
-            counts[65] += 1
-            continue
-        d = ordered_bits(ab[i], magnitude) - ordered_bits(gb[i], magnitude)
-        d = -d if d < 0 else d
-        k = 0 if d == 0 else math.frexp(float(d))[1]  # exact: d < 2**33
-        counts[k] += 1
+        counts[ulp_bin(ab[i], gb[i], magnitude, exp_mask, mant_mask)] += 1
 
 
 def class_counts(xb: np.ndarray, *, mant_bits: int, exp_mask: int, sign_mask: int) -> np.ndarray:
