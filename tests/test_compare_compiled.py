@@ -404,3 +404,23 @@ def test_a_reader_error_on_two_threads_comes_after_the_chunks_before_it(monkeypa
                                     out_dtype="float32", backend="dump", config=load_config(None),
                                     advance=told.append)
         assert told == [9_973] * 3, threads
+
+
+@pytest.mark.parametrize("places", [(5, 9, 700, 1_500), (1_100, 1_101, 4_000)], ids=["runs-apart", "run-neighbours"])
+def test_the_first_place_of_an_error_maximum_wins_across_runs(places, monkeypatch):
+    """Mismatches judged a run at a time: where the largest abs, rel and ULP error each occur
+    at several places, in one run and in runs apart, the compiled row names the first place,
+    as the numpy path does."""
+    x = np.random.default_rng(5).standard_normal(9_000).astype(np.float32)
+    actual = golden.forward(x, 0.2)
+    bits = to_bits(actual)
+    bits[::3] ^= np.uint32(1)  # many mismatches of 1 ULP: the maxima lie elsewhere
+    for at in places:
+        x[at], bits[at] = -1.0, np.float32(-0.25).view(np.uint32)  # the same, largest error at each place
+    rows = {}
+    for compiled in ("1", "0"):
+        monkeypatch.setenv("CONFORMANCE_COMPILED", compiled)
+        rows[compiled] = _forward_dump_row(x, actual, size=x.size).metrics
+    got = rows["1"]
+    assert got == rows["0"]
+    assert got.max_abs_at[1] == got.max_rel_at[1] == got.max_ulp_at[1] == places[0], got
