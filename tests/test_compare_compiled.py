@@ -424,3 +424,11 @@ def test_the_first_place_of_an_error_maximum_wins_across_runs(places, monkeypatc
     got = rows["1"]
     assert got == rows["0"]
     assert got.max_abs_at[1] == got.max_rel_at[1] == got.max_ulp_at[1] == places[0], got
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_the_mismatches_positions_are_an_arange_on_any_threads(threads, monkeypatch):
+    monkeypatch.setenv("CONFORMANCE_THREADS", threads)
+    for n in (0, 5, chunked.SPLIT - 1, chunked.SPLIT, 3 * chunked.SPLIT + 7):
+        got = chunked._positions(n)
+        assert got.dtype == np.int64 and np.array_equal(got, np.arange(n))

@@ -317,7 +317,18 @@ def _reduced(kept: Kept, samples: list[_Sample], ctx: _Context, *,
     batch = Batch(kept.column("x"), kept.column("dy"), ctx.alpha, ctx.direction, ctx.out_dtype,
                   kept.column("golden"), kept.column("actual"), where=kept.column("where"), numel=numel,
                   weight=weight, shape=ctx.shape)
-    return batch, np.arange(mismatches), violating
+    return batch, _positions(mismatches), violating
+
+
+def _positions(n: int) -> np.ndarray:
+    """``np.arange(n)``; compiled, a range per thread."""
+    if not jit.enabled() or n < SPLIT:
+        return np.arange(n)
+    from conformance.report import scan_loops  # numba, imported on the first compiled call
+
+    out = np.empty(n, dtype=np.int64)
+    jit.in_parallel([functools.partial(scan_loops.count_into, out, lo, hi) for lo, hi in jit.ranges(0, n, least=SPLIT)])
+    return out
 
 
 def _violating_at(violating: np.ndarray, index: np.ndarray) -> np.ndarray:

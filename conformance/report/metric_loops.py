@@ -18,7 +18,7 @@ from conformance.jit import read_only
 from conformance.ulp_loops import is_nan_bits, masks, ordered_bits
 
 __all__ = ["NO_ERROR", "RUN", "class_counts", "judge_run", "maxima", "merged", "mismatch_pass", "scratch", "slopes",
-           "taken", "ulp_bin", "ulp_bin_counts", "within_rounding"]
+           "taken", "ulp_bin", "valued", "ulp_bin_counts", "within_rounding"]
 
 
 RUN = 512  # pairs a vectorised loop judges at a time: their errors stay in the first cache
@@ -62,10 +62,10 @@ def _mismatch_loop(ab, gb, a, g, bad, counts, rtol, atol, max_ulp, strict_zeros,
         judge_run(ab, gb, lo, a, g, lo, n, bad, errs, ulps, counts, rtol, atol, max_ulp, strict_zeros, magnitude,
                exp_mask, mant_mask)
         best = taken(best, errs, ulps, n, nothing, lo, 0)
-    return best
+    return valued(best)
 
 
-NO_ERROR = (0.0, 0.0, np.int64(0), np.int64(0), np.int64(0), np.int64(0))  # maxima (abs, rel, ULP), their indices
+NO_ERROR = (np.int64(0), np.int64(0), np.int64(0), np.int64(0), np.int64(0), np.int64(0))  # maxima, their places (taken)
 
 
 @numba.njit(cache=True)
@@ -124,9 +124,9 @@ def judge_run(ab, gb, lo, a, g, at, n, bad, errs, ulps, counts, rtol, atol, max_
     counts[7] += c7
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"nnan"})
+@numba.njit(cache=True, nogil=True)
 def _largest(e, n):
-    """The largest of ``e[:n]`` (n >= 1), none of them NaN: a vectorised reduction."""
+    """The largest of the integers ``e[:n]`` (n >= 1): a vectorised reduction."""
     top = e[0]
     for k in range(1, n):
         top = max(top, e[k])
@@ -143,25 +143,39 @@ def _first(e, n, value):
 
 @numba.njit(cache=True, nogil=True)
 def taken(best, errs, ulps, n, where, lo, offset):
-    """The maxima ``best`` with a run's errors (:func:`judge_run`) taken in, each only when
-    strictly larger, at its first place in the run (the first index wins a tie, as a loop
-    over the pairs one by one keeps it): the index of pair ``k`` is ``where[lo + k] - offset``
-    (``lo + k`` when ``where`` is empty)."""
+    """The maxima ``best`` (:data:`NO_ERROR` at first) with a run's errors (:func:`judge_run`)
+    taken in, each only when strictly larger, at its first place in the run (the first index
+    wins a tie, as a loop over the pairs one by one keeps it): the index of pair ``k`` is
+    ``where[lo + k] - offset`` (``lo + k`` when ``where`` is empty).  The abs and rel errors are
+    compared by their bits (both are at least +0 and never NaN, so their bits order as they
+    do: an integer reduction is vectorised, a float one is not); :func:`valued` gives them as
+    floats."""
     top_abs, top_rel, top_ulp, at_abs, at_rel, at_ulp = best
     whole = where.size == 0
-    found = _largest(errs[0], n)
+    bits = errs.view(np.int64)
+    found = _largest(bits[0], n)
     if found > top_abs:
-        k = lo + _first(errs[0], n, found)
+        k = lo + _first(bits[0], n, found)
         top_abs, at_abs = found, np.int64(k if whole else where[k] - offset)
-    found = _largest(errs[1], n)
+    found = _largest(bits[1], n)
     if found > top_rel:
-        k = lo + _first(errs[1], n, found)
+        k = lo + _first(bits[1], n, found)
         top_rel, at_rel = found, np.int64(k if whole else where[k] - offset)
-    most = _largest(ulps, n)
-    if most > top_ulp:
-        k = lo + _first(ulps, n, most)
-        top_ulp, at_ulp = most, np.int64(k if whole else where[k] - offset)
+    found = _largest(ulps, n)
+    if found > top_ulp:
+        k = lo + _first(ulps, n, found)
+        top_ulp, at_ulp = found, np.int64(k if whole else where[k] - offset)
     return top_abs, top_rel, top_ulp, at_abs, at_rel, at_ulp
+
+
+@numba.njit(cache=True)
+def valued(best):
+    """The maxima :func:`taken` kept with the abs and rel errors as floats (as :func:`merged`
+    and :func:`maxima` read them)."""
+    cell = np.empty(2, dtype=np.int64)
+    cell[0], cell[1] = best[0], best[1]
+    values = cell.view(np.float64)
+    return values[0], values[1], best[2], best[3], best[4], best[5]
 
 
 def within_rounding(ab: np.ndarray, gb: np.ndarray, index: Optional[np.ndarray], *, bits: int,

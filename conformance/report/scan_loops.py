@@ -18,11 +18,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from conformance.report.metric_loops import NO_ERROR, RUN, judge_run, scratch, taken, ulp_bin
+from conformance.report.metric_loops import NO_ERROR, RUN, judge_run, scratch, taken, ulp_bin, valued
 from conformance.report.metrics import DOT_PIECE  # finite pairs summed as one piece, as numpy sums them
 from conformance.ulp_loops import is_nan_bits
 
-__all__ = ["DOT_PIECE", "find", "judge_range", "pairwise_sums", "plain_picks"]
+__all__ = ["DOT_PIECE", "count_into", "find", "judge_range", "pairwise_sums", "plain_picks"]
 
 _BLOCK = 128  # numpy's PW_BLOCKSIZE: a piece this short is summed by eight accumulators
 _DEPTH = 128  # pieces a pairwise sum holds at once: two per halving, far more than 2^63 elements need
@@ -240,7 +240,15 @@ def judge_range(xb, db, ab, gb, table, offset, out_where, out_x, out_dy, out_gol
             judge_run(out_actual, out_golden, start, actual_values, golden_values, start, n, out_bad, errs, ulps,
                       counts, rtol, atol, max_ulp, strict_zeros, magnitude, exp_mask, mant_mask)
         best = taken(best, errs, ulps, n, out_where, start, offset)
-    return best
+    return valued(best)
+
+
+@numba.njit(cache=True, nogil=True)
+def count_into(out, lo, hi):
+    """``out[lo:hi] = lo, lo + 1, ..., hi - 1``: the batch positions of kept mismatches, a range
+    per thread (most of the cost is the fresh pages, which threads take at once)."""
+    for i in range(lo, hi):
+        out[i] = i
 
 
 @numba.njit(cache=True, nogil=True)

@@ -59,23 +59,35 @@ def leading(index: np.ndarray) -> bool:
 
 
 @numba.njit(cache=True, inline="always")
-def _shown(a, v):
-    """Whether the pair shows a slope, and the slope (as ``metric_loops.slopes``)."""
-    a, v = np.float64(a), np.float64(v)
-    shown = np.isfinite(a) and np.isfinite(v) and v != 0
-    return shown, a / v if shown else 0.0
-
-
-@numba.njit(cache=True, inline="always")
-def _key(s):
-    """The ordered integer of a float64: its magnitude's bits, negated for a negative sign."""
-    mag = np.int64(np.float64(s).view(np.uint64) & np.uint64(0x7FFFFFFFFFFFFFFF))
-    return -mag if s < 0 else mag
-
-
-@numba.njit(cache=True, inline="always")
 def _at(index, k, whole):
     return k if whole else index[k]
+
+
+_RUN = 512  # positions whose slopes one vectorised loop computes at a time
+_NONE = np.int64(-(1 << 63))  # the key of a position that shows no slope (no slope has it)
+
+
+@numba.njit(cache=True, nogil=True)
+def _keys_of(actual, operand, index, whole, start, n, slopes, keys):
+    """The slopes actual / operand of positions ``start .. start + n - 1`` in float64 (NaN where
+    none is shown: an operand or actual not finite, or an operand of zero, as
+    ``metric_loops.slopes`` says) and their keys (:data:`_NONE` where none), from 0: one loop of
+    the divisions without branches (vectorised), one of the keys from the slopes' bits (a
+    slope's key is its magnitude's bits, negated for a negative sign: both zeros are 0)."""
+    for k in range(n):
+        i = _at(index, start + k, whole)
+        a, v = np.float64(actual[i]), np.float64(operand[i])
+        shown = (abs(a) < np.inf) & (abs(v) < np.inf) & (v != 0)
+        slopes[k] = a / v if shown else np.nan
+    bits = slopes.view(np.int64)
+    for k in range(n):
+        mag = bits[k] & np.int64(0x7FFFFFFFFFFFFFFF)
+        keys[k] = _NONE if mag > np.int64(0x7FF0000000000000) else (-mag if bits[k] < 0 else mag)
+
+
+@numba.njit(cache=True, inline="always")
+def _run_room():
+    return np.empty(_RUN, dtype=np.float64), np.empty(_RUN, dtype=np.int64)
 
 
 # ----------------------------------------------------------------------------- parts and positions
@@ -101,10 +113,11 @@ def _parts(n: int) -> list[tuple[int, int]]:
 def _sample_loop(actual, operand, index, whole, n, step, out):
     """The keys of the slopes a stride sample of the positions shows (``out``: room for them)."""
     done = 0
+    slopes, keys = _run_room()
     for k in range(0, n, step):
-        shown, s = _shown(actual[_at(index, k, whole)], operand[_at(index, k, whole)])
-        if shown:
-            out[done] = _key(s)
+        _keys_of(actual, operand, index, whole, k, 1, slopes, keys)
+        if keys[0] != _NONE:
+            out[done] = keys[0]
             done += 1
     return done
 
@@ -118,25 +131,30 @@ def _survey_loop(actual, operand, x, golden, index, whole, start, stop, smallest
     top = np.int64(0x7FFFFFFFFFFFFFFF)
     count, normal, negative, below, above = 0, 0, 0, 0, 0
     lo, hi, below_top, above_bottom = top, -top, -top, top  # keys outside [first, last]: the nearest
-    for k in range(start, stop):
-        i = _at(index, k, whole)
-        shown, s = _shown(actual[i], operand[i])
-        if not shown:
-            continue
-        g, w = np.float64(golden[i]), np.float64(x[i])
-        count += 1
-        normal += abs(g) >= smallest_normal and np.isfinite(g)
-        negative += (w < 0) if forward else (w <= 0 or w != w)
-        key = _key(s)
-        lo, hi = min(lo, key), max(hi, key)
-        if key < first:
-            below += 1
-            below_top = max(below_top, key)
-        elif key > last:
-            above += 1
-            above_bottom = min(above_bottom, key)
-        else:
-            counts[np.int64((np.uint64(key) - np.uint64(first)) >> np.uint64(shift)) + 1] += 1
+    slopes, keys = _run_room()
+    for run in range(start, stop, _RUN):
+        n = min(_RUN, stop - run)
+        _keys_of(actual, operand, index, whole, run, n, slopes, keys)
+        for k in range(n):
+            i = _at(index, run + k, whole)
+            shown = keys[k] != _NONE
+            g, w = np.float64(golden[i]), np.float64(x[i])
+            normal += shown & (abs(g) >= smallest_normal) & (abs(g) < np.inf)
+            negative += shown & ((w < 0) if forward else ((w <= 0) | (w != w)))
+        for k in range(n):
+            key = keys[k]
+            if key == _NONE:
+                continue
+            count += 1
+            lo, hi = min(lo, key), max(hi, key)
+            if key < first:
+                below += 1
+                below_top = max(below_top, key)
+            elif key > last:
+                above += 1
+                above_bottom = min(above_bottom, key)
+            else:
+                counts[np.int64((np.uint64(key) - np.uint64(first)) >> np.uint64(shift)) + 1] += 1
     counts[0] += below
     counts[counts.size - 1] += above
     return count, normal, negative, lo, hi, below_top, above_bottom
@@ -214,11 +232,14 @@ def _cell_keys(buckets: int, *, first: int, last: int, shift: int) -> tuple[np.n
 @numba.njit(cache=True, nogil=True)
 def _histogram_loop(actual, operand, index, whole, start, stop, lo, hi, shift, counts):
     below = 0
-    for k in range(start, stop):
-        i = _at(index, k, whole)
-        shown, s = _shown(actual[i], operand[i])
-        if shown:
-            key = _key(s)
+    slopes, keys = _run_room()
+    for run in range(start, stop, _RUN):
+        n = min(_RUN, stop - run)
+        _keys_of(actual, operand, index, whole, run, n, slopes, keys)
+        for k in range(n):
+            key = keys[k]
+            if key == _NONE:
+                continue
             if key < lo:
                 below += 1
             elif key <= hi:
@@ -229,13 +250,14 @@ def _histogram_loop(actual, operand, index, whole, start, stop, lo, hi, shift, c
 @numba.njit(cache=True, nogil=True)
 def _gather_loop(actual, operand, index, whole, start, stop, lo, hi, out):
     done = 0
-    for k in range(start, stop):
-        i = _at(index, k, whole)
-        shown, s = _shown(actual[i], operand[i])
-        if shown:
-            key = _key(s)
-            if lo <= key <= hi:
-                out[done] = s
+    slopes, keys = _run_room()
+    for run in range(start, stop, _RUN):
+        n = min(_RUN, stop - run)
+        _keys_of(actual, operand, index, whole, run, n, slopes, keys)
+        for k in range(n):
+            key = keys[k]
+            if key != _NONE and lo <= key <= hi:
+                out[done] = slopes[k]
                 done += 1
     return done
 
@@ -334,21 +356,24 @@ def _hit_loop(actual, operand, index, whole, start, stop, starts, hit):
     """Mark the cell each slope falls in: cell ``c + 1`` holds ``starts[c] <= s < starts[c + 1]``,
     cell 0 the slopes below every start."""
     low, high = np.inf, -np.inf  # the last slope's cell, marked: a slope in [low, high) is in it too
-    for k in range(start, stop):
-        i = _at(index, k, whole)
-        shown, s = _shown(actual[i], operand[i])
-        if not shown or (low <= s < high):
-            continue
-        lo, hi = 0, starts.size  # how many starts are <= s
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if starts[mid] <= s:
-                lo = mid + 1
-            else:
-                hi = mid
-        hit[lo] = True
-        low = starts[lo - 1] if lo > 0 else -np.inf
-        high = starts[lo] if lo < starts.size else np.inf
+    slopes, keys = _run_room()
+    for run in range(start, stop, _RUN):
+        n = min(_RUN, stop - run)
+        _keys_of(actual, operand, index, whole, run, n, slopes, keys)
+        for k in range(n):
+            s = slopes[k]
+            if keys[k] == _NONE or (low <= s < high):
+                continue
+            lo, hi = 0, starts.size  # how many starts are <= s
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if starts[mid] <= s:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            hit[lo] = True
+            low = starts[lo - 1] if lo > 0 else -np.inf
+            high = starts[lo] if lo < starts.size else np.inf
 
 
 def _float_key(v: float) -> int:
