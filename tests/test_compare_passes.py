@@ -55,6 +55,37 @@ def test_the_slopes_at_two_ranks_are_a_sorts(kind, n):
             (ordered[ranks[0]], ordered[ranks[1]])
 
 
+@pytest.mark.parametrize("kind", ["tight", "wide"])
+def test_the_median_comes_from_the_keys_the_survey_kept_about_it(kind, monkeypatch):
+    """The survey keeps the keys about its sample's median: the median ranks are selected from
+    them with no other pass; ranks outside them (the least) and a window that misses them
+    take the selection passes, with the same answers."""
+    actual, operand = _pair(_slopes(kind, 200_001, seed=7))
+    ordered = np.sort(actual / operand)
+    median = (100_000, 100_000)
+    seen = slope_loops.survey(actual, operand, operand, operand, None, smallest_normal=0.0, forward=True)
+    under, keys = seen.middle
+    assert under <= median[0] < under + keys.size < ordered.size, "the median lies among the kept keys"
+    with monkeypatch.context() as m:
+        m.setattr(slope_loops, "_selected", None)  # no selection pass
+        assert slope_loops.at_ranks(actual, operand, None, ranks=median, surveyed=seen) == (ordered[100_000],) * 2
+    assert slope_loops.at_ranks(actual, operand, None, ranks=(0, 1), surveyed=seen) == (ordered[0], ordered[1])
+    monkeypatch.setattr(slope_loops, "_MIDDLE", 0.0)  # one key kept: the median's rank misses it
+    missed = slope_loops.survey(actual, operand, operand, operand, None, smallest_normal=0.0, forward=True)
+    assert missed.middle[1].size <= 1
+    assert slope_loops.at_ranks(actual, operand, None, ranks=(99_999, 100_000), surveyed=missed) == \
+        (ordered[99_999], ordered[100_000])
+
+
+def test_keys_about_the_median_that_overflow_their_room_are_not_kept():
+    """One slope repeated: every key lies about the median, more than the room holds; the
+    survey keeps none and the selection answers."""
+    actual, operand = _pair(_slopes("one", 50_000, seed=1))
+    seen = slope_loops.survey(actual, operand, operand, operand, None, smallest_normal=0.0, forward=True)
+    assert seen.middle is None
+    assert slope_loops.at_ranks(actual, operand, None, ranks=(24_999, 25_000), surveyed=seen) == (0.25, 0.25)
+
+
 def test_a_zero_at_a_rank_is_left_to_the_sort():
     """Zeros of either sign are equal to a sort and lie in an order of its own: no answer."""
     actual = np.array([-0.0, 0.0, 0.0, -0.0, 1.0, -1.0, 2.0])

@@ -40,6 +40,8 @@ __all__ = ["Survey", "at_ranks", "leading", "shown_within", "survey"]
 _DIGIT = 12  # bits of the key one histogram tells apart (its counts stay in the first cache)
 _FEW = 1 << 20  # slopes gathered outright once the selection has narrowed to this many
 _SAMPLED = 1 << 12  # positions a stride sample reads for the range the survey's buckets cover
+_MIDDLE = 0.02  # the survey keeps the keys within this share of ranks either side of the sample's median
+_ROOM = 4  # ... in room for this many times the share of each part's positions they are expected to take
 _SPLIT_FROM = 1 << 16  # positions from which a pass is split over threads
 _TOP = (1 << 63) - 1  # the greatest key
 
@@ -68,21 +70,29 @@ _NONE = np.int64(-(1 << 63))  # the key of a position that shows no slope (no sl
 
 
 @numba.njit(cache=True, nogil=True)
-def _keys_of(actual, operand, index, whole, start, n, slopes, keys):
+def _keys_of(actual, operand, x, golden, index, whole, start, n, slopes, keys, smallest_normal, forward):
     """The slopes actual / operand of positions ``start .. start + n - 1`` in float64 (NaN where
     none is shown: an operand or actual not finite, or an operand of zero, as
-    ``metric_loops.slopes`` says) and their keys (:data:`_NONE` where none), from 0: one loop of
-    the divisions without branches (vectorised), one of the keys from the slopes' bits (a
-    slope's key is its magnitude's bits, negated for a negative sign: both zeros are 0)."""
+    ``metric_loops.slopes`` says) and their keys (:data:`_NONE` where none), from 0; how many of
+    the slopes shown have a finite normal golden, and how many an x on the negative side (x < 0
+    forward; x <= 0 or NaN backward).  One loop of the divisions without branches
+    (vectorised), one of the keys from the slopes' bits (a slope's key is its magnitude's bits,
+    negated for a negative sign: both zeros are 0).  A pass that needs no counts passes
+    ``operand`` and ``actual`` for ``x`` and ``golden`` (read already: nothing more is loaded)."""
+    normal, negative = 0, 0
     for k in range(n):
         i = _at(index, start + k, whole)
         a, v = np.float64(actual[i]), np.float64(operand[i])
         shown = (abs(a) < np.inf) & (abs(v) < np.inf) & (v != 0)
         slopes[k] = a / v if shown else np.nan
+        g, w = abs(np.float64(golden[i])), np.float64(x[i])
+        normal += np.int64(shown & (g >= smallest_normal) & (g < np.inf))
+        negative += np.int64(shown & ((w < 0) if forward else ((w <= 0) | (w != w))))
     bits = slopes.view(np.int64)
     for k in range(n):
         mag = bits[k] & np.int64(0x7FFFFFFFFFFFFFFF)
         keys[k] = _NONE if mag > np.int64(0x7FF0000000000000) else (-mag if bits[k] < 0 else mag)
+    return normal, negative
 
 
 @numba.njit(cache=True, inline="always")
@@ -115,7 +125,7 @@ def _sample_loop(actual, operand, index, whole, n, step, out):
     done = 0
     slopes, keys = _run_room()
     for k in range(0, n, step):
-        _keys_of(actual, operand, index, whole, k, 1, slopes, keys)
+        _keys_of(actual, operand, operand, actual, index, whole, k, 1, slopes, keys, 0.0, True)
         if keys[0] != _NONE:
             out[done] = keys[0]
             done += 1
@@ -124,29 +134,33 @@ def _sample_loop(actual, operand, index, whole, n, step, out):
 
 @numba.njit(cache=True, nogil=True)
 def _survey_loop(actual, operand, x, golden, index, whole, start, stop, smallest_normal, forward,
-                 first, last, shift, counts):
+                 first, last, shift, counts, low, high, kept):
     """``counts``: the keys below ``first``, in each bucket of ``2^shift`` keys from ``first``
     to ``last``, above ``last`` (those two counted in registers: most keys lie in the
-    buckets, and a cell counted on every element would be a chain through memory)."""
+    buckets, and a cell counted on every element would be a chain through memory); the keys
+    in ``[low, high]`` written to ``kept`` while there is room, how many there are, and how
+    many keys lie below ``low``."""
     top = np.int64(0x7FFFFFFFFFFFFFFF)
     count, normal, negative, below, above = 0, 0, 0, 0, 0
+    under, middle = 0, 0
     lo, hi, below_top, above_bottom = top, -top, -top, top  # keys outside [first, last]: the nearest
     slopes, keys = _run_room()
     for run in range(start, stop, _RUN):
         n = min(_RUN, stop - run)
-        _keys_of(actual, operand, index, whole, run, n, slopes, keys)
-        for k in range(n):
-            i = _at(index, run + k, whole)
-            shown = keys[k] != _NONE
-            g, w = np.float64(golden[i]), np.float64(x[i])
-            normal += shown & (abs(g) >= smallest_normal) & (abs(g) < np.inf)
-            negative += shown & ((w < 0) if forward else ((w <= 0) | (w != w)))
+        informative, negatives = _keys_of(actual, operand, x, golden, index, whole, run, n, slopes, keys,
+                                          smallest_normal, forward)
+        normal, negative = normal + informative, negative + negatives
         for k in range(n):
             key = keys[k]
             if key == _NONE:
                 continue
             count += 1
             lo, hi = min(lo, key), max(hi, key)
+            under += key < low
+            if low <= key <= high:
+                if middle < kept.size:
+                    kept[middle] = key
+                middle += 1
             if key < first:
                 below += 1
                 below_top = max(below_top, key)
@@ -157,7 +171,7 @@ def _survey_loop(actual, operand, x, golden, index, whole, start, stop, smallest
                 counts[np.int64((np.uint64(key) - np.uint64(first)) >> np.uint64(shift)) + 1] += 1
     counts[0] += below
     counts[counts.size - 1] += above
-    return count, normal, negative, lo, hi, below_top, above_bottom
+    return count, normal, negative, lo, hi, below_top, above_bottom, under, middle
 
 
 @dataclass(frozen=True)
@@ -176,44 +190,54 @@ class Survey:
     stops: np.ndarray
     counts: np.ndarray
     present: tuple[int, ...]
+    middle: Optional[tuple[int, np.ndarray]] = None  # keys in a window about the median, how many below it
 
 
-def _bucket_range(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray]) -> tuple[int, int, int]:
+def _bucket_range(actual: np.ndarray, operand: np.ndarray,
+                  index: Optional[np.ndarray]) -> tuple[int, int, int, tuple[int, int]]:
     """The keys the survey's buckets cover, and the bits of key one bucket holds: the range
     a stride sample's keys span (the median of all lies there but with a vanishing chance;
-    the selection still finds it if not)."""
+    the selection still finds it if not); and the keys within :data:`_MIDDLE` of the
+    sample's ranks either side of its median (the median of all lies there but with a chance
+    of about one in a hundred; the selection passes find it if not)."""
     at, whole = _positions(index)
     n = _size(actual, index)
     step = max(1, -(-n // _SAMPLED))
     keys = np.empty(-(-n // step), dtype=np.int64)
-    keys = keys[:_sample_loop(actual, operand, at, whole, n, step, keys)]
-    if not keys.size:  # the sample shows no slope: one bucket of key 0
-        return 0, 0, 0
-    first, last = int(keys.min()), int(keys.max())
-    return first, last, max(0, (last - first).bit_length() - _DIGIT)
+    keys = np.sort(keys[:_sample_loop(actual, operand, at, whole, n, step, keys)])
+    if not keys.size:  # the sample shows no slope: one bucket of key 0, no window
+        return 0, 0, 0, (1, 0)
+    first, last = int(keys[0]), int(keys[-1])
+    low, high = (int(keys[min(keys.size - 1, max(0, int(q * keys.size)))]) for q in (0.5 - _MIDDLE, 0.5 + _MIDDLE))
+    return first, last, max(0, (last - first).bit_length() - _DIGIT), (low, high)
 
 
 def survey(actual: np.ndarray, operand: np.ndarray, x: np.ndarray, golden: np.ndarray,
            index: Optional[np.ndarray], *, smallest_normal: float, forward: bool) -> Survey:
     """Of the elements at ``index`` (None: all, in order): how many show a slope, how many of
-    those have a finite normal golden and lie on the negative side, and their keys'
-    extremes and histogram (:class:`Survey`), in one pass."""
+    those have a finite normal golden and lie on the negative side, their keys'
+    extremes and histogram, and the keys about the median when they fit their room
+    (:class:`Survey`), in one pass."""
     actual, operand, x, golden = (read_only(a) for a in (actual, operand, x, golden))
-    first, last, shift = _bucket_range(actual, operand, index)
+    first, last, shift, (low, high) = _bucket_range(actual, operand, index)
     at, whole = _positions(index)
     parts = _parts(_size(actual, index))
     counts = np.zeros((len(parts), ((last - first) >> shift) + 3), dtype=np.int64)
+    kept = [np.empty(int(_ROOM * 2 * _MIDDLE * (stop - start)) + 16, dtype=np.int64) for start, stop in parts]
     found = jit.in_parallel([functools.partial(_survey_loop, actual, operand, x, golden, at, whole, start, stop,
-                                               smallest_normal, forward, first, last, shift, counts[p])
+                                               smallest_normal, forward, first, last, shift, counts[p], low, high,
+                                               kept[p])
                              for p, (start, stop) in enumerate(parts)])
-    count, normal, negative = (sum(int(f[j]) for f in found) for j in (0, 1, 2))
+    count, normal, negative, under = (sum(int(f[j]) for f in found) for j in (0, 1, 2, 7))
     lo, above_bottom = (min(int(f[j]) for f in found) for j in (3, 6))
     hi, below_top = (max(int(f[j]) for f in found) for j in (4, 5))
     cells = counts.sum(axis=0)
     starts, stops = _cell_keys(cells.size - 2, first=first, last=last, shift=shift)
     starts[0], stops[0], starts[-1], stops[-1] = lo, below_top, above_bottom, hi
     present = tuple(k for k, c in ((lo, count), (hi, count), (below_top, cells[0]), (above_bottom, cells[-1])) if c)
-    return Survey(count, normal, negative, lo, hi, starts, stops, cells, present)
+    fits = all(int(f[8]) <= room.size for f, room in zip(found, kept))
+    middle = (under, np.concatenate([room[:int(f[8])] for f, room in zip(found, kept)])) if fits else None
+    return Survey(count, normal, negative, lo, hi, starts, stops, cells, present, middle)
 
 
 def _cell_keys(buckets: int, *, first: int, last: int, shift: int) -> tuple[np.ndarray, np.ndarray]:
@@ -235,7 +259,7 @@ def _histogram_loop(actual, operand, index, whole, start, stop, lo, hi, shift, c
     slopes, keys = _run_room()
     for run in range(start, stop, _RUN):
         n = min(_RUN, stop - run)
-        _keys_of(actual, operand, index, whole, run, n, slopes, keys)
+        _keys_of(actual, operand, operand, actual, index, whole, run, n, slopes, keys, 0.0, True)
         for k in range(n):
             key = keys[k]
             if key == _NONE:
@@ -253,7 +277,7 @@ def _gather_loop(actual, operand, index, whole, start, stop, lo, hi, out):
     slopes, keys = _run_room()
     for run in range(start, stop, _RUN):
         n = min(_RUN, stop - run)
-        _keys_of(actual, operand, index, whole, run, n, slopes, keys)
+        _keys_of(actual, operand, operand, actual, index, whole, run, n, slopes, keys, 0.0, True)
         for k in range(n):
             key = keys[k]
             if key != _NONE and lo <= key <= hi:
@@ -322,6 +346,12 @@ def at_ranks(actual: np.ndarray, operand: np.ndarray, index: Optional[np.ndarray
     """The slopes at ``ranks`` (``r`` and ``r`` or ``r + 1``) of the slopes shown, sorted
     (``surveyed`` is their :func:`survey`); None when a zero is at either (a sort places
     zeros of either sign in an order of its own)."""
+    if surveyed.middle is not None:
+        under, keys = surveyed.middle
+        if under <= ranks[0] and ranks[1] < under + keys.size:  # both in the keys kept about the median
+            wanted = [ranks[0] - under, ranks[1] - under]
+            picked = np.partition(keys, wanted)[wanted]
+            return None if 0 in picked else (_value_of(int(picked[0])), _value_of(int(picked[1])))
     cells = (surveyed.starts, surveyed.stops, surveyed.counts)
     return _selected(read_only(actual), read_only(operand), index, ranks, cells, offset=0)
 
@@ -359,7 +389,7 @@ def _hit_loop(actual, operand, index, whole, start, stop, starts, hit):
     slopes, keys = _run_room()
     for run in range(start, stop, _RUN):
         n = min(_RUN, stop - run)
-        _keys_of(actual, operand, index, whole, run, n, slopes, keys)
+        _keys_of(actual, operand, operand, actual, index, whole, run, n, slopes, keys, 0.0, True)
         for k in range(n):
             s = slopes[k]
             if keys[k] == _NONE or (low <= s < high):
