@@ -8,6 +8,7 @@ bar when large.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -15,6 +16,7 @@ from typing import Optional
 
 from rich.console import Console
 
+from conformance import jit
 from conformance.errors import UsageError
 from conformance.ingest.arrays import Dump
 from conformance.records import TileLayout
@@ -46,15 +48,19 @@ def check_pair(x: Dump, out: Dump, *, flag: str, src_flag: str = "--x") -> None:
 
 
 def chunks(x: Dump, out: Dump, *, dy: Optional[Dump], size: Optional[int] = None) -> Iterator[Chunk]:
-    """Consecutive flat chunks of x, dy and the output, native byte order; the mapped
-    pages of each are released when the next chunk is asked for (resident memory holds
-    about two chunks).  A mapped file's chunks are copies (``Dump.chunk`` reads them), so a
-    chunk still being judged while the next is read does not depend on those pages."""
+    """Consecutive flat chunks of x, dy and the output, native byte order (the first chunk's
+    files read at once, a thread each: nothing else runs yet); the mapped pages of each are
+    released when the next chunk is asked for (resident memory holds a few chunks).  A
+    mapped file's chunks are copies (``Dump.chunk`` reads them), so a chunk still being judged
+    while the next is read does not depend on those pages."""
     step = max(1, size or CHUNK_ELEMENTS)
+    dumps = (x, out) if dy is None else (x, dy, out)
     for lo in range(0, x.size, step):
         hi = min(lo + step, x.size)
-        yield Chunk(lo, x.chunk(lo, hi), None if dy is None else dy.chunk(lo, hi), out.chunk(lo, hi))
-        for dump in (x, out) if dy is None else (x, dy, out):
+        read = [functools.partial(dump.chunk, lo, hi) for dump in dumps]
+        parts = jit.in_parallel(read) if lo == 0 else [part() for part in read]  # nothing else runs yet
+        yield Chunk(lo, parts[0], None if dy is None else parts[1], parts[-1])
+        for dump in dumps:
             dump.release(lo, hi)
 
 

@@ -159,7 +159,8 @@ def _flagged(xb, db, ab, gb, lo, n, flags, top, has_dy, exp_mask, mant_mask, x_e
         special = _special(xb[i], x_exp) | _special(v, exp_mask) | (_special(db[i], x_exp) if has_dy else False)
         flags[k] = np.uint8(mismatch) | (np.uint8(special & ~mismatch) << 1) | (np.uint8(fin) << 2)
         finite += fin
-        top = max(top, np.uint64(max(u & magnitude, v & magnitude)) if fin else np.uint64(0))
+        largest = max(u & magnitude, v & magnitude)
+        top = max(top, largest if fin else largest ^ largest)  # in the bits' own type: vectorised
     return finite, top
 
 
@@ -190,7 +191,7 @@ def find(xb, db, ab, gb, af, gf, table, offset, out_where, start, pieces, sums, 
     ``out_where`` and ``special_at`` are written one place past their end too.  The plain ones
     are where neither list is (:func:`plain_picks`).  Returns where the writing ended and the
     bits of the largest finite magnitude."""
-    k, n_special, finite, top = start, 0, 0, np.uint64(0)
+    k, n_special, finite, top = start, 0, 0, exp_mask ^ exp_mask  # zero of the bits' type
     flags = np.empty(RUN, dtype=np.uint8)
     for lo in range(0, ab.size, RUN):
         n = min(RUN, ab.size - lo)
