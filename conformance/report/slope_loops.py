@@ -6,19 +6,23 @@ computes every slope into one array and sorts it; these passes recompute each sl
 operands instead, so nothing as long as the mismatches is written:
 
 - :func:`survey`: how many elements show a slope, how many of them are informative and on
-  the negative side (as ``claims.observed_slopes`` says), the range of their keys, and how
+  the negative side (as ``claims.observed_slopes`` says), the range of their keys, how
   many keys fall in each of 2^12 buckets over the range a stride sample of them spans (with
-  those below and above apart, and the nearest of each to the buckets);
-- :func:`at_ranks`: the slopes at two ranks of the sorted order: the survey's buckets narrow
-  the keys to one or two buckets, a histogram pass per 12 bits narrows them further while
-  more than ``_FEW`` remain (ranks in different buckets one by one), and the last few are
-  gathered and partitioned at the ranks;
+  those below and above apart, and the nearest of each to the buckets), and the keys
+  themselves within a few hundredths of the ranks either side of the sample's median, with
+  how many lie below them (when they fit the room kept for them);
+- :func:`at_ranks`: the slopes at two ranks of the sorted order: partitioned out of the
+  keys the survey kept when both ranks lie among them (the median, nearly always); else the
+  survey's buckets narrow the keys to one or two buckets, a histogram pass per 12 bits
+  narrows them further while more than ``_FEW`` remain (ranks in different buckets one by
+  one), and the last few are gathered and partitioned at the ranks;
 - :func:`shown_within`: per window of slopes (those a candidate's test holds for), whether
   some slope shown lies in it: from the survey where it tells (a key it saw lies in the
   window, a whole bucket that holds keys does, or nothing it saw can), else by one pass.
 
-Every pass splits its positions over ``jit.threads()`` threads (``nogil``), each part's
-counts, histograms, extremes and hits merged exactly: the ranks, slopes and answers are the
+Every pass computes a run of slopes and keys at a time in vectorised loops (:func:`_keys_of`)
+and splits its positions over ``jit.threads()`` threads (``nogil``), each part's counts,
+histograms, extremes, kept keys and hits merged exactly: the ranks, slopes and answers are the
 same for any number of threads.  A slope's key is its ordered integer (both zeros are key 0,
 as a sort holds them equal).
 """
@@ -98,6 +102,14 @@ def _keys_of(actual, operand, x, golden, index, whole, start, n, slopes, keys, s
 @numba.njit(cache=True, inline="always")
 def _run_room():
     return np.empty(_RUN, dtype=np.float64), np.empty(_RUN, dtype=np.int64)
+
+
+@numba.njit(cache=True, inline="always")
+def _keyed(actual, operand, index, whole, run, stop, slopes, keys):
+    """:func:`_keys_of` of the run of positions from ``run`` (before ``stop``), no counts; its length."""
+    n = min(_RUN, stop - run)
+    _keys_of(actual, operand, operand, actual, index, whole, run, n, slopes, keys, 0.0, True)
+    return n
 
 
 # ----------------------------------------------------------------------------- parts and positions
@@ -258,8 +270,7 @@ def _histogram_loop(actual, operand, index, whole, start, stop, lo, hi, shift, c
     below = 0
     slopes, keys = _run_room()
     for run in range(start, stop, _RUN):
-        n = min(_RUN, stop - run)
-        _keys_of(actual, operand, operand, actual, index, whole, run, n, slopes, keys, 0.0, True)
+        n = _keyed(actual, operand, index, whole, run, stop, slopes, keys)
         for k in range(n):
             key = keys[k]
             if key == _NONE:
@@ -276,8 +287,7 @@ def _gather_loop(actual, operand, index, whole, start, stop, lo, hi, out):
     done = 0
     slopes, keys = _run_room()
     for run in range(start, stop, _RUN):
-        n = min(_RUN, stop - run)
-        _keys_of(actual, operand, operand, actual, index, whole, run, n, slopes, keys, 0.0, True)
+        n = _keyed(actual, operand, index, whole, run, stop, slopes, keys)
         for k in range(n):
             key = keys[k]
             if key != _NONE and lo <= key <= hi:
@@ -388,8 +398,7 @@ def _hit_loop(actual, operand, index, whole, start, stop, starts, hit):
     low, high = np.inf, -np.inf  # the last slope's cell, marked: a slope in [low, high) is in it too
     slopes, keys = _run_room()
     for run in range(start, stop, _RUN):
-        n = min(_RUN, stop - run)
-        _keys_of(actual, operand, operand, actual, index, whole, run, n, slopes, keys, 0.0, True)
+        n = _keyed(actual, operand, index, whole, run, stop, slopes, keys)
         for k in range(n):
             s = slopes[k]
             if keys[k] == _NONE or (low <= s < high):
