@@ -406,7 +406,7 @@ def test_a_reader_error_on_two_threads_comes_after_the_chunks_before_it(monkeypa
         assert told == [9_973] * 3, threads
 
 
-@pytest.mark.parametrize("places", [(5, 9, 700, 1_500), (1_100, 1_101, 4_000)], ids=["runs-apart", "run-neighbours"])
+@pytest.mark.parametrize("places", [(5, 9, 2_000, 5_000), (1_100, 1_101, 4_000)], ids=["runs-apart", "run-neighbours"])
 def test_the_first_place_of_an_error_maximum_wins_across_runs(places, monkeypatch):
     """Mismatches judged a run at a time: where the largest abs, rel and ULP error each occur
     at several places, in one run and in runs apart, the compiled row names the first place,
@@ -424,6 +424,9 @@ def test_the_first_place_of_an_error_maximum_wins_across_runs(places, monkeypatc
     got = rows["1"]
     assert got == rows["0"]
     assert got.max_abs_at[1] == got.max_rel_at[1] == got.max_ulp_at[1] == places[0], got
+    mismatches = np.flatnonzero(to_bits(actual) != to_bits(golden.forward(x, 0.2)))
+    runs = {int(np.searchsorted(mismatches, at)) // scan_loops.RUN for at in places}
+    assert len(runs) > 1, "the places lie in more than one run of the judge"
 
 
 @pytest.mark.parametrize("threads", ["1", "2", "3"])
@@ -432,3 +435,25 @@ def test_the_mismatches_positions_are_an_arange_on_any_threads(threads, monkeypa
     for n in (0, 5, chunked.SPLIT - 1, chunked.SPLIT, 3 * chunked.SPLIT + 7):
         got = chunked._positions(n)
         assert got.dtype == np.int64 and np.array_equal(got, np.arange(n))
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+@pytest.mark.parametrize("backward", [False, True], ids=["x-and-out", "x-dy-and-out"])
+def test_a_dumps_chunks_are_its_files_whatever_the_threads_read_the_first(threads, backward, tmp_path,
+                                                                          monkeypatch):
+    """The first chunk's files are read at once, a thread each; every chunk is the files'."""
+    from conformance.ingest import arrays, dumps
+
+    monkeypatch.setenv("CONFORMANCE_THREADS", threads)
+    data = {name: np.random.default_rng(k).standard_normal(10_000).astype(np.float32)
+            for k, name in enumerate(("x", "dy", "y"))}
+    for name, a in data.items():
+        np.save(tmp_path / f"{name}.npy", a)
+    x, dy, y = (arrays.load(str(tmp_path / f"{name}.npy"), flag=f"--{name}", bits_dtype=None)
+                for name in ("x", "dy", "y"))
+    got = list(dumps.chunks(x, y, dy=dy if backward else None, size=4_096))
+    assert [c.offset for c in got] == [0, 4_096, 8_192]
+    for chunk in got:
+        part = slice(chunk.offset, chunk.offset + chunk.x.size)
+        assert np.array_equal(chunk.x, data["x"][part]) and np.array_equal(chunk.actual, data["y"][part])
+        assert chunk.dy is None if not backward else np.array_equal(chunk.dy, data["dy"][part])

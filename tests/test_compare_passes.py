@@ -55,26 +55,31 @@ def test_the_slopes_at_two_ranks_are_a_sorts(kind, n):
             (ordered[ranks[0]], ordered[ranks[1]])
 
 
+@pytest.mark.parametrize("threads", ["1", "3"])
+@pytest.mark.parametrize("scattered", [False, True], ids=["in-order", "scattered"])
 @pytest.mark.parametrize("kind", ["tight", "wide"])
-def test_the_median_comes_from_the_keys_the_survey_kept_about_it(kind, monkeypatch):
-    """The survey keeps the keys about its sample's median: the median ranks are selected from
-    them with no other pass; ranks outside them (the least) and a window that misses them
-    take the selection passes, with the same answers."""
-    actual, operand = _pair(_slopes(kind, 200_001, seed=7))
-    ordered = np.sort(actual / operand)
-    median = (100_000, 100_000)
-    seen = slope_loops.survey(actual, operand, operand, operand, None, smallest_normal=0.0, forward=True)
+def test_the_median_comes_from_the_keys_the_survey_kept_about_it(kind, scattered, threads, monkeypatch):
+    """The survey keeps the keys about its sample's median (each thread's part its own, joined
+    in order): the median ranks are selected from them with no other pass; ranks outside them
+    (the least) and a window that misses them take the selection passes, with the same answers."""
+    monkeypatch.setenv("CONFORMANCE_THREADS", threads)
+    actual, operand = _pair(_slopes(kind, 400_002, seed=7))
+    index = np.arange(0, actual.size, 2) if scattered else None
+    shown = actual / operand if index is None else actual[index] / operand[index]
+    ordered, n = np.sort(shown), shown.size
+    median = (n // 2, n // 2)
+    seen = slope_loops.survey(actual, operand, operand, operand, index, smallest_normal=0.0, forward=True)
     under, keys = seen.middle
-    assert under <= median[0] < under + keys.size < ordered.size, "the median lies among the kept keys"
+    assert under <= median[0] < under + keys.size < n, "the median lies among the kept keys"
     with monkeypatch.context() as m:
         m.setattr(slope_loops, "_selected", None)  # no selection pass
-        assert slope_loops.at_ranks(actual, operand, None, ranks=median, surveyed=seen) == (ordered[100_000],) * 2
-    assert slope_loops.at_ranks(actual, operand, None, ranks=(0, 1), surveyed=seen) == (ordered[0], ordered[1])
+        assert slope_loops.at_ranks(actual, operand, index, ranks=median, surveyed=seen) == (ordered[n // 2],) * 2
+    assert slope_loops.at_ranks(actual, operand, index, ranks=(0, 1), surveyed=seen) == (ordered[0], ordered[1])
     monkeypatch.setattr(slope_loops, "_MIDDLE", 0.0)  # one key kept: the median's rank misses it
-    missed = slope_loops.survey(actual, operand, operand, operand, None, smallest_normal=0.0, forward=True)
+    missed = slope_loops.survey(actual, operand, operand, operand, index, smallest_normal=0.0, forward=True)
     assert missed.middle[1].size <= 1
-    assert slope_loops.at_ranks(actual, operand, None, ranks=(99_999, 100_000), surveyed=missed) == \
-        (ordered[99_999], ordered[100_000])
+    assert slope_loops.at_ranks(actual, operand, index, ranks=(n // 2 - 1, n // 2), surveyed=missed) == \
+        (ordered[n // 2 - 1], ordered[n // 2])
 
 
 def test_keys_about_the_median_that_overflow_their_room_are_not_kept():
@@ -84,6 +89,26 @@ def test_keys_about_the_median_that_overflow_their_room_are_not_kept():
     seen = slope_loops.survey(actual, operand, operand, operand, None, smallest_normal=0.0, forward=True)
     assert seen.middle is None
     assert slope_loops.at_ranks(actual, operand, None, ranks=(24_999, 25_000), surveyed=seen) == (0.25, 0.25)
+
+
+def test_one_part_overflowing_its_room_keeps_no_keys(monkeypatch):
+    """Slopes in order along the positions: the keys about the median all lie in the middle of
+    three parts, more than its room (here a quarter of theirs) holds, none in the others; the
+    survey keeps none, and the selection answers."""
+    monkeypatch.setenv("CONFORMANCE_THREADS", "3")
+    monkeypatch.setattr(slope_loops, "_ROOM", 1)
+    actual, operand = _pair(np.sort(_slopes("wide", 300_001, seed=2)))
+    parts = slope_loops._parts(actual.size)
+    assert len(parts) == 3
+    seen = slope_loops.survey(actual, operand, operand, operand, None, smallest_normal=0.0, forward=True)
+    assert seen.middle is None
+    with monkeypatch.context() as m:
+        m.setattr(slope_loops, "_ROOM", 4)
+        assert slope_loops.survey(actual, operand, operand, operand, None, smallest_normal=0.0,
+                                  forward=True).middle is not None, "with room enough, the middle part keeps them"
+    ordered = actual / operand
+    assert slope_loops.at_ranks(actual, operand, None, ranks=(150_000, 150_000), surveyed=seen) == \
+        (ordered[150_000],) * 2
 
 
 def test_a_zero_at_a_rank_is_left_to_the_sort():

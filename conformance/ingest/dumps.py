@@ -49,7 +49,8 @@ def check_pair(x: Dump, out: Dump, *, flag: str, src_flag: str = "--x") -> None:
 
 def chunks(x: Dump, out: Dump, *, dy: Optional[Dump], size: Optional[int] = None) -> Iterator[Chunk]:
     """Consecutive flat chunks of x, dy and the output, native byte order (the first chunk's
-    files read at once, a thread each: nothing else runs yet); the mapped pages of each are
+    files read at once, a thread each: a caller has nothing to do but wait for it, while a
+    later chunk's read may overlap the caller's work); the mapped pages of each are
     released when the next chunk is asked for (resident memory holds a few chunks).  A
     mapped file's chunks are copies (``Dump.chunk`` reads them), so a chunk still being judged
     while the next is read does not depend on those pages."""
@@ -58,7 +59,7 @@ def chunks(x: Dump, out: Dump, *, dy: Optional[Dump], size: Optional[int] = None
     for lo in range(0, x.size, step):
         hi = min(lo + step, x.size)
         read = [functools.partial(dump.chunk, lo, hi) for dump in dumps]
-        parts = jit.in_parallel(read) if lo == 0 else [part() for part in read]  # nothing else runs yet
+        parts = jit.in_parallel(read) if lo == 0 else [part() for part in read]
         yield Chunk(lo, parts[0], None if dy is None else parts[1], parts[-1])
         for dump in dumps:
             dump.release(lo, hi)

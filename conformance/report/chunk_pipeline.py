@@ -1,15 +1,16 @@
 """A tensor's chunks and their golden, read ahead on a thread of their own.
 
 While the calling thread judges chunk k, a reader thread reads chunks k+1 and k+2 and
-computes their golden (both release the GIL: ``pread`` and the golden's compiled loops), so
-a large dump is judged on two cores and neither waits for the other's every chunk.  What the caller sees is what a plain loop gives: the chunks in
-order, each judged on the calling thread; an error of the reader (a file that shrank, a
-golden that refuses an input) is raised where the plain loop would have raised it, after
-the chunks before it were handed on; Ctrl-C and SIGTERM reach the calling thread, which
-is never left waiting for more than the chunk being read.  The reader thread
-(``jit.pool("read")``) is apart from :func:`conformance.jit.in_parallel`'s pool, so a judge
-or a golden that splits its own work over that pool never waits for the reader, nor the
-reader for it.
+computes their golden (both release the GIL: ``pread`` and the golden's compiled loops),
+so a large dump is judged on two cores and neither waits for the other's every chunk.
+What the caller sees is what a plain loop gives: the chunks in order, each judged on the
+calling thread; an error of the reader (a file that shrank, a golden that refuses an
+input) is raised where the plain loop would have raised it, after the chunks before it
+were handed on; Ctrl-C and SIGTERM reach the calling thread, which is never left waiting
+for more than the chunk being read, and the chunks not yet begun are cancelled.  The
+reader thread (``jit.pool("read")``) is apart from :func:`conformance.jit.in_parallel`'s
+pool, so a judge or a golden that splits its own work over that pool never waits for the
+reader, nor the reader for it.
 """
 from __future__ import annotations
 

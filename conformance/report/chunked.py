@@ -8,15 +8,16 @@ mismatches as one batch, as :func:`conformance.report.evaluate.evaluate` would.
 The kept elements are written where the batch holds them: columns reserved for the whole
 tensor (memory is taken only by what is written), the mismatches first, the evidence
 after them, so that joining the chunks copies nothing.  With the compiled paths
-(:mod:`conformance.jit`, :mod:`.scan_loops`) the next chunk is read and its golden computed
-on a reader thread while one is judged (:mod:`.chunk_pipeline`): a first pass finds the
-chunk's mismatches and its special matching elements and adds up its cosine sums, a second
-judges the mismatches and writes them, a range per thread, and the evidence's plain
-elements are picked meanwhile; the numpy path (:func:`reference_scan`) stays the reference,
-and gives the same bits.
+(:mod:`conformance.jit`, :mod:`.scan_loops`) the next chunks are read and their golden
+computed on a reader thread while one is judged (:mod:`.chunk_pipeline`; the first chunk's
+golden a range per thread): a first pass finds the chunk's mismatches and its special
+matching elements and adds up its cosine sums, a second writes the mismatches and judges
+them, a range per thread, and the evidence's plain elements are picked meanwhile; the
+numpy path (:func:`reference_scan`) stays the reference, and gives the same bits.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -218,7 +219,7 @@ def _operands(chunk: Chunk, expected: np.ndarray) -> dict[str, Any]:
             "table": nothing if native else widened_patterns(out.name)}
     return {**{name: jit.read_only(a) for name, a in read.items()}, "x_exp": xb.dtype.type(src.exp_mask),
             "masks": _masks(out), "x_classes": (xb.dtype.type(src.sign_mask), xb.dtype.type(src.mant_mask),
-                                                xb.dtype.type(src.mant_bits)), "native": native}
+                                                xb.dtype.type(src.mant_bits))}
 
 
 def _masks(rec: Any) -> tuple[int, int, int]:
@@ -267,13 +268,12 @@ def _judged(op: dict[str, Any], kept: Kept, tol: met.Tolerance, *, offset: int, 
     cols = {name: None if c is None else to_bits(c) if name in ("x", "dy", "golden", "actual") else c
             for name, c in kept.columns.items()}
     out_dy = cols["dy"] if cols["dy"] is not None else np.empty(0, op["xb"].dtype)
-    values = [kept.columns[name] if op["native"] else np.empty(0) for name in ("golden", "actual")]  # else by table
 
     def part(a: int, b: int) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray]:
         counts, bins, classes = np.zeros(8, np.int64), np.zeros_like(tally.ulp), np.zeros_like(tally.classes)
         best = scan_loops.judge_range(
-            op["xb"], op["db"], op["ab"], op["gb"], op["table"], offset, cols["where"], cols["x"], out_dy,
-            cols["golden"], cols["actual"], *values, cols["violating"], a, b, counts, bins, classes,
+            op["xb"], op["db"], op["ab"], op["gb"], op["af"], op["gf"], op["table"], offset, cols["where"],
+            cols["x"], out_dy, cols["golden"], cols["actual"], cols["violating"], a, b, counts, bins, classes,
             tol.rtol, tol.atol, tol.max_ulp, tol.strict_zeros, *op["masks"], *op["x_classes"][:2], op["x_exp"],
             op["x_classes"][2])
         return best, counts, bins, classes
@@ -357,21 +357,15 @@ def _mismatch_findings(kept: Kept, samples: list[_Sample], ctx: _Context, *, num
 
 def _golden(chunk: Chunk, alone: bool, *, ctx: _Context) -> np.ndarray:
     """The chunk's golden; ``alone`` (nothing else runs meanwhile), a range of it per thread:
-    the golden is elementwise, so the ranges' goldens are the whole chunk's."""
-    def golden(at: slice) -> np.ndarray:
-        return ref.compute(ctx.direction, chunk.x[at], ctx.alpha, dy=None if chunk.dy is None else chunk.dy[at],
-                           out_dtype=ctx.out_dtype)
+    the golden is elementwise, so the ranges' goldens joined are the whole chunk's."""
+    def golden(lo: int, hi: int) -> np.ndarray:
+        return ref.compute(ctx.direction, chunk.x[lo:hi], ctx.alpha,
+                           dy=None if chunk.dy is None else chunk.dy[lo:hi], out_dtype=ctx.out_dtype)
 
     parts = jit.ranges(0, chunk.x.size, least=SPLIT) if alone and jit.enabled() else [(0, chunk.x.size)]
     if len(parts) == 1:
-        return golden(slice(None))
-    out = np.empty(chunk.x.size, dtype=info(ctx.out_dtype).dtype)
-
-    def part(lo: int, hi: int) -> None:
-        out[lo:hi] = golden(slice(lo, hi))
-
-    jit.in_parallel([functools.partial(part, lo, hi) for lo, hi in parts])
-    return out
+        return golden(0, chunk.x.size)
+    return np.concatenate(jit.in_parallel([functools.partial(golden, lo, hi) for lo, hi in parts]))
 
 
 class _Judge:
@@ -399,7 +393,7 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
     the chunks' golden, metrics and kept elements, then triage of all the mismatches as one
     batch; ``tail-block`` is judged on the whole tensor's tiling plan.  ``advance(n)`` is
     told of each chunk done.  With the compiled paths and more than one thread, the next
-    chunk is read and its golden computed while one is judged (:mod:`.chunk_pipeline`)."""
+    chunks are read and their golden computed while one is judged (:mod:`.chunk_pipeline`)."""
     head = row_head(dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
                     profile=profile, variant=None, label=label, shape=(numel,) if shape is None else shape)
     ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
@@ -407,11 +401,13 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
     judge = _Judge(ctx, numel=numel)
     metrics, samples = [], []
     golden = functools.partial(_golden, ctx=ctx)
-    for chunk, (m, s) in chunk_pipeline.read_ahead(read(), golden=golden, judge=judge,
-                                                   ahead=judge.scratch is not None and jit.threads() > 1):
-        metrics.append(m)
-        samples.append(s)
-        advance(int(chunk.x.size))
+    judged = chunk_pipeline.read_ahead(read(), golden=golden, judge=judge,
+                                       ahead=judge.scratch is not None and jit.threads() > 1)
+    with contextlib.closing(judged):  # on an error or Ctrl-C here, the chunks not begun are cancelled
+        for chunk, (m, s) in judged:
+            metrics.append(m)
+            samples.append(s)
+            advance(int(chunk.x.size))
     kept = judge.kept
     total = reduce(met.merge, metrics) if metrics else met.empty()
     findings, plots = _mismatch_findings(kept, samples, ctx, numel=numel, shape=head["shapes"][0]) \

@@ -18,7 +18,7 @@ from conformance.jit import read_only
 from conformance.ulp_loops import is_nan_bits, masks, ordered_bits
 
 __all__ = ["NO_ERROR", "RUN", "class_counts", "judge_run", "maxima", "merged", "mismatch_pass", "scratch", "slopes",
-           "taken", "ulp_bin", "valued", "ulp_bin_counts", "within_rounding"]
+           "taken", "ulp_bin", "ulp_bin_counts", "valued", "within_rounding"]
 
 
 RUN = 512  # pairs a vectorised loop judges at a time: their errors stay in the first cache
@@ -60,12 +60,13 @@ def _mismatch_loop(ab, gb, a, g, bad, counts, rtol, atol, max_ulp, strict_zeros,
     for lo in range(0, a.size, RUN):
         n = min(RUN, a.size - lo)
         judge_run(ab, gb, lo, a, g, lo, n, bad, errs, ulps, counts, rtol, atol, max_ulp, strict_zeros, magnitude,
-               exp_mask, mant_mask)
+                  exp_mask, mant_mask)
         best = taken(best, errs, ulps, n, nothing, lo, 0)
     return valued(best)
 
 
-NO_ERROR = (np.int64(0), np.int64(0), np.int64(0), np.int64(0), np.int64(0), np.int64(0))  # maxima, their places (taken)
+#: What :func:`taken` starts from: the maxima (abs and rel errors by their bits, ULPs), their places.
+NO_ERROR = (np.int64(0), np.int64(0), np.int64(0), np.int64(0), np.int64(0), np.int64(0))
 
 
 @numba.njit(cache=True)
@@ -99,8 +100,8 @@ def _errors(u, v, x, y, rtol, atol, max_ulp, strict_zeros, magnitude, exp_mask, 
 
 
 @numba.njit(cache=True, nogil=True)
-def judge_run(ab, gb, lo, a, g, at, n, bad, errs, ulps, counts, rtol, atol, max_ulp, strict_zeros, magnitude, exp_mask,
-           mant_mask):
+def judge_run(ab, gb, lo, a, g, at, n, bad, errs, ulps, counts, rtol, atol, max_ulp, strict_zeros, magnitude,
+              exp_mask, mant_mask):
     """Judge the pairs ``lo .. lo + n - 1`` (at most :data:`RUN`) of the bits ``ab``, ``gb``,
     whose values are ``a[at:at + n]``, ``g[at:at + n]``: whether each violates the tolerance
     into ``bad``, their abs and rel errors into ``errs`` and ULP errors into ``ulps`` (from 0),
@@ -109,8 +110,8 @@ def judge_run(ab, gb, lo, a, g, at, n, bad, errs, ulps, counts, rtol, atol, max_
     abs_errs, rel_errs = errs[0], errs[1]
     for k in range(n):
         j = lo + k
-        bad[j], abs_errs[k], rel_errs[k], ulps[k], flags = _errors(ab[j], gb[j], np.float64(a[at + k]),
-                                                                   np.float64(g[at + k]), rtol, atol, max_ulp,
+        x, y = np.float64(a[at + k]), np.float64(g[at + k])
+        bad[j], abs_errs[k], rel_errs[k], ulps[k], flags = _errors(ab[j], gb[j], x, y, rtol, atol, max_ulp,
                                                                    strict_zeros, magnitude, exp_mask, mant_mask)
         c0, c1, c2, c3 = c0 + flags[0], c1 + flags[1], c2 + flags[2], c3 + flags[3]
         c4, c5, c6, c7 = c4 + flags[4], c5 + flags[5], c6 + flags[6], c7 + flags[7]

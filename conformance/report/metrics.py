@@ -286,7 +286,7 @@ def _compiled_comparison(actual: np.ndarray, golden: np.ndarray, index: np.ndarr
 def loop_metrics(tops: Sequence[tuple[float, int]], counts: Sequence[int], *, elements: int, mismatches: int,
                  part: str, offset: int, cosine: tuple[float, float, float, int]) -> Metrics:
     """The record of a compiled pass: (maximum, index in the compared arrays) of abs, rel and
-    ULP error, the eight counts of ``metric_loops.judge`` and the cosine sums."""
+    ULP error, the eight counts of ``metric_loops.judge_run`` and the cosine sums."""
     at = [None if top <= 0 else (part, offset + i) for top, i in tops]
     n, k = elements, mismatches
     violations, nan_pos, inf_pos, zero_signs, within_1e3, within_5e3, above, below = counts

@@ -86,14 +86,18 @@ def _block(a, g, lo, n, lanes):
             lanes[0, lane] += x * y
             lanes[1, lane] += x * x
             lanes[2, lane] += y * y
-    r = lanes
-    dot = ((r[0, 0] + r[0, 1]) + (r[0, 2] + r[0, 3])) + ((r[0, 4] + r[0, 5]) + (r[0, 6] + r[0, 7]))
-    aa = ((r[1, 0] + r[1, 1]) + (r[1, 2] + r[1, 3])) + ((r[1, 4] + r[1, 5]) + (r[1, 6] + r[1, 7]))
-    gg = ((r[2, 0] + r[2, 1]) + (r[2, 2] + r[2, 3])) + ((r[2, 4] + r[2, 5]) + (r[2, 6] + r[2, 7]))
+    dot, aa, gg = _lanes_added(lanes, 0), _lanes_added(lanes, 1), _lanes_added(lanes, 2)
     for i in range(lo + whole, lo + n):
         x, y = np.float64(a[i]), np.float64(g[i])
         dot, aa, gg = dot + x * y, aa + x * x, gg + y * y
     return dot, aa, gg
+
+
+@numba.njit(cache=True, inline="always")
+def _lanes_added(lanes, j):
+    """The eight accumulators of sum ``j`` added pairwise, as numpy adds its eight."""
+    r = lanes[j]
+    return ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
 
 
 @numba.njit(cache=True)
@@ -133,13 +137,6 @@ def _cosine_sums(ab, gb, af, gf, table, all_finite, pieces, sums, exp_mask):
 def _special(u, exp_mask):
     field = u & exp_mask
     return (field == 0) | (field == exp_mask)
-
-
-@numba.njit(cache=True, inline="always")
-def _looked_up(ab, gb, lo, n, table, va, vg):
-    """The values of pairs ``lo .. lo + n - 1`` from ``table`` by their bits, into ``va``, ``vg`` (from 0)."""
-    for k in range(n):
-        va[k], vg[k] = table[ab[lo + k]], table[gb[lo + k]]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -204,19 +201,18 @@ def find(xb, db, ab, gb, af, gf, table, offset, out_where, start, pieces, sums, 
 
 
 @numba.njit(cache=True, nogil=True)
-def judge_range(xb, db, ab, gb, table, offset, out_where, out_x, out_dy, out_golden, out_actual, golden_values,
-                actual_values, out_bad, lo, hi, counts, bins, classes, rtol, atol, max_ulp, strict_zeros, magnitude,
-                exp_mask, mant_mask, x_sign, x_mant, x_exp, x_shift):
+def judge_range(xb, db, ab, gb, af, gf, table, offset, out_where, out_x, out_dy, out_golden, out_actual, out_bad,
+                lo, hi, counts, bins, classes, rtol, atol, max_ulp, strict_zeros, magnitude, exp_mask, mant_mask,
+                x_sign, x_mant, x_exp, x_shift):
     """The second pass over the chunk's mismatches ``out_where[lo:hi]`` (:func:`find`), a run at
     a time: writes their bits to the other ``out_*``, adds what the plots of the mismatches
     show (``plots.measure``) to ``bins``, their ULP bins (:func:`conformance.report.metric_loops.ulp_bin`;
     none when ``bins`` is empty), and to ``classes``, the classes of their x (as
     ``metric_loops.class_counts``, by x's sign, mantissa and exponent masks and the exponent's
-    shift); then judges the run where it was written (``golden_values``, ``actual_values``: the
-    values of ``out_golden``, ``out_actual``; ``table[bits]`` when ``table`` is not empty) with
-    :func:`conformance.report.metric_loops.judge_run`, into ``out_bad`` and ``counts``.  Returns the
-    maxima of the range, the first index winning a tie (a range after another merges into it
-    with :func:`conformance.report.metric_loops.merged`)."""
+    shift); then judges the run from its values (``af``, ``gf``, or ``table`` by the bits when it
+    is not empty) with :func:`conformance.report.metric_loops.judge_run`, into ``out_bad`` and
+    ``counts``.  Returns the maxima of the range, the first index winning a tie (a range after
+    another merges into it with :func:`conformance.report.metric_loops.merged`)."""
     has_dy, by_table, binned = db.size > 0, table.size > 0, bins.size > 0
     best = NO_ERROR
     errs, ulps = scratch()
@@ -227,19 +223,16 @@ def judge_range(xb, db, ab, gb, table, offset, out_where, out_x, out_dy, out_gol
             i = out_where[j] - offset
             u, v, w = ab[i], gb[i], xb[i]
             out_x[j], out_golden[j], out_actual[j] = w, v, u
+            va[j - start] = table[u] if by_table else np.float64(af[i])
+            vg[j - start] = table[v] if by_table else np.float64(gf[i])
             if has_dy:
                 out_dy[j] = db[i]
             if binned:
                 bins[ulp_bin(u, v, magnitude, exp_mask, mant_mask)] += 1
             classes[np.int64((w & x_exp) >> x_shift) * 4 + 2 * np.int64((w & x_sign) != 0)
                     + np.int64((w & x_mant) != 0)] += 1
-        if by_table:
-            _looked_up(out_actual, out_golden, start, n, table, va, vg)
-            judge_run(out_actual, out_golden, start, va, vg, 0, n, out_bad, errs, ulps, counts, rtol, atol, max_ulp,
-                      strict_zeros, magnitude, exp_mask, mant_mask)
-        else:
-            judge_run(out_actual, out_golden, start, actual_values, golden_values, start, n, out_bad, errs, ulps,
-                      counts, rtol, atol, max_ulp, strict_zeros, magnitude, exp_mask, mant_mask)
+        judge_run(out_actual, out_golden, start, va, vg, 0, n, out_bad, errs, ulps, counts, rtol, atol, max_ulp,
+                  strict_zeros, magnitude, exp_mask, mant_mask)
         best = taken(best, errs, ulps, n, out_where, start, offset)
     return valued(best)
 

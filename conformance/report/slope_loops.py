@@ -416,7 +416,8 @@ def _hit_loop(actual, operand, index, whole, start, stop, starts, hit):
 
 
 def _float_key(v: float) -> int:
-    """:func:`_key` of a Python float (not NaN): its place on the ordered-integer line."""
+    """The key of a Python float (not NaN), as :func:`_keys_of` gives a slope's: its place on
+    the ordered-integer line."""
     return int(ordered(np.array([v], dtype=np.float64))[0])
 
 
