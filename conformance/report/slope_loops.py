@@ -39,7 +39,7 @@ from conformance import jit
 from conformance.dtypes import ordered
 from conformance.jit import read_only
 
-__all__ = ["Survey", "at_ranks", "leading", "shown_within", "survey"]
+__all__ = ["Survey", "at_ranks", "shown_within", "survey"]
 
 _DIGIT = 12  # bits of the key one histogram tells apart (its counts stay in the first cache)
 _FEW = 1 << 20  # slopes gathered outright once the selection has narrowed to this many
@@ -48,20 +48,6 @@ _MIDDLE = 0.02  # the survey keeps the keys within this share of ranks either si
 _ROOM = 4  # ... in room for this many times the share of each part's positions they are expected to take
 _SPLIT_FROM = 1 << 16  # positions from which a pass is split over threads
 _TOP = (1 << 63) - 1  # the greatest key
-
-
-@numba.njit(cache=True, nogil=True)
-def _leading_loop(index):
-    for k in range(index.size):
-        if index[k] != k:
-            return False
-    return True
-
-
-def leading(index: np.ndarray) -> bool:
-    """``index`` is 0, 1, ..., k-1, in one pass without temporaries (it stops at the first
-    position that differs)."""
-    return bool(_leading_loop(read_only(np.asarray(index, dtype=np.int64))))
 
 
 @numba.njit(cache=True, inline="always")
@@ -463,7 +449,6 @@ def shown_within(actual: np.ndarray, operand: np.ndarray, index: Optional[np.nda
 def warm() -> None:
     """Compile (or load) every pass for float32 and float64 operands (read-only, as every pass
     reads them), read in order and at positions."""
-    leading(np.arange(3))
     for dtype, index in ((d, i) for d in (np.float32, np.float64) for i in (None, np.arange(0, 8, 2))):
         s, t = np.linspace(-3, -1, 8).astype(dtype), np.linspace(-1, -2, 8).astype(dtype)  # slopes apart
         seen = survey(s, t, s, s, index, smallest_normal=0.0, forward=True)

@@ -20,6 +20,7 @@ import numpy as np
 from conformance import jit
 from conformance.dtypes import info
 from conformance.reference import golden as ref
+from conformance.report.triage import sampling
 from conformance.report.triage.claims import Batch, observed_slopes
 from conformance.report.triage.rules import Rule, catalogue
 
@@ -85,10 +86,8 @@ def _operands(batch: Batch, mis: np.ndarray, *,
     views of a reduced batch's leading mismatches), when the compiled passes read these dtypes."""
     if not {batch.x.dtype.name, batch.actual.dtype.name, batch.golden.dtype.name} <= {"float32", "float64"}:
         return None
-    from conformance.report import slope_loops  # numba, imported on the first compiled call
-
     operand = batch.x if batch.direction == "forward" else batch.dy
-    if slope_loops.leading(mis) if leading is None else leading:
+    if sampling.leading_mismatches(batch, mis) if leading is None else leading:
         at = slice(0, mis.size)
         return (batch.actual[at], operand[at], batch.x[at], batch.golden[at]), None
     return (batch.actual, operand, batch.x, batch.golden), np.asarray(mis, dtype=np.int64)

@@ -117,6 +117,13 @@ class Batch:
             self._memo_bytes[0] += 2 * hit[1].nbytes + index.nbytes
         return hit[1]
 
+    def trial(self, index: np.ndarray, *, semantics: Semantics) -> np.ndarray:
+        """:meth:`variant` on ``index`` for a look that is seldom repeated: computed on those
+        elements alone and not kept, unless the batch keeps the prediction already."""
+        if semantics == EXACT or semantics in self._predictions:
+            return self.variant(index, semantics=semantics)
+        return self._computed(index, semantics)
+
     def _whole(self, semantics: Semantics) -> np.ndarray:
         """The prediction on every element, kept when the batch is small enough."""
         if self._source is not None and semantics in self._source[0]._predictions:

@@ -174,9 +174,8 @@ class Selector:
         if whole is not None:
             return self.where_right(whole)[some]
         positions, batch = self.scope.positions(some), self.batch
-        if (batch.x.size <= MEMO_WHOLE and FEW * some.size <= batch.x.size and key != EXACT
-                and key not in batch._predictions):
-            pred = batch._computed(positions, key)  # most trials stop here: their whole prediction is never asked for
+        if batch.x.size <= MEMO_WHOLE and FEW * some.size <= batch.x.size:
+            pred = batch.trial(positions, semantics=key)  # most stop here: their whole prediction is never asked
         else:
             pred = batch.variant(positions, semantics=key)
         return match_mask(pred, self.actual[some])
