@@ -457,3 +457,18 @@ def test_a_dumps_chunks_are_its_files_whatever_the_threads_read_the_first(thread
         part = slice(chunk.offset, chunk.offset + chunk.x.size)
         assert np.array_equal(chunk.x, data["x"][part]) and np.array_equal(chunk.actual, data["y"][part])
         assert chunk.dy is None if not backward else np.array_equal(chunk.dy, data["dy"][part])
+
+
+@pytest.mark.parametrize("n", [0, 1, 129, 65_536, 200_003])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_metrics_cosine_sums_compiled_are_numpys(dtype, n, monkeypatch):
+    """``metrics._dots`` by the compiled pieces gives numpy's sums, of two arrays and of one,
+    contiguous or strided."""
+    from conformance.report import metrics
+
+    rng = np.random.default_rng(n)
+    a, g = ((rng.standard_normal(2 * n) * 10.0 ** rng.integers(-30, 30, 2 * n)).astype(dtype) for _ in range(2))
+    cases = [(a[:n], g[:n]), (a[:n], None), (a[::2], g[::2])]
+    got = [metrics._dots(x, y) for x, y in cases]
+    monkeypatch.setenv("CONFORMANCE_COMPILED", "0")
+    assert got == [metrics._dots(x, y) for x, y in cases]

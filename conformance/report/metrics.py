@@ -161,7 +161,16 @@ DOT_PIECE = 1 << 16  # elements widened to float64 at a time (in cache)
 def _dots(a: np.ndarray, g: Optional[np.ndarray], *, exp: int = 0) -> tuple[float, float, float]:
     """``a.g``, ``a.a`` and ``g.g`` (``g`` None: all three ``a.a``) of the values widened to
     float64 and scaled by ``2**exp``: pairwise sums (numpy's, the same on every machine,
-    unlike a threaded BLAS dot) of pieces, added up in order."""
+    unlike a threaded BLAS dot) of pieces, added up in order; compiled for unscaled float32
+    and float64 values (``scan_loops.piece_sums``, the same sums)."""
+    if not exp and jit.enabled() and a.dtype.name in ("float32", "float64") and (g is None or g.dtype == a.dtype):
+        from conformance.report import scan_loops  # numba, imported on the first compiled call
+
+        sums = np.zeros(3)
+        a = jit.read_only(np.ascontiguousarray(a))
+        scan_loops.piece_sums(a, a if g is None else jit.read_only(np.ascontiguousarray(g)), DOT_PIECE, sums)
+        dot, aa, gg = (float(s) for s in sums)
+        return (aa, aa, aa) if g is None else (dot, aa, gg)
     dot = aa = gg = 0.0
     for lo in range(0, a.size, DOT_PIECE):
         pa = _widened(a[lo:lo + DOT_PIECE], exp)

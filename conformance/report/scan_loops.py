@@ -22,7 +22,7 @@ from conformance.report.metric_loops import NO_ERROR, RUN, judge_run, scratch, t
 from conformance.report.metrics import DOT_PIECE  # finite pairs summed as one piece, as numpy sums them
 from conformance.ulp_loops import is_nan_bits
 
-__all__ = ["DOT_PIECE", "count_into", "find", "judge_range", "pairwise_sums", "plain_picks"]
+__all__ = ["DOT_PIECE", "count_into", "find", "judge_range", "pairwise_sums", "piece_sums", "plain_picks"]
 
 _BLOCK = 128  # numpy's PW_BLOCKSIZE: a piece this short is summed by eight accumulators
 _DEPTH = 128  # pieces a pairwise sum holds at once: two per halving, far more than 2^63 elements need
@@ -110,14 +110,22 @@ def _add_piece(a, g, lo, n, sums):
 
 
 @numba.njit(cache=True)
+def piece_sums(a, g, size, sums):
+    """Add up the cosine sums (dot, aa, gg) of the finite float32 or float64 values ``a``, ``g``
+    into ``sums``, by pieces of ``size`` (each a pairwise sum, the pieces added in order): as
+    ``metrics._dots`` takes them."""
+    for lo in range(0, a.size, size):
+        _add_piece(a, g, lo, min(size, a.size - lo), sums)
+
+
+@numba.njit(cache=True)
 def _cosine_sums(ab, gb, af, gf, table, all_finite, pieces, sums, exp_mask):
     """Add up the cosine sums of the chunk's finite pairs by pieces of ``pieces.shape[1]``, as
     the numpy path takes them: read in place when every pair is finite and the values are the
     arrays themselves, else each piece's values gathered into ``pieces[0]``, ``pieces[1]``."""
     size = pieces.shape[1]
     if all_finite and table.size == 0:
-        for lo in range(0, ab.size, size):
-            _add_piece(af, gf, lo, min(size, ab.size - lo), sums)
+        piece_sums(af, gf, size, sums)
         return
     va, vg, filled = pieces[0], pieces[1], 0
     for i in range(ab.size):
