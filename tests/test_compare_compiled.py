@@ -472,3 +472,25 @@ def test_the_metrics_cosine_sums_compiled_are_numpys(dtype, n, monkeypatch):
     got = [metrics._dots(x, y) for x, y in cases]
     monkeypatch.setenv("CONFORMANCE_COMPILED", "0")
     assert got == [metrics._dots(x, y) for x, y in cases]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_metrics_cosine_sums_are_numpys_with_every_pair_finite_or_not(dtype, monkeypatch):
+    """``metrics._cosine_sums`` (the largest finite magnitude found compiled when every pair is
+    finite) gives the numpy path's scaled sums and exponent: finite pairs, an inf or a NaN on
+    either side, zeros only, extreme magnitudes, one array for both sides."""
+    from conformance.report import metrics
+
+    rng = np.random.default_rng(9)
+    a = (rng.standard_normal(70_000) * 10.0 ** rng.integers(-30, 30, 70_000)).astype(dtype)
+    scalar = np.dtype(dtype).type
+    g = a * scalar(0.2)
+    cases = [(a, g), (a, a), (np.zeros(5, dtype), np.zeros(5, dtype)), (a * scalar(1e-30), g)]
+    for bad in (np.inf, -np.inf, np.nan):
+        for side in (0, 1):
+            pair = [a.copy(), g.copy()]
+            pair[side][7] = bad
+            cases.append(tuple(pair))
+    got = [metrics._cosine_sums(x, x if y is x else y) for x, y in cases]
+    monkeypatch.setenv("CONFORMANCE_COMPILED", "0")
+    assert got == [metrics._cosine_sums(x, x if y is x else y) for x, y in cases]

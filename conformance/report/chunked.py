@@ -195,9 +195,7 @@ class _Scratch:
     cosine sums, and where the chunk's special matching elements are."""
 
     def __init__(self) -> None:
-        from conformance.report.scan_loops import DOT_PIECE  # numba, imported on the first compiled call
-
-        self.pieces = np.empty((2, DOT_PIECE), dtype=np.float64)
+        self.pieces = np.empty((2, met.DOT_PIECE), dtype=np.float64)  # finite pairs summed as one piece
         self.at = np.empty(0, dtype=np.int64)
 
     def positions(self, n: int) -> np.ndarray:

@@ -17,8 +17,8 @@ from numba.cpython.unsafe.numbers import leading_zeros
 from conformance.jit import read_only
 from conformance.ulp_loops import is_nan_bits, masks, ordered_bits
 
-__all__ = ["NO_ERROR", "RUN", "class_counts", "judge_run", "maxima", "merged", "mismatch_pass", "scratch", "slopes",
-           "taken", "ulp_bin", "ulp_bin_counts", "valued", "within_rounding"]
+__all__ = ["NO_ERROR", "RUN", "class_counts", "finite_magnitude", "judge_run", "maxima", "merged", "mismatch_pass",
+           "scratch", "slopes", "taken", "ulp_bin", "ulp_bin_counts", "valued", "within_rounding"]
 
 
 RUN = 512  # pairs a vectorised loop judges at a time: their errors stay in the first cache
@@ -211,6 +211,18 @@ def _within_loop(ab, gb, index, out, magnitude, exp_mask, mant_mask):
 def _within_all_loop(ab, gb, out, magnitude, exp_mask, mant_mask):
     for i in range(ab.size):
         out[i] = _within(ab[i], gb[i], magnitude, exp_mask)
+
+
+@numba.njit(cache=True, nogil=True)
+def finite_magnitude(ab, gb, exp_mask, magnitude):
+    """Whether every pair of the bit patterns ``ab``, ``gb`` is finite, and the bits of the
+    largest magnitude among them (their bits order as the magnitudes do): vectorised."""
+    finite, top = True, magnitude ^ magnitude  # zero of the bits' type
+    for i in range(ab.size):
+        u, v = ab[i] & magnitude, gb[i] & magnitude
+        finite &= ((u & exp_mask) != exp_mask) & ((v & exp_mask) != exp_mask)
+        top = max(top, max(u, v))
+    return finite, top
 
 
 def ulp_bin_counts(ab: np.ndarray, gb: np.ndarray, *, bits: int, mant_bits: int) -> np.ndarray:

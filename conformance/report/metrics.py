@@ -33,7 +33,7 @@ from typing import Optional
 import numpy as np
 
 from conformance import jit
-from conformance.dtypes import info, is_nan, ordered, to_bits
+from conformance.dtypes import from_bits, info, is_nan, ordered, to_bits
 
 Where = Optional[tuple[str, int]]  # (part label, flat index) of an extreme value
 
@@ -141,18 +141,36 @@ def _cosine_sums(a: np.ndarray, g: np.ndarray) -> tuple[float, float, float, int
     that matches everywhere: one sum then serves all three).  ``a`` and ``g`` are in their
     own dtype; the sums are taken in float64 (see :func:`_dots`)."""
     same = a is g
-    with np.errstate(invalid="ignore"):  # NaN payloads of bfloat16 warn when tested
-        fin = np.isfinite(a) if same else np.isfinite(a) & np.isfinite(g)
-        af, gf = (a, g) if fin.all() else (a[fin], g[fin])
-        if af.size == 0:
-            return 0.0, 0.0, 0.0, 0
-        top = max(_abs_max(af), 0.0 if same else _abs_max(gf))
+    found = _finite_top(a, g)
+    if found is not None:  # every pair finite: the sums read the arrays as they are
+        af, gf, top = a, g, found
+    else:
+        with np.errstate(invalid="ignore"):  # NaN payloads of bfloat16 warn when tested
+            fin = np.isfinite(a) if same else np.isfinite(a) & np.isfinite(g)
+            af, gf = (a, g) if fin.all() else (a[fin], g[fin])
+            if af.size == 0:
+                return 0.0, 0.0, 0.0, 0
+            top = max(_abs_max(af), 0.0 if same else _abs_max(gf))
     exp = math.frexp(top)[1] if top > 0 else 0
     if -200 <= exp <= 480:  # no overflow or underflow: sum first, then scale by 2**(-2*exp)
         scale = 2.0 ** (-2 * exp)
         dot, aa, gg = _dots(af, None if same else gf)
         return dot * scale, aa * scale, gg * scale, exp
     return (*_dots(af, None if same else gf, exp=-exp), exp)
+
+
+def _finite_top(a: np.ndarray, g: np.ndarray) -> Optional[float]:
+    """Compiled, of float32/float64 pairs: the largest magnitude when every pair is finite (as
+    the numpy path's ``_abs_max`` of both), else None (the numpy path takes the finite pairs)."""
+    if not (jit.enabled() and a.size and a.dtype.name in ("float32", "float64") and g.dtype == a.dtype):
+        return None
+    from conformance.report import metric_loops  # numba, imported on the first compiled call
+
+    rec = info(a.dtype)
+    bits = [jit.read_only(np.ascontiguousarray(to_bits(v))) for v in (a, g)]
+    word = rec.uint.type
+    finite, top = metric_loops.finite_magnitude(*bits, word(rec.exp_mask), word(rec.exp_mask | rec.mant_mask))
+    return float(from_bits([int(top)], a.dtype)[0]) if finite else None
 
 
 DOT_PIECE = 1 << 16  # elements widened to float64 at a time (in cache)

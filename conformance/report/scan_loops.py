@@ -19,10 +19,9 @@ import numba
 import numpy as np
 
 from conformance.report.metric_loops import NO_ERROR, RUN, judge_run, scratch, taken, ulp_bin, valued
-from conformance.report.metrics import DOT_PIECE  # finite pairs summed as one piece, as numpy sums them
 from conformance.ulp_loops import is_nan_bits
 
-__all__ = ["DOT_PIECE", "count_into", "find", "judge_range", "pairwise_sums", "piece_sums", "plain_picks"]
+__all__ = ["count_into", "find", "judge_range", "pairwise_sums", "piece_sums", "plain_picks"]
 
 _BLOCK = 128  # numpy's PW_BLOCKSIZE: a piece this short is summed by eight accumulators
 _DEPTH = 128  # pieces a pairwise sum holds at once: two per halving, far more than 2^63 elements need
