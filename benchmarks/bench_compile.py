@@ -23,7 +23,8 @@ from conformance.dtypes import info, ulp_distance
 from conformance import jit
 from conformance.reference import golden
 from conformance.reference.exact import SUPPORTED_PAIRS
-from conformance.report.metrics import Tolerance, compare
+from conformance.metrics.exact import compare
+from conformance.records import Tolerance
 t1 = time.perf_counter()
 if {calls}:
     for src, out in sorted(SUPPORTED_PAIRS):

@@ -25,9 +25,9 @@ import time
 from collections.abc import Sequence
 
 from conformance.backends import call
+from conformance.judge.evaluate import evaluate
+from conformance.judge.gate import GateConfig
 from conformance.reference import golden as ref
-from conformance.report.evaluate import evaluate
-from conformance.report.gate import GateConfig
 from conformance.sweep import run as sweeping
 from conformance.sweep import twins
 from conformance.sweep.spec import X_CLASS_IDS, SweepSpec, segments

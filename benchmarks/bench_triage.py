@@ -33,11 +33,11 @@ import numpy as np
 
 from benchmarks.timing import best_time
 from conformance.dtypes import all_patterns
+from conformance.judge.evaluate import evaluate
+from conformance.judge.gate import GateConfig
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
-from conformance.report.evaluate import evaluate
-from conformance.report.gate import GateConfig
 
 
 def _cases() -> list[tuple[str, np.ndarray, np.ndarray, float]]:
@@ -58,7 +58,7 @@ def _cases() -> list[tuple[str, np.ndarray, np.ndarray, float]]:
 
 #: Put first on ``sys.path`` by ``record``: wraps ``triage.triage`` to pickle each call.
 _RECORDER = '''import itertools, os, pickle, sys
-import conformance.report.triage as _triage
+import conformance.triage as _triage
 _real, _count = _triage.triage, itertools.count()
 _FIELDS = ("x", "dy", "alpha", "direction", "out_dtype", "golden", "actual", "where", "numel", "weight", "shape")
 
@@ -96,7 +96,7 @@ def _digest(claims: Sequence) -> str:
 
 def replay(directory: Path, out: Path) -> None:
     """Replay every recorded call; write its claims digest and CPU seconds to ``out``."""
-    from conformance.report.triage import Batch, triage
+    from conformance.triage import Batch, triage
 
     calls = {}
     for path in sorted(directory.glob("*.pkl")):

@@ -18,11 +18,11 @@ from typing import Any, Optional
 from conformance import adapters
 from conformance.backends import is_backend, load, profiles_of
 from conformance.errors import UsageError
-from conformance.records import Direction
-from conformance.report import export
-from conformance.report.agreement import Agreement
-from conformance.report.evaluate import Row
-from conformance.report.gate import GateConfig, allowed_categories, load_config, overall
+from conformance.judge.agreement import Agreement
+from conformance.judge.gate import GateConfig, allowed_categories, load_config, overall
+from conformance.records import Direction, Row
+from conformance.render import export
+from conformance.render.messages import failure_message
 from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, RowSpec, Selection, SuiteResult, plan, run_suite
 
 
@@ -50,7 +50,7 @@ class Report:
     @property
     def message(self) -> str:
         """Each failing row's title, its "Mismatched elements: k / N (p%)" lines and its findings."""
-        return "\n\n".join(f"{r.title}\n{r.message}" for r in self.failures)
+        return "\n\n".join(f"{r.title}\n{failure_message(r)}" for r in self.failures)
 
     @property
     def subject(self) -> tuple[Row, ...]:

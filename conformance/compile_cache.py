@@ -64,8 +64,9 @@ def warm_golden() -> None:
 
 def warm_metrics() -> None:
     """The ULP distance and the metric pass for 16-, 32- and 64-bit data, and compare's chunk scan."""
-    from conformance.report import chunked
-    from conformance.report.metrics import Tolerance, compare
+    from conformance.judge import chunked
+    from conformance.metrics.exact import compare
+    from conformance.records import Tolerance
 
     chunked.warm()
 
@@ -79,7 +80,7 @@ def warm_triage() -> None:
     """The passes triage and the HTML report's plots make over a batch's mismatches: in order and
     at positions (the passes read their inputs read-only, whatever they were given)."""
     from conformance.dtypes import to_bits
-    from conformance.report import metric_loops
+    from conformance.metrics._compiled import metric_loops
 
     for name, index in ((n, i) for n in ("float16", "float32", "float64") for i in (None, np.arange(0, 8, 2))):
         rec, golden = info(name), _sample(name)
@@ -118,7 +119,7 @@ def warm_second_share() -> None:
     """The second process's share: the slope passes, then the emulator.  The metrics' chunk scan
     calls the slope passes too, so the first process waits for the line this prints before it
     (two processes compiling one function would both write its cache index)."""
-    from conformance.report import slope_loops
+    from conformance.triage._compiled import slope_loops
 
     slope_loops.warm()
     print(_SLOPES_DONE, flush=True)

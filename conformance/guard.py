@@ -16,9 +16,8 @@ from conformance.backends import Backend, call, raised
 from conformance.dtypes import info, to_bits
 from conformance.errors import Unsupported
 from conformance.interrupts import from_signal
-from conformance.records import BackendResult, Direction
-from conformance.report.evaluate import Finding, Row
-from conformance.report.gate import GateConfig, verdict
+from conformance.judge.gate import GateConfig, verdict
+from conformance.records import BackendResult, Direction, Finding, Row
 
 Inputs = tuple[np.ndarray, Optional[np.ndarray]]  # (x, dy)
 

@@ -63,7 +63,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     path = session.config.getoption("leakyrelu_json", None)
     rows = session.config.stash.get(ROWS, [])
     if path and rows:
-        from conformance.report import export
+        from conformance.render import export
 
         configs = session.config.stash.get(CONFIGS, [])
         same = configs[0] if configs and all(c == configs[0] for c in configs) else None  # one gate, or none said

@@ -15,10 +15,10 @@ from typing import Optional
 
 from conformance.cases.quantized import quant_grid
 from conformance.frameworks.quantized_profiles import SUITE_PROFILES
+from conformance.judge.gate import GateConfig
+from conformance.judge.quantized import evaluate_codes
+from conformance.records import Row
 from conformance.reference.quantized import QuantParams, all_codes
-from conformance.report.evaluate import Row
-from conformance.report.gate import GateConfig
-from conformance.report.quantized import evaluate_codes
 from conformance.suite import Selection, SuiteResult
 
 SUITE_SETTINGS = 9  # the grid's first 9: every slope of the grid, both that XNNPACK declines among them

@@ -1,14 +1,18 @@
-"""Plain records that flow down the pipeline (cases -> backends -> report).
+"""Plain records that flow down the pipeline (cases -> backends -> metrics -> triage -> judge -> render).
 
-Backends produce :class:`BackendResult`; the report stages read it.  The
-emulator's tile layout and memory hazards travel here as data, so that
-``report/`` never imports ``npu_impl/``.
+Backends produce :class:`BackendResult`; the metrics, triage and judge stages read it and
+the judge makes each :class:`Row` (a :class:`RowKey`, the one record of a row's identity,
+with its :class:`Metrics`, :class:`Finding` s and :class:`Plots`), which render reads.
+The emulator's tile layout and memory hazards travel here as data, so that no stage
+imports ``npu_impl/``.
 """
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 import numpy as np
 
@@ -143,3 +147,230 @@ class BackendResult:
     hazards: Sequence[Hazard] = field(default_factory=tuple)  # the emulator's: :class:`Hazards`
     rejected: Optional[str] = None
     notes: tuple[str, ...] = ()  # what the row's reader should know (e.g. the chip is outside aclnn)
+
+
+# ----------------------------------------------------------------------------- a row's identity
+
+def backend_label(backend: str, profile: Optional[str], variant: Optional[str]) -> str:
+    extra = "/".join(p for p in (profile, variant) if p)
+    return backend + (f"[{extra}]" if extra else "")
+
+
+@dataclass(frozen=True)
+class RowKey:
+    """What names a row of the suite, run or skipped: (backend, profile, variant, dtype,
+    out_dtype, direction, alpha)."""
+
+    backend: str
+    profile: Optional[str]
+    variant: Optional[str]
+    dtype: str
+    out_dtype: str
+    direction: str
+    alpha: float
+
+    @property
+    def key(self) -> tuple:
+        return (self.backend, self.profile, self.variant, self.dtype, self.out_dtype,
+                self.direction, self.alpha)
+
+    @property
+    def label(self) -> str:
+        """``cann[ascend910b1/reference]``: the backend with its profile and variant."""
+        return backend_label(self.backend, self.profile, self.variant)
+
+    @property
+    def title(self) -> str:
+        """``cann[ascend910b1] float16->float16 forward alpha=0.2``."""
+        return f"{self.label} {self.dtype}->{self.out_dtype} {self.direction} alpha={self.alpha!r}"
+
+
+@dataclass(frozen=True)
+class Skip(RowKey):
+    """A row the run planned but did not run, and why (the backend does not support it)."""
+
+    reason: str
+
+
+# ----------------------------------------------------------------------------- what a comparison measured
+
+Shape = tuple[int, ...]
+Where = Optional[tuple[str, int]]  # (part label, flat index) of an extreme value
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Closeness thresholds for one comparison."""
+
+    rtol: float
+    atol: float
+    max_ulp: int = 1
+    strict_zeros: bool = False
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Error statistics of one comparison (or of several, merged)."""
+
+    elements: int
+    mismatches: int
+    violations: int
+    max_abs: float
+    max_abs_at: Where
+    max_rel: float
+    max_rel_at: Where
+    max_ulp: int
+    max_ulp_at: Where
+    nan_positions: int  # NaN on exactly one side
+    inf_positions: int  # inf on one side, finite on the other (no NaN)
+    zero_signs: int  # both zero, sign differs
+    within_1e3: int
+    within_5e3: int
+    above: int
+    below: int
+    cos_dot: float = 0.0  # finite-pair sums, scaled by 2**-cos_exp
+    cos_aa: float = 0.0
+    cos_gg: float = 0.0
+    cos_exp: int = 0
+
+    @property
+    def mismatch_ratio(self) -> float:
+        return self.mismatches / self.elements if self.elements else 0.0
+
+    @property
+    def one_thousandth_ratio(self) -> Optional[float]:
+        return self.within_1e3 / self.elements if self.elements else None
+
+    @property
+    def five_thousandths_ratio(self) -> Optional[float]:
+        return self.within_5e3 / self.elements if self.elements else None
+
+    @property
+    def cosine(self) -> Optional[float]:
+        """Cosine similarity of the finite pairs (None when either side is all zero)."""
+        if self.cos_aa <= 0.0 or self.cos_gg <= 0.0:
+            return None
+        return self.cos_dot / math.sqrt(self.cos_aa * self.cos_gg)
+
+    @property
+    def error_balance(self) -> Optional[float]:
+        return (self.above - self.below) / self.elements if self.elements else None
+
+
+# ----------------------------------------------------------------------------- what the HTML report draws
+
+@dataclass(frozen=True)
+class Grid:
+    """Counts per category over a ``rows`` x ``cols`` grid; cell ``(r, c)`` covers
+    ``bins[0]`` rows and ``bins[1]`` columns of the underlying axes."""
+
+    kind: str  # "plan" (cores x tiles) or "shape" (the input's axes)
+    part: str
+    axes: tuple[str, str]
+    size: tuple[int, int]  # the underlying axes' lengths
+    bins: tuple[int, int]
+    cells: dict[str, Counter] = field(default_factory=dict)  # category -> (r, c) -> count
+
+    @property
+    def errors(self) -> int:
+        return sum(sum(c.values()) for c in self.cells.values())
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "part": self.part, "axes": list(self.axes), "size": list(self.size),
+                "bins": list(self.bins),
+                "cells": {cat: [[r, c, n] for (r, c), n in sorted(cnt.items())]
+                          for cat, cnt in self.cells.items()}}
+
+
+@dataclass(frozen=True)
+class Plots:
+    """A row's plot data: per category, ULP bins and input classes; its grids."""
+
+    ulp: dict[str, Counter] = field(default_factory=dict)  # category -> bin label -> count
+    values: dict[str, Counter] = field(default_factory=dict)  # category -> class label -> count
+    grids: tuple[Grid, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {"ulp": {c: dict(sorted(b.items(), key=lambda kv: ulp_order(kv[0]))) for c, b in self.ulp.items()},
+                "values": {c: dict(sorted(v.items(), key=lambda kv: class_order(kv[0])))
+                           for c, v in self.values.items()},
+                "grids": [g.as_dict() for g in self.grids]}
+
+
+# ----------------------------------------------------------------------------- labels and order
+
+def ulp_order(label: str) -> float:
+    """Bins in increasing distance, ``nan`` last."""
+    return float("inf") if label == "nan" else float(label)
+
+
+_CLASS_RANK = {"-inf": -3.0, "-subnormal": -1.0, "-0": -0.5, "+0": 0.5, "+subnormal": 1.0,
+               "+inf": 3.0, "nan": 4.0}
+
+
+def class_order(label: str) -> float:
+    """``-inf < -2^e (large e first) < -subnormal < -0 < +0 < +subnormal < +2^e < +inf < nan``."""
+    if label in _CLASS_RANK:
+        return _CLASS_RANK[label]
+    sign, exponent = (-1 if label[0] == "-" else 1), int(label.split("^")[1])
+    return sign * (2.0 + (exponent + 2000) / 4000)  # within (1, 3): between subnormal and inf
+
+
+# ----------------------------------------------------------------------------- the judged row
+
+MAX_EXAMPLES = 5  # offenders a finding keeps, and a message shows
+
+
+@dataclass(frozen=True)
+class Offender:
+    """One example element; values are numpy scalars of their dtype (None when unknown)."""
+
+    index: int
+    x: Any
+    dy: Any
+    expected: Any
+    actual: Any
+    core: Optional[int] = None
+    tile: Optional[int] = None
+    part: str = ""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One category's share of a row's differences."""
+
+    category: str
+    count: int
+    allowed: bool
+    summary: str
+    detail: dict
+    examples: tuple[Offender, ...]
+    reproducer: Optional[str] = None
+    violations: int = 0  # elements of this finding outside tolerance
+
+
+@dataclass(frozen=True)
+class Row(RowKey):
+    """The judged result for one (backend, dtype, out_dtype, direction, alpha)."""
+
+    metrics: Metrics
+    findings: tuple[Finding, ...]
+    verdict: str
+    parts: tuple[str, ...] = ()
+    shapes: tuple[Shape, ...] = ()  # the shape of each part's input array, aligned with parts
+    notes: tuple[str, ...] = ()  # what the reader of the row should know, e.g. a default slope was used
+    plots: Optional[Plots] = None  # bounded counts the HTML report draws (None: no differences)
+
+    def shape_of(self, part: str) -> Optional[Shape]:
+        """The input shape of the batch labelled ``part`` (None when unknown)."""
+        return dict(zip(self.parts, self.shapes)).get(part) if len(self.shapes) == len(self.parts) else None
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A flat piece of one tensor, in native byte order: inputs and the device's output."""
+
+    offset: int  # flat index of the first element in the whole tensor
+    x: np.ndarray
+    dy: Optional[np.ndarray]
+    actual: np.ndarray

@@ -15,7 +15,7 @@ import numpy as np
 
 from conformance.cases import corpus
 from conformance.cases.batches import InputBatch
-from conformance.report.evaluate import Finding, Row
+from conformance.records import Finding, Row
 
 RowSpec = Any  # conformance.suite.RowSpec: its fields are read
 

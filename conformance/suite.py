@@ -47,10 +47,10 @@ from conformance.cases.expected import golden_of
 from conformance.dtypes import info
 from conformance.errors import Unsupported, UsageError
 from conformance.guard import guarded_call, input_modified, shaped_like
-from conformance.records import BackendResult, Direction, Pair
-from conformance.report.agreement import Agreement, Collector, Output
-from conformance.report.evaluate import Finding, Row, evaluate, merge_rows
-from conformance.report.gate import GateConfig
+from conformance.judge.agreement import Agreement, Collector, Output
+from conformance.judge.evaluate import evaluate, merge_rows
+from conformance.judge.gate import GateConfig
+from conformance.records import BackendResult, Direction, Finding, Pair, Row
 from conformance.reproducers import save_reproducer
 
 SUITE_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.2, 0.3, 1 / 3, 1.0, 1.5)

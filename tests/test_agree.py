@@ -10,9 +10,9 @@ import pytest
 
 from conformance.adapters import from_numpy
 from conformance.backends import call
+from conformance.judge.agreement import Agreement, Cell, cells, migration
 from conformance.reference import golden
-from conformance.report.agreement import Agreement, Cell, cells, migration
-from conformance.report.export import SCHEMA, validate
+from conformance.render.export import SCHEMA, validate
 from conformance.suite import Inputs, Options, RowSpec, Selection, plan, pooled_sizes, run_suite
 from tests.helpers import CONFIG, assert_usage_error, bits_differ, keep_small_batches, run_cli
 

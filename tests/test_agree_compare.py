@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conformance.dtypes import all_patterns
-from conformance.report.export import SCHEMA, validate
+from conformance.render.export import SCHEMA, validate
 from tests.helpers import assert_usage_error, bits_differ, from_torch, run_cli, to_torch
 
 ALPHA = 0.2

@@ -9,7 +9,7 @@ import pytest
 
 from conformance.backends import call, get_backend
 from conformance.dtypes import all_patterns
-from conformance.report.gate import GateConfig
+from conformance.judge.gate import GateConfig
 from conformance.sweep import run as sweeping
 from conformance.sweep.spec import SweepSpec, x_class
 from conformance.sweep.store import _SCHEMA, Store

@@ -13,9 +13,9 @@ import pytest
 from conformance.adapters import from_numpy
 from conformance.backends import call
 from conformance.dtypes import all_patterns, from_bits
+from conformance.judge.agreement import NOT_COMPARABLE, Agreement, Output, agree, differing
 from conformance.reference import golden
-from conformance.report.agreement import NOT_COMPARABLE, Agreement, Output, agree, differing
-from conformance.report.export import SCHEMA, validate
+from conformance.render.export import SCHEMA, validate
 from conformance.suite import Inputs, Options, Selection, plan, pooled_sizes, run_suite
 from tests.helpers import CONFIG, bits_differ, judge, run_cli
 

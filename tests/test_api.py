@@ -11,8 +11,8 @@ import pytest
 
 import conformance
 from conformance.errors import UsageError
-from conformance.report import export
-from conformance.report.gate import GateConfig
+from conformance.judge.gate import GateConfig
+from conformance.render import export
 from examples import my_kernel
 from tests.helpers import run_cli
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conformance import cli
-from conformance.report import baseline
-from conformance.report.baseline import Size
+from conformance.judge import baseline
+from conformance.judge.baseline import Size
 from tests.helpers import assert_usage_error, run_cli
 
 SELECT = ["--backend", "cann", "--dtype", "fp16", "--alpha", "0.2,0.01", "--direction", "forward", "--max-examples",

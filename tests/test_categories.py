@@ -6,12 +6,13 @@ import pytest
 
 from conformance import categories
 from conformance.errors import UnknownCategory
+from conformance.judge.evaluate import merge_findings
+from conformance.judge.gate import CATEGORIES, GateConfig
 from conformance.npu_impl.variants import VARIANTS
+from conformance.records import Finding
 from conformance.reference import golden as ref
-from conformance.report.evaluate import Finding, merge_findings
-from conformance.report.export import SCHEMA
-from conformance.report.gate import CATEGORIES, GateConfig
-from conformance.report.triage import Claim
+from conformance.render.export import SCHEMA
+from conformance.triage import Claim
 from tests.helpers import F16, judge
 
 

@@ -23,11 +23,11 @@ import jsonschema
 import numpy as np
 import pytest
 
-from conformance.report import github
-from conformance.report.console import LineProgress
-from conformance.report.export import encode_value
-from conformance.report.schema import SCHEMA, schema_file_text, schema_text, validate
-from conformance.report.summary import RunInfo
+from conformance.render import github
+from conformance.render.console import LineProgress
+from conformance.render.export import encode_value
+from conformance.render.schema import SCHEMA, schema_file_text, schema_text, validate
+from conformance.render.summary import RunInfo
 from tests.helpers import NUMPY_PATH, children_on_the_numpy_path, cli_subprocess, run_cli, small_batches_entry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -387,7 +387,7 @@ def test_outside_github_actions_nothing_is_written(tmp_path: Path, capsys, monke
 
 
 def test_warned_rows_are_warning_annotations_and_newlines_are_escaped(mixed) -> None:
-    from conformance.report.evaluate import Finding, Row
+    from conformance.records import Finding, Row
 
     base = _one_row()
     warned = Row(**{**base.__dict__, "verdict": "warn",
@@ -399,10 +399,10 @@ def test_warned_rows_are_warning_annotations_and_newlines_are_escaped(mixed) -> 
 
 
 def _one_row():
+    from conformance.judge.evaluate import evaluate
+    from conformance.judge.gate import GateConfig
     from conformance.records import BackendResult
     from conformance.reference import golden as ref
-    from conformance.report.evaluate import evaluate
-    from conformance.report.gate import GateConfig
 
     x = np.linspace(-2, 2, 64, dtype=np.float16)
     return evaluate(x, 0.2, BackendResult(ref.forward(x, 0.2)), direction="forward", backend="golden",

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conformance.cases import corpus
-from conformance.report import export
+from conformance.render import export
 from tests.helpers import (
     CliResult,
     assert_usage_error,

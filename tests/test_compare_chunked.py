@@ -15,12 +15,12 @@ import pytest
 from conformance.commands import compare
 from conformance.dtypes import all_patterns
 from conformance.ingest import dumps
-from conformance.records import BackendResult
+from conformance.judge.chunked import evaluate_chunks
+from conformance.judge.evaluate import evaluate
+from conformance.judge.gate import load_config
+from conformance.records import BackendResult, Row
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
-from conformance.report.chunked import evaluate_chunks
-from conformance.report.evaluate import Row, evaluate
-from conformance.report.gate import load_config
 from tests.helpers import run_cli
 
 X16 = all_patterns("float16")

@@ -215,7 +215,7 @@ def test_a_large_compare_on_a_pipe_shows_progress_and_quiet_silences_it(run, dum
 @pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "pipe"])
 def test_quiet_compare_makes_no_progress_display(run, dumps: Path, large, monkeypatch, terminal: bool) -> None:
     """-q makes no progress display at all, whether stderr is a terminal (a redrawn bar) or a pipe."""
-    from conformance.report import console as render
+    from conformance.render import console as render
 
     made: list[bool] = []
     real = render.make_progress

@@ -1,6 +1,6 @@
 """The compiled scan of a chunk reproduces the numpy path bit for bit.
 
-``conformance.report.chunked`` judges a dump a chunk at a time; with the compiled paths
+``conformance.judge.chunked`` judges a dump a chunk at a time; with the compiled paths
 compiled passes find a chunk's mismatches and add up its cosine sums, judge the mismatches
 a range per thread and pick the evidence (``scan_loops``).  On every supported dtype pair,
 forward and backward, on edge and random bit patterns (NaN payloads on both sides,
@@ -19,17 +19,18 @@ import pytest
 
 from conformance.dtypes import all_patterns, info, to_bits
 from conformance.errors import UsageError
+from conformance.judge import chunked
+from conformance.judge import plots as plotting
+from conformance.judge.gate import load_config
+from conformance.metrics.exact import _cosine_sums
+from conformance.records import Chunk, Tolerance
 from conformance.reference import golden
 from conformance.reference.exact import SUPPORTED_PAIRS
-from conformance.report import chunked
-from conformance.report import plots as plotting
-from conformance.report.evaluate import Chunk
-from conformance.report.gate import load_config
-from conformance.report.metrics import Tolerance, _cosine_sums
-from conformance.report.triage import Claim
-from conformance.report.triage.sampling import SAMPLING
+from conformance.triage import Claim
+from conformance.triage.sampling import SAMPLING
 
-scan_loops = pytest.importorskip("conformance.report.scan_loops", reason="numba (the fast extra) is not installed")
+scan_loops = pytest.importorskip("conformance.metrics._compiled.scan_loops",
+                                  reason="numba (the fast extra) is not installed")
 
 TOLERANCES = (Tolerance(1e-3, 1e-5), Tolerance(0.0, 0.0, max_ulp=0, strict_zeros=True),
               Tolerance(1.3e-6, 1e-5, max_ulp=3))
@@ -213,7 +214,7 @@ def test_kept_columns_grow_past_what_they_reserve(monkeypatch):
 def test_triage_on_consecutive_mismatches_reads_them_in_order_as_numpy_does(name, direction, monkeypatch):
     """A reduced batch's mismatches are its first positions: the compiled passes read them as
     one run of elements, and find what the numpy path finds."""
-    from conformance.report.triage.claims import Batch, beyond_rounding, observed_slopes
+    from conformance.triage.claims import Batch, beyond_rounding, observed_slopes
 
     x = _inputs(name, seed=7)
     dy = None if direction == "forward" else _inputs(name, seed=8)[::-1].copy()
@@ -275,7 +276,7 @@ def test_a_sampled_round_on_many_mismatches_is_the_numpy_paths(mixed, threads, m
     on every mismatch, a piece at a time with the compiled paths (small pieces here, so
     that there are many, split over the threads), as the numpy path proves it on all at once;
     with a second cause on some elements the rule explains only part and the rest goes on."""
-    from conformance.report.triage import attribution
+    from conformance.triage import attribution
 
     x = np.random.default_rng(11).standard_normal(3 * SAMPLING.select_sample).astype(np.float32)
     actual = golden.forward(x, 0.01)
@@ -464,7 +465,7 @@ def test_a_dumps_chunks_are_its_files_whatever_the_threads_read_the_first(thread
 def test_the_metrics_cosine_sums_compiled_are_numpys(dtype, n, monkeypatch):
     """``metrics._dots`` by the compiled pieces gives numpy's sums, of two arrays and of one,
     contiguous or strided."""
-    from conformance.report import metrics
+    from conformance.metrics import exact as metrics
 
     rng = np.random.default_rng(n)
     a, g = ((rng.standard_normal(2 * n) * 10.0 ** rng.integers(-30, 30, 2 * n)).astype(dtype) for _ in range(2))
@@ -479,7 +480,7 @@ def test_the_metrics_cosine_sums_are_numpys_with_every_pair_finite_or_not(dtype,
     """``metrics._cosine_sums`` (the largest finite magnitude found compiled when every pair is
     finite) gives the numpy path's scaled sums and exponent: finite pairs, an inf or a NaN on
     either side, zeros only, extreme magnitudes, one array for both sides."""
-    from conformance.report import metrics
+    from conformance.metrics import exact as metrics
 
     rng = np.random.default_rng(9)
     a = (rng.standard_normal(70_000) * 10.0 ** rng.integers(-30, 30, 70_000)).astype(dtype)

@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 from conformance.reference import golden
-from conformance.report.triage import candidates
-from conformance.report.triage.claims import Batch
+from conformance.triage import candidates
+from conformance.triage.claims import Batch
 
-slope_loops = pytest.importorskip("conformance.report.slope_loops", reason="numba (the fast extra) is not installed")
+slope_loops = pytest.importorskip("conformance.triage._compiled.slope_loops",
+                                  reason="numba (the fast extra) is not installed")
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # slopes of ±inf
 
 

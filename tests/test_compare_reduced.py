@@ -18,15 +18,14 @@ import pytest
 
 from conformance.dtypes import all_patterns, to_bits
 from conformance.ingest.arrays import load
-from conformance.records import BackendResult
+from conformance.judge.chunked import evaluate_chunks
+from conformance.judge.evaluate import evaluate
+from conformance.judge.gate import load_config
+from conformance.metrics import exact as met
+from conformance.records import BackendResult, Chunk, Finding, Offender, Row
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
-from conformance.report import metrics as met
-from conformance.report.chunked import evaluate_chunks
-from conformance.report.evaluate import Chunk, Finding, Row, evaluate
-from conformance.report.gate import load_config
-from conformance.report.messages import Offender
-from conformance.report.triage.sampling import SAMPLING
+from conformance.triage.sampling import SAMPLING
 
 N = 200_000  # half of them negative: more mismatches than triage selects on unsampled (SAMPLING.select_sample)
 TWO_THIRDS = 2 * N // 3

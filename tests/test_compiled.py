@@ -22,10 +22,11 @@ import numpy as np
 import pytest
 
 from conformance.dtypes import all_patterns, info, to_bits, ulp_distance
+from conformance.metrics.exact import compare
+from conformance.records import Tolerance
 from conformance.reference import golden
 from conformance.reference.exact import SUPPORTED_PAIRS
 from conformance.reference.semantics import _CHOICES, Semantics
-from conformance.report.metrics import Tolerance, compare
 from tests.helpers import sampled
 
 compiled = pytest.importorskip("conformance.reference.compiled", reason="numba (the fast extra) is not installed")
@@ -361,7 +362,7 @@ def test_without_numba_every_path_is_the_numpy_path(monkeypatch):
 def _triage_batches(x: np.ndarray) -> list:
     """Forward and backward batches of ``x`` whose actual output is another slope's, with
     some elements exact, 1 ULP off and replaced by other patterns (NaN and inf among them)."""
-    from conformance.report.triage.claims import Batch
+    from conformance.triage.claims import Batch
 
     out = []
     other = np.roll(x, 5)
@@ -378,8 +379,8 @@ def _triage_batches(x: np.ndarray) -> list:
 
 @pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
 def test_the_triage_passes_match_the_numpy_path(inputs, name, monkeypatch):
-    from conformance.report.plots import _class_counts, _ulp_counts
-    from conformance.report.triage.claims import beyond_rounding, observed_slopes
+    from conformance.judge.plots import _class_counts, _ulp_counts
+    from conformance.triage.claims import beyond_rounding, observed_slopes
 
     for batch in _triage_batches(inputs[name]):
         index = np.flatnonzero(to_bits(batch.actual) != to_bits(batch.golden))

@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from conformance.records import BackendResult
+from conformance.judge.evaluate import evaluate
+from conformance.judge.gate import GateConfig
+from conformance.records import BackendResult, Row
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
-from conformance.report import console as show
-from conformance.report.evaluate import Row, evaluate
-from conformance.report.export import SCHEMA, report_dict, validate
-from conformance.report.gate import GateConfig
-from conformance.report.messages import failure_message, mismatch_line
-from conformance.report.text import index_text, percent, position, short_int
+from conformance.render import console as show
+from conformance.render.export import SCHEMA, report_dict, validate
+from conformance.render.messages import failure_message, mismatch_line
+from conformance.render.text import index_text, percent, position, short_int
 from tests.helpers import assert_usage_error, run_cli
 
 CONFIG = GateConfig()

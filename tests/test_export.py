@@ -10,13 +10,14 @@ import pytest
 from rich.console import Console
 
 from conformance.dtypes import all_patterns, is_nan
-from conformance.records import BackendResult
+from conformance.judge.evaluate import evaluate, merge_rows
+from conformance.judge.gate import GateConfig
+from conformance.records import BackendResult, Row
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
-from conformance.report import console as render
-from conformance.report.evaluate import Row, evaluate, merge_rows
-from conformance.report.export import SCHEMA, report_dict, validate, write_json, write_junit
-from conformance.report.gate import GateConfig
+from conformance.render import console as render
+from conformance.render.export import SCHEMA, report_dict, validate, write_json, write_junit
+from conformance.render.messages import failure_message
 
 CONFIG = GateConfig()
 F16 = all_patterns("float16")
@@ -88,7 +89,7 @@ def test_junit_has_one_testcase_per_row_and_failures(tmp_path: Path) -> None:
 
 
 def test_message_follows_torch_testing_grammar() -> None:
-    text = _rows()[2].message
+    text = failure_message(_rows()[2])
     n = int((~is_nan(ref.forward(F16, 0.2)[::1000])).sum())  # NaN over NaN is no mismatch
     assert text.startswith(f"Mismatched elements: {n} / {F16.size} (")
     assert "Greatest ULP difference:" in text
@@ -128,8 +129,9 @@ def test_console_renders_table_details_and_summary() -> None:
 def test_junit_writes_skipped_rows_times_and_counts_that_agree() -> None:
     from dataclasses import replace
 
-    from conformance.report.junit import junit_bytes
-    from conformance.report.summary import RunInfo, Skip
+    from conformance.records import Skip
+    from conformance.render.junit import junit_bytes
+    from conformance.render.summary import RunInfo
 
     clean, warn, spurious = _rows()
     rows = [clean, warn, replace(spurious, alpha=0.25)]  # a key of its own (the rows' keys are unique in a run)
@@ -147,7 +149,8 @@ def test_junit_writes_skipped_rows_times_and_counts_that_agree() -> None:
 
 
 def test_the_json_summary_counts_rows_categories_and_skipped_rows() -> None:
-    from conformance.report.summary import RunInfo, Skip
+    from conformance.records import Skip
+    from conformance.render.summary import RunInfo
 
     skip = Skip("tensorflow", None, None, "float64", "float64", "backward", 0.2, "no")
     doc = report_dict(_rows(), seed=1, versions={}, info=RunInfo(skipped=(skip, skip)))

@@ -8,11 +8,11 @@ import pytest
 
 from conformance.dtypes import all_patterns
 from conformance.errors import UsageError
+from conformance.judge.evaluate import evaluate
+from conformance.judge.gate import GateConfig, load_config
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
-from conformance.report.evaluate import evaluate
-from conformance.report.gate import GateConfig, load_config
 
 REPO = Path(__file__).resolve().parents[1]
 F16 = all_patterns("float16")

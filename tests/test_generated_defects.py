@@ -23,6 +23,7 @@ from conformance.commands.selftest import Scored, name_generated, profile_plan, 
 from conformance.dtypes import all_patterns
 from conformance.reference import golden
 from conformance.reference.semantics import EXACT
+from conformance.render.messages import failure_message
 from tests.helpers import counts, judge, sampled
 
 GENERATED = 2000  # cases in the aggregate proof (`exhaustive`)
@@ -220,7 +221,7 @@ def test_torch_is_never_unexplained(dtype: str, alpha: float) -> None:
     for actual, direction in ((from_torch(y.detach(), dtype), "forward"), (from_torch(dx, dtype), "backward")):
         row = judge(x, actual, alpha, direction=direction, dy=None if direction == "forward" else dy,
                     backend="torch")
-        assert "unexplained" not in counts(row), row.message
+        assert "unexplained" not in counts(row), failure_message(row)
 
 
 def test_selftest_generated_prints_the_confusion_matrix(capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance.records import TileLayout, TileSpan
+from conformance.judge import plots
+from conformance.records import TileLayout, TileSpan, class_order
 from conformance.reference import golden as ref
-from conformance.report import plots
-from conformance.report.triage import Batch, Claim
+from conformance.triage import Batch, Claim
 from tests.helpers import assert_usage_error, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,7 +58,7 @@ def test_input_classes_name_sign_binade_and_specials() -> None:
     assert found is not None
     assert set(found.values["unexplained"]) == {"+0", "-0", "+subnormal", "-inf", "+inf", "nan", "+2^0",
                                                 "-2^1", "+2^-1022"}
-    order = sorted(found.values["unexplained"], key=plots.class_order)
+    order = sorted(found.values["unexplained"], key=class_order)
     assert order == ["-inf", "-2^1", "-0", "+0", "+subnormal", "+2^-1022", "+2^0", "+inf", "nan"]
 
 
@@ -95,7 +95,7 @@ def test_grids_are_bounded_by_their_bins_not_the_tensor() -> None:
 
 
 def test_a_row_with_plots_is_a_valid_report_document() -> None:
-    from conformance.report import export
+    from conformance.render import export
     from tests.helpers import judge
 
     x = np.linspace(-4, 4, 64, dtype=np.float32)

@@ -181,8 +181,8 @@ def test_a_cycle_is_found_and_a_chain_is_not():
 
 def test_a_forbidden_edge_is_found():
     synthetic = {"conformance.reference.defaults": frozenset({"conformance.worker.client", "conformance.dtypes"}),
-                 "conformance.report.triage.search": frozenset({"conformance.npu_impl.kernel"}),
+                 "conformance.triage.search": frozenset({"conformance.npu_impl.kernel"}),
                  "conformance.reporting": frozenset({"conformance.worker"}),
                  "conformance.suite": frozenset({"conformance.worker.client"})}
     assert violations(synthetic) == [("conformance.reference.defaults", "conformance.worker.client"),
-                                     ("conformance.report.triage.search", "conformance.npu_impl.kernel")]
+                                     ("conformance.triage.search", "conformance.npu_impl.kernel")]

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from conformance.dtypes import all_patterns, from_bits
+from conformance.metrics.exact import compare, merge
+from conformance.records import Tolerance
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
-from conformance.report.metrics import Tolerance, compare, merge
 
 TOL16 = Tolerance(1e-3, 1e-5)
 

@@ -17,8 +17,9 @@ import pytest
 from conformance.backends import default_worker, load
 from conformance.dtypes import all_patterns, from_bits, info
 from conformance.frameworks.mindspore_backend import flushing
+from conformance.judge.gate import load_config
 from conformance.reference import golden as ref
-from conformance.report.gate import load_config
+from conformance.render.messages import failure_message
 from conformance.suite import SUITE_ALPHAS
 from tests.helpers import assert_same_bits, counts, judge, slopes_in_turn
 from tests.test_framework_models_own_envs import mindspore_backward, mindspore_forward
@@ -126,8 +127,8 @@ def test_mindspores_model_output_triages_with_nothing_unexplained(direction: str
     actual = mindspore_forward(x, alpha) if direction == "forward" else mindspore_backward(dy, x, alpha)
     row = judge(x, actual, alpha, direction=direction, dy=dy if direction == "backward" else None,
                 backend="mindspore", config=POLICY)
-    assert "unexplained" not in counts(row), row.message
-    assert row.verdict != "fail", row.message
+    assert "unexplained" not in counts(row), failure_message(row)
+    assert row.verdict != "fail", failure_message(row)
 
 
 @pytest.fixture(scope="module")

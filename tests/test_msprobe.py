@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance.report.export import SCHEMA, validate
+from conformance.render.export import SCHEMA, validate
 from tests.helpers import assert_usage_error, run_cli
 
 torch = pytest.importorskip("torch")

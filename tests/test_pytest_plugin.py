@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.report import export
+from conformance.render import export
 
 pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.usefixtures("small_batches")  # the users' runs: their rows' verdicts, not sizes

@@ -14,11 +14,11 @@ import pytest
 
 from conformance.cases.quantized import quant_grid
 from conformance.frameworks import quantized_models as models
+from conformance.judge.gate import GateConfig
+from conformance.judge.quantized import evaluate_codes
+from conformance.records import MAX_EXAMPLES
 from conformance.reference.quantized import QuantParams, all_codes, exact_table, leaky_relu_quantized, round_half_even
-from conformance.report.gate import GateConfig
-from conformance.report.messages import MAX_EXAMPLES
-from conformance.report.quantized import evaluate_codes
-from conformance.report.triage.quantized import QuantBatch, triage_quantized
+from conformance.triage.quantized import QuantBatch, triage_quantized
 from tests.helpers import sampled
 
 TIE_PRONE = (0.01, 0.04, 0.05, 1 / 255, 0.1, 0.5, 0.25)

@@ -10,10 +10,11 @@ import pytest
 
 from conformance.cases.quantized import quant_grid
 from conformance.frameworks import quantized_models as models
+from conformance.judge.gate import GateConfig
+from conformance.judge.quantized import evaluate_codes
 from conformance.reference.quantized import QuantParams, all_codes, exact_table, setting_text
-from conformance.report.gate import GateConfig
-from conformance.report.quantized import evaluate_codes
-from conformance.report.triage.quantized import QuantBatch, triage_quantized
+from conformance.render.messages import failure_message
+from conformance.triage.quantized import QuantBatch, triage_quantized
 
 TIES = QuantParams(0.5, 3, 1.0, -5, "qint8")  # (q - 3)/2: every odd distance is an exact tie
 
@@ -138,7 +139,7 @@ def test_the_row_carries_its_setting_and_the_code_distance() -> None:
     row = evaluate_codes(codes, models.torch_scalar(codes, alpha, params=params), alpha, params=params,
                          backend="torch", profile="tail", config=GateConfig())
     assert row.variant == setting_text(params) == "0.05:0:0.04:-28"
-    assert "Greatest code difference: 1" in row.message and "Mismatched elements: " in row.message
+    assert "Greatest code difference: 1" in failure_message(row) and "Mismatched elements: " in failure_message(row)
 
 
 # --- compare --quant ---------------------------------------------------------------------------
@@ -237,7 +238,7 @@ def test_quantized_run_rows_have_no_unexplained_difference() -> None:
 def test_run_reports_quantized_rows_in_its_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("onnxruntime")
     from conformance.cli import main
-    from conformance.report.export import SCHEMA
+    from conformance.render.export import SCHEMA
 
     jsonschema = pytest.importorskip("jsonschema")
     report = tmp_path / "r.json"
@@ -254,7 +255,7 @@ def test_run_reports_quantized_rows_in_its_json(tmp_path: Path, capsys: pytest.C
 
 
 def test_a_config_policy_overrides_a_quantized_profile(tmp_path: Path) -> None:
-    from conformance.report.gate import load_config
+    from conformance.judge.gate import load_config
 
     path = tmp_path / "gate.toml"
     path.write_text('[tool.conformance.policy]\n"tflite[builtin]" = []\n')

@@ -20,7 +20,7 @@ from conformance.commands import compare, run
 from conformance.errors import UsageError
 from conformance.interrupts import Terminated, exit_code
 from conformance.reference import golden as ref
-from conformance.report import export, files
+from conformance.render import export, files
 from tests.helpers import NUMPY_PATH, assert_usage_error, cli_command, run_cli
 
 GOLDEN = ["run", "--backend", "golden", "--dtype", "fp16", "--alpha", "0.2", "--direction", "forward",

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from conformance.report import metrics as met
-from conformance.report.evaluate import Row
-from conformance.report.summary import RowKey, Skip
+from conformance.metrics import exact as met
+from conformance.records import Row, RowKey, Skip
 
 KEY = ("cann", "ascend910b1", "reference", "float16", "float16", "forward", 0.2)
 

@@ -6,7 +6,7 @@ import functools
 import pytest
 
 from conformance.commands import selftest
-from conformance.report import console as show
+from conformance.render import console as show
 from tests.helpers import keep_small_batches, run_cli
 
 

@@ -14,7 +14,7 @@ from conformance.cases import corpus
 from conformance.commands.run import ReportPaths, execute_suite
 from conformance.commands.selftest import Outcome
 from conformance.dtypes import to_bits
-from conformance.report import export
+from conformance.render import export
 from tests.framework_support import keras_backend
 from tests.helpers import keep_small_batches
 

@@ -17,7 +17,7 @@ import pytest
 
 from benchmarks.unchanged import normalise
 from conformance import pool, suite
-from conformance.report.console import LineProgress
+from conformance.render.console import LineProgress
 from tests.helpers import (
     NUMPY_PATH,
     children_on_the_numpy_path,

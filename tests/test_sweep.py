@@ -17,10 +17,10 @@ import pytest
 
 from conformance.backends import call, get_backend
 from conformance.dtypes import from_bits, info, to_bits
+from conformance.judge.evaluate import evaluate
+from conformance.judge.gate import GateConfig
 from conformance.reference import golden as ref
-from conformance.report import export
-from conformance.report.evaluate import evaluate
-from conformance.report.gate import GateConfig
+from conformance.render import export
 from conformance.sweep import run as sweeping
 from conformance.sweep.spec import X_CLASSES, SweepSpec, chunk_plan, finite_slopes, segments, x_class
 from conformance.sweep.store import Store, row_from_text, row_text

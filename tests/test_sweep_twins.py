@@ -9,10 +9,10 @@ import pytest
 
 from conformance.backends import call, get_backend
 from conformance.dtypes import from_bits
+from conformance.judge.evaluate import evaluate
+from conformance.judge.gate import GateConfig
 from conformance.npu_impl import VARIANTS
-from conformance.records import BackendResult, TileLayout
-from conformance.report.evaluate import Row, evaluate
-from conformance.report.gate import GateConfig
+from conformance.records import BackendResult, Row, TileLayout
 from conformance.sweep import twins
 from conformance.sweep.spec import x_class
 from conformance.sweep.store import row_text

@@ -16,7 +16,7 @@ from conformance.backends import WorkerSpec
 from conformance.dtypes import DTYPES, all_patterns, from_bits
 from conformance.errors import BackendUnavailable, ProtocolError
 from conformance.records import BackendResult, Hazard, TileLayout, TileSpan
-from conformance.report import export
+from conformance.render import export
 from conformance.worker import client, protocol
 from tests import worker_fakes
 from tests.helpers import assert_same_bits, assert_usage_error, children_on_the_numpy_path, run_cli

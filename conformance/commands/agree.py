@@ -30,10 +30,10 @@ from conformance.commands.run import (
 from conformance.dtypes import info
 from conformance.errors import UsageError
 from conformance.interrupts import exit_code
-from conformance.report import console as show
-from conformance.report import export, files
-from conformance.report.agreement import Cell, Migration, cells, migration
-from conformance.report.gate import GateConfig, allowed_categories, load_config
+from conformance.judge.agreement import Cell, Migration, cells, migration
+from conformance.judge.gate import GateConfig, allowed_categories, load_config
+from conformance.render import console as show
+from conformance.render import export, files
 from conformance.suite import Options, Selection, SuiteResult
 
 HELP = "do backends give the same bits? a backends x backends table per dtype and direction, or --from/--to"

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Optional
 from conformance.errors import UsageError
 
 if TYPE_CHECKING:
-    from conformance.report.console import View
-    from conformance.report.files import ReportPaths
-    from conformance.report.gate import GateConfig
+    from conformance.judge.gate import GateConfig
+    from conformance.render.console import View
+    from conformance.render.files import ReportPaths
 
 
 def items(values: Optional[Sequence[str]], *, flag: str) -> Optional[tuple[str, ...]]:
@@ -93,7 +93,7 @@ def parse_int(text: str, *, flag: str, minimum: int = 0, maximum: Optional[int] 
 
 def add_view_options(parser: argparse.ArgumentParser, *, details: bool = True) -> None:
     """``--details fail|warn|all`` (when the command has panels) and ``-q/--quiet``."""
-    from conformance.report.console import DETAILS
+    from conformance.render.console import DETAILS
 
     if details:
         parser.add_argument("--details", choices=DETAILS, default="fail",
@@ -121,7 +121,7 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
 def config_from(args: argparse.Namespace) -> GateConfig:
     """The gate configuration the flags ask for: --config (over pyproject.toml), --strict-zeros,
     --strict and --allow."""
-    from conformance.report.gate import load_config
+    from conformance.judge.gate import load_config
 
     return load_config(args.config, strict_zeros=args.strict_zeros, strict=args.strict,
                        allow=items(args.allow, flag="--allow"))
@@ -143,7 +143,7 @@ def ascii_float(text: str) -> float:
 
 def view_from(args: argparse.Namespace) -> View:
     """The rendering options the flags of :func:`add_view_options` ask for."""
-    from conformance.report.console import View
+    from conformance.render.console import View
 
     return View(details=getattr(args, "details", "fail"), quiet=bool(args.quiet))
 
@@ -154,8 +154,8 @@ HTML_HELP = "write the HTML report (tables and plots, one self-contained file) h
 def html_paths(args: argparse.Namespace) -> ReportPaths:
     """The --json, --junit (a command may have none) and --html paths; --html without the plotting
     library is a usage error."""
-    from conformance.report.files import ReportPaths
-    from conformance.report.html import require_plotly
+    from conformance.render.files import ReportPaths
+    from conformance.render.html import require_plotly
 
     if args.html is not None:
         require_plotly()

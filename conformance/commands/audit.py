@@ -19,9 +19,9 @@ from conformance.audit.compare import Pair, pair
 from conformance.audit.document import document
 from conformance.audit.record import DEFAULT, DYNAMIC, Activation, Audit
 from conformance.errors import UsageError
-from conformance.report import console as render
-from conformance.report import files
-from conformance.report.export import dumps
+from conformance.render import console as render
+from conformance.render import files
+from conformance.render.export import dumps
 
 HELP = "list every LeakyReLU of a model (source, ONNX, Keras, SavedModel, torch, msprobe stats) and its slope"
 _ORIGIN_STYLE = {DEFAULT: "yellow", DYNAMIC: "magenta"}

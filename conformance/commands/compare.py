@@ -32,13 +32,13 @@ from conformance.commands.args import (
 from conformance.errors import UsageError
 from conformance.ingest.arrays import Dump, load
 from conformance.ingest.dumps import check_elements, check_pair, chunks, plan_layout, progress
-from conformance.report import console as render
-from conformance.report import files, github
-from conformance.report.chunked import evaluate_chunks
-from conformance.report.evaluate import Row
-from conformance.report.export import partial_on_interrupt, write_reports
-from conformance.report.gate import GateConfig
-from conformance.report.summary import RunInfo, command_line
+from conformance.judge.chunked import evaluate_chunks
+from conformance.judge.gate import GateConfig
+from conformance.records import Row
+from conformance.render import console as render
+from conformance.render import files, github
+from conformance.render.export import partial_on_interrupt, write_reports
+from conformance.render.summary import RunInfo, command_line
 
 HELP = "triage arrays from a real device (x, y and/or dy, dx) against the exact reference"
 _BITS_DTYPES = ("bfloat16", "float16")

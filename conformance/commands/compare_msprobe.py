@@ -15,9 +15,10 @@ from typing import Optional
 from conformance.errors import UsageError
 from conformance.ingest.dumps import check_elements, check_pair, chunks, plan_layout, progress
 from conformance.ingest.msprobe import REDUMP, Call, read_calls
-from conformance.report.chunked import evaluate_chunks
-from conformance.report.evaluate import LayoutFn, Row
-from conformance.report.gate import GateConfig
+from conformance.judge.chunked import evaluate_chunks
+from conformance.judge.evaluate import LayoutFn
+from conformance.judge.gate import GateConfig
+from conformance.records import Row
 
 
 def _check(call: Call) -> None:

@@ -19,11 +19,11 @@ from conformance.commands.args import parse_alpha, shown
 from conformance.errors import UsageError
 from conformance.ingest.arrays import Dump, read
 from conformance.ingest.dumps import chunks, progress
+from conformance.judge.gate import GateConfig
+from conformance.judge.quantized import evaluate_code_chunks, with_layout
+from conformance.records import Row
 from conformance.reference.quantized import QDTYPES, QuantParams, parse_setting
-from conformance.report.evaluate import Row
-from conformance.report.gate import GateConfig
-from conformance.report.quantized import evaluate_code_chunks, with_layout
-from conformance.report.triage.quantized_layout import LAYOUT_MAX_CODES
+from conformance.triage.quantized_layout import LAYOUT_MAX_CODES
 
 _BY_STORAGE = {np.dtype(storage): name for name, (storage, _, _) in QDTYPES.items()}
 _NOT_WITH = ("--dy", "--dx", "--dtype", "--msprobe", "--manifest", "--profile", "--cores")

@@ -13,10 +13,10 @@ from conformance.commands.args import parse_alpha, parse_dtype, parse_int
 from conformance.errors import UsageError
 from conformance.ingest.arrays import Dump, load
 from conformance.ingest.dumps import check_pair, chunks, plan_layout, progress
-from conformance.report.agreement import Agreement, from_chunks
-from conformance.report.chunked import evaluate_chunks
-from conformance.report.evaluate import Row
-from conformance.report.gate import GateConfig
+from conformance.judge.agreement import Agreement, from_chunks
+from conformance.judge.chunked import evaluate_chunks
+from conformance.judge.gate import GateConfig
+from conformance.records import Row
 
 FLAGS = {"forward": ("--reference-y", "reference_y", "--y", "y"),
          "backward": ("--reference-dx", "reference_dx", "--dx", "dx")}

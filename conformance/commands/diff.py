@@ -2,17 +2,17 @@
 
 Exit codes: 1 when a finding is new or grown (or now fails) and fails its row,
 0 otherwise, 2 when a report is unreadable or not a ``leakyrelu-conformance/1``
-report.  See :mod:`conformance.report.baseline` for the rules.
+report.  See :mod:`conformance.judge.baseline` for the rules.
 """
 from __future__ import annotations
 
 import argparse
 
 from conformance.commands.args import add_view_options, view_from
-from conformance.report import console as show
-from conformance.report import files
-from conformance.report.baseline import compare, load_report, render, write_json
-from conformance.report.files import ReportPaths
+from conformance.judge.baseline import compare, load_report, render, write_json
+from conformance.render import console as show
+from conformance.render import files
+from conformance.render.files import ReportPaths
 
 HELP = "compare two JSON reports: new, fixed, grown and shrunk findings per row (exit 1 if new ones fail)"
 

@@ -17,7 +17,7 @@ from conformance.commands import run
 from conformance.commands.args import parse_int
 from conformance.errors import UsageError
 from conformance.ingest.manifest import RUNNER, export
-from conformance.report import console as show
+from conformance.render import console as show
 from conformance.suite import plan
 
 HELP = "write the suite's inputs, a manifest and a torch_npu runner for an offline device"

@@ -20,7 +20,7 @@ from conformance.commands.args import ascii_int, items
 from conformance.errors import UsageError
 from conformance.frameworks.loading import install_hint
 from conformance.reference.quantized import QuantParams, all_codes, exact_table
-from conformance.report.triage.quantized import QuantBatch, triage_quantized
+from conformance.triage.quantized import QuantBatch, triage_quantized
 
 HELP = "run the frameworks' quantized (int8/uint8) LeakyReLU over all codes and compare with the exact golden"
 MAX_SETTINGS = 1000

@@ -17,9 +17,9 @@ from conformance.cases.corpus import Reproducer, load
 from conformance.commands.args import add_view_options, view_from
 from conformance.commands.run import parse_seconds
 from conformance.errors import CorpusError, Unsupported, UsageError
-from conformance.report import console as show
-from conformance.report.evaluate import Row
-from conformance.report.gate import GateConfig, load_config
+from conformance.judge.gate import GateConfig, load_config
+from conformance.records import Row
+from conformance.render import console as show
 from conformance.suite import replay
 
 HELP = "re-run a reproducer (.npz) saved by 'conformance run' and print its finding"

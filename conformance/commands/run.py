@@ -41,15 +41,15 @@ from conformance.commands.args import (
 from conformance.errors import UsageError
 from conformance.frameworks.quantized_profiles import SUITE_PROFILES
 from conformance.interrupts import exit_code
-from conformance.report import console as show
-from conformance.report import export, files
-from conformance.report import github as ci
-from conformance.report.baseline import compare, judged_against, load_report
-from conformance.report.baseline import render as render_diff
-from conformance.report.evaluate import Row
-from conformance.report.files import ReportPaths
-from conformance.report.gate import GateConfig
-from conformance.report.summary import RunInfo, Skip, command_line
+from conformance.judge.baseline import compare, judged_against, load_report
+from conformance.judge.baseline import render as render_diff
+from conformance.judge.gate import GateConfig
+from conformance.records import Row, Skip
+from conformance.render import console as show
+from conformance.render import export, files
+from conformance.render import github as ci
+from conformance.render.files import ReportPaths
+from conformance.render.summary import RunInfo, command_line
 from conformance.suite import (
     DIRECTIONS,
     SUITE_ALPHAS,

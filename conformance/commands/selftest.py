@@ -33,9 +33,9 @@ from rich.table import Table
 
 from conformance.commands.args import add_view_options, parse_int, view_from
 from conformance.errors import UsageError
-from conformance.report import console as show
-from conformance.report.evaluate import Row
-from conformance.report.gate import load_config
+from conformance.judge.gate import load_config
+from conformance.records import Row
+from conformance.render import console as show
 from conformance.suite import Options, Selection, run_suite
 
 HELP = ("prove the harness catches every seeded kernel defect (or, with --generated N, every planted defect) "
@@ -307,8 +307,8 @@ def name_generated(case) -> Scored:
     """Triage a generated case (``conformance.cases.defects.Planted``) element by element."""
     import numpy as np
 
-    from conformance.report.metrics import match_mask
-    from conformance.report.triage import Batch, triage
+    from conformance.metrics.exact import match_mask
+    from conformance.triage import Batch, triage
 
     mis = np.flatnonzero(~match_mask(case.actual, case.golden))
     batch = Batch(case.x.reshape(-1), None if case.dy is None else case.dy.reshape(-1), case.alpha,

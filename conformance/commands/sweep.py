@@ -43,11 +43,11 @@ from conformance.commands.run import _check_profile, _choice, parse_dtype
 from conformance.dtypes import info
 from conformance.errors import UsageError
 from conformance.interrupts import exit_code
-from conformance.report import console as show
-from conformance.report import export, files, github
-from conformance.report.evaluate import Row
-from conformance.report.gate import GateConfig
-from conformance.report.summary import RunInfo, command_line
+from conformance.judge.gate import GateConfig
+from conformance.records import Row
+from conformance.render import console as show
+from conformance.render import export, files, github
+from conformance.render.summary import RunInfo, command_line
 from conformance.suite import Selection
 from conformance.sweep import run as sweeping
 from conformance.sweep.pairs import PairTotal

@@ -19,10 +19,10 @@ from rich.console import Console
 from conformance import jit
 from conformance.errors import UsageError
 from conformance.ingest.arrays import Dump
-from conformance.records import TileLayout
+from conformance.judge.evaluate import LayoutFn
+from conformance.records import Chunk, TileLayout
 from conformance.reference.golden import SUPPORTED_PAIRS
-from conformance.report import console as render
-from conformance.report.evaluate import Chunk, LayoutFn
+from conformance.render import console as render
 
 CHUNK_ELEMENTS = 1 << 21  # elements judged at a time: bounds memory, keeps the work in cache
 PROGRESS_ELEMENTS = 1 << 24  # inputs at least this large show a progress bar (on stderr)

@@ -30,9 +30,9 @@ from conformance.errors import UsageError
 from conformance.ingest import bounded
 from conformance.ingest.arrays import load_array
 from conformance.ingest.dumps import check_elements
-from conformance.records import BackendResult
-from conformance.report.evaluate import Row, merge_rows
-from conformance.report.gate import GateConfig
+from conformance.judge.evaluate import merge_rows
+from conformance.judge.gate import GateConfig
+from conformance.records import BackendResult, Row
 from conformance.suite import InputBatch, Inputs, RowSpec, judge_batch
 
 FORMAT = "leakyrelu-conformance-cases/1"

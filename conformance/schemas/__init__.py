@@ -1,1 +1,1 @@
-"""The schema files of the reports, shipped as package data (see ``conformance.report.schema``)."""
+"""The schema files of the reports, shipped as package data (see ``conformance.render.schema``)."""

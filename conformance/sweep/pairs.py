@@ -14,7 +14,7 @@ from typing import Optional
 
 import numpy as np
 
-from conformance.report.agreement import differing
+from conformance.judge.agreement import differing
 from conformance.sweep.spec import SweepSpec
 
 Pair = tuple[SweepSpec, SweepSpec]

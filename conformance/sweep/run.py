@@ -31,10 +31,10 @@ from conformance.dtypes import info
 from conformance.errors import UsageError
 from conformance.frameworks.loading import require_installed
 from conformance.guard import guarded_call, input_modified
-from conformance.records import BackendResult
+from conformance.judge.evaluate import evaluate, merge_rows
+from conformance.judge.gate import GateConfig
+from conformance.records import BackendResult, Row
 from conformance.reference import golden as ref
-from conformance.report.evaluate import Row, evaluate, merge_rows
-from conformance.report.gate import GateConfig
 from conformance.sweep import pairs as bits
 from conformance.sweep import twins
 from conformance.sweep.fingerprint import fingerprint

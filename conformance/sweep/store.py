@@ -30,10 +30,9 @@ import numpy as np
 
 from conformance.dtypes import from_bits, info, to_bits
 from conformance.errors import UsageError
-from conformance.report import metrics as met
-from conformance.report import plots
-from conformance.report.evaluate import Finding, Row
-from conformance.report.messages import Offender
+from conformance.judge import plots
+from conformance.metrics import exact as met
+from conformance.records import Finding, Offender, Row
 from conformance.sweep.spec import SweepSpec
 
 DEFAULT_STORE = Path("results") / "sweeps.sqlite"

@@ -21,10 +21,9 @@ import numpy as np
 
 from conformance import categories
 from conformance.dtypes import to_bits
-from conformance.records import BackendResult
-from conformance.report import plots as plotting
-from conformance.report.evaluate import Finding, Row
-from conformance.report.gate import GateConfig, finding_allowed, verdict
+from conformance.judge import plots as plotting
+from conformance.judge.gate import GateConfig, finding_allowed, verdict
+from conformance.records import BackendResult, Finding, Row
 
 
 def same_bits(a: BackendResult, b: BackendResult) -> bool:

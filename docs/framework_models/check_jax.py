@@ -6,7 +6,7 @@ import numpy as np
 
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
-from conformance.report.metrics import match_mask
+from conformance.metrics.exact import match_mask
 
 d = np.load("/tmp/jaxdata/jax.npz")
 def arr(k, name):

@@ -76,8 +76,8 @@ def collect(names):
 
 def judge(names):
     from conformance.records import BackendResult
-    from conformance.report.evaluate import evaluate
-    from conformance.report.gate import GateConfig
+    from conformance.judge.evaluate import evaluate
+    from conformance.judge.gate import GateConfig
     files = sorted(f for f in os.listdir(OUT) if f.endswith(".npz"))
     cache = {}
     results = {}

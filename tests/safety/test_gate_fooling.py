@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conformance import suite
-from conformance.report import export
+from conformance.render import export
 from tests.helpers import assert_usage_error, run_cli
 
 ONE_ROW = ["--dtype", "fp16", "--alpha", "0.2", "--direction", "forward", "--max-examples", "5"]
@@ -188,7 +188,7 @@ def test_a_config_that_the_schema_refuses_is_caught() -> None:
 
 def test_the_api_report_records_its_gate_configuration() -> None:
     from conformance import api
-    from conformance.report.gate import GateConfig
+    from conformance.judge.gate import GateConfig
 
     report = api.check("golden", dtypes=["float16"], alphas=[0.2], directions=["forward"], max_examples=5,
                        config=GateConfig(max_ulp=7))

@@ -76,7 +76,7 @@ def test_compare_of_an_input_truncated_mid_run_exits_2(tmp_path: Path, capsys, m
 # ----------------------------------------------------------------------------- report directory
 
 def test_a_report_directory_that_is_a_file_is_named_not_a_full_disk(tmp_path: Path) -> None:
-    from conformance.report import files
+    from conformance.render import files
 
     (tmp_path / "out").write_text("a file where the directory was")
     with pytest.raises(UsageError) as caught:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conformance.errors import UsageError
-from conformance.report.evaluate import Row
+from conformance.records import Row
 from conformance.sweep import fingerprint as fp
 from conformance.sweep import run as sweeping
 from conformance.sweep import store as stores

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from conformance.dtypes import from_bits, to_bits
+from conformance.judge.evaluate import evaluate
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
-from conformance.report.evaluate import evaluate
-from conformance.report.triage.attribution import sampled_round
-from conformance.report.triage.claims import Batch, State, special_values
-from conformance.report.triage.sampling import SAMPLING, scope_of
+from conformance.triage.attribution import sampled_round
+from conformance.triage.claims import Batch, State, special_values
+from conformance.triage.sampling import SAMPLING, scope_of
 from tests.helpers import CONFIG, F16, counts, edit_at, finite_normal_indices, judge, judge_named
 
 
@@ -33,8 +33,8 @@ def test_each_mismatch_gets_exactly_one_category_when_defects_mix() -> None:
 
 
 def test_findings_carry_explained_and_contradicted_in_json_and_panel() -> None:
-    from conformance.report.console import make_console, render_details
-    from conformance.report.export import row_dict
+    from conformance.render.console import make_console, render_details
+    from conformance.render.export import row_dict
 
     row = judge_named(F16, ref.forward(F16, 0.01), 0.2)
     (finding,) = row.findings

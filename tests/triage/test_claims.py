@@ -6,7 +6,7 @@ import pytest
 
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
-from conformance.report.triage.claims import MEMO_ELEMENTS, MEMO_WHOLE, Batch, without
+from conformance.triage.claims import MEMO_ELEMENTS, MEMO_WHOLE, Batch, without
 
 
 @pytest.mark.parametrize("dense", [False, True])

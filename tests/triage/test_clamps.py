@@ -12,6 +12,7 @@ import pytest
 
 from conformance.dtypes import bfloat16, info
 from conformance.reference import golden as ref
+from conformance.render.messages import failure_message
 from tests.helpers import bits_differ, counts, differs, f32_specials, judge, judge_dump
 
 
@@ -67,7 +68,8 @@ def test_a_clamp_at_any_limit_names_the_limit_and_the_nan_and_inf_behaviour(
     exact = ref.forward(x, 0.3)
     actual = _clamped(exact, limit, nan=nan, inf=inf)
     row = judge(x, actual, 0.3)
-    assert counts(row) == {"saturation": differs(actual, exact)}, row.message
+    assert counts(row) == {"saturation": differs(actual, exact)}, \
+        failure_message(row)
     detail = _saturation(row).detail
     assert (detail["limit"], detail["limit_of"], detail["nan"], detail["inf"]) == (limit, owner, nan, inf)
 
@@ -145,7 +147,8 @@ def test_a_clamp_on_a_wrong_slope_names_both() -> None:
     exact = ref.forward(x, 0.2)
     clamped = int((np.abs(out.astype(np.float64)) > 65504.0).sum())
     row = judge(x, actual, 0.2, backend="torch")
-    assert counts(row) == {"alpha-mismatch": differs(actual, exact) - clamped, "saturation": clamped}, row.message
+    assert counts(row) == {"alpha-mismatch": differs(actual, exact) - clamped, "saturation": clamped}, \
+        failure_message(row)
     finding = _saturation(row)
     assert finding.detail["limit_of"] == "float16" and finding.detail["contradicted"] == 0
     assert "0.3" in finding.detail["clamped_after"][0] and "after" in finding.summary
@@ -153,7 +156,7 @@ def test_a_clamp_on_a_wrong_slope_names_both() -> None:
 
 def _clamped_reference(clamp, actual: np.ndarray, values: np.ndarray, wrong: np.ndarray) -> tuple[np.ndarray, int]:
     """What ``clamp`` explains and contradicts, from its clamped copy (the definition)."""
-    from conformance.report.metrics import match_mask
+    from conformance.metrics.exact import match_mask
 
     pred = clamp.apply(values)
     changes, follows = ~match_mask(pred, values), match_mask(actual, pred)
@@ -164,7 +167,7 @@ def _clamped_reference(clamp, actual: np.ndarray, values: np.ndarray, wrong: np.
 def test_every_clamp_counts_what_its_clamped_copy_shows(dtype: object) -> None:
     """Every side and NaN/inf behaviour judged at once explains and contradicts exactly the
     elements its clamped copy of golden does."""
-    from conformance.report.triage.clamps import Outcomes, _candidates
+    from conformance.triage.clamps import Outcomes, _candidates
 
     rng = np.random.default_rng(3)
     limit = 6.0
@@ -187,8 +190,8 @@ def test_the_first_look_keeps_every_clamp_the_whole_batch_proves(odd: int) -> No
     """A clamp judged on every element of a large batch is kept only if the first look (the
     errors and a stride sample of the rest) lets it through; ``odd`` finite elements beyond
     the limit, half on each side, left unclamped contradict every clamp."""
-    from conformance.report.triage.claims import Batch, State
-    from conformance.report.triage.clamps import _best, _may_hold
+    from conformance.triage.claims import Batch, State
+    from conformance.triage.clamps import _best, _may_hold
 
     x = _inputs(np.float32, scale=4.0, n=1 << 16)
     golden = ref.forward(x, 0.2)

@@ -14,6 +14,7 @@ import pytest
 from conformance.dtypes import bfloat16
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
+from conformance.render.messages import failure_message
 from tests.helpers import F16, bits_differ, counts, differs, judge, judge_dump, run_cli
 
 
@@ -80,7 +81,7 @@ def test_every_axis_permutation_of_ranks_2_to_5_is_layout(shape: tuple[int, ...]
         perm = perms[int(i)]
         actual = _transposed(exact, shape, perm).reshape(-1)
         row = judge(x, actual, 0.3)
-        assert counts(row) == {"layout": differs(actual, exact)}, (perm, row.message)
+        assert counts(row) == {"layout": differs(actual, exact)}, (perm, failure_message(row))
         found = tuple(_layout_finding(row).detail["permutation"])
         assert np.array_equal(_transposed(exact, shape, found).reshape(-1), actual), (perm, found)
 
@@ -104,7 +105,7 @@ def test_nchw_and_nc1hwc0_mixed_up_is_layout_with_c0(dtype, c0: int, shape, pack
     exact = ref.forward(x, 0.2).reshape(-1)
     actual = (_packed if packed else _unpacked)(exact, shape, c0).reshape(-1)
     row = judge(x, actual, 0.2)
-    assert counts(row) == {"layout": differs(actual, exact)}, row.message
+    assert counts(row) == {"layout": differs(actual, exact)}, failure_message(row)
     finding = _layout_finding(row)
     named = f"written NC1HWC0 with C0={c0}, read as NCHW" if packed else f"written NCHW, read as NC1HWC0 with C0={c0}"
     assert finding.detail["transform"] == named and finding.detail["c0"] == c0
@@ -220,7 +221,7 @@ def test_a_jax_fp32_output_written_nhwc_and_read_as_nchw_is_layout_and_its_fp32_
     alone, value = _split(actual, ref.forward(x, 0.2).reshape(-1), _moved_exact(x, 0.2, move))
     assert value > 100
     row = judge(x, actual, 0.2, backend="jax")
-    assert counts(row) == {"layout": alone, "alpha-precision": value}, row.message
+    assert counts(row) == {"layout": alone, "alpha-precision": value}, failure_message(row)
     assert _layout_finding(row).detail["transform"] == "written NHWC, read as NCHW"
     finding = _value_finding(row, "alpha-precision")
     assert finding.detail["layout"] == "written NHWC, read as NCHW" and finding.detail["contradicted"] == 0
@@ -237,7 +238,7 @@ def test_a_torch_fp16_output_with_the_torch_default_slope_packed_to_nc1hwc0_is_l
     actual = move(out).reshape(-1)
     alone, value = _split(actual, ref.forward(x, 0.2).reshape(-1), _moved_exact(x, 0.2, move))
     row = judge(x, actual, 0.2, backend="torch")
-    assert counts(row) == {"layout": alone, "alpha-mismatch": value}, row.message
+    assert counts(row) == {"layout": alone, "alpha-mismatch": value}, failure_message(row)
     layout = _layout_finding(row)
     assert layout.detail["transform"] == "written NC1HWC0 with C0=16, read as NCHW" and layout.detail["c0"] == 16
     assert "0.01" in _value_finding(row, "alpha-mismatch").summary
@@ -262,7 +263,7 @@ def test_a_tensorflow_fp32_output_that_flushes_subnormals_transposed_is_layout_a
     flushed = int((bits_differ(actual, moved) & tiny).sum())
     row = judge(x, actual.reshape(-1), 0.2, backend="tensorflow")
     assert counts(row) == {"layout": alone, "subnormal-flush": flushed, "alpha-precision": value - flushed}, \
-        row.message
+        failure_message(row)
 
 
 def test_narrowed_inputs_on_a_transposed_output_are_found_with_no_error_golden_moved_reproduces() -> None:
@@ -286,7 +287,7 @@ def test_a_value_rule_alone_on_a_4d_output_is_no_layout() -> None:
     x = _inputs((2, 6, 5, 4), np.float16, seed=25)
     actual = ref.forward(x, 0.3, semantics=Semantics(slope_dtype="float16")).reshape(-1)
     row = judge(x, actual, 0.3)
-    assert set(counts(row)) == {"alpha-precision"}, row.message
+    assert set(counts(row)) == {"alpha-precision"}, failure_message(row)
 
 
 def test_a_clamp_at_fp16_max_on_a_transposed_fp32_output_is_layout_and_saturation() -> None:
@@ -299,5 +300,5 @@ def test_a_clamp_at_fp16_max_on_a_transposed_fp32_output_is_layout_and_saturatio
     exact = ref.forward(x, 0.2).reshape(-1)
     alone, value = _split(actual, exact, _transposed(exact, shape, (0, 2, 3, 1)).reshape(-1))
     row = judge(x, actual, 0.2)
-    assert counts(row) == {"layout": alone, "saturation": value}, row.message
+    assert counts(row) == {"layout": alone, "saturation": value}, failure_message(row)
     assert _value_finding(row, "saturation").detail["limit_of"] == "float16"

@@ -9,6 +9,7 @@ import pytest
 from conformance.dtypes import from_bits, to_bits
 from conformance.records import TileLayout, TileSpan
 from conformance.reference import golden as ref
+from conformance.render.messages import failure_message
 from tests.helpers import F16, assert_named, counts, differs, judge, judge_dump, judge_named
 from tests.triage.defects import DEFECTS, Defect, exact_result
 
@@ -92,7 +93,8 @@ def test_errors_in_the_last_partial_block_are_tail_block_with_a_plan(cores: int,
     actual = ref.forward(x, 0.2)
     actual[-k:] = np.float16(0.0)
     row = judge(x, actual, 0.2, backend="dump", layout=run.layout)
-    assert set(counts(row)) == {"tail-block"}, row.message
+    assert set(counts(row)) == {"tail-block"}, \
+        failure_message(row)
 
 
 def _with_subnormals_at(n: int, slots: np.ndarray) -> np.ndarray:
@@ -122,7 +124,8 @@ def test_a_flush_seen_only_inside_a_zeroed_position_is_the_position(where: str) 
     actual[zeroed] = np.float32(0.0)
     row = judge_named(x, actual, 0.2)
     category = "tail-block" if where == "tail" else "stale-block"
-    assert counts(row) == {category: differs(actual, ref.forward(x, 0.2))}, row.message
+    assert counts(row) == {category: differs(actual, ref.forward(x, 0.2))}, \
+        failure_message(row)
 
 
 def test_a_flush_over_the_whole_batch_beside_a_stale_block_names_both() -> None:
@@ -137,4 +140,5 @@ def test_a_flush_over_the_whole_batch_beside_a_stale_block_names_both() -> None:
     flushed = np.flatnonzero(exact != ref.flush_to_zero(exact))
     inside = np.intersect1d(flushed, block)
     assert flushed.size > 30 and inside.size > 2
-    assert counts(row) == {"subnormal-flush": flushed.size, "stale-block": block.size - inside.size}, row.message
+    assert counts(row) == {"subnormal-flush": flushed.size, "stale-block": block.size - inside.size}, \
+        failure_message(row)

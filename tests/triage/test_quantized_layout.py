@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conformance.judge.gate import GateConfig
+from conformance.judge.quantized import evaluate_codes, with_layout
+from conformance.records import Row
 from conformance.reference.quantized import QuantParams, leaky_relu_quantized
-from conformance.report.evaluate import Row
-from conformance.report.gate import GateConfig
-from conformance.report.quantized import evaluate_codes, with_layout
-from conformance.report.triage.layout import packed_source
+from conformance.triage.layout import packed_source
 
 PARAMS = QuantParams(0.05, 0, 0.04, -28)
 ALPHA = 0.2

@@ -8,10 +8,10 @@ import pytest
 
 from conformance.dtypes import info
 from conformance.ingest.dumps import plan_layout
-from conformance.records import TileLayout, TileSpan
+from conformance.records import Row, TileLayout, TileSpan
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
-from conformance.report.evaluate import Row
+from conformance.render.messages import failure_message
 from tests.helpers import counts, differs, judge
 
 
@@ -39,7 +39,7 @@ def _variant(x: np.ndarray, alpha: float, semantics: Semantics) -> np.ndarray:
 def _only(row: Row, category: str, *, says: str, elements: int) -> str:
     """The row names every element ``category`` and its summary says ``says``."""
     __tracebackhide__ = True
-    assert counts(row) == {category: elements}, row.message
+    assert counts(row) == {category: elements}, failure_message(row)
     (finding,) = row.findings
     assert says in finding.summary, finding.summary
     return finding.summary

@@ -10,12 +10,13 @@ import pytest
 
 from conformance.dtypes import all_patterns, is_subnormal
 from conformance.frameworks.tensorflow_backend import tensorflow
+from conformance.judge.evaluate import evaluate
+from conformance.metrics.exact import match_mask
 from conformance.npu_impl.backend import CannBackend
 from conformance.npu_impl.variants import VARIANTS
 from conformance.reference import golden as ref
 from conformance.reference.semantics import EXACT, Semantics
-from conformance.report.evaluate import evaluate
-from conformance.report.metrics import match_mask
+from conformance.render.messages import failure_message
 from tests.helpers import CONFIG, F16, counts, differs, from_torch, judge, rotation, sampled, to_torch
 
 
@@ -183,11 +184,11 @@ def test_seeded_kernel_variant_is_caught_and_named(name: str, pair: str, directi
                    variant=name, config=CONFIG)
     expected = set(VARIANTS[name].expected)
     if not expected:  # float32 opmath: 1-ULP residue, proved as the float32 slope where it is one
-        assert row.verdict != "fail" and set(counts(row)) <= {"rounding", "alpha-precision"}, row.message
-        assert all(f.allowed for f in row.findings), row.message
+        assert row.verdict != "fail" and set(counts(row)) <= {"rounding", "alpha-precision"}, failure_message(row)
+        assert all(f.allowed for f in row.findings), failure_message(row)
     else:
-        assert row.verdict != "pass" and expected & set(counts(row)), row.message
-        assert "unexplained" not in counts(row), row.message
+        assert row.verdict != "pass" and expected & set(counts(row)), failure_message(row)
+        assert "unexplained" not in counts(row), failure_message(row)
 
 
 def fp16_normal_float32(n: int, *, seed: int) -> np.ndarray:

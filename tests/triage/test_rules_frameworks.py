@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 
 from conformance.dtypes import all_patterns, info, is_subnormal
-from conformance.records import BackendResult
+from conformance.judge.evaluate import evaluate
+from conformance.judge.gate import GateConfig
+from conformance.records import BackendResult, Row
 from conformance.reference import golden as ref
-from conformance.report.evaluate import Row, evaluate
-from conformance.report.gate import GateConfig
+from conformance.render.messages import failure_message
 from tests.helpers import bits_differ, from_torch, to_torch
 
 HAVE = {m: importlib.util.find_spec(m) is not None
@@ -37,7 +38,7 @@ def judged(x: np.ndarray, actual: np.ndarray, alpha: float, *, dy: Optional[np.n
 
 def found(row: Row) -> dict[str, int]:
     named = {f.category: f.count for f in row.findings}
-    assert "unexplained" not in named, row.message
+    assert "unexplained" not in named, failure_message(row)
     assert sum(named.values()) == row.metrics.mismatches
     return named
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conformance.judge.evaluate import evaluate
+from conformance.judge.gate import GateConfig
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
-from conformance.report.evaluate import evaluate
-from conformance.report.gate import GateConfig
 
 CHUNK = 1 << 16
 # (id, first fp32 pattern): positive subnormals, negative subnormals, negative normals whose

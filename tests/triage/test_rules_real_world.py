@@ -17,6 +17,7 @@ from conformance.dtypes import all_patterns
 from conformance.frameworks.tensorflow_backend import tensorflow
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
+from conformance.render.messages import failure_message
 from tests.helpers import F16, counts, judge_named, slopes_in_turn
 
 BF16 = all_patterns("bfloat16")
@@ -54,7 +55,7 @@ def test_jax_triages_with_nothing_unexplained(dtype: str, direction: str, alpha:
     x = {"float16": F16, "bfloat16": BF16, "float32": X32}[dtype]
     dy = None if direction == "forward" else {"float16": DY16, "bfloat16": DYBF, "float32": DY32}[dtype]
     row = judge_named(x, jax_model(x, alpha, dy=dy), alpha, dy=dy)
-    assert all(f.detail["contradicted"] == 0 for f in row.findings), row.message
+    assert all(f.detail["contradicted"] == 0 for f in row.findings), failure_message(row)
 
 
 def test_jax_flush_keeps_its_category_when_alpha_changes() -> None:

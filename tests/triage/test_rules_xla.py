@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conformance.judge.evaluate import evaluate
+from conformance.judge.gate import GateConfig
 from conformance.records import BackendResult
 from conformance.reference import golden
 from conformance.reference.semantics import Semantics
-from conformance.report.evaluate import evaluate
-from conformance.report.gate import GateConfig
 
 
 def _inputs(dtype: str, n: int, *, seed: int, zeros: bool) -> tuple[np.ndarray, np.ndarray]:

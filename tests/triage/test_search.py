@@ -8,16 +8,16 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from conformance import triage as tri
 from conformance.dtypes import all_patterns
+from conformance.metrics.exact import match_mask
 from conformance.reference import exact
 from conformance.reference import golden as ref
 from conformance.reference.semantics import EXACT, Semantics
-from conformance.report import triage as tri
-from conformance.report.metrics import match_mask
-from conformance.report.triage import attribution, sampling
-from conformance.report.triage.candidates import sorted_median
-from conformance.report.triage.rules import catalogue
-from conformance.report.triage.search import stack_semantics
+from conformance.triage import attribution, sampling
+from conformance.triage.candidates import sorted_median
+from conformance.triage.rules import catalogue
+from conformance.triage.search import stack_semantics
 from tests.helpers import assert_same_bits
 
 N = 1 << 20

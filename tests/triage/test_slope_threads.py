@@ -13,9 +13,10 @@ from typing import Optional
 import numpy as np
 import pytest
 
-from conformance.report.triage import candidates
+from conformance.triage import candidates
 
-slope_loops = pytest.importorskip("conformance.report.slope_loops", reason="numba (the fast extra) is not installed")
+slope_loops = pytest.importorskip("conformance.triage._compiled.slope_loops",
+                                  reason="numba (the fast extra) is not installed")
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning",
                                         "ignore:invalid value encountered:RuntimeWarning")
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from conformance.dtypes import from_bits, info, is_nan, to_bits
+from conformance.judge.gate import GateConfig
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
-from conformance.report.gate import GateConfig
 from tests.helpers import F16, counts, differs, edit_at, finite_normal_indices, judge
 
 

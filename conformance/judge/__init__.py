@@ -1,0 +1,1 @@
+"""Judge: one backend result -> one judged row; merges, the gate, baselines, agreement."""

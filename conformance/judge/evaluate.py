@@ -1,0 +1,210 @@
+"""One backend result -> one judged row: golden, metrics, triage, gate.
+
+``evaluate`` judges one input batch (``conformance.judge.chunked`` a tensor given in
+chunks); ``merge_rows`` combines the batches of one
+(backend, dtype, out_dtype, direction, alpha) into one row, exactly (counts are
+summed, maxima maxed, cosine sums rescaled, findings merged by category).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from functools import reduce
+from typing import Any, Optional
+
+import numpy as np
+
+from conformance import categories
+from conformance.dtypes import info
+from conformance.judge import plots as plotting
+from conformance.judge.gate import GateConfig, finding_allowed, verdict
+from conformance.metrics import exact as met
+from conformance.records import MAX_EXAMPLES, BackendResult, Finding, Offender, Row, Shape, TileLayout
+from conformance.reference import golden as ref
+from conformance.triage import Batch, Claim, triage
+from conformance.triage.hazards import first_cores
+
+LayoutFn = Callable[[int], Optional[TileLayout]]
+Values = Callable[[int], tuple[Any, Any, Any, Any]]  # flat index -> x, dy, expected, actual
+
+
+# ----------------------------------------------------------------------------- findings
+
+def _examples(claim: Claim, values: Values, *, layout: Optional[TileLayout], part: str,
+              hazard_cores: dict[int, int]) -> tuple[Offender, ...]:
+    out = []
+    for i in (int(v) for v in claim.index[:MAX_EXAMPLES]):
+        span = layout.locate(i) if layout is not None else None
+        core = span.core if span is not None else hazard_cores.get(i)
+        if not claim.in_tensor:
+            out.append(Offender(i, None, None, None, None, core, None, part))
+            continue
+        out.append(Offender(i, *values(i), core, span.tile if span is not None else None, part))
+    return tuple(out)
+
+
+def _finding(claim: Claim, *, violations: int, backend: str, config: GateConfig,
+             examples: tuple[Offender, ...], profile: Optional[str] = None) -> Finding:
+    allowed = finding_allowed(claim.category, violations=violations, backend=backend,
+                              config=config, profile=profile)
+    return Finding(claim.category, claim.count, allowed, claim.summary, dict(claim.detail),
+                   examples, None, violations)
+
+
+Violating = Callable[[np.ndarray], np.ndarray]  # flat indices -> mask: outside tolerance
+
+
+def violations_of(claim: Claim, violating: Violating) -> int:
+    """Elements of a claim outside tolerance (hazards always count in full)."""
+    if not claim.in_tensor or claim.category == "write-race":
+        return claim.count
+    return int(np.count_nonzero(violating(claim.index)))
+
+
+def batch_values(batch: Batch) -> Values:
+    """Look up an element of ``batch`` by its index there."""
+    def values(j: int) -> tuple[Any, Any, Any, Any]:
+        dy = batch.dy[j] if batch.dy is not None else None
+        return batch.x[j], dy, batch.golden[j], batch.actual[j]
+
+    return values
+
+
+def judged(claims: Sequence[Claim], values: Values, *, violations: Sequence[int], backend: str,
+           config: GateConfig, layout: Optional[TileLayout], part: str,
+           hazard_cores: dict[int, int], profile: Optional[str] = None) -> tuple[Finding, ...]:
+    return tuple(_finding(c, violations=v, backend=backend, config=config, profile=profile,
+                          examples=_examples(c, values, layout=layout, part=part,
+                                             hazard_cores=hazard_cores))
+                 for c, v in zip(claims, violations, strict=True))
+
+
+# ----------------------------------------------------------------------------- evaluate
+
+def _actual(result: BackendResult, *, numel: int, out_dtype: str) -> np.ndarray:
+    value = np.asarray(result.value)
+    if value.size != numel or info(value.dtype).name != out_dtype:
+        raise ValueError(f"backend returned {value.dtype}{value.shape}; expected {numel} "
+                         f"elements of {out_dtype}")
+    return value.reshape(-1)
+
+
+def _rejected(x: np.ndarray, result: BackendResult, *, backend: str, config: GateConfig,
+              profile: Optional[str] = None) -> tuple[met.Metrics, tuple[Finding, ...]]:
+    n = int(x.size)
+    allowed = config.allows(backend, "rejected-input", profile=profile)
+    finding = Finding("rejected-input", n, allowed, f"backend refused the input: {result.rejected}",
+                      {"reason": result.rejected}, (), None, n)
+    return met.empty(elements=n), (finding,)
+
+
+def row_head(x_dtype: Any, alpha: float, *, out_dtype: Optional[str], direction: str, backend: str,
+             profile: Optional[str], variant: Optional[str], label: str, shape: Shape) -> dict:
+    """The Row fields every evaluation fills the same way; ``shape`` shapes the shown indices."""
+    src, out = ref.resolve_pair(x_dtype, out_dtype)
+    return dict(backend=backend, profile=profile, variant=variant, dtype=src.name,
+                out_dtype=out.name, direction=direction, alpha=ref.check_alpha(alpha), parts=(label,),
+                shapes=(tuple(int(d) for d in shape),))
+
+
+def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: str,
+             dy: Optional[np.ndarray] = None, out_dtype: Optional[str] = None, backend: str,
+             profile: Optional[str] = None, variant: Optional[str] = None,
+             config: GateConfig, label: str = "", layout_fn: Optional[LayoutFn] = None,
+             shape: Optional[Shape] = None, golden: Optional[np.ndarray] = None) -> Row:
+    """Judge one backend result against the exact reference.
+
+    ``shape`` is the shape the reported indices are shown in: by default x's own;
+    pass the whole array's shape when x is a flat chunk whose indices are global.
+    ``golden`` is the exact reference of these inputs when the caller already has it
+    (flat, of the output dtype; a sweep computes it once for all its backends).
+    """
+    x = np.asarray(x)
+    head = row_head(x.dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
+                 profile=profile, variant=variant, label=label, shape=x.shape if shape is None else shape)
+    head["notes"] = tuple(result.notes)
+    if result.rejected is not None:
+        metrics, findings = _rejected(x, result, backend=backend, config=config, profile=profile)
+        return Row(**head, metrics=metrics, findings=findings, verdict=verdict([f.allowed for f in findings]))
+    dy_flat = None if dy is None else np.asarray(dy).reshape(-1)
+    actual = _actual(result, numel=x.size, out_dtype=head["out_dtype"])
+    expected = golden if golden is not None else ref.compute(direction, x.reshape(-1), head["alpha"],
+                                                             dy=dy_flat, out_dtype=head["out_dtype"])
+    comp = met.compare(actual, expected, tolerance=config.tolerance(head["out_dtype"]), part=label)
+    findings: tuple[Finding, ...] = ()
+    plots = None
+    if comp.mismatch_index.size or result.hazards:
+        layout = result.layout if result.layout is not None else (
+            layout_fn(x.size) if layout_fn is not None else None)
+        batch = Batch(x.reshape(-1), dy_flat, head["alpha"], direction, head["out_dtype"],
+                      expected, actual, shape=head["shapes"][0])
+        claims = triage(batch, mismatches=comp.mismatch_index, hazards=result.hazards, layout=layout)
+        bad = np.zeros(x.size, dtype=bool)
+        bad[comp.mismatch_index[comp.violating]] = True
+        findings = judged(claims, batch_values(batch),
+                          violations=[violations_of(c, lambda index: bad[index]) for c in claims],
+                          backend=backend, config=config, layout=layout, part=label, profile=profile,
+                          hazard_cores=first_cores(result.hazards))
+        plots = plotting.measure(claims, batch, layout=layout, shape=head["shapes"][0], part=label)
+    return Row(**head, metrics=comp.metrics, findings=findings, plots=plots,
+               verdict=verdict([f.allowed for f in findings]))
+
+
+# ----------------------------------------------------------------------------- merge
+
+#: Across batches, ``confirmed_by_inf`` keeps the first batch's value: whether some batch
+#: refutes a saturation is judged on every batch's own value (``_saturation_refuted``)
+#: before the findings merge, and the merged detail reports the first batch's.
+_KEEP_FIRST = frozenset({"confirmed_by_inf"})
+
+
+def _merge_two(a: Finding, b: Finding) -> Finding:
+    return replace(a, count=a.count + b.count, violations=a.violations + b.violations,
+                   detail=categories.merge_detail(a.detail, b.detail, keep_first=_KEEP_FIRST),
+                   examples=(a.examples + b.examples)[:MAX_EXAMPLES],
+                   reproducer=a.reproducer or b.reproducer)
+
+
+def _saturation_refuted(rows: Sequence[Row]) -> bool:
+    """Some batch had ±inf and did not saturate it while NaN still became a number."""
+    return any(f.category == "lost-nan" for r in rows for f in r.findings) and not any(
+        f.category == "saturation" and f.detail.get("confirmed_by_inf") for r in rows
+        for f in r.findings)
+
+
+def _relabel_unconfirmed(finding: Finding) -> Finding:
+    """An unconfirmed saturation finding (no ±inf to tell) is a lost NaN when refuted."""
+    return replace(finding, category="lost-nan", summary="a NaN result became a number")
+
+
+def merge_findings(rows: Sequence[Row], *, backend: str, config: GateConfig,
+                   profile: Optional[str] = None) -> tuple[Finding, ...]:
+    """Findings of several batches merged by category, in the triage order."""
+    refuted = _saturation_refuted(rows)
+    by_cat: dict[str, Finding] = {}
+    for finding in (f for r in rows for f in r.findings):
+        if refuted and finding.category == "saturation" and "limit" not in finding.detail:  # a clamp is proved
+            finding = _relabel_unconfirmed(finding)
+        prev = by_cat.get(finding.category)
+        by_cat[finding.category] = finding if prev is None else _merge_two(prev, finding)
+    merged = [by_cat[c] for c in categories.ordered(by_cat)]  # an unknown name raises
+    return tuple(replace(f, allowed=finding_allowed(f.category, violations=f.violations,
+                                                    backend=backend, config=config, profile=profile))
+                 for f in merged)
+
+
+def merge_rows(rows: Sequence[Row], *, config: GateConfig) -> Row:
+    """Combine evaluated batches of one (backend, dtype, out_dtype, direction, alpha)."""
+    if not rows:
+        raise ValueError("merge_rows needs at least one row")
+    keys = {r.key for r in rows}
+    if len(keys) != 1:
+        raise ValueError(f"merge_rows needs rows of one key, got {sorted(map(str, keys))}")
+    first = rows[0]
+    findings = merge_findings(rows, backend=first.backend, config=config, profile=first.profile)
+    return replace(first, metrics=reduce(met.merge, (r.metrics for r in rows)),
+                   findings=findings, verdict=verdict([f.allowed for f in findings]),
+                   plots=reduce(plotting.merge, (r.plots for r in rows)),
+                   parts=tuple(p for r in rows for p in r.parts),
+                   shapes=tuple(s for r in rows for s in r.shapes)
+                   if all(len(r.shapes) == len(r.parts) for r in rows) else ())

@@ -1,0 +1,1 @@
+"""Metrics: how far an output is from the golden, exactly, merged across chunks."""

@@ -1,0 +1,1 @@
+"""The numba twins of the metrics' numpy paths."""

@@ -1,0 +1,62 @@
+"""A tensor's chunks and their golden, read ahead on a thread of their own.
+
+While the calling thread judges chunk k, a reader thread reads chunks k+1 and k+2 and
+computes their golden (both release the GIL: ``pread`` and the golden's compiled loops),
+so a large dump is judged on two cores and neither waits for the other's every chunk.
+What the caller sees is what a plain loop gives: the chunks in order, each judged on the
+calling thread; an error of the reader (a file that shrank, a golden that refuses an
+input) is raised where the plain loop would have raised it, after the chunks before it
+were handed on; Ctrl-C and SIGTERM reach the calling thread, which is never left waiting
+for more than the chunk being read, and the chunks not yet begun are cancelled.  The
+reader thread (``jit.pool("read")``) is apart from :func:`conformance.jit.in_parallel`'s
+pool, so a judge or a golden that splits its own work over that pool never waits for the
+reader, nor the reader for it.
+"""
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
+from typing import Optional, TypeVar
+
+import numpy as np
+
+from conformance import jit
+from conformance.records import Chunk
+
+__all__ = ["read_ahead"]
+
+T = TypeVar("T")
+Golden = Callable[[Chunk, bool], np.ndarray]  # a chunk's golden; True: computed while nothing else runs
+Item = Optional[tuple[Chunk, np.ndarray]]  # a chunk and its golden; None after the last chunk
+DEPTH = 2  # chunks the reader thread reads ahead: it need not wait for the judge of each
+
+
+def _next(chunks: Iterator[Chunk], golden: Golden, *, alone: bool) -> Item:
+    chunk = next(chunks, None)
+    return None if chunk is None else (chunk, golden(chunk, alone))
+
+
+def read_ahead(chunks: Iterable[Chunk], *, golden: Golden, judge: Callable[[Chunk, np.ndarray], T],
+               ahead: bool) -> Iterator[tuple[Chunk, T]]:
+    """Each chunk of ``chunks`` and ``judge(chunk, golden(chunk, alone))``, in order; with
+    ``ahead`` the next :data:`DEPTH` chunks are read and their goldens computed on the reader
+    thread meanwhile (an error of it raised here by ``Future.result`` after the chunks before
+    it; the chunks not yet begun are cancelled when the caller stops early).  ``alone`` is True
+    for a golden computed on the calling thread (the first chunk's, every chunk's without
+    ``ahead``): nothing else runs meanwhile, so it may take every thread."""
+    items = iter(chunks)
+    item = _next(items, golden, alone=True)
+    queued: deque[Future[Item]] = deque()
+    try:
+        while item is not None:
+            chunk, expected = item
+            while ahead and len(queued) < DEPTH:
+                queued.append(jit.pool("read", size=1).submit(_next, items, golden, alone=False))
+            result = judge(chunk, expected)
+            del item, expected  # the reader's next chunks may take this one's memory
+            yield chunk, result
+            item = queued.popleft().result() if ahead else _next(items, golden, alone=True)
+    finally:
+        for future in queued:
+            future.cancel()

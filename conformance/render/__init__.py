@@ -1,0 +1,1 @@
+"""Render: judged rows as console text, JSON, JUnit, CSV, HTML and GitHub output."""

@@ -1,0 +1,1 @@
+"""The numba twins of triage's numpy slope passes."""
