@@ -25,8 +25,8 @@ import time
 from collections.abc import Sequence
 
 from conformance.backends import call
+from conformance.config import default_config
 from conformance.judge.evaluate import evaluate
-from conformance.judge.gate import GateConfig
 from conformance.reference import golden as ref
 from conformance.sweep import run as sweeping
 from conformance.sweep import twins
@@ -36,7 +36,7 @@ ALL = 1 << 32
 CHUNK = 1 << 21
 SAMPLES = 32  # chunks, one every 2**27 patterns
 BACKENDS = (("torch", None, None), ("cann", "ascend910b1", "reference"))  # golden: once per chunk, shared
-CONFIG = GateConfig()
+CONFIG = default_config()
 TOLERANCE = tuple(vars(CONFIG.tolerance("float32")).values())
 
 

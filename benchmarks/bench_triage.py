@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.timing import best_time
+from conformance.config import default_config
 from conformance.dtypes import all_patterns
 from conformance.judge.evaluate import evaluate
-from conformance.judge.gate import GateConfig
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
@@ -139,7 +139,7 @@ def main(argv: Sequence[str] = ()) -> int:
 
 
 def figures() -> None:
-    config = GateConfig()
+    config = default_config()
     for name, x, actual, alpha in _cases():
         def judged(y: np.ndarray = actual, x: np.ndarray = x, alpha: float = alpha) -> object:
             return evaluate(x, alpha, BackendResult(y), direction="forward", backend="dump", config=config)

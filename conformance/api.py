@@ -17,9 +17,10 @@ from typing import Any, Optional
 
 from conformance import adapters
 from conformance.backends import is_backend, load, profiles_of
+from conformance.config import allowed_categories, load_config
 from conformance.errors import UsageError
 from conformance.judge.agreement import Agreement
-from conformance.judge.gate import GateConfig, allowed_categories, load_config, overall
+from conformance.judge.gate import GateConfig, overall
 from conformance.records import Direction, Row
 from conformance.render import export
 from conformance.render.messages import failure_message

@@ -136,7 +136,7 @@ class BackendBase:
 
     def boundary_sizes(self, dtype: str, out_dtype: str, direction: Direction) -> tuple[int, ...]:
         """Sizes worth a batch of their own: the default chip's core boundaries."""
-        from conformance.cases.boundaries import boundary_sizes
+        from conformance.npu_impl.boundaries import boundary_sizes
 
         return boundary_sizes(dtype, out_dtype=out_dtype, direction=direction, tiles=False)
 
@@ -312,9 +312,7 @@ def builtin_policy() -> dict[str, frozenset[str]]:
             policy.update(declared_policy(name))
         except UsageError:
             continue
-    from conformance.frameworks.quantized_profiles import quantized_policy  # the quantized profiles' own
-
-    return {**policy, **quantized_policy()}
+    return policy
 
 
 def default_backends() -> tuple[str, ...]:

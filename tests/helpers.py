@@ -19,6 +19,7 @@ from typing import Optional
 import numpy as np
 import pytest
 
+from conformance.config import default_config
 from conformance.dtypes import all_patterns, info, is_nan, to_bits
 from conformance.judge.evaluate import evaluate
 from conformance.judge.gate import GateConfig
@@ -26,7 +27,7 @@ from conformance.records import BackendResult, Row
 from conformance.render.messages import failure_message
 
 F16 = all_patterns("float16")  # every float16 bit pattern
-CONFIG = GateConfig()
+CONFIG = default_config()
 
 
 SMALL_BATCH = 5000  # elements per suite batch at most, under keep_small_batches
@@ -210,7 +211,7 @@ def judge_dump(x: np.ndarray, actual: np.ndarray, alpha: float, *, direction: st
                dy: Optional[np.ndarray] = None, out_dtype: Optional[str] = None) -> Row:
     """``actual`` judged as external arrays (``conformance compare``), the default policy."""
     return judge(x, actual, alpha, direction=direction, dy=dy, out_dtype=out_dtype, backend="dump",
-                 config=GateConfig())
+                 config=default_config())
 
 
 def judge_named(x: np.ndarray, actual: np.ndarray, alpha: float, *, dy: Optional[np.ndarray] = None) -> Row:

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from conformance.backends import call, get_backend
+from conformance.config import default_config
 from conformance.dtypes import all_patterns
-from conformance.judge.gate import GateConfig
 from conformance.sweep import run as sweeping
 from conformance.sweep.spec import SweepSpec, x_class
 from conformance.sweep.store import _SCHEMA, Store
 from tests.helpers import bits_differ, run_cli
 
-CONFIG = GateConfig()
+CONFIG = default_config()
 CHUNK = 1 << 14
 NAMES = ("golden", "torch", "cann")
 NEGATIVE = 0xC000  # the chunk of negative fp16 patterns from -2.0 down, where the slopes show

@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 from conformance import categories
+from conformance.config import default_config
 from conformance.errors import UnknownCategory
 from conformance.judge.evaluate import merge_findings
-from conformance.judge.gate import CATEGORIES, GateConfig
+from conformance.judge.gate import CATEGORIES
 from conformance.npu_impl.variants import VARIANTS
 from conformance.records import Finding
 from conformance.reference import golden as ref
@@ -39,13 +40,13 @@ def test_merge_findings_never_drops_an_unknown_category() -> None:
     odd = Finding("made-up", 3, False, "a finding from elsewhere", {}, ())
     bad = row.__class__(**{**row.__dict__, "findings": row.findings + (odd,)})
     with pytest.raises(UnknownCategory, match="made-up"):
-        merge_findings([row, bad], backend="cann", config=GateConfig())
+        merge_findings([row, bad], backend="cann", config=default_config())
 
 
 def test_layout_is_a_location_category_that_no_backend_allows() -> None:
     assert categories.check("layout").group == "location"
     assert categories.order("stale-block") < categories.order("layout") < categories.order("overflow")
-    assert not any("layout" in allowed for allowed in GateConfig().policy.values())
+    assert not any("layout" in allowed for allowed in default_config().policy.values())
 
 
 def test_generated_table_lists_every_category() -> None:

@@ -23,6 +23,7 @@ import jsonschema
 import numpy as np
 import pytest
 
+from conformance.config import default_config
 from conformance.render import github
 from conformance.render.console import LineProgress
 from conformance.render.export import encode_value
@@ -400,13 +401,12 @@ def test_warned_rows_are_warning_annotations_and_newlines_are_escaped(mixed) -> 
 
 def _one_row():
     from conformance.judge.evaluate import evaluate
-    from conformance.judge.gate import GateConfig
     from conformance.records import BackendResult
     from conformance.reference import golden as ref
 
     x = np.linspace(-2, 2, 64, dtype=np.float16)
     return evaluate(x, 0.2, BackendResult(ref.forward(x, 0.2)), direction="forward", backend="golden",
-                    config=GateConfig())
+                    config=default_config())
 
 
 def test_an_unwritable_step_summary_is_one_warning_line(tmp_path: Path, capsys) -> None:

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from conformance.commands import compare
+from conformance.config import load_config
 from conformance.dtypes import all_patterns
 from conformance.ingest import dumps
 from conformance.judge.chunked import evaluate_chunks
 from conformance.judge.evaluate import evaluate
-from conformance.judge.gate import load_config
 from conformance.records import BackendResult, Row
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics

@@ -17,11 +17,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from conformance.config import load_config
 from conformance.dtypes import all_patterns, info, to_bits
 from conformance.errors import UsageError
 from conformance.judge import chunked
 from conformance.judge import plots as plotting
-from conformance.judge.gate import load_config
 from conformance.metrics.exact import _cosine_sums
 from conformance.records import Chunk, Tolerance
 from conformance.reference import golden

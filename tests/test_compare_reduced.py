@@ -16,11 +16,11 @@ from typing import Optional
 import numpy as np
 import pytest
 
+from conformance.config import load_config
 from conformance.dtypes import all_patterns, to_bits
 from conformance.ingest.arrays import load
 from conformance.judge.chunked import evaluate_chunks
 from conformance.judge.evaluate import evaluate
-from conformance.judge.gate import load_config
 from conformance.metrics import exact as met
 from conformance.records import BackendResult, Chunk, Finding, Offender, Row
 from conformance.reference import golden as ref

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from conformance.config import default_config
 from conformance.judge.evaluate import evaluate
-from conformance.judge.gate import GateConfig
 from conformance.records import BackendResult, Row
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
@@ -20,7 +20,7 @@ from conformance.render.messages import failure_message, mismatch_line
 from conformance.render.text import index_text, percent, position, short_int
 from tests.helpers import assert_usage_error, run_cli
 
-CONFIG = GateConfig()
+CONFIG = default_config()
 X16 = np.linspace(-4, 4, 4096, dtype=np.float16)
 BACKENDS, DTYPES, DIRECTIONS, ALPHAS = ("golden", "torch"), ("fp16",), ("forward", "backward"), ("0", "0.2", "0.3")
 SELECTION = ["--backend", ",".join(BACKENDS), "--dtype", ",".join(DTYPES), "--direction",

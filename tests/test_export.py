@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from conformance.config import default_config
 from conformance.dtypes import all_patterns, is_nan
 from conformance.judge.evaluate import evaluate, merge_rows
-from conformance.judge.gate import GateConfig
 from conformance.records import BackendResult, Row
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
@@ -19,7 +19,7 @@ from conformance.render import console as render
 from conformance.render.export import SCHEMA, report_dict, validate, write_json, write_junit
 from conformance.render.messages import failure_message
 
-CONFIG = GateConfig()
+CONFIG = default_config()
 F16 = all_patterns("float16")
 
 

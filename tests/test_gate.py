@@ -6,10 +6,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conformance.config import default_config, load_config
 from conformance.dtypes import all_patterns
 from conformance.errors import UsageError
 from conformance.judge.evaluate import evaluate
-from conformance.judge.gate import GateConfig, load_config
+from conformance.judge.gate import GateConfig
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
@@ -68,7 +69,7 @@ def test_missing_config_is_a_usage_error(tmp_path: Path) -> None:
         load_config(str(tmp_path / "missing.toml"))
 
 
-def _verdict(actual: np.ndarray, *, backend: str, config: GateConfig = GateConfig()) -> str:
+def _verdict(actual: np.ndarray, *, backend: str, config: GateConfig = default_config()) -> str:
     return evaluate(F16, 0.2, BackendResult(actual), direction="forward", backend=backend,
                     config=config).verdict
 
@@ -84,7 +85,7 @@ def test_clean_row_passes_and_rounding_within_tolerance_warns() -> None:
     x = all_patterns("float16")
     torch_like = ref.forward(x, 0.01, semantics=Semantics(opmath="float32"))
     row = evaluate(x, 0.01, BackendResult(torch_like), direction="forward", backend="torch",
-                   config=GateConfig())
+                   config=default_config())
     assert row.verdict == "warn" and all(f.category == "rounding" for f in row.findings)
 
 

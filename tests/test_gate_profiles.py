@@ -6,10 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conformance.config import load_config
 from conformance.dtypes import all_patterns
 from conformance.errors import UsageError
 from conformance.judge.evaluate import evaluate
-from conformance.judge.gate import load_config
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics

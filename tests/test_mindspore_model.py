@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from conformance.backends import default_worker, load
+from conformance.config import load_config
 from conformance.dtypes import all_patterns, from_bits, info
 from conformance.frameworks.mindspore_backend import flushing
-from conformance.judge.gate import load_config
 from conformance.reference import golden as ref
 from conformance.render.messages import failure_message
 from conformance.suite import SUITE_ALPHAS

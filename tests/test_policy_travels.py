@@ -12,7 +12,7 @@ import pytest
 
 from conformance.api import check
 from conformance.backends import builtin_policy, names
-from conformance.judge.gate import load_config
+from conformance.config import load_config
 from tests.helpers import assert_usage_error, run_cli
 
 # The verdicts and the configuration that judged them, not the inputs' size: the suite's small batches

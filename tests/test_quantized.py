@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from conformance.cases.quantized import quant_grid
+from conformance.config import default_config
 from conformance.frameworks import quantized_models as models
-from conformance.judge.gate import GateConfig
 from conformance.judge.quantized import evaluate_codes
 from conformance.records import MAX_EXAMPLES
 from conformance.reference.quantized import QuantParams, all_codes, exact_table, leaky_relu_quantized, round_half_even
@@ -328,7 +328,7 @@ def test_the_kept_batch_finds_what_the_whole_tensor_shows(params: QuantParams, a
     codes = np.random.default_rng(5).choice(all_codes(params), 5_003)
     for name, make in _defects().items():
         out = make(codes, alpha, params)
-        row = evaluate_codes(codes, out, alpha, params=params, backend="dump", config=GateConfig())
+        row = evaluate_codes(codes, out, alpha, params=params, backend="dump", config=default_config())
         kept = [(f.category, f.count, f.summary, f.detail, [e.index for e in f.examples]) for f in row.findings]
         assert kept == _whole_tensor_findings(codes, out, alpha, params), name
 

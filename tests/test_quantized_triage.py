@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from conformance.cases.quantized import quant_grid
+from conformance.config import default_config
 from conformance.frameworks import quantized_models as models
-from conformance.judge.gate import GateConfig
 from conformance.judge.quantized import evaluate_codes
 from conformance.reference.quantized import QuantParams, all_codes, exact_table, setting_text
 from conformance.render.messages import failure_message
@@ -115,7 +115,7 @@ def test_every_framework_difference_is_named_by_a_rule(model, params: QuantParam
 
 def test_gate_allows_one_code_from_a_named_rule_for_framework_profiles_only() -> None:
     params, alpha = QuantParams(0.05, 0, 0.04, -28, "qint8"), 0.2
-    codes, config = all_codes(params), GateConfig()
+    codes, config = all_codes(params), default_config()
     tflite = models.tflite_builtin(codes, alpha, params=params)
     assert evaluate_codes(codes, tflite, alpha, params=params, backend="tflite", profile="builtin",
                           config=config).verdict == "warn"
@@ -129,7 +129,7 @@ def test_gate_fails_a_named_rule_beyond_one_code() -> None:
     params, alpha = QuantParams(0.5, 0, 0.125, 0, "qint8"), 0.2  # y/s_out = 4 (q - z): a tie moves by 2
     codes = all_codes(params)
     wrong = _exact_with(params, alpha, s_out=0.25)
-    row = evaluate_codes(codes, wrong, alpha, params=params, backend="torch", profile="vector", config=GateConfig())
+    row = evaluate_codes(codes, wrong, alpha, params=params, backend="torch", profile="vector", config=default_config())
     assert row.verdict == "fail" and row.metrics.max_ulp > 1
 
 
@@ -137,7 +137,7 @@ def test_the_row_carries_its_setting_and_the_code_distance() -> None:
     params, alpha = QuantParams(0.05, 0, 0.04, -28, "qint8"), 0.2
     codes = all_codes(params)
     row = evaluate_codes(codes, models.torch_scalar(codes, alpha, params=params), alpha, params=params,
-                         backend="torch", profile="tail", config=GateConfig())
+                         backend="torch", profile="tail", config=default_config())
     assert row.variant == setting_text(params) == "0.05:0:0.04:-28"
     assert "Greatest code difference: 1" in failure_message(row) and "Mismatched elements: " in failure_message(row)
 
@@ -230,7 +230,7 @@ def test_quantized_run_rows_have_no_unexplained_difference() -> None:
     from conformance.quantized_suite import plan_quantized, run_quantized_row
 
     specs, _ = plan_quantized(("torch", "onnxruntime"))
-    rows = [run_quantized_row(s, config=GateConfig()) for s in specs]
+    rows = [run_quantized_row(s, config=default_config()) for s in specs]
     assert any(r.findings for r in rows)
     assert all(f.category != "unexplained" and f.allowed for r in rows for f in r.findings)
 
@@ -255,7 +255,7 @@ def test_run_reports_quantized_rows_in_its_json(tmp_path: Path, capsys: pytest.C
 
 
 def test_a_config_policy_overrides_a_quantized_profile(tmp_path: Path) -> None:
-    from conformance.judge.gate import load_config
+    from conformance.config import load_config
 
     path = tmp_path / "gate.toml"
     path.write_text('[tool.conformance.policy]\n"tflite[builtin]" = []\n')

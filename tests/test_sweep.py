@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from conformance.backends import call, get_backend
+from conformance.config import default_config
 from conformance.dtypes import from_bits, info, to_bits
 from conformance.judge.evaluate import evaluate
-from conformance.judge.gate import GateConfig
 from conformance.reference import golden as ref
 from conformance.render import export
 from conformance.sweep import run as sweeping
@@ -27,7 +27,7 @@ from conformance.sweep.store import Store, row_from_text, row_text
 from tests.exact_oracle import exact_leaky_relu
 from tests.helpers import NUMPY_PATH, assert_usage_error, children_on_the_numpy_path, run_cli
 
-CONFIG = GateConfig()
+CONFIG = default_config()
 NEAR_HALF = 0xBF000000  # fp32 -0.5: every pattern above it is negative, so torch's fp32 slope shows
 SMALL = f"{NEAR_HALF:#x}:{NEAR_HALF + (1 << 18):#x}"
 

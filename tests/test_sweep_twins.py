@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from conformance.backends import call, get_backend
+from conformance.config import default_config
 from conformance.dtypes import from_bits
 from conformance.judge.evaluate import evaluate
-from conformance.judge.gate import GateConfig
 from conformance.npu_impl import VARIANTS
 from conformance.records import BackendResult, Row, TileLayout
 from conformance.sweep import twins
@@ -18,7 +18,7 @@ from conformance.sweep.spec import x_class
 from conformance.sweep.store import row_text
 from tests.helpers import rotation, sampled
 
-CONFIG = GateConfig()
+CONFIG = default_config()
 NEAR_HALF = 0xBF000000  # fp32 -0.5 and below: the slope shows on every pattern
 
 

@@ -27,11 +27,12 @@ from conformance.commands.run import (
     run_with_progress,
     selection_from,
 )
+from conformance.config import allowed_categories, load_config
 from conformance.dtypes import info
 from conformance.errors import UsageError
 from conformance.interrupts import exit_code
 from conformance.judge.agreement import Cell, Migration, cells, migration
-from conformance.judge.gate import GateConfig, allowed_categories, load_config
+from conformance.judge.gate import GateConfig
 from conformance.render import console as show
 from conformance.render import export, files
 from conformance.suite import Options, Selection, SuiteResult

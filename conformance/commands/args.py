@@ -121,7 +121,7 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
 def config_from(args: argparse.Namespace) -> GateConfig:
     """The gate configuration the flags ask for: --config (over pyproject.toml), --strict-zeros,
     --strict and --allow."""
-    from conformance.judge.gate import load_config
+    from conformance.config import load_config
 
     return load_config(args.config, strict_zeros=args.strict_zeros, strict=args.strict,
                        allow=items(args.allow, flag="--allow"))

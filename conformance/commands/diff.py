@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 
 from conformance.commands.args import add_view_options, view_from
-from conformance.judge.baseline import compare, load_report, render, write_json
+from conformance.judge.baseline import compare
 from conformance.render import console as show
 from conformance.render import files
+from conformance.render.baseline import load_report, render, write_json
 from conformance.render.files import ReportPaths
 
 HELP = "compare two JSON reports: new, fixed, grown and shrunk findings per row (exit 1 if new ones fail)"

@@ -16,8 +16,9 @@ from conformance.backends import names as backend_names
 from conformance.cases.corpus import Reproducer, load
 from conformance.commands.args import add_view_options, view_from
 from conformance.commands.run import parse_seconds
+from conformance.config import load_config
 from conformance.errors import CorpusError, Unsupported, UsageError
-from conformance.judge.gate import GateConfig, load_config
+from conformance.judge.gate import GateConfig
 from conformance.records import Row
 from conformance.render import console as show
 from conformance.suite import replay

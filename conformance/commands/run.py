@@ -41,13 +41,14 @@ from conformance.commands.args import (
 from conformance.errors import UsageError
 from conformance.frameworks.quantized_profiles import SUITE_PROFILES
 from conformance.interrupts import exit_code
-from conformance.judge.baseline import compare, judged_against, load_report
-from conformance.judge.baseline import render as render_diff
+from conformance.judge.baseline import compare, judged_against
 from conformance.judge.gate import GateConfig
 from conformance.records import Row, Skip
 from conformance.render import console as show
 from conformance.render import export, files
 from conformance.render import github as ci
+from conformance.render.baseline import load_report
+from conformance.render.baseline import render as render_diff
 from conformance.render.files import ReportPaths
 from conformance.render.summary import RunInfo, command_line
 from conformance.suite import (
@@ -415,7 +416,7 @@ def gate_against(rows: Sequence[Row], baseline: tuple[str, dict], *, console: Co
     path, doc = baseline
     diff = compare(doc["rows"], [export.row_dict(r) for r in rows])
     render_diff(diff, console=console, against=path, quiet=view.quiet)
-    return judged_against(rows, doc, against=path)
+    return judged_against(rows, doc, against=path, as_dicts=[export.row_dict(r) for r in rows])
 
 
 def execute(args: argparse.Namespace) -> int:

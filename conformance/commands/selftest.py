@@ -32,8 +32,8 @@ from rich.console import Console
 from rich.table import Table
 
 from conformance.commands.args import add_view_options, parse_int, view_from
+from conformance.config import load_config
 from conformance.errors import UsageError
-from conformance.judge.gate import load_config
 from conformance.records import Row
 from conformance.render import console as show
 from conformance.suite import Options, Selection, run_suite

@@ -1,7 +1,8 @@
 """CI baselines: what changed between two reports, finding by finding.
 
 Both ``conformance run --baseline OLD`` and ``conformance diff OLD NEW`` use
-:func:`compare`.  Findings are matched by row (backend, dtype, out_dtype,
+:func:`compare` on the rows of two JSON reports (``render.baseline`` reads and shows them).
+Findings are matched by row (backend, dtype, out_dtype,
 direction, alpha bits) and category.  A run has one profile and one variant per
 backend, so the profile and variant are not part of the match: a baseline made
 on ``--profile ascend910b1`` compares with a run on ``ascend310p3`` (the row
@@ -21,14 +22,9 @@ same or a smaller size does not gate.  Rows present in only one report are liste
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
-
-from conformance.errors import UsageError
-from conformance.render import export
 
 if TYPE_CHECKING:
     from conformance.records import Row
@@ -100,27 +96,6 @@ class Diff:
 
 
 # ----------------------------------------------------------------------------- reading
-
-def load_report(path: str, *, flag: str) -> dict:
-    """A JSON report, checked against ``export.SCHEMA``; a UsageError (exit 2) otherwise."""
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"{flag} {path} does not exist; pass a report written by 'conformance run --json'") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{flag} {path}: cannot read it ({exc}); pass a readable report") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{flag} {path} is not JSON ({exc.msg} at line {exc.lineno}); "
-                         "pass a report written by 'conformance run --json'") from None
-    except RecursionError:
-        raise UsageError(f"{flag} {path} nests too deeply to be a report; "
-                         "pass a report written by 'conformance run --json'") from None
-    errors = export.validate(doc, export.SCHEMA)
-    if errors:
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise UsageError(f"{flag} {path} is not a {export.SCHEMA_ID} report: {errors[0]}{more}")
-    return doc
-
 
 def row_key(row: dict, *, full: bool = False) -> tuple:
     return (*(row[k] for k in (_FULL_KEY if full else _KEY)), row["alpha"]["bits"])
@@ -204,11 +179,12 @@ def known_failures(old_rows: Sequence[dict], new_rows: Sequence[dict]) -> list[f
     return known
 
 
-def judged_against(rows: Sequence[Row], doc: dict, *, against: str) -> list[Row]:
+def judged_against(rows: Sequence[Row], doc: dict, *, against: str, as_dicts: Sequence[dict]) -> list[Row]:
     """``rows`` judged against the baseline report ``doc``: a row whose every failing finding the
     baseline already has (at the same or a larger size) warns, with a note naming the baseline,
-    so the console, the exit code, JSON and JUnit give the one verdict of the baseline gate."""
-    known = known_failures(doc["rows"], [export.row_dict(r) for r in rows])
+    so the console, the exit code, JSON and JUnit give the one verdict of the baseline gate.
+    ``as_dicts`` are ``rows`` as the JSON report writes them (``render.export.row_dict``)."""
+    known = known_failures(doc["rows"], as_dicts)
     return [_known(row, cats, against=against) for row, cats in zip(rows, known, strict=True)]
 
 
@@ -218,52 +194,3 @@ def _known(row: Row, known: frozenset[str], *, against: str) -> Row:
         return row
     note = f"fails as in the baseline {against} ({', '.join(sorted(failing))}): not gated"
     return replace(row, verdict="warn", notes=(*row.notes, note))
-
-
-# ----------------------------------------------------------------------------- showing
-
-def _size_text(size: Optional[Size]) -> str:
-    if size is None:
-        return "-"
-    return f"{size.count} ({size.violations} out of tol{'' if size.allowed else ', fails'})"
-
-
-def table(diff: Diff) -> Any:
-    """A rich table of the changes: row, category, status, old and new size, whether it gates."""
-    from rich.table import Table
-    from rich.text import Text
-
-    out = Table(title="changes against the baseline", title_justify="left")
-    for name in ("row", "category", "change", "old", "new", "gate"):
-        out.add_column(name, overflow="fold")
-    for c in diff.changes:
-        cells = (c.row, c.category, c.status, _size_text(c.old), _size_text(c.new), "FAIL" if c.gates else "")
-        out.add_row(*map(Text, cells))  # plain text: "cann[...]" is no markup
-    return out
-
-
-def summary(diff: Diff, *, against: str) -> str:
-    """One line: the counts per status and the gate's verdict."""
-    counts = ", ".join(f"{n} {s}" for s, n in diff.tally().items())
-    rows = ""
-    if diff.only_old or diff.only_new:
-        rows = f"; rows only in the baseline: {len(diff.only_old)}, only in this run: {len(diff.only_new)}"
-    gate = f"{len(diff.gating)} new or grown failing" if diff.gating else "nothing new or grown fails"
-    return f"against {against}: {counts}{rows}; {gate}: {diff.verdict.upper()}"
-
-
-def render(diff: Diff, *, console: Any, against: str, quiet: bool = False) -> None:
-    """The table (when anything changed and not quiet), the rows only one side has, the summary."""
-    if not quiet:
-        if diff.changes:
-            console.print(table(diff))
-        for label, titles in (("only in the baseline", diff.only_old), ("only in the new report", diff.only_new)):
-            if titles:
-                console.print(f"{len(titles)} row(s) {label}, e.g. {titles[0]}", markup=False, soft_wrap=True)
-    console.print(summary(diff, against=against), markup=False, soft_wrap=True)
-
-
-def write_json(diff: Diff, path: str, *, old: str, new: str, flag: str = "--json") -> None:
-    from conformance.render.files import write_atomic
-
-    write_atomic(path, (json.dumps(diff.as_dict(old=old, new=new), indent=2) + "\n").encode(), flag=flag)

@@ -8,41 +8,27 @@ documented behaviours, or differences within tolerance such as 1-ULP rounding or
 an informational signed zero).  ``strict`` fails any bit difference; ``allowed``
 adds categories every backend may show.
 
-Configuration: defaults below (torch.testing's tolerances, max ULP 1, and the
-policy each backend declares, see ``BackendBase.allowed``), then
-``[tool.conformance]`` of ``./pyproject.toml``, then a ``--config`` TOML file
-(top-level keys or a ``[tool.conformance]`` table).
+The gate receives its policy as data: a :class:`GateConfig` holds torch.testing's
+tolerances and max ULP 1 by default and an empty policy; ``conformance.config`` builds
+the one a run uses (each backend's declared policy, ``[tool.conformance]``, ``--config``).
 """
 from __future__ import annotations
 
-import math
-import os
-import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from conformance.backends import builtin_policy
-from conformance.backends import names as backend_names
 from conformance.categories import NAMES
-from conformance.dtypes import DTYPES
-from conformance.errors import UsageError
 from conformance.records import Tolerance
 
 CATEGORIES = NAMES  # the registry's order (conformance/categories.py)
 VERDICTS = ("pass", "warn", "fail")
 _TORCH_TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5),
                      "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}
-_KEYS = ("tolerances", "max_ulp", "strict_zeros", "policy")
 
 
 def _default_tolerances() -> dict[str, tuple[float, float]]:
     return dict(_TORCH_TOLERANCES)
-
-
-def _default_policy() -> dict[str, frozenset[str]]:
-    return dict(builtin_policy())
 
 
 @dataclass(frozen=True)
@@ -52,7 +38,7 @@ class GateConfig:
     tolerances: Mapping[str, tuple[float, float]] = field(default_factory=_default_tolerances)
     max_ulp: int = 1
     strict_zeros: bool = False
-    policy: Mapping[str, frozenset[str]] = field(default_factory=_default_policy)
+    policy: Mapping[str, frozenset[str]] = field(default_factory=dict)  # key (policy_key) -> allowed
     sources: tuple[str, ...] = ()  # the files read, in order (empty: the defaults)
     strict: bool = False  # any bit difference fails
     allowed: frozenset[str] = frozenset()  # categories every backend may show (--allow)
@@ -87,7 +73,7 @@ def policy_key(backend: str, profile: Optional[str]) -> str:
     return f"{backend}[{profile}]" if profile else backend
 
 
-def _split_key(key: str) -> tuple[str, Optional[str]]:
+def split_key(key: str) -> tuple[str, Optional[str]]:
     """``keras[numpy]`` -> ("keras", "numpy"); ``torch`` -> ("torch", None)."""
     if key.endswith("]") and "[" in key:
         name, _, profile = key[:-1].partition("[")
@@ -115,161 +101,6 @@ def verdict(allowed: Iterable[bool]) -> str:
 def overall(verdicts: Iterable[str]) -> str:
     """The report's top-level verdict: ``fail`` if any row fails, else ``pass``."""
     return "fail" if "fail" in set(verdicts) else "pass"
-
-
-def _number(value: Any, *, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value < 0:
-        raise UsageError(f"{where} must be a finite number >= 0, got {value!r}")
-    return float(value)
-
-
-def _tolerances(table: Any, base: Mapping[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
-    if not isinstance(table, dict):
-        raise UsageError("tolerances must be a table like float16 = { rtol = 1e-3, atol = 1e-5 }")
-    out = dict(base)
-    for name, entry in table.items():
-        if name not in DTYPES or not isinstance(entry, dict) or set(entry) - {"rtol", "atol"}:
-            raise UsageError(f"tolerances.{name}: use a dtype of {', '.join(DTYPES)} "
-                             "with keys rtol and atol")
-        rtol, atol = out[name]
-        out[name] = (_number(entry.get("rtol", rtol), where=f"tolerances.{name}.rtol"),
-                     _number(entry.get("atol", atol), where=f"tolerances.{name}.atol"))
-    return out
-
-
-def policy_backends() -> tuple[str, ...]:
-    """Every backend name a row can carry: the registered backends and ``dump``."""
-    return (*backend_names(), "dump")
-
-
-def _categories(cats: Any, *, backend: str) -> frozenset[str]:
-    """A policy entry: a list of category names, nothing else (TOML tables and nested lists refused)."""
-    if not isinstance(cats, list) or not all(isinstance(c, str) for c in cats):
-        raise UsageError(f'policy.{backend} must be a list of category names, like ["rounding"]')
-    unknown = set(cats) - set(CATEGORIES)
-    if unknown:
-        raise UsageError(f"policy.{backend}: unknown categories {sorted(unknown)}; "
-                         f"choose from {', '.join(CATEGORIES)}")
-    return frozenset(cats)
-
-
-def _check_profile(backend: str, profile: str, *, key: str) -> None:
-    """A ``backend[profile]`` key of a registered backend names a profile it declares; the key of
-    an import path is a name to match, never imported (a config file must not run code)."""
-    from conformance.backends import is_import_path, profiles_of
-
-    if is_import_path(backend):
-        return
-    try:
-        choices = profiles_of(backend)[0]
-    except UsageError:  # a backend that cannot load here declares nothing we can check
-        return
-    if profile not in choices:
-        raise UsageError(f"policy.{key}: {backend} has no profile {profile!r}; "
-                         f"choose from {', '.join(choices) or 'none (it takes no profile)'}")
-
-
-def _policy(table: Any, base: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
-    if not isinstance(table, dict):
-        raise UsageError('policy must be a table like tensorflow = ["alpha-precision"]')
-    out = dict(base)
-    known = policy_backends()
-    for key, cats in table.items():
-        backend, profile = _split_key(key)
-        if key in base:  # an entry a backend declares (the quantized profiles among them)
-            out[key] = _categories(cats, backend=key)
-            continue
-        if backend not in known and ":" not in backend:  # "module:factory": a user's own backend
-            raise UsageError(f"policy.{key}: unknown backend; choose from {', '.join(known)} "
-                             "(a profile as backend[profile], e.g. keras[numpy])")
-        if profile is not None:
-            _check_profile(backend, profile, key=key)
-        out[key] = _categories(cats, backend=key)
-    return out
-
-
-def apply_table(config: GateConfig, table: Mapping[str, Any], *, source: str) -> GateConfig:
-    """Overlay one ``[tool.conformance]``-shaped table on ``config``."""
-    unknown = set(table) - set(_KEYS)
-    if unknown:
-        raise UsageError(f"{source}: unknown keys {sorted(unknown)}; allowed: {', '.join(_KEYS)}")
-    changes: dict[str, Any] = {}
-    if "tolerances" in table:
-        changes["tolerances"] = _tolerances(table["tolerances"], config.tolerances)
-    if "max_ulp" in table:
-        value = table["max_ulp"]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise UsageError(f"{source}: max_ulp must be an integer >= 0, got {value!r}")
-        changes["max_ulp"] = value
-    if "strict_zeros" in table:
-        if not isinstance(table["strict_zeros"], bool):
-            raise UsageError(f"{source}: strict_zeros must be true or false")
-        changes["strict_zeros"] = table["strict_zeros"]
-    if "policy" in table:
-        changes["policy"] = _policy(table["policy"], config.policy)
-    return replace(config, **changes)
-
-
-def _read_toml(path: Path) -> dict:
-    if not path.exists():
-        raise UsageError(f"config file {path} does not exist; pass an existing TOML file")
-    if path.is_dir() or not (path.is_file() or path.resolve() == Path(os.devnull)):  # /dev/zero never ends
-        raise UsageError(f"config file {path} is not a regular file; pass a TOML file")
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except OSError as exc:
-        raise UsageError(f"config file {path} cannot be read ({exc.strerror}); pass a readable TOML file") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"config file {path} is not valid TOML ({exc}); fix or remove it") from None
-    except RecursionError:
-        raise UsageError(f"config file {path} nests too deeply to read; a gate configuration is a few "
-                         "flat tables") from None
-
-
-def _conformance_table(doc: dict, *, source: str) -> Optional[dict]:
-    """The ``[tool.conformance]`` table, None when the file has none; a UsageError when it is no table."""
-    tool = doc.get("tool")
-    table = tool.get("conformance") if isinstance(tool, dict) else None
-    if table is not None and not isinstance(table, dict):
-        raise UsageError(f"{source}: tool.conformance must be a table ([tool.conformance]), "
-                         f"got {type(table).__name__}")
-    return table
-
-
-def allowed_categories(names: Optional[Iterable[str]], *, flag: str = "--allow") -> frozenset[str]:
-    """Category names checked against the registry; a UsageError naming the choices otherwise."""
-    chosen = frozenset(names or ())
-    unknown = sorted(chosen - set(CATEGORIES))
-    if unknown:
-        raise UsageError(f"{flag} {', '.join(unknown)}: unknown category; choose from {', '.join(CATEGORIES)}")
-    return chosen
-
-
-def load_config(path: Optional[str] = None, *, pyproject: Optional[str] = None,
-                strict_zeros: Optional[bool] = None, strict: bool = False,
-                allow: Optional[Iterable[str]] = None) -> GateConfig:
-    """Defaults, then ``[tool.conformance]`` in pyproject.toml, then the ``--config`` file; then
-    ``strict`` (any bit difference fails) and ``allow`` (categories every backend may show)."""
-    config = GateConfig()
-    project = Path(pyproject) if pyproject is not None else Path("pyproject.toml")
-    if project.is_file():
-        table = _conformance_table(_read_toml(project), source=str(project))
-        if table is not None:
-            config = replace(apply_table(config, table, source=str(project)), sources=(str(project),))
-    if path is not None:
-        if not path.strip():
-            raise UsageError("--config needs a file path (got an empty one)")
-        doc = _read_toml(Path(path))
-        table = _conformance_table(doc, source=path)
-        if table is None and "tool" in doc:
-            raise UsageError(f"{path}: no [tool.conformance] table; put the gate settings there "
-                             f"or at the top level ({', '.join(_KEYS)})")
-        config = apply_table(config, table if table is not None else doc, source=path)
-        config = replace(config, sources=(*config.sources, path))
-    config = replace(config, strict=strict, allowed=allowed_categories(allow))
-    return replace(config, strict_zeros=True) if strict_zeros else config
 
 
 def config_dict(config: GateConfig) -> dict[str, Any]:

@@ -67,7 +67,7 @@ class CannBackend(BackendBase):
 
     def boundary_sizes(self, dtype: str, out_dtype: str, direction: Direction) -> tuple[int, ...]:
         """This profile's tiling plan edges: core boundaries and k*tile +/- 1."""
-        from conformance.cases.boundaries import boundary_sizes
+        from conformance.npu_impl.boundaries import boundary_sizes
 
         return boundary_sizes(dtype, profile=self.profile, out_dtype=out_dtype, direction=direction,
                               tiles=True)

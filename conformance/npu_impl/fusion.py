@@ -31,7 +31,7 @@ from conformance.npu_impl.vector import moved_elements, scalar_as
 
 if TYPE_CHECKING:
     from conformance.npu_impl.compiled import Lanes
-    from conformance.npu_impl.kernel import KernelSpec, Window
+    from conformance.npu_impl.spec import KernelSpec, Window
     from conformance.npu_impl.tiling import CoreRange, TilingPlan
     from conformance.npu_impl.variants import Variant
 

@@ -17,19 +17,19 @@ variant overrides what it seeds.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Literal, Optional, Union
 
 import numpy as np
 
-from conformance.dtypes import DTypeInfo, DTypeLike, info
+from conformance.dtypes import DTypeLike, info
 from conformance.npu_impl.chips import BUFFER_NUM, ChipProfile, get_profile, supported_pairs
 from conformance.npu_impl.fusion import fusion_for, lanes_for, run_launch, run_tile
 from conformance.npu_impl.memory import GmInput, GmTensor, UbArena
+from conformance.npu_impl.spec import KernelSpec, Window
 from conformance.npu_impl.tiling import ComputeParams, CoreRange, Tile, TilingPlan, UbBuffer, make_plan
-from conformance.npu_impl.variants import KernelFormulation, Precision, Variant, get_variant
-from conformance.npu_impl.vector import CopyHow, RoundMode, VectorUnit, copy_in, copy_out
+from conformance.npu_impl.variants import Variant, get_variant
+from conformance.npu_impl.vector import RoundMode, VectorUnit, copy_in, copy_out
 from conformance.records import Direction, Hazard, TileLayout
 
 if TYPE_CHECKING:
@@ -37,63 +37,6 @@ if TYPE_CHECKING:
 
 Gm = Union[GmInput, GmTensor]
 Temps = dict[str, np.ndarray]
-
-
-@dataclass(frozen=True)
-class KernelSpec:
-    """What every core of one launch shares (the kernel's 'tiling data' and build)."""
-
-    direction: Direction
-    src: DTypeInfo
-    out: DTypeInfo
-    slope: float
-    variant: Variant
-    profile: ChipProfile
-
-    @property
-    def inputs(self) -> int:
-        return 1 if self.direction == "forward" else 2
-
-    @property
-    def compute(self) -> DTypeInfo:
-        """fp32 on the Ascend C kernel (and for bf16 on TBE, ``support_bfp16``), else the tensor dtype."""
-        precision = self.variant.precision or chip_precision(self.profile, self.direction, self.src)
-        return info("float32") if precision == "float32" else self.src
-
-    @property
-    def formulation(self) -> KernelFormulation:
-        chosen, own = self.variant.formulation, chip_formulation(self.profile, self.direction)
-        if chosen is None or (chosen in ("maxmin", "vlrelu") and self.direction == "backward"):
-            return own
-        return own if own == "step" else chosen  # the step backward has no select a variant could replace
-
-    @property
-    def kernel_out(self) -> DTypeInfo:
-        """What the kernel writes: the input dtype; another output dtype is a separate ``l0op::Cast``."""
-        return self.src
-
-    @property
-    def widened(self) -> bool:
-        return self.compute != self.src or self.variant.cast_input_to is not None
-
-    def vector_unit(self) -> VectorUnit:
-        v, p = self.variant, self.profile
-        return VectorUnit(float_mode=v.float_mode or p.float_mode, subnormals=v.subnormals or p.subnormals,
-                          maxmin_nan=v.maxmin_nan or p.maxmin_nan, daz_dtype=self.src.name,
-                          ftz_dtype=self.out.name)
-
-
-def chip_precision(chip: ChipProfile, direction: Direction, src: DTypeInfo) -> Precision:
-    """The compute precision of ``chip``'s own kernel for ``src`` tensors."""
-    kernel = chip.forward_kernel if direction == "forward" else chip.backward_kernel
-    return "float32" if kernel == "ascendc" or src.name == "bfloat16" else "native"
-
-
-def chip_formulation(chip: ChipProfile, direction: Direction) -> KernelFormulation:
-    """The instruction sequence of ``chip``'s own kernel in ``direction``."""
-    if direction == "forward":
-        return "vlrelu" if chip.forward_kernel == "tbe" else "select"
-    return "step" if chip.backward_kernel == "tbe-step" else "select"
 
 
 _TEMPS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -104,6 +47,8 @@ _TEMPS: dict[str, tuple[tuple[str, str], ...]] = {
     "mask-multiply": (("mask", "bool"), ("m", "compute"), ("om", "compute"),
                       ("t0", "compute"), ("t1", "compute")),
 }
+
+
 _OPS = {"select": 3, "maxmin": 4, "vlrelu": 1, "step": 10, "mask-multiply": 9}
 
 
@@ -260,22 +205,6 @@ FORMULATIONS: dict[str, FormulationFn] = {
 
 
 # ---------------------------------------------------------------------------- tile windows
-@dataclass(frozen=True)
-class Window:
-    """What one tile really moves: ``copy`` elements at ``start`` (``how``), ``compute`` lanes.
-
-    ``last_block`` is the shifted-back final copy of an unaligned tail without
-    DataCopyPad: ``(gm_start, ub_lane, elements)``, a whole block ending exactly
-    at the tensor's end and overlapping elements this tile already holds.
-    """
-
-    start: int
-    copy: int
-    compute: int
-    how: CopyHow
-    last_block: Optional[tuple[int, int, int]] = None
-
-
 def exact_window(tile: Tile, *, plan: TilingPlan, has_pad: bool) -> Window:
     """A tile copied at its real length: aligned DataCopy, DataCopyPad, shifted last block or scalar."""
     align, end = plan.align_elements, tile.start + tile.length

@@ -28,6 +28,7 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 
 def inputs(dtype: str):
     from conformance.cases.exhaustive import random_bits, shuffled16, sweep16
+from conformance.config import default_config
     if dtype in ("float16", "bfloat16"):
         return sweep16(dtype), shuffled16(dtype, seed=7)
     x = random_bits("float32", N32, seed=5)
@@ -98,7 +99,7 @@ def judge(names):
         try:
             row = evaluate(x, a, BackendResult(actual), direction=direction,
                            dy=None if direction == "forward" else dy,
-                           out_dtype=odt if odt != dtype else None, backend="dump", config=GateConfig())
+                           out_dtype=odt if odt != dtype else None, backend="dump", config=default_config())
         except Exception as e:
             print(f"{name:20s} {dtype:8s}->{odt:8s} {direction:8s} a={a:<5} JUDGE-ERROR {e}", flush=True)
             traceback.print_exc()

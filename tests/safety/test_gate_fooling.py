@@ -100,7 +100,7 @@ def test_golden_is_computed_from_an_untouched_copy() -> None:
 
     x = np.array([-1.0, 2.0, -3.0], np.float16)
     spec = suite.RowSpec("writer", "float16", "float16", "forward", 0.2, given=Writer())
-    row = suite.run_batch(spec, suite.InputBatch("t", x), config=suite.GateConfig())
+    row = suite.run_batch(spec, suite.InputBatch("t", x), config=suite.default_config())
     assert np.array_equal(x, np.array([-1.0, 2.0, -3.0], np.float16))  # the batch is untouched
     assert [f.category for f in row.findings] == ["input-modified"] and row.verdict == "fail"
     assert row.metrics.mismatches == 0  # its output is judged against golden of the original x

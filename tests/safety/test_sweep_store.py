@@ -145,7 +145,7 @@ def test_rows_of_other_code_are_recomputed(tmp_path, capsys, failed, monkeypatch
 def test_a_remote_worker_with_other_code_is_a_usage_error(tmp_path, monkeypatch):
     spec = sweeping.SweepSpec("golden", "float16", "float16", "forward", 0.2)
     with stores.Store(tmp_path / "s.sqlite") as store:
-        plan = sweeping.make_plan([spec], store, start=0, stop=1 << 16, chunk=1 << 14, config=sweeping.GateConfig())
+        plan = sweeping.make_plan([spec], store, start=0, stop=1 << 16, chunk=1 << 14, config=sweeping.default_config())
         monkeypatch.setattr(sweeping, "fingerprint", lambda backend: "the cluster's code")
         with pytest.raises(UsageError, match="other code than this process"):
             sweeping.run_plan(plan, store, sweeping.serial)

@@ -15,9 +15,9 @@ from typing import Optional
 import numpy as np
 import pytest
 
+from conformance.config import default_config
 from conformance.dtypes import all_patterns, info, is_subnormal
 from conformance.judge.evaluate import evaluate
-from conformance.judge.gate import GateConfig
 from conformance.records import BackendResult, Row
 from conformance.reference import golden as ref
 from conformance.render.messages import failure_message
@@ -33,7 +33,7 @@ def judged(x: np.ndarray, actual: np.ndarray, alpha: float, *, dy: Optional[np.n
     out = info(actual.dtype).name
     return evaluate(x, alpha, BackendResult(actual), direction="forward" if dy is None else "backward",
                     dy=dy, out_dtype=None if out == info(x.dtype).name else out, backend="dump",
-                    config=GateConfig())
+                    config=default_config())
 
 
 def found(row: Row) -> dict[str, int]:

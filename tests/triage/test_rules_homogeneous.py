@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conformance.config import default_config
 from conformance.judge.evaluate import evaluate
-from conformance.judge.gate import GateConfig
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
@@ -24,10 +24,10 @@ def test_a_chunk_of_flushed_subnormals_is_subnormal_flush(first: int) -> None:
     flushed = ref.forward(x, 0.2, semantics=Semantics(daz=True, ftz=True))
     assert np.count_nonzero(flushed.view(np.uint32) != ref.forward(x, 0.2).view(np.uint32)) > CHUNK // 2
     row = evaluate(x, 0.2, BackendResult(flushed), direction="forward", backend="tensorflow",
-                   config=GateConfig())
+                   config=default_config())
     assert [f.category for f in row.findings] == ["subnormal-flush"]
     # the same behaviour with contrasting values in the batch is named the same
     mixed = np.concatenate([x, np.linspace(-100, 100, CHUNK, dtype=np.float32)])
     row = evaluate(mixed, 0.2, BackendResult(ref.forward(mixed, 0.2, semantics=Semantics(daz=True, ftz=True))),
-                   direction="forward", backend="tensorflow", config=GateConfig())
+                   direction="forward", backend="tensorflow", config=default_config())
     assert {f.category for f in row.findings} == {"subnormal-flush"}

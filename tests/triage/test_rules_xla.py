@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conformance.config import default_config
 from conformance.judge.evaluate import evaluate
-from conformance.judge.gate import GateConfig
 from conformance.records import BackendResult
 from conformance.reference import golden
 from conformance.reference.semantics import Semantics
@@ -39,7 +39,7 @@ def test_xla_backward_is_named_with_nothing_unexplained(dtype: str, alpha: float
     x, dy = _inputs(dtype, 400, seed=int(alpha * 10) + zeros, zeros=zeros)
     dx = golden.backward(dy, x, alpha, semantics=_xla_backward(dtype))
     row = evaluate(x, alpha, BackendResult(dx), direction="backward", dy=dy, backend="jax",
-                   config=GateConfig())
+                   config=default_config())
     found = {f.category: f for f in row.findings}
     assert "unexplained" not in found and "rounding" not in found, {c: f.summary for c, f in found.items()}
     assert "subnormal-flush" in found
@@ -56,6 +56,6 @@ def test_the_fused_form_is_what_names_a_flushed_product_with_its_sign() -> None:
                          np.linspace(1.2345, 7.777, 200, dtype=np.float32)])
     dx = golden.backward(dy, x, 0.3, semantics=_xla_backward("float32"))
     assert np.signbit(dx[:64]).all() and (dx[:64] == 0).all()
-    row = evaluate(x, 0.3, BackendResult(dx), direction="backward", dy=dy, backend="jax", config=GateConfig())
+    row = evaluate(x, 0.3, BackendResult(dx), direction="backward", dy=dy, backend="jax", config=default_config())
     named = {f.category: f.count for f in row.findings}
     assert set(named) == {"subnormal-flush", "alpha-precision"} and named["subnormal-flush"] >= 64, named
