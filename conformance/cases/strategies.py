@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from conformance.npu_impl.boundaries import boundary_sizes
 from conformance.cases.edges import EdgePool, edge_pool
 from conformance.cases.exhaustive import random_bits
 from conformance.dtypes import DTypeInfo, DTypeLike, from_bits, info
+from conformance.npu_impl.boundaries import boundary_sizes
 from conformance.records import Direction
 from conformance.reference.defaults import DEFAULTS
 
