@@ -12,7 +12,7 @@ import pytest
 
 from conformance.api import check
 from conformance.backends import builtin_policy, names
-from conformance.config import load_config
+from conformance.config import default_config, load_config
 from tests.helpers import assert_usage_error, run_cli
 
 # The verdicts and the configuration that judged them, not the inputs' size: the suite's small batches
@@ -52,7 +52,7 @@ def test_every_framework_with_known_behaviours_declares_them() -> None:
 def test_the_repository_has_no_policy_of_its_own() -> None:
     """Nothing repository-specific: the repository judges with the package's built-in policy."""
     config = load_config(pyproject=str(REPO / "pyproject.toml"))
-    assert config.sources == () and config.policy == builtin_policy()
+    assert config.sources == () and config.policy == default_config().policy
 
 
 def test_a_run_gives_the_same_verdict_in_an_empty_directory_and_in_the_repository(

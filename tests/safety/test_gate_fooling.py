@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from conformance import suite
+from conformance.config import default_config
 from conformance.render import export
 from tests.helpers import assert_usage_error, run_cli
 
@@ -100,7 +101,7 @@ def test_golden_is_computed_from_an_untouched_copy() -> None:
 
     x = np.array([-1.0, 2.0, -3.0], np.float16)
     spec = suite.RowSpec("writer", "float16", "float16", "forward", 0.2, given=Writer())
-    row = suite.run_batch(spec, suite.InputBatch("t", x), config=suite.default_config())
+    row = suite.run_batch(spec, suite.InputBatch("t", x), config=default_config())
     assert np.array_equal(x, np.array([-1.0, 2.0, -3.0], np.float16))  # the batch is untouched
     assert [f.category for f in row.findings] == ["input-modified"] and row.verdict == "fail"
     assert row.metrics.mismatches == 0  # its output is judged against golden of the original x

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from conformance import guard, interrupts, suite
+from conformance.config import default_config
 from tests.helpers import assert_usage_error, error_lines, run_cli
 
 GOLDEN = ["run", "--backend", "golden", "--dtype", "fp16", "--direction", "forward", "--max-examples", "5",
@@ -114,6 +115,6 @@ def test_a_backend_returning_the_wrong_size_is_a_finding_not_a_crash() -> None:
             return suite.BackendResult(x[:-1].copy())
 
     spec = suite.RowSpec("short", "float16", "float16", "forward", 0.2, given=Short())
-    row = suite.run_batch(spec, suite.InputBatch("t", np.ones(3, np.float16)), config=suite.default_config())
+    row = suite.run_batch(spec, suite.InputBatch("t", np.ones(3, np.float16)), config=default_config())
     assert row.verdict == "fail" and row.findings[0].category == "rejected-input"
     assert "expected 3 elements of float16" in row.findings[0].summary

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.config import default_config
 from conformance.errors import UsageError
 from conformance.records import Row
 from conformance.sweep import fingerprint as fp
@@ -145,7 +146,7 @@ def test_rows_of_other_code_are_recomputed(tmp_path, capsys, failed, monkeypatch
 def test_a_remote_worker_with_other_code_is_a_usage_error(tmp_path, monkeypatch):
     spec = sweeping.SweepSpec("golden", "float16", "float16", "forward", 0.2)
     with stores.Store(tmp_path / "s.sqlite") as store:
-        plan = sweeping.make_plan([spec], store, start=0, stop=1 << 16, chunk=1 << 14, config=sweeping.default_config())
+        plan = sweeping.make_plan([spec], store, start=0, stop=1 << 16, chunk=1 << 14, config=default_config())
         monkeypatch.setattr(sweeping, "fingerprint", lambda backend: "the cluster's code")
         with pytest.raises(UsageError, match="other code than this process"):
             sweeping.run_plan(plan, store, sweeping.serial)
