@@ -9,7 +9,7 @@ slower and proves nothing more).  The array functions the tests call
 sums on integer arrays: a value is an integer significand times a power of two
 (``np.frexp`` splits a float64 exactly), a product of a significand of at most 24 bits
 and the slope's 53 is held as two uint64 limbs, and it is rounded half to even by
-shifting, with a round bit and a sticky bit.  ``tests/test_golden.py`` proves the array
+shifting, with a round bit and a sticky bit.  ``tests/reference/test_golden.py`` proves the array
 functions equal to the element-at-a-time ones on every hard case.  None of it uses
 ``conformance.reference``: it rounds to a table dtype with integer arithmetic and applies
 the IEEE rules for special values by hand.

@@ -22,7 +22,7 @@ def test_every_entry_with_a_module_has_a_probe_and_every_probe_an_entry() -> Non
     assert set(PROBES) == {d.api for d in DEFAULTS if d.module is not None}
 
 
-# Frameworks in environments of their own are probed through their worker: tests/test_framework_envs.py.
+# Frameworks in environments of their own are probed through their worker: tests/frameworks/test_envs.py.
 @pytest.mark.parametrize("entry", [d for d in DEFAULTS if has_probe(d) and d.environment is None],
                          ids=lambda d: d.api)
 def test_live_probe_agrees_with_declaration(entry) -> None:
@@ -49,7 +49,7 @@ def test_frameworks_with_default_names_each_family() -> None:
 def test_defaults_command_prints_the_table(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                                           tmp_path: Path) -> None:
     # the frameworks of environments of their own as if not set up: their workers' probes (a framework's
-    # import each) are tests/test_framework_envs.py's; here, the table of the in-process ones
+    # import each) are tests/frameworks/test_envs.py's; here, the table of the in-process ones
     for entry in DEFAULTS:
         if entry.environment is not None:
             variable = load(entry.environment).environment.variable

@@ -3,7 +3,7 @@
 A model maps (input dtype, direction) to a :class:`Semantics`: golden under it equals
 the framework's CPU kernel bit for bit on every 16-bit pattern and on random float32 and
 float64 patterns (zero signs included; NaN payloads aside), at the suite's alphas.
-``tests/test_framework_models_main_env.py`` and ``tests/test_framework_models_own_envs.py``
+``tests/frameworks/test_models_main_env.py`` and ``tests/frameworks/test_models_own_envs.py``
 check each model against the real framework where it is installed.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A model takes a 1-D array of input codes in element order (PyTorch's result depends on the
 position) and returns the output codes.  Each path is a golden variant, a
 :class:`~conformance.reference.quantized.QuantSemantics` record written from the framework's
-source, cited in its model; ``tests/test_quantized.py`` checks each model against the real
+source, cited in its model; ``tests/quantized/test_quantized.py`` checks each model against the real
 framework over all 256 codes where that framework is installed.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ float32 loops are not uniform there: with two NaN operands, and for ``fmax``/``f
 signalling NaN, the SIMD body and the remainder loop pick differently, so a lane that meets
 one is reported (the loops return its index) and the caller runs the numpy instructions for
 that tile instead.  ``conformance.npu_impl.fusion`` decides where these loops may run;
-``tests/test_npu_compiled.py`` proves them bit-identical to the instruction path.
+``tests/npu/test_compiled.py`` proves them bit-identical to the instruction path.
 """
 from __future__ import annotations
 

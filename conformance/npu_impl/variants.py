@@ -150,7 +150,7 @@ class ChipFit:
 
 _SATURATION_ONLY = ("float_modes", ("saturation",))
 #: Where a seeded defect meets a chip's kernel model differently; every other (variant, chip) applies
-#: as the variant says.  tests/test_selftest_fits.py proves each entry by recomputation.
+#: as the variant says.  tests/selftest/test_fits.py proves each entry by recomputation.
 CHIP_FITS: tuple[ChipFit, ...] = (
     ChipFit("fp16-slope", ("forward_kernel", "tbe"),
             "the TBE forward is tbe.vlrelu(x, fp16(alpha)) on fp16 tensors: the variant is the chip's own kernel"),

@@ -5,7 +5,7 @@ rounding midpoint of the output dtype, fixed up by the error-free round-to-odd p
 when it sits on one (``conformance.reference.exact`` says why), and rounded once to the
 output dtype.  The numpy path in ``conformance.reference.golden`` is the reference
 implementation; this module reproduces its bits, NaN payloads included, and
-``tests/test_compiled.py`` proves it on every 16-bit pattern and on edge and random
+``tests/reference/test_compiled.py`` proves it on every 16-bit pattern and on edge and random
 float32/float64 data.
 
 What it covers (:func:`covers`): every supported dtype pair, with the slope (``slope``,

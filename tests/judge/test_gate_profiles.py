@@ -14,7 +14,7 @@ from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 POLICY = '[policy]\nkeras = ["alpha-precision", "formulation"]\n"keras[numpy]" = ["alpha-precision"]\n'
 
 

@@ -31,7 +31,7 @@ from conformance.render.schema import SCHEMA, schema_file_text, schema_text, val
 from conformance.render.summary import RunInfo
 from tests.helpers import NUMPY_PATH, children_on_the_numpy_path, cli_subprocess, run_cli, small_batches_entry
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MIXED = ("run", "--backend", "golden,cann,examples/my_kernel.py:max_backend", "--variant", "fp16-slope",
          "--dtype", "fp16,fp64", "--alpha", "0.2,1.5", "--direction", "forward", "--max-examples", "5")
 XS = "{http://www.w3.org/2001/XMLSchema}"

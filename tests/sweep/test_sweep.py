@@ -264,7 +264,7 @@ def test_a_sweep_killed_with_sigkill_resumes_to_the_same_totals(tmp_path, capsys
     args = ("--backend", "torch", "--direction", "backward", "--x-class=-0", "--range",
             f"{NEAR_HALF:#x}:{NEAR_HALF + (1 << 20):#x}", "--chunk", "0x20000", "--workers", "1")
     store = tmp_path / "killed.sqlite"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), **NUMPY_PATH}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), **NUMPY_PATH}
     child = subprocess.Popen([sys.executable, "-m", "conformance", "sweep", "--store", str(store), "-q", *args],
                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -13,7 +13,7 @@ from conformance.errors import UsageError
 from tests.helpers import assert_usage_error, run_cli
 
 pytest_plugins = ["pytester"]
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KERNELS = '''
 import numpy as np
 from conformance.adapters import from_numpy

@@ -25,7 +25,7 @@ from conformance.reference import golden as ref
 from conformance.triage import Batch, Claim
 from tests.helpers import assert_usage_error, run_cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHAPE = (2, 16, 32, 32)  # N, C, H, W
 WRONG_CHANNEL = 5
 

@@ -15,7 +15,7 @@ from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 F16 = all_patterns("float16")
 
 

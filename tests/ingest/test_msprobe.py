@@ -20,7 +20,7 @@ from tests.helpers import assert_usage_error, run_cli
 
 torch = pytest.importorskip("torch")
 
-FIXTURES = Path(__file__).parent / "fixtures" / "msprobe"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "msprobe"
 
 
 @pytest.fixture

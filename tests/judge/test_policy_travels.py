@@ -19,7 +19,7 @@ from tests.helpers import assert_usage_error, run_cli
 # (every edge value, subnormals included, and drawn examples).
 pytestmark = pytest.mark.usefixtures("small_batches")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BUILTIN_LINE = "no [tool.conformance] found; built-in policy"
 # jax flushes float32 subnormals (XLA:CPU DAZ/FTZ): a documented behaviour, so the row warns.
 JAX = ["run", "--backend", "jax", "--dtype", "fp32", "--direction", "forward", "--alpha", "0.2",

@@ -168,7 +168,7 @@ def test_no_reference_no_agreement_section(tmp_path: Path, capsys: pytest.Captur
 
 def test_cli_comma_references_each_judged_pairwise(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "r.json"
-    copy = "tests.test_agreement:_golden_like"
+    copy = "tests.judge.test_agreement:_golden_like"
     res = run_cli(["run", "--reference", f"golden,{copy}", "--backend", "cann", "--dtype", "float16",
                    "--direction", "forward", "--alpha", "0.1", "--max-examples", "5",
                    "--results-dir", str(tmp_path / "res"), "--json", str(report)], capsys)

@@ -1,6 +1,6 @@
 """The light framework backends (jax, onnxruntime, keras): what they run, what they skip and why.
 
-Their golden models are tested in tests/test_framework_models_main_env.py; these tests check
+Their golden models are tested in tests/frameworks/test_models_main_env.py; these tests check
 that each backend calls its framework as documented and declares its pairs honestly, and
 that a framework that is missing makes its backend refuse in one line naming the pip extra.
 """

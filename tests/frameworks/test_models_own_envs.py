@@ -9,7 +9,7 @@ forward and backward.  Skipped when the framework's environment is not set up
 
 MindSpore float32 is compared everywhere, subnormals included: the backend runs every
 call with FZ/DAZ set, as MindSpore's own threads do, and the model computes each op of
-its graph under DAZ/FTZ (tests/test_mindspore_model.py has the measured points).
+its graph under DAZ/FTZ (tests/frameworks/test_mindspore_model.py has the measured points).
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ SIZED = [pytest.param(name, dtype, size, id=f"{name}-{dtype}" + ("" if size == S
 @pytest.fixture(scope="module")
 def workers():
     """Each framework's default worker, the one process-wide client of its spec: the workers
-    tests/test_framework_envs.py's round trips and probes started serve here too (a start
+    tests/frameworks/test_envs.py's round trips and probes started serve here too (a start
     imports the framework), and they end with the process."""
     from conformance.worker.client import connect
 

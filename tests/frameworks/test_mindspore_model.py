@@ -21,8 +21,8 @@ from conformance.frameworks.mindspore_backend import flushing
 from conformance.reference import golden as ref
 from conformance.render.messages import failure_message
 from conformance.suite import SUITE_ALPHAS
+from tests.frameworks.test_models_own_envs import mindspore_backward, mindspore_forward
 from tests.helpers import assert_same_bits, counts, judge, slopes_in_turn
-from tests.test_framework_models_own_envs import mindspore_backward, mindspore_forward
 
 
 @dataclass(frozen=True)
