@@ -134,7 +134,7 @@ def _explained(sel: Selector, mis: np.ndarray, stack: list[Rule]) -> np.ndarray:
             at = slice(start, min(start + PIECE, hi))
             part = Batch(batch.x[at], None if batch.dy is None else batch.dy[at], batch.alpha, batch.direction,
                          batch.out_dtype, batch.golden[at], batch.actual[at])
-            out[at] = match_mask(part.variant(semantics=semantics), batch.actual[at])
+            out[at] = match_mask(part.recomputed(semantics=semantics), batch.actual[at])
 
     jit.in_parallel([functools.partial(pieces, lo, hi) for lo, hi in jit.ranges(0, n, least=PIECE)])
     return out
@@ -162,7 +162,7 @@ def _predicted_whole(sel: Selector, judged: _Judged, stack: list[Rule]) -> np.nd
     """A stack's prediction on the whole batch."""
     if sel.batch is judged.batch:
         return sel.predict_batch(stack)
-    return judged.batch.variant(semantics=stack_semantics(stack))
+    return judged.batch.recomputed(semantics=stack_semantics(stack))
 
 
 def _wrong(sel: Selector, judged: _Judged, stack: list[Rule]) -> tuple[np.ndarray, np.ndarray]:
@@ -181,9 +181,9 @@ def _wrong(sel: Selector, judged: _Judged, stack: list[Rule]) -> tuple[np.ndarra
         keep[mis] = False
         rest = np.flatnonzero(keep)
     semantics = stack_semantics(stack)
-    rest = rest[~match_mask(batch.variant(rest, semantics=semantics), batch.actual[rest])]
+    rest = rest[~match_mask(batch.recomputed(rest, semantics=semantics), batch.actual[rest])]
     wrong = rest if judged.explained.all() else np.sort(np.concatenate([mis[~judged.explained], rest]))
-    return wrong, batch.variant(wrong, semantics=semantics)
+    return wrong, batch.recomputed(wrong, semantics=semantics)
 
 
 def _contradicted(sel: Selector, judged: _Judged, stack: list[Rule], i: int) -> int:
@@ -191,7 +191,7 @@ def _contradicted(sel: Selector, judged: _Judged, stack: list[Rule], i: int) -> 
     does not follow (counted on the whole batch, where the stack is wrong)."""
     batch = judged.batch
     wrong, predicted = _wrong(sel, judged, stack)
-    without = batch.variant(wrong, semantics=stack_semantics(stack[:i] + stack[i + 1:]))
+    without = batch.recomputed(wrong, semantics=stack_semantics(stack[:i] + stack[i + 1:]))
     changed = ~match_mask(predicted, without)
     if batch.weight is None:
         return int(changed.sum())

@@ -17,14 +17,18 @@ from conformance.dtypes import info, to_bits, ulp_distance
 from conformance.reference import golden as ref
 from conformance.reference.semantics import EXACT, Semantics
 
-MEMO_WHOLE = 1 << 14  # a batch up to this size computes a variant on every element at once
+MEMO_WHOLE = 1 << 14  # a batch up to this size recomputes a semantics on every element at once
 MEMO_ELEMENTS = 1 << 16  # a larger one memoises its predictions on up to this many elements
 MEMO_BYTES = 1 << 27  # at most this much memoised per batch
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Batch:
     """One evaluated input batch, flattened: what went in, what came out, what is right.
+
+    Triage's working view of the batch, not a record: it memoises its predictions (the
+    golden recomputed under each semantics tried) for the one triage that owns it, and is
+    never handed downstream (the judge takes the claims).
 
     A batch may stand for a bigger tensor it was reduced from (``conformance compare`` on
     a large dump keeps every mismatch and a sample of the matching elements): ``where``
@@ -46,8 +50,8 @@ class Batch:
     numel: Optional[int] = None
     weight: Optional[np.ndarray] = None
     shape: Optional[tuple[int, ...]] = None
-    #: Predictions on every element, per variant, memoised within one triage (the beam search
-    #: asks for a rule again across rounds, states and scopes); see :meth:`variant`.
+    #: Predictions on every element, per semantics, memoised within one triage (the beam search
+    #: asks for a rule again across rounds, states and scopes); see :meth:`recomputed`.
     _predictions: dict = field(default_factory=dict, init=False, compare=False, repr=False)
     _memo_bytes: list = field(default_factory=lambda: [0], init=False, compare=False, repr=False)
     _source: Optional[tuple[Batch, np.ndarray]] = field(default=None, init=False, compare=False, repr=False)
@@ -73,7 +77,7 @@ class Batch:
         sub = Batch(self.x[index], None if self.dy is None else self.dy[index], self.alpha, self.direction,
                     self.out_dtype, self.golden[index], self.actual[index], where=self.flat(index),
                     numel=self.tensor_size, weight=weight, shape=self.shape)
-        object.__setattr__(sub, "_source", (self, index))  # its predictions on every element: from this one's
+        sub._source = (self, index)  # its predictions on every element: from this one's
         return sub
 
     def flat(self, index: np.ndarray) -> np.ndarray:
@@ -93,13 +97,13 @@ class Batch:
             out[tail] = self.weight[index[tail] - lead]
         return out
 
-    def variant(self, index: Optional[np.ndarray] = None, *, semantics: Semantics = EXACT) -> np.ndarray:
+    def recomputed(self, index: Optional[np.ndarray] = None, *, semantics: Semantics = EXACT) -> np.ndarray:
         """Golden recomputed under ``semantics``, on the elements ``index`` (default: all).
 
         Memoised within the batch (triage asks for a rule again across rounds, beam states
-        and scopes): a batch of at most ``MEMO_WHOLE`` elements computes each variant once on
+        and scopes): a batch of at most ``MEMO_WHOLE`` elements recomputes each semantics once on
         every element and takes ``index`` from it; a larger one keeps each prediction on at
-        most ``MEMO_ELEMENTS`` elements by its index.  Every variant is elementwise, so the
+        most ``MEMO_ELEMENTS`` elements by its index.  Every semantics is elementwise, so the
         bits are those of computing on ``index`` alone."""
         if semantics == EXACT:
             return self.golden if index is None else self.golden[index]
@@ -118,17 +122,17 @@ class Batch:
         return hit[1]
 
     def trial(self, index: np.ndarray, *, semantics: Semantics) -> np.ndarray:
-        """:meth:`variant` on ``index`` for a look that is seldom repeated: computed on those
+        """:meth:`recomputed` on ``index`` for a look that is seldom repeated: computed on those
         elements alone and not kept, unless the batch keeps the prediction already."""
         if semantics == EXACT or semantics in self._predictions:
-            return self.variant(index, semantics=semantics)
+            return self.recomputed(index, semantics=semantics)
         return self._computed(index, semantics)
 
     def _whole(self, semantics: Semantics) -> np.ndarray:
         """The prediction on every element, kept when the batch is small enough."""
         if self._source is not None and semantics in self._source[0]._predictions:
             parent, index = self._source
-            whole = parent.variant(index, semantics=semantics)
+            whole = parent.recomputed(index, semantics=semantics)
         else:
             whole = self._computed(None, semantics)
         if self.x.size <= MEMO_ELEMENTS and whole.nbytes <= MEMO_BYTES - self._memo_bytes[0]:

@@ -178,7 +178,7 @@ def _best(batch: Batch, state: State, limit: float, base: tuple = ()) -> Optiona
     explains most and contradicts nothing."""
     wrong = np.zeros(batch.x.size, dtype=bool)
     wrong[state.remaining] = True
-    values = batch.variant(semantics=stack_semantics(base))
+    values = batch.recomputed(semantics=stack_semantics(base))
     g = comparable(values)
     affected = np.flatnonzero(_open(state, batch.x.size, on_rules=bool(base)) & ~(np.abs(g) <= limit))
     seen = (bool(np.isnan(g[affected]).any()), bool(np.isinf(g[affected]).any()))
@@ -219,7 +219,7 @@ def _said(clamp: Clamp, *, seen_nan: bool, seen_inf: bool) -> tuple[str, str, st
 
 def _claim(batch: Batch, proof: _Proof) -> Claim:
     index, c = proof.explained, proof.clamp
-    g = comparable(batch.variant(index, semantics=stack_semantics(proof.base)))
+    g = comparable(batch.recomputed(index, semantics=stack_semantics(proof.base)))
     nan, inf = np.isnan(g), np.isinf(g)
     seen_nan, seen_inf = proof.seen
     where, nan_text, inf_text = _said(c, seen_nan=seen_nan, seen_inf=seen_inf)
@@ -239,7 +239,7 @@ def _claim(batch: Batch, proof: _Proof) -> Claim:
 
 def _proved(batch: Batch, proof: _Proof) -> bool:
     """Two different values clamped, or one at a named limit: one odd value is no clamp."""
-    values = batch.variant(proof.explained, semantics=stack_semantics(proof.base))
+    values = batch.recomputed(proof.explained, semantics=stack_semantics(proof.base))
     distinct = np.unique(comparable(values).astype(np.float64)).size
     return distinct >= 2 or limit_of(proof.clamp.limit) is not None
 
@@ -247,7 +247,7 @@ def _proved(batch: Batch, proof: _Proof) -> bool:
 def _on(batch: Batch, state: State, base: tuple, *, beat: int = 0) -> Optional[_Proof]:
     """The proved clamp at the limit the errors agree on, on golden under ``base``; None
     too when no clamp there could reproduce more than ``beat`` errors (it would not be kept)."""
-    values = batch.variant(state.remaining, semantics=stack_semantics(base))
+    values = batch.recomputed(state.remaining, semantics=stack_semantics(base))
     limit = _limit_shared(batch.actual[state.remaining], values)
     if limit is None or _most_explained(batch, state.remaining, limit, values) <= beat:
         return None
@@ -270,7 +270,7 @@ def _may_hold(batch: Batch, state: State, limit: float, base: tuple, *, beat: in
     probe = np.union1d(state.remaining, np.arange(0, n, step))
     wrong = np.zeros(probe.size, dtype=bool)
     wrong[np.searchsorted(probe, state.remaining)] = True
-    values = batch.variant(probe, semantics=stack_semantics(base))
+    values = batch.recomputed(probe, semantics=stack_semantics(base))
     here = _open(state, n, on_rules=bool(base))[probe] & ~(np.abs(comparable(values)) <= limit)
     outcomes = Outcomes(batch.actual[probe[here]], values[here], wrong[here], limit=limit)
     for c in _candidates(limit, seen=(True, True)):  # every clamp a batch may be judged by

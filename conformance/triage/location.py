@@ -312,7 +312,7 @@ def _stale_values(batch: Batch, index: np.ndarray) -> str:
         for digits in range(1, 8):
             slope = float(f"{c:.{digits}g}")
             for held in (None, *slope_dtypes(batch.dtypes)):  # exact, or held in a narrower dtype
-                y = batch.variant(index, semantics=Semantics(slope=slope, slope_dtype=held))
+                y = batch.recomputed(index, semantics=Semantics(slope=slope, slope_dtype=held))
                 if 10 * int(match_mask(y, a).sum()) >= 9 * index.size:
                     return f"computed with slope {slope!r}" + (f" held as {held}" if held else "")
     return "other values"

@@ -7,6 +7,7 @@ a change the actual output does not show).  Large batches are scored on a sample
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -68,26 +69,18 @@ def _below_normal(v: np.ndarray) -> np.ndarray:
 
 
 def stack_semantics(stack: Sequence[Rule]) -> Semantics:
-    """The variant a stack of rules computes: each rule's settings on those below it
-    (remembered by the records' identity: the search asks for each stack many times)."""
+    """The variant a stack of rules computes: each rule's settings on those below it."""
     if len(stack) < 2:  # what combining gives: the rule's record, or the exact one
         return stack[0].semantics if stack and stack[0].semantics.settings() else EXACT
-    parts = tuple(r.semantics for r in stack)
-    key = tuple(map(id, parts))
-    hit = _STACKS.get(key)
-    if hit is not None and all(x is y for x, y in zip(hit[0], parts)):
-        return hit[1]
+    return _combined(tuple(r.semantics for r in stack))
+
+
+@functools.lru_cache(maxsize=1 << 12)  # the search asks for each stack many times
+def _combined(parts: tuple[Semantics, ...]) -> Semantics:
     out = EXACT
     for sem in parts:
         out = out.combined(sem)
-    if len(_STACKS) >= _STACKS_KEPT:
-        _STACKS.clear()
-    _STACKS[key] = (parts, out)  # the parts are kept: their ids stay theirs
     return out
-
-
-_STACKS: dict[tuple[int, ...], tuple[tuple[Semantics, ...], Semantics]] = {}
-_STACKS_KEPT = 1 << 12
 
 
 class Selector:
@@ -105,7 +98,7 @@ class Selector:
         """The stack's prediction on the whole scope."""
         key = stack_semantics(stack)
         if key not in self._cache:  # a scope without index is the batch in order
-            self._cache[key] = self.batch.variant(self.scope.index, semantics=key)
+            self._cache[key] = self.batch.recomputed(self.scope.index, semantics=key)
         return self._cache[key]
 
     def keep(self, stacks: Sequence[Sequence[Rule]]) -> None:
@@ -123,7 +116,7 @@ class Selector:
         """The stack's prediction on the whole batch: the scope's, put in place when the
         scope is every element."""
         if self.scope.size != self.batch.x.size:
-            return self.batch.variant(semantics=stack_semantics(stack))
+            return self.batch.recomputed(semantics=stack_semantics(stack))
         if self.scope.index is None:
             return self.predict(stack)
         out = np.empty_like(self.batch.golden)
@@ -177,7 +170,7 @@ class Selector:
         if batch.x.size <= MEMO_WHOLE and FEW * some.size <= batch.x.size:
             pred = batch.trial(positions, semantics=key)  # most stop here: their whole prediction is never asked
         else:
-            pred = batch.variant(positions, semantics=key)
+            pred = batch.recomputed(positions, semantics=key)
         return match_mask(pred, self.actual[some])
 
     def fixes(self, trial: Sequence[Rule], wrong: np.ndarray) -> np.ndarray:
