@@ -13,7 +13,8 @@ computed on a reader thread while one is judged (:mod:`.chunk_pipeline`; the fir
 golden a range per thread): a first pass finds the chunk's mismatches and its special
 matching elements and adds up its cosine sums, a second writes the mismatches and judges
 them, a range per thread, and the evidence's plain elements are picked meanwhile; the
-numpy path (:func:`reference_scan`) stays the reference, and gives the same bits.
+numpy path (:func:`numpy_scan`) stays the model the compiled one is tested against, and
+gives the same bits.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import reduce
-from typing import Any, Optional, TypeVar
+from typing import Any, NamedTuple, Optional, TypeVar
 
 import numpy as np
 
@@ -33,12 +34,12 @@ from conformance.judge.evaluate import LayoutFn, batch_values, judged, row_head,
 from conformance.judge.gate import GateConfig, verdict
 from conformance.metrics import chunk_pipeline
 from conformance.metrics import exact as met
-from conformance.records import MAX_EXAMPLES, Chunk, Finding, Row, Shape, TileLayout
+from conformance.records import MAX_EXAMPLES, Chunk, Finding, Metrics, Row, Shape, TileLayout, Tolerance
 from conformance.reference import golden as ref
 from conformance.triage import Batch, special_values, triage
 from conformance.triage.sampling import SAMPLING
 
-__all__ = ["Kept", "Reader", "evaluate_chunks", "reference_scan"]
+__all__ = ["Kept", "Reader", "evaluate_chunks", "numpy_scan"]
 
 T = TypeVar("T")
 Reader = Callable[[], Iterable[Chunk]]  # the tensor's chunks, in order, each time it is called
@@ -53,7 +54,7 @@ class _Context:
     alpha: float
     direction: str
     out_dtype: str
-    tolerance: met.Tolerance
+    tolerance: Tolerance
     backend: str
     config: GateConfig
     label: str
@@ -141,7 +142,7 @@ def _sample(chunk: Chunk, expected: np.ndarray, index: np.ndarray, weight: np.nd
 
 # ----------------------------------------------------------------------------- the scan of a chunk
 
-def reference_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept) -> tuple[met.Metrics, _Sample]:
+def numpy_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept) -> tuple[Metrics, _Sample]:
     """The numpy path: the chunk compared (``metrics.compare``), its mismatches written to
     ``kept``, a stride sample of its matching elements, special values and plain ones apart."""
     comp = met.compare(chunk.actual, expected, tolerance=ctx.tolerance, part=ctx.label, offset=chunk.offset)
@@ -194,19 +195,31 @@ class _Scratch:
         return self.at
 
 
-def _operands(chunk: Chunk, expected: np.ndarray) -> dict[str, Any]:
-    """The chunk's bits as the compiled scan reads them, and where its values come from."""
+class _Masks(NamedTuple):
+    """The output format's magnitude, exponent and mantissa masks; x's sign, mantissa and
+    exponent masks and its exponent's shift (the mantissa's bits), in x's bits' type."""
+
+    out: tuple[int, int, int]
+    x_sign: Any
+    x_mant: Any
+    x_exp: Any
+    x_shift: Any
+
+
+def _operands(chunk: Chunk, expected: np.ndarray) -> tuple[Any, _Masks]:
+    """The chunk's bits as the compiled scan reads them (``scan_loops.ChunkBits``), and its masks."""
+    from conformance.metrics._compiled.scan_loops import ChunkBits  # numba
+
     out, src = info(chunk.actual.dtype), info(chunk.x.dtype)
     xb = to_bits(chunk.x)
     nothing = np.empty(0, dtype=np.float64)
     native = out.bits > 16
-    read = {"xb": xb, "db": to_bits(chunk.dy) if chunk.dy is not None else np.empty(0, xb.dtype),
-            "ab": to_bits(chunk.actual), "gb": to_bits(expected),
-            "af": chunk.actual if native else nothing, "gf": expected if native else nothing,
-            "table": nothing if native else widened_patterns(out.name)}
-    return {**{name: jit.read_only(a) for name, a in read.items()}, "x_exp": xb.dtype.type(src.exp_mask),
-            "masks": _masks(out), "x_classes": (xb.dtype.type(src.sign_mask), xb.dtype.type(src.mant_mask),
-                                                xb.dtype.type(src.mant_bits))}
+    bits = ChunkBits(xb, to_bits(chunk.dy) if chunk.dy is not None else np.empty(0, xb.dtype),
+                     to_bits(chunk.actual), to_bits(expected), chunk.actual if native else nothing,
+                     expected if native else nothing, nothing if native else widened_patterns(out.name))
+    kind = xb.dtype.type
+    return ChunkBits(*map(jit.read_only, bits)), _Masks(_masks(out), kind(src.sign_mask), kind(src.mant_mask),
+                                                         kind(src.exp_mask), kind(src.mant_bits))
 
 
 def _masks(rec: Any) -> tuple[int, int, int]:
@@ -216,8 +229,8 @@ def _masks(rec: Any) -> tuple[int, int, int]:
 
 
 def compiled_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept,
-                  scratch: _Scratch) -> tuple[met.Metrics, _Sample]:
-    """:func:`reference_scan` in compiled passes (the same metrics, kept elements and sample):
+                  scratch: _Scratch) -> tuple[Metrics, _Sample]:
+    """:func:`numpy_scan` in compiled passes (the same metrics, kept elements and sample):
     one finds the mismatches, a second judges them, split by ranges over threads, while the
     evidence's plain elements are picked."""
     from conformance.metrics._compiled import (
@@ -225,17 +238,17 @@ def compiled_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept,
         scan_loops,  # numba, imported on the first compiled call
     )
 
-    op = _operands(chunk, expected)
+    bits, masks = _operands(chunk, expected)
     kept.reserve(chunk.actual.size + 1)  # the scan writes one place past the mismatches
     sums, kinds = np.zeros(3), np.zeros(2, dtype=np.int64)
     at = scratch.positions(chunk.actual.size)
     kept.tally = kept.tally or plotting.Tally(chunk.x.dtype, chunk.actual.dtype)
     start = kept.size
-    end, top = scan_loops.find(op["xb"], op["db"], op["ab"], op["gb"], op["af"], op["gf"], op["table"], chunk.offset,
-                               kept.columns["where"], start, scratch.pieces, sums, at, kinds, *op["masks"][1:],
-                               op["x_exp"])
+    end, top = scan_loops.find(bits, chunk.offset, kept.columns["where"], start, scratch.pieces, sums, at, kinds,
+                               *masks.out[1:], masks.x_exp)
     evidence = functools.partial(_compiled_evidence, kept.columns["where"], start, end, chunk.offset, at, kinds)
-    best, counts, picked = _judged(op, kept, ctx.tolerance, offset=chunk.offset, lo=start, hi=end, meanwhile=evidence)
+    best, counts, picked = _judged(bits, masks, kept, ctx.tolerance, offset=chunk.offset, lo=start, hi=end,
+                                   meanwhile=evidence)
     k, kept.size = end - start, end
     kept.tally.count += k
     top = float(from_bits([int(top)], chunk.actual.dtype)[0])  # the largest finite magnitude
@@ -245,7 +258,7 @@ def compiled_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept,
     return metrics, _sample(chunk, expected, *picked, where=kept.columns["where"].dtype)
 
 
-def _judged(op: dict[str, Any], kept: Kept, tol: met.Tolerance, *, offset: int, lo: int, hi: int,
+def _judged(bits: Any, masks: _Masks, kept: Kept, tol: Tolerance, *, offset: int, lo: int, hi: int,
             meanwhile: Callable[[], T]) -> tuple[tuple, list[int], T]:
     """The second pass over the mismatches ``lo:hi`` the first pass found, a range per thread,
     each with its own counts, bins and classes, merged exactly into the tally: the maxima (the
@@ -260,15 +273,14 @@ def _judged(op: dict[str, Any], kept: Kept, tol: met.Tolerance, *, offset: int, 
     assert tally is not None
     cols = {name: None if c is None else to_bits(c) if name in ("x", "dy", "golden", "actual") else c
             for name, c in kept.columns.items()}
-    out_dy = cols["dy"] if cols["dy"] is not None else np.empty(0, op["xb"].dtype)
+    out = scan_loops.KeptColumns(cols["where"], cols["x"], cols["dy"] if cols["dy"] is not None
+                                 else np.empty(0, bits.x.dtype), cols["golden"], cols["actual"], cols["violating"])
+    judging = scan_loops.Judging(tol.rtol, tol.atol, tol.max_ulp, tol.strict_zeros, *masks.out, masks.x_sign,
+                                 masks.x_mant, masks.x_exp, masks.x_shift)
 
     def part(a: int, b: int) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray]:
         counts, bins, classes = np.zeros(8, np.int64), np.zeros_like(tally.ulp), np.zeros_like(tally.classes)
-        best = scan_loops.judge_range(
-            op["xb"], op["db"], op["ab"], op["gb"], op["af"], op["gf"], op["table"], offset, cols["where"],
-            cols["x"], out_dy, cols["golden"], cols["actual"], cols["violating"], a, b, counts, bins, classes,
-            tol.rtol, tol.atol, tol.max_ulp, tol.strict_zeros, *op["masks"], *op["x_classes"][:2], op["x_exp"],
-            op["x_classes"][2])
+        best = scan_loops.judge_range(bits, offset, out, a, b, counts, bins, classes, judging)
         return best, counts, bins, classes
 
     mine, *others = jit.ranges(lo, hi, least=SPLIT)
@@ -370,10 +382,10 @@ class _Judge:
         self.scratch = _Scratch() if jit.enabled() else None
         self.kept: Optional[Kept] = None
 
-    def __call__(self, chunk: Chunk, expected: np.ndarray) -> tuple[met.Metrics, _Sample]:
+    def __call__(self, chunk: Chunk, expected: np.ndarray) -> tuple[Metrics, _Sample]:
         self.kept = self.kept or Kept(chunk, numel=self.numel, where=self.where)
         if self.scratch is None:
-            return reference_scan(chunk, expected, self.ctx, self.kept)
+            return numpy_scan(chunk, expected, self.ctx, self.kept)
         return compiled_scan(chunk, expected, self.ctx, self.kept, self.scratch)
 
 

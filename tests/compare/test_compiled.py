@@ -81,7 +81,7 @@ def _scanned(chunks: list[Chunk], *, direction: str, out: str, tolerance: Tolera
         kept = kept or chunked.Kept(chunk, numel=numel, where=np.dtype(np.int32))
         expected = golden.compute(direction, chunk.x, 0.2, dy=chunk.dy, out_dtype=out)
         m, s = (chunked.compiled_scan(chunk, expected, ctx, kept, scratch) if compiled
-                else chunked.reference_scan(chunk, expected, ctx, kept))
+                else chunked.numpy_scan(chunk, expected, ctx, kept))
         metrics.append(m)
         samples.append(s)
     return metrics, kept, samples

@@ -15,13 +15,59 @@ themselves, or from a table of every pattern for a 16-bit format.
 """
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numba
 import numpy as np
 
 from conformance.metrics._compiled.metric_loops import NO_ERROR, RUN, judge_run, scratch, taken, ulp_bin, valued
 from conformance.ulp_loops import is_nan_bits
 
-__all__ = ["count_into", "find", "judge_range", "pairwise_sums", "piece_sums", "plain_picks"]
+__all__ = ["ChunkBits", "Judging", "KeptColumns", "count_into", "find", "judge_range", "pairwise_sums", "piece_sums",
+           "plain_picks"]
+
+
+class ChunkBits(NamedTuple):
+    """A chunk as the loops read it: the bits of x, dy (empty forward), actual and golden; the
+    values of actual and golden (float32/float64), or ``table``, every 16-bit pattern's value
+    (empty for a wider format)."""
+
+    x: Any
+    dy: Any
+    actual: Any
+    golden: Any
+    actual_values: Any
+    golden_values: Any
+    table: Any
+
+
+class KeptColumns(NamedTuple):
+    """Where :func:`judge_range` writes the chunk's mismatches: flat index, the bits of x, dy,
+    golden and actual, and whether each violates the tolerance."""
+
+    where: Any
+    x: Any
+    dy: Any
+    golden: Any
+    actual: Any
+    violating: Any
+
+
+class Judging(NamedTuple):
+    """The tolerance and the masks a run is judged and binned by: of the output format
+    (magnitude, exponent and mantissa) and of x's (sign, mantissa, exponent and its shift)."""
+
+    rtol: float
+    atol: float
+    max_ulp: int
+    strict_zeros: bool
+    magnitude: Any
+    exp_mask: Any
+    mant_mask: Any
+    x_sign: Any
+    x_mant: Any
+    x_exp: Any
+    x_shift: Any
 
 _BLOCK = 128  # numpy's PW_BLOCKSIZE: a piece this short is summed by eight accumulators
 _DEPTH = 128  # pieces a pairwise sum holds at once: two per halving, far more than 2^63 elements need
@@ -182,12 +228,10 @@ def _listed(flags, lo, n, offset, out_where, k, special_at, n_special):
 
 
 @numba.njit(cache=True, nogil=True)
-def find(xb, db, ab, gb, af, gf, table, offset, out_where, start, pieces, sums, special_at, kinds,
-         exp_mask, mant_mask, x_exp):
-    """The first pass over a chunk (bits ``xb``, ``db`` of x and dy, ``ab``, ``gb`` of actual and
-    golden; ``db`` empty forward; their values from ``table`` by the bits when it is not
-    empty, else ``af``, ``gf``), a run of elements at a time: adds up the cosine sums of the
-    finite pairs into ``sums`` (dot, aa, gg) by pieces of ``pieces.shape[1]``, writes the flat
+def find(bits, offset, out_where, start, pieces, sums, special_at, kinds, exp_mask, mant_mask, x_exp):
+    """The first pass over a chunk (:class:`ChunkBits` ``bits``), a run of elements at a time:
+    adds up the cosine sums of the finite pairs into ``sums`` (dot, aa, gg) by pieces of
+    ``pieces.shape[1]``, writes the flat
     index ``offset + i`` of each mismatch (bits differ, not NaN on both sides) at ``start``,
     ``start + 1``, ... of ``out_where``, and the local index of each matching element that is
     special (an exponent field all zeros or all ones in x, dy or golden) in ``special_at``; how
@@ -195,6 +239,7 @@ def find(xb, db, ab, gb, af, gf, table, offset, out_where, start, pieces, sums, 
     ``out_where`` and ``special_at`` are written one place past their end too.  The plain ones
     are where neither list is (:func:`plain_picks`).  Returns where the writing ended and the
     bits of the largest finite magnitude."""
+    xb, db, ab, gb, af, gf, table = bits
     k, n_special, finite, top = start, 0, 0, exp_mask ^ exp_mask  # zero of the bits' type
     flags = np.empty(RUN, dtype=np.uint8)
     for lo in range(0, ab.size, RUN):
@@ -208,11 +253,10 @@ def find(xb, db, ab, gb, af, gf, table, offset, out_where, start, pieces, sums, 
 
 
 @numba.njit(cache=True, nogil=True)
-def judge_range(xb, db, ab, gb, af, gf, table, offset, out_where, out_x, out_dy, out_golden, out_actual, out_bad,
-                lo, hi, counts, bins, classes, rtol, atol, max_ulp, strict_zeros, magnitude, exp_mask, mant_mask,
-                x_sign, x_mant, x_exp, x_shift):
-    """The second pass over the chunk's mismatches ``out_where[lo:hi]`` (:func:`find`), a run at
-    a time: writes their bits to the other ``out_*``, adds what the plots of the mismatches
+def judge_range(bits, offset, kept, lo, hi, counts, bins, classes, judging):
+    """The second pass over the chunk's (:class:`ChunkBits`) mismatches ``kept.where[lo:hi]``
+    (:func:`find`), a run at a time, by :class:`Judging` ``judging``: writes their bits to the
+    other :class:`KeptColumns`, adds what the plots of the mismatches
     show (``plots.measure``) to ``bins``, their ULP bins (:func:`conformance.metrics._compiled.metric_loops.ulp_bin`;
     none when ``bins`` is empty), and to ``classes``, the classes of their x (as
     ``metric_loops.class_counts``, by x's sign, mantissa and exponent masks and the exponent's
@@ -220,6 +264,9 @@ def judge_range(xb, db, ab, gb, af, gf, table, offset, out_where, out_x, out_dy,
     is not empty) with :func:`conformance.metrics._compiled.metric_loops.judge_run`, into ``out_bad`` and
     ``counts``.  Returns the maxima of the range, the first index winning a tie (a range after
     another merges into it with :func:`conformance.metrics._compiled.metric_loops.merged`)."""
+    xb, db, ab, gb, af, gf, table = bits
+    out_where, out_x, out_dy, out_golden, out_actual, out_bad = kept
+    rtol, atol, max_ulp, strict_zeros, magnitude, exp_mask, mant_mask, x_sign, x_mant, x_exp, x_shift = judging
     has_dy, by_table, binned = db.size > 0, table.size > 0, bins.size > 0
     best = NO_ERROR
     errs, ulps = scratch()
