@@ -42,8 +42,8 @@ from typing import Any, Optional, Protocol
 import numpy as np
 
 from conformance.dtypes import DTYPES
-from conformance.errors import BackendUnavailable, UsageError
-from conformance.interrupts import ProcessExit, from_signal
+from conformance.errors import BackendUnavailable, UsageError, one_line
+from conformance.interrupts import from_signal
 from conformance.records import BackendResult, Direction, Pair
 
 GROUP = "conformance.backends"
@@ -257,16 +257,6 @@ def _import(module: str) -> Any:
     return loaded
 
 
-def raised(exc: BaseException) -> str:
-    """An exception as one line: ``TypeError: text``, ``sys.exit(0)`` for SystemExit."""
-    if isinstance(exc, ProcessExit):
-        return str(exc)
-    if isinstance(exc, SystemExit):
-        return f"sys.exit({exc.code!r})"
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
-
-
 @functools.cache
 def load(name: str) -> Any:
     """The class (or factory) registered as ``name``, or named by the import path ``name``;
@@ -283,7 +273,7 @@ def load(name: str) -> Any:
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # sys.exit(main()) at the end of a kernel file
         if isinstance(exc, KeyboardInterrupt) and from_signal(exc):
             raise
-        raise BackendUnavailable(f"backend {name}: cannot load {target} ({raised(exc)})") from None
+        raise BackendUnavailable(f"backend {name}: cannot load {target} ({one_line(exc)})") from None
     return obj
 
 
@@ -416,7 +406,7 @@ def made(factory: Any, *, name: str, **kwargs: str) -> Backend:
             raise
         if not is_import_path(name) and isinstance(exc, Exception):
             raise  # a registered class keeps its errors (replay reports a bad variant)
-        raise BackendUnavailable(f"backend {name}: its factory raised {raised(exc)}") from None
+        raise BackendUnavailable(f"backend {name}: its factory raised {one_line(exc)}") from None
     if not is_backend(backend):
         raise UsageError(f"backend {name}: the factory returned a {type(backend).__name__}, not a backend "
                          "(an object with supports, forward and backward); wrap a kernel function with "

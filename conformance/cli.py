@@ -22,8 +22,8 @@ from importlib import metadata
 from typing import Any, Optional, TextIO
 
 from conformance import jit
-from conformance.errors import UsageError
-from conformance.interrupts import ProcessExit, describe, exit_code, os_exit_raises, sigterm_as_interrupt
+from conformance.errors import UsageError, one_line
+from conformance.interrupts import describe, exit_code, os_exit_raises, sigterm_as_interrupt
 
 COMMANDS = ("run", "compare", "diff", "audit", "export-cases", "tiling", "defaults", "replay", "selftest",
             "worker", "sweep", "quantized", "agree")
@@ -156,7 +156,7 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except Exception as exc:  # a bug: one line, the traceback in a file
-        print(f"conformance: internal error: {_one_line(exc)} (a bug in conformance; traceback saved to "
+        print(f"conformance: internal error: {one_line(exc)} (a bug in conformance; traceback saved to "
               f"{_save_traceback(exc)}; finished rows, if any, were written as a partial report)",
               file=sys.stderr)
         return INTERNAL_ERROR
@@ -181,18 +181,10 @@ def _executed(args: argparse.Namespace) -> int:
     except SystemExit as exc:
         if isinstance(exc.__context__, BrokenPipeError):  # rich's answer to output piped into `head`
             raise exc.__context__ from None
-        raise UsageError(f"code it loaded (a backend, kernel or model factory) called {_exit_call(exc)}; "
+        raise UsageError(f"code it loaded (a backend, kernel or model factory) called {one_line(exc)}; "
                          "code must not exit when imported or called (guard it with if __name__ == '__main__')"
                          ) from None
 
-
-def _exit_call(exc: SystemExit) -> str:
-    return str(exc) if isinstance(exc, ProcessExit) else f"sys.exit({exc.code!r})"
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
 
 
 def _save_traceback(exc: BaseException) -> str:

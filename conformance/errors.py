@@ -63,3 +63,18 @@ class RemoteTraceback(ConformanceError):
 
     def __str__(self) -> str:
         return f"in a forked suite process:\n{self.args[0]}"
+
+
+def one_line(exc: BaseException, *, named: bool = True) -> str:
+    """The one way an exception becomes a line a user reads.
+
+    ``named``: ``TypeError: <its first line>`` (at most 200 characters), ``sys.exit(2)`` for
+    a SystemExit, the subclass's own text for one that words itself (``os._exit(3)``).
+    Otherwise its whole text on one line (at most 200 characters), or its type's name when
+    it has no text: for a message that names the cause's kind itself."""
+    if not named:
+        return " ".join(str(exc).split())[:200] or type(exc).__name__
+    if isinstance(exc, SystemExit):
+        return f"sys.exit({exc.code!r})" if type(exc).__str__ is BaseException.__str__ else str(exc)
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__

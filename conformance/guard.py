@@ -12,9 +12,9 @@ from typing import Optional
 
 import numpy as np
 
-from conformance.backends import Backend, call, raised
+from conformance.backends import Backend, call
 from conformance.dtypes import info, to_bits
-from conformance.errors import Unsupported
+from conformance.errors import Unsupported, one_line
 from conformance.interrupts import from_signal
 from conformance.judge.gate import GateConfig, verdict
 from conformance.records import BackendResult, Direction, Finding, Row
@@ -34,7 +34,7 @@ def guarded_call(backend: Backend, direction: Direction, x: np.ndarray, alpha: f
     except (Exception, SystemExit, KeyboardInterrupt) as exc:
         if from_signal(exc):
             raise
-        return BackendResult(value=None, rejected=f"the backend raised {raised(exc)}")
+        return BackendResult(value=None, rejected=f"the backend raised {one_line(exc)}")
 
 
 def shaped_like(result: BackendResult, *, numel: int, out_dtype: str) -> BackendResult:

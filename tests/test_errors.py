@@ -44,3 +44,26 @@ def test_each_error_is_under_the_root_and_keeps_its_builtin_base(name: str) -> N
 def test_errors_py_defines_exactly_the_listed_classes() -> None:
     defined = {n for n, c in inspect.getmembers(errors, inspect.isclass) if c.__module__ == errors.__name__}
     assert defined == {"ConformanceError", *BUILTIN_BASES}
+
+
+def test_one_line_names_the_type_and_keeps_the_first_line() -> None:
+    from conformance.errors import one_line
+
+    assert one_line(ValueError("bad value\nmore detail")) == "ValueError: bad value"
+    assert one_line(KeyError()) == "KeyError"
+    assert one_line(SystemExit(3)) == "sys.exit(3)"
+    assert one_line(ValueError("x" * 300)) == "ValueError: " + "x" * 200
+
+
+def test_one_line_unnamed_joins_the_text_or_names_the_type() -> None:
+    from conformance.errors import one_line
+
+    assert one_line(OSError("cannot\n  read   it"), named=False) == "cannot read it"
+    assert one_line(ValueError(), named=False) == "ValueError"
+
+
+def test_an_exit_that_words_itself_keeps_its_words() -> None:
+    from conformance.errors import one_line
+    from conformance.interrupts import ProcessExit
+
+    assert one_line(ProcessExit(4)) == "os._exit(4)"

@@ -40,7 +40,7 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from conformance.dtypes import DTYPES, info
-from conformance.errors import UsageError
+from conformance.errors import UsageError, one_line
 from conformance.ingest import bounded
 
 _MAGIC = b"\x93NUMPY"
@@ -293,11 +293,7 @@ def read(path: str, *, flag: str) -> np.ndarray:
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, SyntaxError, struct.error, zlib.error,
             lzma.LZMAError, RuntimeError, NotImplementedError,  # zip: encrypted, unknown method
             tokenize.TokenError) as exc:  # a header that is not a Python literal
-        raise UsageError(f"{where}: cannot read it ({_one_line(exc)}); the file may be truncated") from None
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:200] or type(exc).__name__
+        raise UsageError(f"{where}: cannot read it ({one_line(exc, named=False)}); the file may be truncated") from None
 
 
 # ----------------------------------------------------------------------------- dtypes

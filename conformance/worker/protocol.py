@@ -36,7 +36,7 @@ from typing import Any, BinaryIO, Optional
 import numpy as np
 
 from conformance.dtypes import DTYPES, info, to_bits
-from conformance.errors import ProtocolError
+from conformance.errors import ProtocolError, one_line
 from conformance.records import BackendResult, Hazard, TileLayout, TileSpan
 
 PROTOCOL_VERSION = 1
@@ -115,7 +115,7 @@ def decode(payload: bytes) -> Message:
     except ProtocolError:
         raise
     except Exception as exc:
-        raise ProtocolError(f"unreadable payload ({type(exc).__name__}: {_one_line(exc)})") from None
+        raise ProtocolError(f"unreadable payload ({type(exc).__name__}: {one_line(exc, named=False)})") from None
     if not isinstance(header, dict) or "type" not in header:
         raise ProtocolError("payload header has no message type")
     return Message(header, _typed(arrays, header.pop("dtypes", None) or {}))
@@ -136,10 +136,6 @@ def _typed(arrays: dict[str, np.ndarray], dtypes: Any) -> dict[str, np.ndarray]:
                                 f"({target.itemsize}-byte bits)")
         arrays[name] = arrays[name].view(target)
     return arrays
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:200]
 
 
 # ----------------------------------------------------------------------------- frames
