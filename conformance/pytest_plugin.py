@@ -5,8 +5,9 @@ A test of your own kernel, the whole check as one test::
     def test_my_kernel(leakyrelu_conformance):
         leakyrelu_conformance(my_fn, dtypes=["float16"], alphas=[0.2])
 
-or one test item per row, with readable ids (``my_fn-float16-forward-alpha0.2``) that
-``-k`` selects (``-k "float16 and forward"``, or the short dtype name, ``-k fp16``)::
+or one test item per row, each with its row's one spelling as its id (``my_fn fp16 forward
+alpha=0.2``), which ``-k`` selects by its words or the dtype marks (``-k "float16 and forward"``,
+``-k fp16``, ``-m bf16``)::
 
     @conformance_rows(my_fn, dtypes=["float16", "float32"], alphas=[0.2, 1.5])
     def test_my_kernel_row(leakyrelu_row):
@@ -34,12 +35,15 @@ from typing import Any, Optional
 
 import pytest
 
+from conformance.dtypes import short_name
+from conformance.records import RowKey
+
 ROWS = pytest.StashKey[list]()
 SEED = pytest.StashKey[Optional[int]]()
 CONFIGS = pytest.StashKey[list]()  # the gate configuration of each check, for the session's report
 AGREEMENTS = pytest.StashKey[Optional[list]]()  # of the checks with reference= (None: none had one)
-_SHORT = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64"}
-_DEFAULT_DTYPES = tuple(_SHORT)  # a kernel's four same-dtype pairs, as check() runs them
+#: a kernel's four same-dtype pairs, as check() runs them
+_DEFAULT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 _DIRECTIONS = ("forward", "backward")
 _NO_ROWS = "the selection runs no rows"  # how check() says the kernel runs none of the selection
 
@@ -55,8 +59,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SEED] = None
     config.stash[CONFIGS] = []
     config.stash[AGREEMENTS] = None
-    for short in _SHORT.values():  # -k fp16 and -m fp16 select the rows of @conformance_rows
-        config.addinivalue_line("markers", f"{short}: a leakyrelu_row whose input or output dtype is {short}")
+    for name in _DEFAULT_DTYPES:  # -k fp16, -k float16 and -m fp16 select the rows of @conformance_rows
+        for mark in (name, short_name(name)):
+            config.addinivalue_line("markers", f"{mark}: a leakyrelu_row whose input or output dtype is {name}")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -119,20 +124,12 @@ def leakyrelu_conformance(request: pytest.FixtureRequest) -> Callable[..., Any]:
 # ----------------------------------------------------------------------------- one item per row
 
 @dataclass(frozen=True)
-class RowCase:
-    """One row of a kernel to check: its ``str`` is the test id (``my_fn-float16-forward-alpha0.2``)."""
+class RowCase(RowKey):
+    """One row of a kernel to check: its key (the backend is the kernel's name), whose ``str``
+    is the test id (``my_fn fp16 forward alpha=0.2``), and the kernel with its options."""
 
-    fn: Any
-    dtype: str
-    out_dtype: str
-    direction: str
-    alpha: float
+    fn: Any = None
     options: dict = field(default_factory=dict, compare=False)
-
-    def __str__(self) -> str:
-        name = self.options.get("name") or getattr(self.fn, "__name__", None) or str(self.fn)
-        pair = self.dtype if self.dtype == self.out_dtype else f"{self.dtype}-{self.out_dtype}"
-        return f"{name}-{pair}-{self.direction}-alpha{self.alpha!r}"
 
     @property
     def dtypes(self) -> str:
@@ -154,13 +151,14 @@ def row_cases(fn: Any, *, dtypes: Optional[Sequence[str]] = None, alphas: Sequen
     (``alphas`` empty: the suite's 8); the other ``options`` go to ``conformance.check``."""
     from conformance.suite import SUITE_ALPHAS
 
-    return [RowCase(fn, src, out, direction, float(alpha), options)
+    name = options.get("name") or getattr(fn, "__name__", None) or str(fn)
+    return [RowCase(name, None, None, src, out, direction, float(alpha), fn=fn, options=options)
             for src, out in _pairs(dtypes) for direction in directions for alpha in (alphas or SUITE_ALPHAS)]
 
 
 def _param(case: RowCase) -> Any:
-    shorts = dict.fromkeys(_SHORT[d] for d in (case.dtype, case.out_dtype) if d in _SHORT)
-    return pytest.param(case, id=str(case), marks=[getattr(pytest.mark, s) for s in shorts])
+    marks = dict.fromkeys(m for d in (case.dtype, case.out_dtype) for m in (d, short_name(d)))
+    return pytest.param(case, id=str(case), marks=[getattr(pytest.mark, m) for m in marks])
 
 
 def conformance_rows(fn: Any, **options: Any) -> pytest.MarkDecorator:

@@ -17,25 +17,25 @@ from conformance.cases.quantized import quant_grid
 from conformance.frameworks.quantized_profiles import SUITE_PROFILES
 from conformance.judge.gate import GateConfig
 from conformance.judge.quantized import evaluate_codes
-from conformance.records import Row
-from conformance.reference.quantized import QuantParams, all_codes
+from conformance.records import Row, RowKey
+from conformance.reference.quantized import QuantParams, all_codes, setting_text
 from conformance.suite import Selection, SuiteResult
 
 SUITE_SETTINGS = 9  # the grid's first 9: every slope of the grid, both that XNNPACK declines among them
 
 
 @dataclass(frozen=True)
-class QuantRowSpec:
-    """One quantized row to run."""
+class QuantRowSpec(RowKey):
+    """One quantized row to run: its key (the variant is the quantization setting, as the
+    judged row names it) and the runner and parameters that compute it."""
 
-    backend: str
-    profile: str
-    runner: str  # the key of ``quantized_backends.RUNNERS``
-    params: QuantParams
-    alpha: float
+    runner: str = ""  # the key of ``quantized_backends.RUNNERS``
+    params: Optional[QuantParams] = None
 
-    def __str__(self) -> str:
-        return f"{self.backend}[{self.profile}] {self.params} alpha={self.alpha!r}"
+    @classmethod
+    def of(cls, backend: str, profile: str, *, runner: str, params: QuantParams, alpha: float) -> QuantRowSpec:
+        return cls(backend, profile, setting_text(params), params.dtype, params.dtype, "forward", alpha,
+                   runner=runner, params=params)
 
 
 def wanted(*, dtypes: Optional[tuple[str, ...]], directions: tuple[str, ...]) -> bool:
@@ -53,7 +53,8 @@ def plan_quantized(backends: tuple[str, ...], *, settings: int = SUITE_SETTINGS)
         if importlib.util.find_spec(declared.module) is None:
             skipped.append(f"{backend}[{profile}] quantized: {declared.module} is not installed")
             continue
-        rows += [QuantRowSpec(backend, profile, declared.runner, p, a) for p, a in quant_grid(settings)]
+        rows += [QuantRowSpec.of(backend, profile, runner=declared.runner, params=p, alpha=a)
+                 for p, a in quant_grid(settings)]
     return rows, skipped
 
 

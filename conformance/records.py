@@ -16,6 +16,8 @@ from typing import Any, Literal, Optional
 
 import numpy as np
 
+from conformance.dtypes import short_name
+
 Direction = Literal["forward", "backward"]
 #: An (input dtype, output dtype) pair by table name: ("float32", "float16").
 Pair = tuple[str, str]
@@ -181,8 +183,15 @@ class RowKey:
 
     @property
     def title(self) -> str:
-        """``cann[ascend910b1] float16->float16 forward alpha=0.2``."""
-        return f"{self.label} {self.dtype}->{self.out_dtype} {self.direction} alpha={self.alpha!r}"
+        """The row's one spelling, ``str(key)``."""
+        return str(self)
+
+    def __str__(self) -> str:
+        """The row's one spelling, which the console, JUnit, pytest ids and reproducers print:
+        ``cann[ascend910b1/reference] fp16 forward alpha=0.2``, with ``fp32->fp16`` when the
+        output dtype differs from the input's."""
+        pair = short_name(self.dtype) + ("" if self.out_dtype == self.dtype else f"->{short_name(self.out_dtype)}")
+        return f"{self.label} {pair} {self.direction} alpha={self.alpha!r}"
 
 
 @dataclass(frozen=True)

@@ -70,10 +70,9 @@ def failing_part(parts: Sequence[tuple[InputBatch, Row]], category: str) -> Opti
 
 
 def reproducer_path(spec: RowSpec, category: str, *, results_dir: Path) -> Path:
-    parts = (spec.backend, spec.profile, spec.variant, spec.dtype, spec.out_dtype, spec.direction,
-             f"a{spec.alpha!r}", category)
-    text = "-".join(p for p in parts if p)
-    return results_dir / (re.sub(r"[^A-Za-z0-9.+-]+", "_", text) + ".npz")
+    """The row's one spelling and the category, as a file name: ``torch_fp16_forward_alpha_0.2-alpha-mismatch.npz``."""
+    text = f"{spec}-{category}"
+    return results_dir / (re.sub(r"[^A-Za-z0-9.+-]+", "_", text).strip("_") + ".npz")
 
 
 def save_reproducer(spec: RowSpec, batch: InputBatch, finding: Finding, *, results_dir: Path) -> Path:

@@ -44,13 +44,12 @@ from conformance.backends import (
 from conformance.cases import corpus
 from conformance.cases.batches import BatchCache, InputBatch, shared_sizes
 from conformance.cases.expected import golden_of
-from conformance.dtypes import info
 from conformance.errors import Unsupported, UsageError
 from conformance.guard import guarded_call, input_modified, shaped_like
 from conformance.judge.agreement import Agreement, Collector, Output
 from conformance.judge.evaluate import evaluate, merge_rows
 from conformance.judge.gate import GateConfig
-from conformance.records import BackendResult, Direction, Finding, Pair, Row
+from conformance.records import BackendResult, Direction, Finding, Pair, Row, RowKey
 from conformance.reproducers import save_reproducer
 
 SUITE_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.2, 0.3, 1 / 3, 1.0, 1.5)
@@ -116,23 +115,11 @@ class Options:
 
 
 @dataclass(frozen=True)
-class RowSpec:
-    """One row to run."""
+class RowSpec(RowKey):
+    """One row to run: its key, and where its backend runs."""
 
-    backend: str
-    dtype: str
-    out_dtype: str
-    direction: Direction
-    alpha: float
-    profile: Optional[str] = None
-    variant: Optional[str] = None
     worker: Optional[WorkerSpec] = None  # None: in-process
     given: Optional[Backend] = field(default=None, compare=False, repr=False)  # Selection.objects
-
-    def __str__(self) -> str:
-        who = self.backend + (f"[{self.profile}/{self.variant}]" if self.profile or self.variant else "")
-        pair = info(self.dtype).short + (f"->{info(self.out_dtype).short}" if self.out_dtype != self.dtype else "")
-        return f"{who} {pair} {self.direction} alpha={self.alpha!r}"
 
 
 @dataclass
@@ -171,8 +158,8 @@ def _specs_for(backend: Backend, name: str, selection: Selection) -> Iterable[tu
         for direction in selection.directions:
             why = None if backend.supports(dtype, out, direction) else skip_reason(backend, dtype, out, direction)
             for alpha in selection.alphas:
-                yield RowSpec(name, dtype, out, direction, alpha, getattr(backend, "profile", None),
-                              getattr(backend, "variant", None), worker, given), why
+                yield RowSpec(name, getattr(backend, "profile", None), getattr(backend, "variant", None), dtype, out,
+                              direction, alpha, worker, given), why
 
 
 def plan(selection: Selection) -> tuple[list[RowSpec], list[tuple[RowSpec, str]]]:
@@ -476,8 +463,8 @@ def replay(rep: corpus.Reproducer, *, config: GateConfig, backend: Optional[str]
     """
     case = rep.case
     name, worker = replay_backend(rep, backend=backend, worker=worker)
-    spec = RowSpec(name, case.dtype, case.out_dtype or case.dtype, case.direction, case.alpha,
-                   rep.profile, rep.variant, worker)
+    spec = RowSpec(name, rep.profile, rep.variant, case.dtype, case.out_dtype or case.dtype, case.direction,
+                   case.alpha, worker)
     found = backend_for(spec.backend, spec.profile, spec.variant, worker)
     if not found.supports(spec.dtype, spec.out_dtype, spec.direction):
         who = spec.backend + (f"/{found.profile}" if getattr(found, "profile", None) else "")

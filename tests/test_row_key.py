@@ -15,11 +15,41 @@ def test_a_skip_and_a_row_of_one_key_share_its_fields_and_words() -> None:
     assert isinstance(row, RowKey) and isinstance(skip, RowKey)
     assert row.key == skip.key == KEY
     assert row.label == skip.label == "cann[ascend910b1/reference]"
-    assert row.title == skip.title == "cann[ascend910b1/reference] float16->float16 forward alpha=0.2"
+    assert row.title == skip.title == "cann[ascend910b1/reference] fp16 forward alpha=0.2"
     key_fields = [f.name for f in dataclasses.fields(RowKey)]
     assert [f.name for f in dataclasses.fields(Row)][:7] == key_fields == [f.name for f in dataclasses.fields(Skip)][:7]
 
 
 def test_a_row_without_profile_or_variant_is_labelled_by_its_backend_alone() -> None:
     assert Skip("torch", None, None, "float32", "float16", "backward", 1.5, "why").title == \
-        "torch float32->float16 backward alpha=1.5"
+        "torch fp32->fp16 backward alpha=1.5"
+
+
+def test_every_record_of_a_row_embeds_the_key_and_spells_it_one_way() -> None:
+    from conformance.judge.agreement import Agreement
+    from conformance.pytest_plugin import RowCase
+    from conformance.suite import RowSpec
+
+    spelled = "cann[ascend910b1/reference] fp16 forward alpha=0.2"
+    records = [Row(*KEY, met.empty(elements=4), (), "pass"), Skip(*KEY, "why"), RowSpec(*KEY),
+               Agreement(*KEY, reference="torch", identical=True, differing=0, elements=4, why=""),
+               RowCase(*KEY, fn=abs)]
+    for record in records:
+        assert isinstance(record, RowKey) and record.key == KEY
+        assert str(record) == spelled, type(record).__name__
+
+
+def test_a_pair_of_two_dtypes_is_spelled_with_an_arrow_and_a_code_type_as_itself() -> None:
+    assert str(RowKey("torch", None, None, "float32", "bfloat16", "forward", 0.01)) == \
+        "torch fp32->bf16 forward alpha=0.01"
+    assert str(RowKey("tflite", "xnnpack", None, "int8", "int8", "forward", 0.2)) == \
+        "tflite[xnnpack] int8 forward alpha=0.2"
+
+
+def test_a_reproducer_names_the_row_it_failed_in() -> None:
+    import numpy as np
+
+    from conformance.cases.corpus import Case, Reproducer
+
+    rep = Reproducer(Case(np.zeros(3, np.float16), 0.2), "cann", "ascend910b1", "reference", "tail-block")
+    assert rep.key.key == KEY

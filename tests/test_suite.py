@@ -47,7 +47,7 @@ def test_dtype_selection_plain_and_pairs() -> None:
 
 def test_sixteen_bit_rows_see_every_pattern() -> None:
     inputs = suite.Inputs(seed=0, max_examples=3, alphas=(0.2,))
-    spec = suite.RowSpec("golden", "bfloat16", "bfloat16", "backward", 0.2)
+    spec = suite.RowSpec("golden", None, None, "bfloat16", "bfloat16", "backward", 0.2)
     sweep = inputs.batches(spec)[0]
     assert sweep.label == "sweep" and np.unique(to_bits(sweep.x)).size == 1 << 16
     assert np.unique(to_bits(sweep.dy)).size == 1 << 16
@@ -55,8 +55,8 @@ def test_sixteen_bit_rows_see_every_pattern() -> None:
 
 def test_cann_rows_add_tile_boundary_shapes() -> None:
     inputs = suite.Inputs(seed=0, max_examples=3, alphas=(0.2,))
-    cann = [b.x.size for b in inputs.batches(suite.RowSpec("cann", "float16", "float16", "forward", 0.2))]
-    torch = [b.x.size for b in inputs.batches(suite.RowSpec("torch", "float16", "float16", "forward", 0.2))]
+    cann = [b.x.size for b in inputs.batches(suite.RowSpec("cann", None, None, "float16", "float16", "forward", 0.2))]
+    torch = [b.x.size for b in inputs.batches(suite.RowSpec("torch", None, None, "float16", "float16", "forward", 0.2))]
     assert max(cann) > 100_000 > max(torch[3:])
     assert set(torch[3:]) < set(cann[3:])
 

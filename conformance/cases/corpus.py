@@ -25,7 +25,7 @@ import numpy as np
 
 from conformance.dtypes import DTYPES, from_bits, info, to_bits
 from conformance.errors import CorpusError
-from conformance.records import Direction
+from conformance.records import Direction, RowKey
 
 FORMAT = "leakyrelu-reproducer/2"  # /1 had no digest
 MAX_ELEMENTS = 1 << 24  # per array: a shrunk reproducer is far smaller; bounds what a file can make us allocate
@@ -87,8 +87,15 @@ class Reproducer:
     variant: Optional[str] = None
     category: str = ""
     summary: str = ""
-    label: str = ""
+    label: str = ""  # the row's one spelling when it was saved (``str(key)``)
     worker: Optional[str] = None  # the worker command of a row served by a worker; None: in-process
+
+    @property
+    def key(self) -> RowKey:
+        """The row this case failed in: the backend's names and the case's dtypes, direction and slope."""
+        case = self.case
+        return RowKey(self.backend, self.profile, self.variant, case.dtype, case.out_dtype or case.dtype,
+                      case.direction, case.alpha)
 
 
 def _text(value: Optional[str]) -> np.ndarray:

@@ -154,8 +154,8 @@ def _judge_case(root: Path, spec: RowSpec, case: dict, *, config: GateConfig) ->
 
 
 def _spec(entry: dict) -> RowSpec:
-    return RowSpec(entry["backend"], entry["dtype"], entry["out_dtype"], entry["direction"],
-                   float.fromhex(entry["alpha"]), entry["profile"], entry["variant"])
+    return RowSpec(entry["backend"], entry["profile"], entry["variant"], entry["dtype"], entry["out_dtype"],
+                   entry["direction"], float.fromhex(entry["alpha"]))
 
 
 def _plan(manifest: dict, *, file: Path) -> list[tuple[RowSpec, list[dict]]]:

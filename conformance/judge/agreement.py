@@ -15,7 +15,7 @@ from typing import Optional
 import numpy as np
 
 from conformance.dtypes import is_nan, to_bits
-from conformance.records import Row
+from conformance.records import Row, RowKey
 
 NOT_COMPARABLE = "not comparable: different inputs"
 
@@ -32,16 +32,10 @@ class Output:
 
 
 @dataclass(frozen=True)
-class Agreement:
-    """How one backend's row compares, bit for bit, with the reference backend's row."""
+class Agreement(RowKey):
+    """How one backend's row (its key) compares, bit for bit, with the reference backend's row."""
 
     reference: str
-    backend: str
-    profile: Optional[str]
-    dtype: str
-    out_dtype: str
-    direction: str
-    alpha: float
     identical: bool
     differing: int
     elements: int
@@ -134,9 +128,9 @@ def judged(ref_row: Row, row: Row, *, differing: int, elements: int, ref_counts:
     else:
         text = why(ref_name, name, ref_counts=ref_counts, counts=counts)
         found = causes(ref_counts=ref_counts, counts=counts)
-    return Agreement(ref_name, name, row.profile, row.dtype, row.out_dtype, row.direction, row.alpha,
-                     identical=bool(elements) and differing == 0, differing=differing, elements=elements,
-                     why=text, causes=found)
+    return Agreement(name, row.profile, row.variant, row.dtype, row.out_dtype, row.direction, row.alpha,
+                     reference=ref_name, identical=bool(elements) and differing == 0, differing=differing,
+                     elements=elements, why=text, causes=found)
 
 
 def from_chunks(pairs: Iterable[tuple[np.ndarray, np.ndarray]], *, ref_row: Row, row: Row,

@@ -78,7 +78,7 @@ def _check_cells(selection: Selection, found: list[Agreement]) -> list[Cell]:
     for c in table:
         diff = total = 0
         for alpha in selection.alphas:
-            spec = RowSpec(c.first, c.dtype, c.out_dtype, c.direction, alpha)  # type: ignore[arg-type]
+            spec = RowSpec(c.first, None, None, c.dtype, c.out_dtype, c.direction, alpha)  # type: ignore[arg-type]
             d, t = direct_count(selection, c.first, c.second, spec)
             diff, total = diff + d, total + t
         assert (c.differing, c.elements) == (diff, total), c
@@ -109,8 +109,8 @@ def test_real_backends_cells_forward_and_backward(monkeypatch: pytest.MonkeyPatc
 
 def test_every_backend_gets_the_same_batches_its_own_boundaries_apart() -> None:
     inputs = Inputs(seed=0, max_examples=3, alphas=(0.2,))
-    torch = inputs.batches(RowSpec("torch", "float16", "float16", "forward", 0.2))
-    cann = inputs.batches(RowSpec("cann", "float16", "float16", "forward", 0.2))
+    torch = inputs.batches(RowSpec("torch", None, None, "float16", "float16", "forward", 0.2))
+    cann = inputs.batches(RowSpec("cann", None, None, "float16", "float16", "forward", 0.2))
     shared = [b for b in cann if not b.own]
     assert [b.label for b in shared] == [b.label for b in torch] and not any(b.own for b in torch)
     for a, b in zip(shared, torch):
@@ -118,7 +118,7 @@ def test_every_backend_gets_the_same_batches_its_own_boundaries_apart() -> None:
     own = [b for b in cann if b.own]
     assert own and all(b.label.startswith("cann shape (") for b in own)
     assert max(b.x.size for b in own) > 100_000 > max(b.x.size for b in shared)
-    again = Inputs(seed=0, max_examples=3, alphas=(0.2,)).batches(RowSpec("cann", "float16", "float16",
+    again = Inputs(seed=0, max_examples=3, alphas=(0.2,)).batches(RowSpec("cann", None, None, "float16", "float16",
                                                                              "forward", 0.2))
     assert all(np.array_equal(a.x.view(np.uint16), b.x.view(np.uint16)) for a, b in zip(cann, again))
 
@@ -133,8 +133,8 @@ def test_own_boundary_batches_are_named_in_the_row_notes() -> None:
 
 
 def _agreement(differing: int, *, causes: tuple[str, ...] = ()) -> Agreement:
-    return Agreement("torch", "cann", None, "float16", "float16", "forward", 0.1, identical=differing == 0,
-                     differing=differing, elements=100, why="", causes=causes)
+    return Agreement("cann", None, None, "float16", "float16", "forward", 0.1, reference="torch",
+                     identical=differing == 0, differing=differing, elements=100, why="", causes=causes)
 
 
 def test_migration_outcomes() -> None:

@@ -91,5 +91,5 @@ def test_cli_prints_a_line_per_pair(tmp_path: Path, capsys: pytest.CaptureFixtur
                    "--workers", "1",
                    "--chunk", str(CHUNK), "--store", str(tmp_path / "s.sqlite")], capsys)
     assert res.code == 0, res.text
-    assert ("torch vs cann[ascend950/reference] float16->float16 forward alpha=0.2: 0 of 65,536 patterns "
+    assert ("torch vs cann[ascend950/reference] fp16 forward alpha=0.2: 0 of 65,536 patterns "
             "differ (bit-identical)") in res.out

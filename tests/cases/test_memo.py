@@ -92,7 +92,7 @@ def test_slopes_are_kept_apart_by_their_bits() -> None:
 
 
 def _spec(direction: str = "backward", alpha: float = 0.2) -> RowSpec:
-    return RowSpec("golden", "float16", "float16", direction, alpha)  # type: ignore[arg-type]
+    return RowSpec("golden", None, None, "float16", "float16", direction, alpha)  # type: ignore[arg-type]
 
 
 def test_the_kept_golden_is_the_golden_of_the_batch() -> None:

@@ -193,8 +193,8 @@ def test_junit_counts_agree_with_the_testcases_and_the_rows(mixed) -> None:
 def test_junit_skipped_rows_carry_their_reason(mixed) -> None:
     _, _, root, _ = mixed
     skipped = [c for c in root.iter("testcase") if c.find("skipped") is not None]
-    assert [c.get("name") for c in skipped] == ["cann[ascend910b1/fp16-slope] float64->float64 forward alpha=0.2",
-                                                 "cann[ascend910b1/fp16-slope] float64->float64 forward alpha=1.5"]
+    assert [c.get("name") for c in skipped] == ["cann[ascend910b1/fp16-slope] fp64 forward alpha=0.2",
+                                                 "cann[ascend910b1/fp16-slope] fp64 forward alpha=1.5"]
     assert all("no float64->float64" in c.find("skipped").get("message") for c in skipped)
 
 
@@ -208,12 +208,12 @@ def test_junit_times_every_row(mixed) -> None:
 def test_junit_failure_and_warning_messages_name_the_findings(mixed) -> None:
     _, _, root, _ = mixed
     cases = {c.get("name"): c for c in root.iter("testcase")}
-    failure = cases["examples/my_kernel.py:max_backend float16->float16 forward alpha=1.5"].find("failure")
-    assert failure.get("message").startswith("examples/my_kernel.py:max_backend float16->float16 forward alpha=1.5: "
+    failure = cases["examples/my_kernel.py:max_backend fp16 forward alpha=1.5"].find("failure")
+    assert failure.get("message").startswith("examples/my_kernel.py:max_backend fp16 forward alpha=1.5: "
                                              "formulation ×")
     assert "not allowed: computed as max(x, a*x)" in failure.get("message")
     assert failure.text.startswith("Mismatched elements:")
-    warned = cases["cann[ascend910b1/fp16-slope] float16->float16 forward alpha=0.2"]
+    warned = cases["cann[ascend910b1/fp16-slope] fp16 forward alpha=0.2"]
     assert "warning: alpha-precision ×" in warned.find("system-out").text
     (prop,) = [p for p in warned.iter("property") if p.get("name") == "warning"]
     assert "alpha-precision ×" in prop.get("value") and "allowed:" in prop.get("value")
@@ -374,7 +374,7 @@ def test_github_summary_and_annotations_from_a_run(tmp_path: Path, capsys, monke
     assert "### Failing rows" in text and "alpha=1.5: formulation ×" in text
     errors = [line for line in result.out.splitlines() if line.startswith("::error ")]
     assert len(errors) == 1
-    assert errors[0].startswith("::error title=examples/my_kernel.py%3Amax_backend float16->float16 forward "
+    assert errors[0].startswith("::error title=examples/my_kernel.py%3Amax_backend fp16 forward "
                                 "alpha=1.5::examples/my_kernel.py:max_backend")
 
 

@@ -142,10 +142,10 @@ def test_junit_writes_skipped_rows_times_and_counts_that_agree() -> None:
     cases = suite.findall("testcase")
     assert [suite.get(k) for k in ("tests", "failures", "errors", "skipped", "time")] == ["4", "1", "0", "1", "2.000"]
     assert [c.get("time") for c in cases] == ["0.250", None, "1.500", "0.000"]
-    assert cases[3].get("name") == "cann[ascend910b1/reference] float64->float64 forward alpha=0.2"
+    assert cases[3].get("name") == "cann[ascend910b1/reference] fp64 forward alpha=0.2"
     assert cases[3].find("skipped").get("message") == "no float64 kernel"
     message = cases[2].find("failure").get("message")
-    assert message.startswith("cann float16->float16 forward alpha=0.25: spurious-nan ×")
+    assert message.startswith("cann fp16 forward alpha=0.25: spurious-nan ×")
 
 
 def test_the_json_summary_counts_rows_categories_and_skipped_rows() -> None:

@@ -100,7 +100,7 @@ def test_golden_is_computed_from_an_untouched_copy() -> None:
             return suite.BackendResult(y)
 
     x = np.array([-1.0, 2.0, -3.0], np.float16)
-    spec = suite.RowSpec("writer", "float16", "float16", "forward", 0.2, given=Writer())
+    spec = suite.RowSpec("writer", None, None, "float16", "float16", "forward", 0.2, given=Writer())
     row = suite.run_batch(spec, suite.InputBatch("t", x), config=default_config())
     assert np.array_equal(x, np.array([-1.0, 2.0, -3.0], np.float16))  # the batch is untouched
     assert [f.category for f in row.findings] == ["input-modified"] and row.verdict == "fail"

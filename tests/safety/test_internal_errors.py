@@ -114,7 +114,7 @@ def test_a_backend_returning_the_wrong_size_is_a_finding_not_a_crash() -> None:
         def forward(self, x, alpha, *, out_dtype=None):
             return suite.BackendResult(x[:-1].copy())
 
-    spec = suite.RowSpec("short", "float16", "float16", "forward", 0.2, given=Short())
+    spec = suite.RowSpec("short", None, None, "float16", "float16", "forward", 0.2, given=Short())
     row = suite.run_batch(spec, suite.InputBatch("t", np.ones(3, np.float16)), config=default_config())
     assert row.verdict == "fail" and row.findings[0].category == "rejected-input"
     assert "expected 3 elements of float16" in row.findings[0].summary
