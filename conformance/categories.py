@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Optional
 
 from conformance.errors import UnknownCategory
 
 Group = Literal["refused", "hazards", "semantics", "location", "value class", "residue"]
-Merge = Literal["sum", "max", "any"]
+Merge = Literal["sum", "max", "any", "first"]
 Kind = Literal["refusal", "hazard", "proved by recomputation", "proved by confinement",
                "value class", "residue"]
 
@@ -177,27 +177,32 @@ def ordered(names: Iterable[str]) -> list[str]:
     return sorted(set(names), key=order)
 
 
-#: How a finding-detail field combines when two claims (one batch) or two findings (the
-#: batches or chunks of one row) of a category merge: counts add up, the greatest ULP is
-#: the greater, a confirmation holds when either holds.  A field not listed keeps the
-#: first one's value.
-DETAIL_MERGE: Mapping[str, Merge] = {
-    "before": "sum", "after": "sum", "mismatching": "sum",
-    "explained": "sum", "contradicted": "sum",
-    "subnormal_inputs": "sum", "subnormal_outputs": "sum", "nan_to_zero": "sum", "inf_to_max": "sum",
-    "clamped": "sum", "inf_to_limit": "sum", "nan_to_limit": "sum",
-    "max_ulp": "max",
-    "confirmed_by_inf": "any",
+#: How a finding-detail field combines when two claims of a category merge within one batch
+#: (``claims``) or two findings merge across the batches or chunks of one row (``findings``):
+#: counts add up, the greatest ULP is the greater, a confirmation holds when either holds,
+#: ``first`` keeps the first one's value.  A field not listed keeps the first one's value.
+#: - ``max_ulp`` within a batch: a rounding rule's claim comes before the residue's ``rounding``
+#:   and keeps the greatest ULP of the elements the rule proves, not the residue's (at most 1).
+#: - ``confirmed_by_inf`` across batches: whether some batch refutes a saturation is judged on
+#:   every batch's own value (:func:`merge_findings`) before the findings merge, and the
+#:   merged detail reports the first batch's.
+DETAIL_MERGE: Mapping[str, tuple[Merge, Merge]] = {
+    **dict.fromkeys(("before", "after", "mismatching", "explained", "contradicted", "subnormal_inputs",
+                     "subnormal_outputs", "nan_to_zero", "inf_to_max", "clamped", "inf_to_limit",
+                     "nan_to_limit"), ("sum", "sum")),
+    "max_ulp": ("first", "max"),
+    "confirmed_by_inf": ("any", "first"),
 }
+Scope = Literal["claims", "findings"]
 
 
-def merge_detail(first: dict, second: dict, *, keep_first: frozenset[str] = frozenset()) -> dict:
-    """``first``'s detail joined with ``second``'s by :data:`DETAIL_MERGE`, for the fields
-    both hold; the fields ``keep_first`` names, and every unlisted one, keep ``first``'s
-    value.  The keys come in ``second``'s order, then ``first``'s others."""
+def merge_detail(first: dict, second: dict, *, scope: Scope) -> dict:
+    """``first``'s detail joined with ``second``'s by :data:`DETAIL_MERGE` for ``scope``, for the
+    fields both hold; every other one keeps ``first``'s value.  The keys come in ``second``'s
+    order, then ``first``'s others."""
     out = {**second, **first}
-    for key in first.keys() & second.keys() - keep_first:
-        how = DETAIL_MERGE.get(key)
+    for key in first.keys() & second.keys():
+        how = DETAIL_MERGE.get(key, ("first", "first"))[scope == "findings"]
         if how == "sum":
             out[key] = first[key] + second[key]
         elif how == "max":
@@ -205,6 +210,23 @@ def merge_detail(first: dict, second: dict, *, keep_first: frozenset[str] = froz
         elif how == "any":
             out[key] = bool(first[key] or second[key])
     return out
+
+
+def saturation_refuted(found: Iterable[tuple[str, Mapping]]) -> bool:
+    """Across the batches of a row, given each finding's (category, detail): some batch had a NaN
+    become a number while no batch saw ±inf saturate (``confirmed_by_inf``)."""
+    found = list(found)
+    return any(c == "lost-nan" for c, _ in found) and not any(
+        c == "saturation" and d.get("confirmed_by_inf") for c, d in found)
+
+
+def relabelled(category: str, detail: Mapping, *, refuted: bool) -> Optional[tuple[str, str]]:
+    """The (category, summary) a finding takes across batches, or None when it keeps its own: a
+    saturation no batch confirmed, once refuted, is a lost NaN (a clamp to a limit is proved by
+    its values and stays)."""
+    if refuted and category == "saturation" and "limit" not in detail:
+        return "lost-nan", "a NaN result became a number"
+    return None
 
 
 #: The generated columns of docs/reference/categories.md's table, in order.

@@ -187,3 +187,21 @@ def test_the_proof_check_reads_tables_and_rejects_other_tests() -> None:
     # the hand-built defects table a parametrized test imports is part of its text
     table = _test_text(categories.check("grad-step").proved)
     assert "DEFECTS = [" in table and '"grad-step"' in table
+
+
+def test_a_detail_merges_by_its_scope() -> None:
+    within = categories.merge_detail({"max_ulp": 3, "confirmed_by_inf": False, "explained": 2},
+                                     {"max_ulp": 1, "confirmed_by_inf": True, "explained": 5}, scope="claims")
+    across = categories.merge_detail({"max_ulp": 3, "confirmed_by_inf": False, "explained": 2},
+                                     {"max_ulp": 9, "confirmed_by_inf": True, "explained": 5}, scope="findings")
+    assert within == {"max_ulp": 3, "confirmed_by_inf": True, "explained": 7}
+    assert across == {"max_ulp": 9, "confirmed_by_inf": False, "explained": 7}
+
+
+def test_an_unconfirmed_saturation_refuted_by_a_batch_is_a_lost_nan() -> None:
+    found = [("saturation", {"confirmed_by_inf": False}), ("lost-nan", {})]
+    assert categories.saturation_refuted(found)
+    assert not categories.saturation_refuted([*found, ("saturation", {"confirmed_by_inf": True})])
+    assert categories.relabelled("saturation", {}, refuted=True) == ("lost-nan", "a NaN result became a number")
+    assert categories.relabelled("saturation", {"limit": 65504.0}, refuted=True) is None
+    assert categories.relabelled("saturation", {}, refuted=False) is None

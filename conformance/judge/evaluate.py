@@ -152,39 +152,22 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
 
 # ----------------------------------------------------------------------------- merge
 
-#: Across batches, ``confirmed_by_inf`` keeps the first batch's value: whether some batch
-#: refutes a saturation is judged on every batch's own value (``_saturation_refuted``)
-#: before the findings merge, and the merged detail reports the first batch's.
-_KEEP_FIRST = frozenset({"confirmed_by_inf"})
-
-
 def _merge_two(a: Finding, b: Finding) -> Finding:
     return replace(a, count=a.count + b.count, violations=a.violations + b.violations,
-                   detail=categories.merge_detail(a.detail, b.detail, keep_first=_KEEP_FIRST),
+                   detail=categories.merge_detail(a.detail, b.detail, scope="findings"),
                    examples=(a.examples + b.examples)[:MAX_EXAMPLES],
                    reproducer=a.reproducer or b.reproducer)
-
-
-def _saturation_refuted(rows: Sequence[Row]) -> bool:
-    """Some batch had ±inf and did not saturate it while NaN still became a number."""
-    return any(f.category == "lost-nan" for r in rows for f in r.findings) and not any(
-        f.category == "saturation" and f.detail.get("confirmed_by_inf") for r in rows
-        for f in r.findings)
-
-
-def _relabel_unconfirmed(finding: Finding) -> Finding:
-    """An unconfirmed saturation finding (no ±inf to tell) is a lost NaN when refuted."""
-    return replace(finding, category="lost-nan", summary="a NaN result became a number")
 
 
 def merge_findings(rows: Sequence[Row], *, backend: str, config: GateConfig,
                    profile: Optional[str] = None) -> tuple[Finding, ...]:
     """Findings of several batches merged by category, in the triage order."""
-    refuted = _saturation_refuted(rows)
+    refuted = categories.saturation_refuted((f.category, f.detail) for r in rows for f in r.findings)
     by_cat: dict[str, Finding] = {}
     for finding in (f for r in rows for f in r.findings):
-        if refuted and finding.category == "saturation" and "limit" not in finding.detail:  # a clamp is proved
-            finding = _relabel_unconfirmed(finding)
+        relabel = categories.relabelled(finding.category, finding.detail, refuted=refuted)
+        if relabel is not None:
+            finding = replace(finding, category=relabel[0], summary=relabel[1])
         prev = by_cat.get(finding.category)
         by_cat[finding.category] = finding if prev is None else _merge_two(prev, finding)
     merged = [by_cat[c] for c in categories.ordered(by_cat)]  # an unknown name raises

@@ -310,12 +310,6 @@ def max_ulp(batch: Batch, index: np.ndarray) -> int:
     return ulp_distance(batch.actual[index], batch.golden[index]).max()
 
 
-#: Within one batch, a rounding rule's claim comes before the residue's ``rounding`` and
-#: keeps its own ``max_ulp`` (the greatest ULP of the elements the rule proves, not of the
-#: residue's, which is at most 1).
-_KEEP_FIRST = frozenset({"max_ulp"})
-
-
 def merge_claims(claims: list[Claim]) -> list[Claim]:
     """One claim per category: indices joined, details merged (``categories.DETAIL_MERGE``),
     summaries listed."""
@@ -325,7 +319,7 @@ def merge_claims(claims: list[Claim]) -> list[Claim]:
         if prev is None:
             by[c.category] = c
             continue
-        detail = categories.merge_detail(prev.detail, c.detail, keep_first=_KEEP_FIRST)
+        detail = categories.merge_detail(prev.detail, c.detail, scope="claims")
         summary = prev.summary if c.summary == prev.summary else f"{prev.summary}; {c.summary}"
         index = np.union1d(prev.index, c.index)
         by[c.category] = Claim(c.category, index, int(index.size), summary, detail)
