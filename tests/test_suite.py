@@ -11,10 +11,11 @@ from rich.console import Console
 
 from conformance import suite
 from conformance.cases import corpus
-from conformance.commands.run import ReportPaths, execute_suite
-from conformance.commands.selftest import Outcome
 from conformance.dtypes import to_bits
 from conformance.render import export
+from conformance.render.files import ReportPaths
+from conformance.runs import execute_suite
+from conformance.selftest import Outcome
 from tests.framework_support import keras_backend
 from tests.helpers import keep_small_batches
 
@@ -142,7 +143,7 @@ def test_selftest_outcome_rules(expected, reported, strict, status) -> None:
 
 
 def test_selftest_judge_uses_the_reference_baseline_for_allowed_findings() -> None:
-    from conformance.commands.selftest import judge, variant_rows
+    from conformance.selftest import judge, variant_rows
 
     rows = variant_rows("fp16-slope", profile=None, seed=0)  # within fp16 tolerance: a named warning
     assert all(r.verdict == "warn" for r in rows)

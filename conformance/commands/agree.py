@@ -19,14 +19,8 @@ from rich.table import Table
 from rich.text import Text
 
 from conformance.backends import default_backends
-from conformance.commands.args import HTML_HELP, html_paths, items, parse_int
-from conformance.commands.run import (
-    MAX_EXAMPLES,
-    add_selection_options,
-    checked_backend,
-    run_with_progress,
-    selection_from,
-)
+from conformance.commands.args import HTML_HELP, add_selection_options, checked_backend, html_paths, items, parse_int
+from conformance.commands.selection import MAX_EXAMPLES, selection_from
 from conformance.config import allowed_categories, load_config
 from conformance.dtypes import info
 from conformance.errors import UsageError
@@ -35,6 +29,7 @@ from conformance.judge.agreement import Cell, Migration, cells, migration
 from conformance.judge.gate import GateConfig
 from conformance.render import console as show
 from conformance.render import export, files
+from conformance.runs import run_with_progress
 from conformance.suite import Options, Selection, SuiteResult
 
 HELP = "do backends give the same bits? a backends x backends table per dtype and direction, or --from/--to"

@@ -1,4 +1,5 @@
-"""Argument parsing shared by the sub-commands: lists, slopes, bounded integers."""
+"""Argument parsing shared by the sub-commands: the options several commands define, lists,
+slopes, counts, seconds and bounded integers, and the checks of backend, profile and variant names."""
 from __future__ import annotations
 
 import argparse
@@ -32,6 +33,7 @@ _DECIMAL = re.compile(r"[+-]?(?P<digits>[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-
 _FRACTION = re.compile(r"[+-]?[0-9]+/[0-9]+", re.ASCII)
 _NON_FINITE = re.compile(r"[+-]?(?:inf|infinity|nan)", re.ASCII | re.IGNORECASE)
 _INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_COUNT = re.compile(r"0[xX][0-9a-fA-F]+|[0-9]+", re.ASCII)
 
 
 def parse_dtype(text: str, *, flag: str = "--dtype") -> str:
@@ -91,6 +93,41 @@ def parse_int(text: str, *, flag: str, minimum: int = 0, maximum: Optional[int] 
     return value
 
 
+def parse_count(text: str, *, flag: str, minimum: int = 0) -> int:
+    """A whole number in ASCII hex (0x...) or decimal digits, >= ``minimum``."""
+    spelled = text.strip()
+    if not _COUNT.fullmatch(spelled) or len(spelled) > 40:
+        raise UsageError(f"{flag} {spelled[:24]!r} is not a whole number; pass ASCII decimal or 0x hex digits")
+    value = int(spelled, 0) if spelled[:2].lower() == "0x" else int(spelled)
+    if value < minimum:
+        raise UsageError(f"{flag} must be >= {minimum}, got {spelled}")
+    return value
+
+
+def parse_range(text: Optional[str]) -> tuple[int, Optional[int]]:
+    """``--range START:STOP`` as (start, stop); (0, None) when not given."""
+    if text is None:
+        return 0, None
+    start, sep, stop = text.partition(":")
+    if not sep:
+        raise UsageError(f"--range {text[:24]!r} needs START:STOP, e.g. 0:0x1000000")
+    lo, hi = parse_count(start, flag="--range START"), parse_count(stop, flag="--range STOP")
+    if lo >= hi:
+        raise UsageError(f"--range {text[:40]!r} is empty; STOP must be greater than START")
+    return lo, hi
+
+
+def parse_seconds(text: str, *, flag: str) -> float:
+    """A finite number of seconds > 0; a UsageError otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise UsageError(f"{flag} {text!r}: pass a number of seconds > 0, such as 600")
+    return value
+
+
 def add_view_options(parser: argparse.ArgumentParser, *, details: bool = True) -> None:
     """``--details fail|warn|all`` (when the command has panels) and ``-q/--quiet``."""
     from conformance.render.console import DETAILS
@@ -116,6 +153,36 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
         help="any bit difference from golden fails the row, allowed behaviours and 1-ULP rounding included")
     add("--allow", action="append", metavar="CATEGORY",
         help="a triage category every backend may show without failing (repeat or comma-separate)")
+
+
+def add_selection_options(parser: argparse.ArgumentParser, *, reference: bool = False,
+                          backend_help: str = "") -> None:
+    """What to run (backends, dtypes, slopes, directions, kernel, workers, seed), as ``run`` and
+    ``agree`` take it; ``reference``: also ``--reference``."""
+    from conformance.backends import default_backends
+    from conformance.backends import names as backend_names
+
+    add = parser.add_argument
+    add("--backend", action="append", metavar="NAME",
+        help=f"one of {', '.join(backend_names())}, or your own as module:NAME or file.py:NAME, NAME a "
+             "factory, a backend object or a kernel fn(x, alpha) "
+             f"(repeat or comma-separate; default: {backend_help or ', '.join(default_backends())})")
+    add("--dtype", action="append", metavar="D", help=f"{DTYPE_HELP}; repeat or comma-separate")
+    add("--alpha", action="append", metavar="A", help="slope(s), e.g. 0.2 or 1/3 (default: the suite's 8)")
+    add("--direction", action="append", metavar="DIR", help="forward or backward (default: both)")
+    if reference:
+        add("--reference", action="append", metavar="NAME",
+            help="also compare every other backend's rows bit for bit with this backend's output on the "
+                 "same inputs (a --backend name, added to the run if not selected; comma-separate "
+                 "several: each is compared with the ones before it)")
+    add_kernel_options(parser)
+    add("--worker", action="append", metavar="CMD",
+        help="run the backend a worker serves through it, e.g. \"ssh npu-host /opt/venv/bin/conformance "
+             "worker --backend torch_npu\" (repeatable; without --backend only worker backends run)")
+    add("--worker-timeout", default="600", metavar="S",
+        help="seconds a worker may take per call before its row gets an error finding (default 600)")
+    add("--seed", default="0", help="seed for random inputs and hypothesis examples (default 0)")
+    add("--max-examples", default="100", help="hypothesis examples per dtype and direction (default 100)")
 
 
 def config_from(args: argparse.Namespace) -> GateConfig:
@@ -160,3 +227,71 @@ def html_paths(args: argparse.Namespace) -> ReportPaths:
     if args.html is not None:
         require_plotly()
     return ReportPaths(args.json, getattr(args, "junit", None), args.html)
+
+
+# ----------------------------------------------------------------------------- names checked
+
+def choice(value: Optional[str], choices: Sequence[str], *, flag: str) -> Optional[str]:
+    """``value`` when it is one of ``choices`` (or None); a UsageError listing them otherwise."""
+    if value is not None and value not in choices:
+        raise UsageError(f"{flag} {value!r} is unknown; choose from {', '.join(choices)}")
+    return value
+
+
+def checked_backend(name: str, *, flag: str) -> str:
+    """A backend name or import path, validated (an import path that does not load is exit 2
+    before any work)."""
+    from conformance.backends import is_import_path, load
+    from conformance.backends import names as backend_names
+
+    if is_import_path(name):
+        load(name)
+        return name
+    return choice(name, backend_names(), flag=flag) or name
+
+
+def references_from(values: Optional[Sequence[str]]) -> tuple[str, ...]:
+    """The --reference backends (repeated or comma-separated), validated as --backend is."""
+    names = items(values, flag="--reference") or ()
+    return tuple(dict.fromkeys(checked_backend(n, flag="--reference") for n in names))
+
+
+def check_profile(args: argparse.Namespace, backends: Sequence[str]) -> tuple[Optional[str], Optional[str]]:
+    """``--profile`` and ``--variant`` checked against what ``backends`` declare; (None, None)
+    without them."""
+    if not (args.profile or args.variant):
+        return None, None
+    profiles, variants = _profile_choices(backends)
+    if not (profiles or variants):
+        raise UsageError(_profile_hint(args.profile, args.variant))
+    return (choice(args.profile, profiles, flag="--profile"),
+            choice(args.variant, variants, flag="--variant"))
+
+
+def _profile_choices(backends: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The --profile and --variant values the selected backends declare."""
+    from conformance.backends import profiles_of
+
+    found = [profiles_of(name) for name in backends]
+    return (tuple(dict.fromkeys(p for ps, _ in found for p in ps)),
+            tuple(dict.fromkeys(v for _, vs in found for v in vs)))
+
+
+def _profile_hint(profile: Optional[str], variant: Optional[str]) -> str:
+    """Which backend a --profile/--variant value belongs to, as a fix to suggest."""
+    from conformance.backends import names as backend_names
+
+    declared = {n: _safe_profiles(n) for n in backend_names()}
+    having = [n for n, (ps, vs) in declared.items() if profile in ps or variant in vs] or \
+        [n for n, pv in declared.items() if any(pv)] or ["NAME"]
+    return (f"--profile/--variant apply to the {' or '.join(having)} backend; "
+            f"add --backend {having[0]}")
+
+
+def _safe_profiles(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    from conformance.backends import profiles_of
+
+    try:
+        return profiles_of(name)
+    except UsageError:
+        return (), ()

@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from conformance.commands import run
 from conformance.commands.args import parse_int
+from conformance.commands.selection import MAX_EXAMPLES, selection_from
 from conformance.errors import UsageError
 from conformance.ingest.manifest import RUNNER, export
 from conformance.render import console as show
@@ -71,9 +71,9 @@ def _undo(root: Path, *, existed: bool) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     args.backend = args.backend or [DEFAULT_BACKEND]
-    selection = run.selection_from(args)
+    selection = selection_from(args)
     seed = parse_int(args.seed, flag="--seed")
-    max_examples = parse_int(args.max_examples, flag="--max-examples", maximum=run.MAX_EXAMPLES)
+    max_examples = parse_int(args.max_examples, flag="--max-examples", maximum=MAX_EXAMPLES)
     specs, skipped = plan(selection)
     if not specs:
         raise UsageError("the selection plans no rows: its backends support none of its dtypes; "

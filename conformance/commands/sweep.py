@@ -8,56 +8,42 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import time
-from collections.abc import Sequence
 from typing import Optional
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
 
 from conformance.backends import names as backend_names
-from conformance.backends import skip_reason
 from conformance.commands.args import (
     HTML_HELP,
     add_gate_options,
     add_kernel_options,
     add_view_options,
+    check_profile,
+    choice,
     config_from,
     html_paths,
     items,
     parse_alpha,
+    parse_count,
+    parse_dtype,
+    parse_range,
     view_from,
 )
-from conformance.commands.run import _check_profile, _choice, parse_dtype
 from conformance.dtypes import info
 from conformance.errors import UsageError
-from conformance.interrupts import exit_code
 from conformance.judge.gate import GateConfig
-from conformance.records import Row
 from conformance.render import console as show
-from conformance.render import export, files, github
-from conformance.render.summary import RunInfo, command_line
-from conformance.suite import Selection
+from conformance.render import files
 from conformance.sweep import run as sweeping
-from conformance.sweep.pairs import PairTotal
+from conformance.sweep.execution import SweepOptions, execute_sweeps
+from conformance.sweep.selection import sweep_specs
 from conformance.sweep.spec import DIRECTIONS, MAX_CHUNK, MIN_CHUNK, X_CLASS_IDS, SweepSpec
-from conformance.sweep.store import DEFAULT_STORE, Store
+from conformance.sweep.store import DEFAULT_STORE
 
 HELP = "exhaustive sweep (every fp32 pattern, or every 16-bit x and slope) in resumable chunks, on Dask"
 DEFAULT_BACKENDS = ("torch", "cann")  # the exact golden is computed once per chunk for all of them
 DEFAULT_CHUNK = 1 << 21  # measured faster per pattern than 2^22 (judging temporaries nearer the caches)
-_INT = re.compile(r"0[xX][0-9a-fA-F]+|[0-9]+", re.ASCII)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -95,30 +81,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 # ----------------------------------------------------------------------------- argument parsing
 
-def parse_count(text: str, *, flag: str, minimum: int = 0) -> int:
-    """A whole number in ASCII hex (0x...) or decimal digits, >= ``minimum``."""
-    spelled = text.strip()
-    if not _INT.fullmatch(spelled) or len(spelled) > 40:
-        raise UsageError(f"{flag} {spelled[:24]!r} is not a whole number; pass ASCII decimal or 0x hex digits")
-    value = int(spelled, 0) if spelled[:2].lower() == "0x" else int(spelled)
-    if value < minimum:
-        raise UsageError(f"{flag} must be >= {minimum}, got {spelled}")
-    return value
-
-
-def parse_range(text: Optional[str]) -> tuple[int, Optional[int]]:
-    """``START:STOP`` as (start, stop); (0, None) when not given."""
-    if text is None:
-        return 0, None
-    start, sep, stop = text.partition(":")
-    if not sep:
-        raise UsageError(f"--range {text[:24]!r} needs START:STOP, e.g. 0:0x1000000")
-    lo, hi = parse_count(start, flag="--range START"), parse_count(stop, flag="--range STOP")
-    if lo >= hi:
-        raise UsageError(f"--range {text[:40]!r} is empty; STOP must be greater than START")
-    return lo, hi
-
-
 def parse_chunk(text: str) -> int:
     """``--chunk`` within [MIN_CHUNK, MAX_CHUNK]."""
     value = parse_count(text, flag="--chunk")
@@ -129,17 +91,19 @@ def parse_chunk(text: str) -> int:
 
 
 def _x_classes(args: argparse.Namespace, direction: str) -> tuple[Optional[str], ...]:
+    """The --x-class values of a backward sweep (default: all); (None,) forward."""
     chosen = items(args.x_class, flag="--x-class")
     if direction == "forward":
         if chosen:
             raise UsageError("--x-class applies to --direction backward only")
         return (None,)
     for name in chosen or ():
-        _choice(name, X_CLASS_IDS, flag="--x-class")
+        choice(name, X_CLASS_IDS, flag="--x-class")
     return chosen or X_CLASS_IDS
 
 
 def _alpha(args: argparse.Namespace, dtype: str) -> Optional[float]:
+    """The --alpha slope (default 0.2); None with --sweep-alpha, which sweeps every slope."""
     if not args.sweep_alpha:
         return 0.2 if args.alpha is None else parse_alpha(args.alpha)
     if args.alpha is not None:
@@ -153,92 +117,28 @@ def specs_from(args: argparse.Namespace, *, config: GateConfig, console: Console
     """The sweeps the flags ask for, one per (backend, x class); unsupported backends are skipped."""
     backends = items(args.backend, flag="--backend") or DEFAULT_BACKENDS
     for name in backends:
-        _choice(name, backend_names(), flag="--backend")
-    direction = _choice(args.direction, DIRECTIONS, flag="--direction") or "forward"
+        choice(name, backend_names(), flag="--backend")
+    direction = choice(args.direction, DIRECTIONS, flag="--direction") or "forward"
     src, _, out = parse_dtype(args.dtype).partition("->")
     out = out or src
     if info(src).bits > 32:
         raise UsageError(f"--dtype {args.dtype!r}: a sweep covers fp32, fp16 or bf16 inputs (fp64 has 2^64 patterns)")
     alpha, classes = _alpha(args, src), _x_classes(args, direction)
-    profile, variant = _check_profile(args, backends)
-    selection = Selection(backends=backends, profile=profile, variant=variant)
-    tol = config.tolerance(out)
-    specs = []
-    for name in backends:
-        backend = selection.backend(name)
-        if not backend.supports(src, out, direction):  # type: ignore[arg-type]
-            why = skip_reason(backend, src, out, direction)  # type: ignore[arg-type]
-            if not args.quiet:
-                console.print(f"skipped {name} {src}->{out} {direction}: {why}", markup=False)
-            continue
-        specs += [SweepSpec(name, src, out, direction, alpha, getattr(backend, "profile", None),
-                            getattr(backend, "variant", None), x,
-                            (tol.rtol, tol.atol, tol.max_ulp, tol.strict_zeros)) for x in classes]
-    if not specs:
-        raise UsageError(f"no selected backend supports {src}->{out} {direction}; pick another --backend or --dtype")
-    return specs
+    profile, variant = check_profile(args, backends)
 
+    def skipped(line: str) -> None:
+        if not args.quiet:
+            console.print(line, markup=False)
 
-# ----------------------------------------------------------------------------- progress and lines
+    return sweep_specs(backends, src=src, out=out, direction=direction, alpha=alpha, x_classes=classes,
+                       profile=profile, variant=variant, config=config, on_skip=skipped)
 
-class RateColumn(ProgressColumn):
-    """Patterns per second."""
-
-    def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text("? patterns/s" if not speed else f"{speed / 1e6:,.2f} M patterns/s", style="progress.data.speed")
-
-
-def make_progress(*, console: Console, disable: bool) -> Progress | show.LineProgress:
-    """A bar with the pattern rate on a terminal; progress lines on stderr on a pipe."""
-    if not console.is_terminal:
-        return show.LineProgress(disable=disable)
-    return Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), TaskProgressColumn(),
-                    RateColumn(), TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn(),
-                    console=console, transient=False, disable=disable)
-
-
-def total_line(row: Row, *, planned: int, x_class: Optional[str] = None) -> str:
-    """``torch fp32->fp32 forward alpha=0.2: k of 4,294,967,296 differ from exact, all alpha-precision``."""
-    m = row.metrics
-    at = f" at x={x_class}" if x_class is not None else ""
-    head = f"{row.title}{at}: {m.mismatches:,} of {m.elements:,} differ from exact"
-    if m.elements < planned:
-        head += f" (partial: {m.elements:,} of {planned:,} patterns swept)"
-    if len(row.findings) == 1:
-        return f"{head}, all {row.findings[0].category}"
-    return head + "".join(f", {f.category} {f.count:,}" for f in row.findings)
-
-
-def render(judged: Sequence[tuple[SweepSpec, Row]], plan: sweeping.Plan, *, console: Console,
-           view: show.View, interrupted: bool, pairs: Sequence[PairTotal] = ()) -> None:
-    """The run-style panels and table, one total line per sweep, one line per pair of backends
-    (patterns whose bits differ), and the summary line."""
-    rows = [row for _, row in judged]
-    show.render_rows(rows, console=console, view=view)
-    if not view.quiet:
-        for spec, row in judged:
-            planned = sum(hi - lo for lo, hi in plan.chunks[spec])
-            console.print(total_line(row, planned=planned, x_class=spec.x_class), markup=False, soft_wrap=True)
-        for total in pairs:
-            console.print(total.line, markup=False, soft_wrap=True)
-    console.print(show.summary_line(rows, interrupted=interrupted))
-
-
-# ----------------------------------------------------------------------------- execution
 
 def _workers(args: argparse.Namespace) -> int:
+    """--workers (default: the machine's cores)."""
     if args.workers is None:
         return os.cpu_count() or 1
     return parse_count(args.workers, flag="--workers", minimum=1)
-
-
-def _executor(args: argparse.Namespace, *, workers: int):  # noqa: ANN202 - a context manager
-    from contextlib import nullcontext
-
-    if args.scheduler is None and workers == 1:
-        return nullcontext(sweeping.serial)
-    return sweeping.dask_executor(workers=workers, scheduler=args.scheduler)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -253,46 +153,5 @@ def execute(args: argparse.Namespace) -> int:
     if args.scheduler is not None:
         sweeping.check_scheduler(args.scheduler)
     specs = specs_from(args, config=config, console=console)
-    with Store(args.store) as store:
-        try:
-            plan = sweeping.make_plan(specs, store, start=start, stop=stop, chunk=chunk, config=config,
-                                      fresh=args.fresh)
-        except ValueError as exc:
-            raise UsageError(f"--range/--chunk: {exc}") from None
-        with export.placeholder(paths, seed=None, config=config):  # a vanished process leaves a fail
-            interruption = _run(plan, store, args, workers=workers, console=console, view=view)
-            judged = sweeping.report_rows(plan, store, config=config)
-            pairs = sweeping.pair_totals(plan, store)
-    rows = [row for _, row in judged]
-    render(judged, plan, console=console, view=view, interrupted=interruption is not None, pairs=pairs)
-    info = RunInfo(command=command_line(), total_seconds=time.perf_counter() - started)
-    written = export.write_reports(rows, paths, seed=None, partial=interruption is not None, config=config,
-                                   info=info)
-    github.publish(rows, info=info, interrupted=interruption is not None)
-    if interruption is not None:
-        if not view.quiet:
-            where = f"; partial report written to {', '.join(written)}" if written else ""
-            console.print(f"interrupted: the finished chunks are in {args.store}; run the same command "
-                          f"again to resume{where}", markup=False)
-        return exit_code(interruption)
-    return 1 if any(r.verdict == "fail" for r in rows) else 0
-
-
-def _run(plan: sweeping.Plan, store: Store, args: argparse.Namespace, *, workers: int, console: Console,
-         view: show.View) -> Optional[KeyboardInterrupt]:
-    """Run the plan's missing chunks with a progress bar; the interruption, if one stopped it."""
-    if not view.quiet:
-        recomputed = plan.describe_recomputed()
-        console.print(f"sweep: {len(plan.chunks)} sweep(s), {plan.stored} chunk row(s) from {args.store}, "
-                      f"{len(plan.tasks)} chunk(s) to compute" + (f"; {recomputed}" if recomputed else ""),
-                      markup=False)
-    if not plan.tasks:
-        return None
-    try:
-        with make_progress(console=console, disable=view.quiet) as progress:
-            task = progress.add_task("sweep", total=plan.patterns, unit="pattern")
-            with _executor(args, workers=workers) as execute:
-                sweeping.run_plan(plan, store, execute, advance=lambda n: progress.update(task, advance=n))
-    except KeyboardInterrupt as exc:
-        return exc
-    return None
+    options = SweepOptions(args.store, start, stop, chunk, args.fresh, workers, args.scheduler)
+    return execute_sweeps(specs, options, config=config, paths=paths, console=console, view=view, started=started)

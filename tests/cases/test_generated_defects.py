@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 from conformance.cases import regional_defects
 from conformance.cases.defects import Planted, catalogue, generate
 from conformance.cases.regional_defects import generate_composed, generate_regional
-from conformance.commands.selftest import Scored, name_generated, profile_plan, run_generated, tally
 from conformance.dtypes import all_patterns
 from conformance.reference import golden
 from conformance.reference.semantics import EXACT
 from conformance.render.messages import failure_message
+from conformance.selftest_generated import Scored, name_generated, profile_plan, run_generated, tally
 from tests.helpers import counts, judge, sampled
 
 GENERATED = 2000  # cases in the aggregate proof (`exhaustive`)

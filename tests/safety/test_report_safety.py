@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conformance import suite
-from conformance.commands import compare, run
+from conformance import runs, suite
+from conformance.commands import compare
 from conformance.errors import UsageError
 from conformance.interrupts import Terminated, exit_code
 from conformance.reference import golden as ref
@@ -250,7 +250,7 @@ def test_an_interruption_while_rendering_still_writes_a_partial_report(tmp_path:
     def terminated(result, **_: object) -> None:
         raise Terminated()
 
-    monkeypatch.setattr(run, "render", terminated)
+    monkeypatch.setattr(runs, "render", terminated)
     result = run_cli([*GOLDEN, "--json", "r.json"], capsys, cwd=tmp_path)
     assert result.code == 143 and "terminated" in result.err
     doc = _strict(tmp_path / "r.json")
@@ -275,7 +275,7 @@ def test_an_interrupted_compare_writes_a_partial_report(dumps: Path, capsys, mon
 
 
 def test_sigterm_stops_selftest_with_143(capsys, monkeypatch) -> None:
-    from conformance.commands import selftest
+    from conformance import selftest
 
     monkeypatch.setattr(selftest, "run_suite", lambda selection, options: suite.SuiteResult(
         interruption=Terminated()))

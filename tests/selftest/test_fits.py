@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conformance.cases.batches import InputBatch
-from conformance.commands.selftest import SELFTEST_ALPHAS, SELFTEST_EXAMPLES
+from conformance.cases.selftest_expectations import SELFTEST_ALPHAS, SELFTEST_EXAMPLES
 from conformance.dtypes import info
 from conformance.npu_impl import PROFILES, VARIANTS, leaky_relu, leaky_relu_backward
 from conformance.npu_impl.backend import CannBackend

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.commands import selftest
+from conformance import selftest
 from conformance.npu_impl import PROFILES, VARIANTS
 from conformance.npu_impl.variants import expected_on, not_applicable
 from tests.helpers import keep_small_batches, variants_in_turn

@@ -5,7 +5,7 @@ import functools
 
 import pytest
 
-from conformance.commands import selftest
+from conformance import selftest, selftest_generated
 from conformance.render import console as show
 from tests.helpers import keep_small_batches, run_cli
 
@@ -32,7 +32,7 @@ def test_selftest_generated_quiet_prints_no_progress(capsys: pytest.CaptureFixtu
 
 def test_run_generated_reports_each_case_scored() -> None:
     seen: list[int] = []
-    scored, _, _ = selftest.run_generated(5, seed=2, on_case=lambda: seen.append(1))
+    scored, _, _ = selftest_generated.run_generated(5, seed=2, on_case=lambda: seen.append(1))
     assert len(seen) == len(scored) == 5
 
 
