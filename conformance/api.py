@@ -51,7 +51,7 @@ class Report:
     @property
     def message(self) -> str:
         """Each failing row's title, its "Mismatched elements: k / N (p%)" lines and its findings."""
-        return "\n\n".join(f"{r.title}\n{failure_message(r)}" for r in self.failures)
+        return "\n\n".join(f"{r}\n{failure_message(r)}" for r in self.failures)
 
     @property
     def subject(self) -> tuple[Row, ...]:

@@ -153,6 +153,11 @@ class BackendResult:
 
 # ----------------------------------------------------------------------------- a row's identity
 
+def pair_text(dtype: str, out_dtype: str) -> str:
+    """A row's dtypes as its spelling shows them: ``fp16``, or ``fp32->fp16`` when they differ."""
+    return short_name(dtype) + ("" if out_dtype == dtype else f"->{short_name(out_dtype)}")
+
+
 def backend_label(backend: str, profile: Optional[str], variant: Optional[str]) -> str:
     extra = "/".join(p for p in (profile, variant) if p)
     return backend + (f"[{extra}]" if extra else "")
@@ -181,17 +186,11 @@ class RowKey:
         """``cann[ascend910b1/reference]``: the backend with its profile and variant."""
         return backend_label(self.backend, self.profile, self.variant)
 
-    @property
-    def title(self) -> str:
-        """The row's one spelling, ``str(key)``."""
-        return str(self)
-
     def __str__(self) -> str:
         """The row's one spelling, which the console, JUnit, pytest ids and reproducers print:
         ``cann[ascend910b1/reference] fp16 forward alpha=0.2``, with ``fp32->fp16`` when the
         output dtype differs from the input's."""
-        pair = short_name(self.dtype) + ("" if self.out_dtype == self.dtype else f"->{short_name(self.out_dtype)}")
-        return f"{self.label} {pair} {self.direction} alpha={self.alpha!r}"
+        return f"{self.label} {pair_text(self.dtype, self.out_dtype)} {self.direction} alpha={self.alpha!r}"
 
 
 @dataclass(frozen=True)

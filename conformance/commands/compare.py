@@ -184,7 +184,7 @@ def execute(args: argparse.Namespace) -> int:
     render.render_rows(rows, console=console, view=view)
     for row in rows:
         for note in row.notes:
-            console.print(f"note: {row.variant or row.title}: {note}", markup=False)
+            console.print(f"note: {row.variant or row}: {note}", markup=False)
     render.render_agreement(found, console=console)
     console.print(render.summary_line(rows))
     info = RunInfo(command=command_line())

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
-if TYPE_CHECKING:
-    from conformance.records import Row
+from conformance.records import Row, pair_text
 
 DIFF_SCHEMA = "leakyrelu-conformance-diff/1"
 STATUSES = ("new", "grown", "now-fails", "shrunk", "fixed")
@@ -52,7 +51,7 @@ class Size:
 class Change:
     """One category of one row that differs between the reports."""
 
-    row: str  # the row's title, e.g. "cann[ascend910b1/reference] float16->float16 forward alpha=0.2"
+    row: str  # the row's spelling, e.g. "cann[ascend910b1/reference] fp16 forward alpha=0.2"
     category: str
     status: str
     old: Optional[Size]
@@ -111,7 +110,7 @@ def row_title(row: dict, *, old: Optional[dict] = None) -> str:
     if old is not None and _who(old) != who:
         who = f"{_who(old) or '-'} -> {who or '-'}"
     name = row["backend"] + (f"[{who}]" if who else "")
-    return f"{name} {row['dtype']}->{row['out_dtype']} {row['direction']} alpha={row['alpha']['decimal']}"
+    return f"{name} {pair_text(row['dtype'], row['out_dtype'])} {row['direction']} alpha={row['alpha']['decimal']}"
 
 
 def _sizes(row: dict) -> dict[str, Size]:

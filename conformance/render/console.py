@@ -241,7 +241,7 @@ def render_details(rows: Sequence[Row], *, console: Console, details: Details = 
     for row in rows:
         if row.verdict not in shown:
             continue
-        title = Text(f"{row.verdict.upper()}  {row.title}")  # a Text: [profile/variant] is not markup
+        title = Text(f"{row.verdict.upper()}  {row}")  # a Text: [profile/variant] is not markup
         console.print(Panel(_panel_body(row), title=title, title_align="left",
                             border_style=_STYLE[row.verdict]))
 

@@ -65,9 +65,9 @@ def annotations(rows: Sequence[Row]) -> list[str]:
     found = []
     for row in rows:
         if row.verdict == "fail":
-            found.append(f"::error title={_escape(row.title, prop=True)}::{_escape(failure_message(row))}")
+            found.append(f"::error title={_escape(str(row), prop=True)}::{_escape(failure_message(row))}")
         elif row.verdict == "warn":
-            found.append(f"::warning title={_escape(row.title, prop=True)}::{_escape(warning_message(row))}")
+            found.append(f"::warning title={_escape(str(row), prop=True)}::{_escape(warning_message(row))}")
     return found
 
 

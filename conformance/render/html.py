@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from conformance.errors import UsageError
 from conformance.judge.gate import CATEGORIES
-from conformance.records import class_order, ulp_order
+from conformance.records import RowKey, class_order, ulp_order
 from conformance.render.files import write_atomic
 
 MISSING = "--html needs the plotting library plotly: pip install 'conformance[report]'"
@@ -58,12 +58,14 @@ def _who(row: dict) -> str:
 
 
 def _pair(row: dict) -> str:
+    """A table cell's dtypes: ``float16→float16``."""
     return f"{row['dtype']}→{row['out_dtype']}"
 
 
 def row_title(row: dict) -> str:
-    """``cann[ascend910b1/tail-dropped] float16→float16 forward alpha=0.2``."""
-    return f"{_who(row)} {_pair(row)} {row['direction']} alpha={number(row['alpha'])!r}"
+    """The row's one spelling (``str(RowKey)``): ``cann[ascend910b1/tail-dropped] fp16 forward alpha=0.2``."""
+    return str(RowKey(row["backend"], row.get("profile"), row.get("variant"), row["dtype"], row["out_dtype"],
+                      row["direction"], number(row["alpha"])))
 
 
 # ----------------------------------------------------------------------------- the folded table

@@ -42,12 +42,12 @@ def finding_line(f: Finding) -> str:
 def failure_message(row: Row) -> str:
     """The one line a CI reporter lists for a failing row: its title, then each finding not allowed."""
     bad = [finding_line(f) for f in row.findings if not f.allowed] or ["outside tolerance"]
-    return f"{row.title}: {'; '.join(bad)}"
+    return f"{row}: {'; '.join(bad)}"
 
 
 def warning_message(row: Row) -> str:
     """The one line of a warned row: its title, then each allowed finding."""
-    return f"{row.title}: warning: {'; '.join(finding_line(f) for f in row.findings if f.allowed)}"
+    return f"{row}: warning: {'; '.join(finding_line(f) for f in row.findings if f.allowed)}"
 
 
 def _properties(case: ET.Element, row: Row) -> None:
@@ -62,7 +62,7 @@ def _properties(case: ET.Element, row: Row) -> None:
 
 
 def _testcase(suite: ET.Element, row: Row, *, seconds: Optional[float]) -> None:
-    case = ET.SubElement(suite, "testcase", classname=f"conformance.{row.backend}", name=row.title)
+    case = ET.SubElement(suite, "testcase", classname=f"conformance.{row.backend}", name=str(row))
     if seconds is not None:
         case.set("time", _seconds(seconds))
     _properties(case, row)
@@ -74,7 +74,7 @@ def _testcase(suite: ET.Element, row: Row, *, seconds: Optional[float]) -> None:
 
 
 def _skipped_case(suite: ET.Element, skip: Skip) -> None:
-    case = ET.SubElement(suite, "testcase", classname=f"conformance.{skip.backend}", name=skip.title,
+    case = ET.SubElement(suite, "testcase", classname=f"conformance.{skip.backend}", name=str(skip),
                          time=_seconds(0.0))
     ET.SubElement(case, "skipped", message=skip.reason)
 

@@ -161,7 +161,7 @@ def total_line(row: Row, *, planned: int, x_class: Optional[str] = None) -> str:
     """``torch fp32->fp32 forward alpha=0.2: k of 4,294,967,296 differ from exact, all alpha-precision``."""
     m = row.metrics
     at = f" at x={x_class}" if x_class is not None else ""
-    head = f"{row.title}{at}: {m.mismatches:,} of {m.elements:,} differ from exact"
+    head = f"{row}{at}: {m.mismatches:,} of {m.elements:,} differ from exact"
     if m.elements < planned:
         head += f" (partial: {m.elements:,} of {planned:,} patterns swept)"
     if len(row.findings) == 1:

@@ -15,6 +15,7 @@ from typing import Optional
 import numpy as np
 
 from conformance.judge.agreement import differing
+from conformance.records import pair_text
 from conformance.sweep.spec import SweepSpec
 
 Pair = tuple[SweepSpec, SweepSpec]
@@ -53,11 +54,11 @@ class PairTotal:
 
     @property
     def line(self) -> str:
-        """``torch vs cann float32->float32 forward alpha=0.2: 0 of 4,294,967,296 patterns differ``."""
+        """``torch vs cann fp32 forward alpha=0.2: 0 of 4,294,967,296 patterns differ``."""
         a, b = self.first, self.second
         alpha = "every alpha" if a.alpha is None else f"alpha={a.alpha!r}"
         at = f" at x={a.x_class}" if a.x_class else ""
-        head = (f"{_who(a)} vs {_who(b)} {a.dtype}->{a.out_dtype} {a.direction} {alpha}{at}: "
+        head = (f"{_who(a)} vs {_who(b)} {pair_text(a.dtype, a.out_dtype)} {a.direction} {alpha}{at}: "
                 f"{self.differing:,} of {self.swept:,} patterns differ")
         if self.swept < self.planned:
             head += f" (partial: {self.swept:,} of {self.planned:,} patterns swept)"
