@@ -43,6 +43,7 @@ import numpy as np
 
 from conformance.dtypes import DTYPES
 from conformance.errors import BackendUnavailable, UsageError, one_line
+from conformance.extras import require_installed
 from conformance.interrupts import from_signal
 from conformance.records import BackendResult, Direction, Pair
 
@@ -95,6 +96,7 @@ class BackendBase:
     default_suite = False
     #: Distributions whose versions the worker handshake reports.
     packages: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()  # the modules it imports to run (checked, not imported, by ``unavailable``)
     #: argv of the worker that serves this backend by default ("{python}" is this
     #: interpreter; a framework with its own environment names that one's python).
     #: None runs the backend in-process.
@@ -315,6 +317,27 @@ def default_backends() -> tuple[str, ...]:
         except UsageError as exc:  # a broken plug-in leaves the default suite, loudly
             print(f"conformance: warning: {exc}", file=sys.stderr)
     return tuple(chosen)
+
+
+def unavailable(name: str) -> Optional[str]:
+    """Why backend ``name`` cannot run here, in one line saying how to install it (a module it
+    ``requires`` is not installed), or None when it can; nothing is imported."""
+    try:
+        require_installed(*getattr(load(name), "requires", ()), backend=name)
+    except BackendUnavailable as exc:
+        return str(exc)
+    return None
+
+
+def installed_defaults() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The default backends that can run here, and a line for each of the others (why, and how
+    to install it)."""
+    found, missing = [], []
+    for name in default_backends():
+        why = unavailable(name)
+        found += [name] if why is None else []
+        missing += [] if why is None else [why]
+    return tuple(found), tuple(missing)
 
 
 def profiles_of(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:

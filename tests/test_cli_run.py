@@ -151,3 +151,38 @@ def test_selftest_catches_a_defect_and_passes_the_reference(cli, tmp_path: Path,
 @pytest.mark.parametrize("jobs", ["0", "two", "-1"])
 def test_jobs_must_be_a_whole_number_of_processes(cli, jobs: str) -> None:
     assert_usage_error(cli("run", "--backend", "golden", *NARROW, "--jobs", jobs), mentions="--jobs")
+
+
+def _without(monkeypatch, *modules: str) -> None:
+    """The frameworks ``modules`` look uninstalled to the backends' checks."""
+    import importlib.util
+
+    from conformance import extras as loading
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(loading.importlib.util, "find_spec",
+                        lambda name, *a: None if name.partition(".")[0] in modules else real(name, *a))
+
+
+def test_the_default_run_runs_what_is_installed_and_names_the_rest(monkeypatch, capsys, tmp_path) -> None:
+    keep_small_batches(monkeypatch)
+    _without(monkeypatch, "torch", "tensorflow", "jax", "keras", "onnxruntime")
+    out = tmp_path / "r.json"
+    result = run_cli(["run", "--dtype", "fp16", "--alpha", "0.2", "--direction", "forward", "--jobs", "1",
+                      "--json", str(out)], capsys, cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert "not run: backend torch: torch is not installed; pip install 'conformance[torch]'" in result.err
+    assert "not run: backend tensorflow: tensorflow is not installed" in result.err
+    assert {r["backend"] for r in json.loads(out.read_text())["rows"]} == {"golden", "cann"}
+
+
+def test_a_default_run_with_nothing_installed_says_what_to_install(monkeypatch, capsys, tmp_path) -> None:
+    from conformance import backends
+
+    monkeypatch.setattr(backends, "unavailable", lambda name: f"backend {name}: not installed")
+    from conformance.commands import selection
+
+    monkeypatch.setattr(selection, "installed_defaults", lambda: ((), ("backend torch: not installed",)))
+    result = run_cli(["run", "--dtype", "fp16"], capsys, cwd=tmp_path)
+    assert result.code == 2 and "no default backend can run here" in result.err
+    assert len(result.err.strip().splitlines()) == 2  # the backend's line and the one-line error

@@ -166,7 +166,8 @@ def add_selection_options(parser: argparse.ArgumentParser, *, reference: bool = 
     add("--backend", action="append", metavar="NAME",
         help=f"one of {', '.join(backend_names())}, or your own as module:NAME or file.py:NAME, NAME a "
              "factory, a backend object or a kernel fn(x, alpha) "
-             f"(repeat or comma-separate; default: {backend_help or ', '.join(default_backends())})")
+             f"(repeat or comma-separate; default: {backend_help or ', '.join(default_backends())}, "
+             "those installed here)")
     add("--dtype", action="append", metavar="D", help=f"{DTYPE_HELP}; repeat or comma-separate")
     add("--alpha", action="append", metavar="A", help="slope(s), e.g. 0.2 or 1/3 (default: the suite's 8)")
     add("--direction", action="append", metavar="DIR", help="forward or backward (default: both)")

@@ -18,7 +18,7 @@ import numpy as np
 from conformance.cases.quantized import quant_grid
 from conformance.commands.args import ascii_int, items
 from conformance.errors import UsageError
-from conformance.frameworks.loading import install_hint
+from conformance.extras import install_hint
 from conformance.reference.quantized import QuantParams, all_codes, exact_table
 from conformance.triage.quantized import QuantBatch, triage_quantized
 

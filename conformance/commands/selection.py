@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from conformance.backends import WorkerSpec, default_backends
+from conformance.backends import WorkerSpec, installed_defaults
 from conformance.commands.args import (
     check_profile,
     checked_backend,
@@ -20,6 +21,7 @@ from conformance.commands.args import (
     parse_int,
     parse_seconds,
 )
+from conformance.errors import UsageError
 from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, Selection
 
 MAX_EXAMPLES = 10_000  # hypothesis examples per dtype pair; more only slows the run
@@ -40,12 +42,25 @@ def selection_from(args: argparse.Namespace, *, references: Sequence[str] = ()) 
     alphas = SUITE_ALPHAS if alphas is None else tuple(dict.fromkeys(map(parse_alpha, alphas)))
     workers = workers_from(args)  # last: starting a worker is the slow part
     served = tuple(name for name, _ in workers)
-    backends = tuple(dict.fromkeys((*references, *(chosen or (() if workers else default_backends())), *served)))
+    defaults = () if chosen or workers else runnable_defaults()
+    backends = tuple(dict.fromkeys((*references, *(chosen or defaults), *served)))
     profile, variant = check_profile(args, [b for b in backends if b not in served])
     return Selection(backends=backends, workers=workers,
                      worker_timeout=parse_seconds(args.worker_timeout, flag="--worker-timeout"),
                      dtypes=dtypes, alphas=alphas, directions=tuple(directions),  # type: ignore[arg-type]
                      profile=profile, variant=variant, references=tuple(references))
+
+
+def runnable_defaults() -> tuple[str, ...]:
+    """The default backends installed here; each other one is named on stderr with how to install
+    it, and a UsageError says what to install when none is."""
+    found, missing = installed_defaults()
+    for why in missing:
+        print(f"conformance: not run: {why}", file=sys.stderr)
+    if not found:
+        raise UsageError("no default backend can run here; install one (pip install 'conformance[torch]') "
+                         "or name one with --backend")
+    return found
 
 
 def workers_from(args: argparse.Namespace) -> tuple[tuple[str, WorkerSpec], ...]:

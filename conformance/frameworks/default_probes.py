@@ -17,6 +17,8 @@ import numpy as np
 
 from conformance.backends import default_worker, load
 from conformance.errors import BackendUnavailable, WorkerFailure
+from conformance.extras import install_hint
+from conformance.frameworks.environments import SETUP, in_checkout
 from conformance.reference.defaults import DEFAULTS, DefaultSlope
 
 _X = -1.0
@@ -114,7 +116,14 @@ PROBES: dict[str, Callable[[], float]] = {
     "paddle.nn.LeakyReLU": _probe_paddle_module,
 }
 
-NOT_SET_UP = "not set up (make conformance-all)"
+NOT_SET_UP = "not set up"
+
+
+def not_set_up(environment: str) -> str:
+    """A probe's status when ``environment``'s own python is missing, with how to set it up:
+    the make target in the repository, the variable to a pip install."""
+    how = SETUP if in_checkout() else f"set CONFORMANCE_{environment.upper()}_PYTHON"
+    return f"{NOT_SET_UP} ({how})"
 
 
 def has_probe(entry: DefaultSlope) -> bool:
@@ -159,7 +168,7 @@ def probe_here(entry: DefaultSlope) -> ProbeResult:
     if not has_probe(entry):
         return ProbeResult(entry, None)
     if entry.module is None or importlib.util.find_spec(entry.module) is None:
-        return ProbeResult(entry, None, why="not installed (make setup)")
+        return ProbeResult(entry, None, why=f"not installed ({install_hint(entry.module or entry.api)})")
     try:
         slope = PROBES[entry.api]()
     except Exception as exc:  # a broken install is a row of the table, not a traceback
@@ -184,7 +193,8 @@ def probe(entry: DefaultSlope) -> ProbeResult:
     try:
         spec = default_worker(entry.environment)
     except BackendUnavailable as exc:
-        return ProbeResult(entry, None, why=NOT_SET_UP if _not_set_up(entry.environment) else f"probe failed: {exc}")
+        return ProbeResult(entry, None, why=not_set_up(entry.environment) if _not_set_up(entry.environment)
+                           else f"probe failed: {exc}")
     if spec is None:  # the backend runs in-process after all
         return probe_here(entry)
     from conformance.worker.client import connect

@@ -22,6 +22,12 @@ ROOT = Path(__file__).resolve().parents[2]  # the repository of an editable inst
 SETUP = "make conformance-all"
 
 
+def in_checkout() -> bool:
+    """Whether this package runs from the repository (an editable install, ``make`` beside it):
+    set-up hints then name the make target; a pip install is told what to point where."""
+    return (ROOT / "Makefile").is_file() and (ROOT / "pyproject.toml").is_file()
+
+
 @dataclass(frozen=True)
 class Environment:
     """A virtual environment of one framework, created by ``make <target>`` in the repository root."""
@@ -44,8 +50,11 @@ class Environment:
         python = self.python()
         if python.is_file() and os.access(python, os.X_OK):
             return None
-        return (f"the {self.name} environment is not set up ({python} does not exist); "
-                f"`{SETUP}` creates it (or set {self.variable})")
+        if in_checkout():
+            return (f"the {self.name} environment is not set up ({python} does not exist); "
+                    f"`{SETUP}` creates it (or set {self.variable})")
+        return (f"{self.name} runs in an environment of its own: set {self.variable} to a python "
+                f"where {self.name} and conformance are installed")
 
     def require(self) -> Path:
         """The interpreter, or BackendUnavailable with the one-line fix."""

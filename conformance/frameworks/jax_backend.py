@@ -15,7 +15,7 @@ from typing import Any, Optional
 import numpy as np
 
 from conformance.backends import SameDtypeBackend
-from conformance.frameworks.loading import require
+from conformance.extras import require
 from conformance.records import BackendResult
 
 
@@ -44,6 +44,7 @@ class JaxBackend(SameDtypeBackend):
     name = "jax"
     default_suite = True
     packages = ("jax", "jaxlib")
+    requires = ("jax",)
     allowed = frozenset({"alpha-precision", "subnormal-flush", "grad-at-zero"})  # XLA:CPU DAZ/FTZ; x >= 0
 
     def __init__(self) -> None:

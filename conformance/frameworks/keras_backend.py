@@ -18,7 +18,7 @@ import numpy as np
 
 from conformance.backends import BackendBase
 from conformance.errors import BackendUnavailable, Unsupported, UsageError
-from conformance.frameworks.loading import require
+from conformance.extras import require
 from conformance.records import BackendResult, Direction, Pair
 
 PROFILES = ("tensorflow", "jax", "torch", "numpy")
@@ -53,6 +53,7 @@ class KerasBackend(BackendBase):
     profiles = PROFILES
     variants = VARIANTS
     packages = ("keras", "tensorflow", "tensorflow-cpu", "jax", "torch")
+    requires = ("keras",)  # and its backend's framework, which starting it checks
     worker_command: Optional[tuple[str, ...]] = ("{python}", "-m", "conformance", "worker", "--backend", "keras")
     #: its tensorflow and jax profiles: their framework's slope attribute and DAZ/FTZ
     allowed = frozenset({"alpha-precision", "subnormal-flush"})

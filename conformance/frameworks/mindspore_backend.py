@@ -24,8 +24,8 @@ from typing import Any, Optional
 import numpy as np
 
 from conformance.errors import BackendUnavailable
+from conformance.extras import require
 from conformance.frameworks.environments import Environment, OwnEnvironmentBackend
-from conformance.frameworks.loading import require
 from conformance.records import BackendResult, Direction
 
 ENVIRONMENT = Environment("mindspore", ".venv-mindspore")

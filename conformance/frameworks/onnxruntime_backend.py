@@ -16,7 +16,7 @@ import numpy as np
 
 from conformance.backends import BackendBase
 from conformance.errors import Unsupported
-from conformance.frameworks.loading import require
+from conformance.extras import require
 from conformance.records import BackendResult, Direction
 
 OPSET = 22
@@ -29,6 +29,7 @@ class OnnxRuntimeBackend(BackendBase):
     name = "onnxruntime"
     default_suite = True
     packages = ("onnx", "onnxruntime")
+    requires = ("onnx", "onnxruntime")
     allowed = frozenset({"alpha-precision"})  # the float32 alpha attribute
 
     def __init__(self) -> None:

@@ -10,8 +10,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from conformance.extras import require
 from conformance.frameworks.environments import Environment, OwnEnvironmentBackend
-from conformance.frameworks.loading import require
 from conformance.records import BackendResult, Direction
 
 ENVIRONMENT = Environment("paddle", ".venv-paddle")

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from conformance.frameworks.loading import require
+from conformance.extras import require
 from conformance.reference.quantized import QuantParams, all_codes
 
 _ORT_LEVELS = ("off", "all")

@@ -15,7 +15,7 @@ from typing import Optional
 import numpy as np
 
 from conformance.backends import SameDtypeBackend
-from conformance.frameworks.loading import require_installed
+from conformance.extras import require_installed
 from conformance.records import BackendResult
 
 
@@ -49,10 +49,11 @@ class TensorFlowBackend(SameDtypeBackend):
     name = "tensorflow"
     default_suite = True
     packages = ("tensorflow", "tensorflow-cpu")
+    requires = ("tensorflow",)
     allowed = frozenset({"alpha-precision", "subnormal-flush"})  # a float32 attribute; DAZ/FTZ
 
     def __init__(self) -> None:
-        require_installed("tensorflow", backend=self.name)
+        require_installed(*self.requires, backend=self.name)
 
     def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
         tf = tensorflow()

@@ -8,7 +8,7 @@ import numpy as np
 
 from conformance.backends import SameDtypeBackend
 from conformance.dtypes import info
-from conformance.frameworks.loading import require_installed
+from conformance.extras import require_installed
 from conformance.records import BackendResult
 
 
@@ -38,9 +38,10 @@ class TorchBackend(SameDtypeBackend):
     name = "torch"
     default_suite = True
     packages = ("torch",)
+    requires = ("torch",)
 
     def __init__(self) -> None:
-        require_installed("torch", backend=self.name)
+        require_installed(*self.requires, backend=self.name)
 
     def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:
         import torch.nn.functional as F

@@ -29,7 +29,7 @@ import numpy as np
 from conformance.backends import default_worker
 from conformance.dtypes import info
 from conformance.errors import UsageError
-from conformance.frameworks.loading import require_installed
+from conformance.extras import require_installed
 from conformance.guard import guarded_call, input_modified
 from conformance.judge.evaluate import evaluate, merge_rows
 from conformance.judge.gate import GateConfig

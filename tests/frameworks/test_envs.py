@@ -120,7 +120,7 @@ def test_each_own_environment_framework_has_probed_defaults(name: str) -> None:
 @pytest.mark.parametrize("name", OWN)
 def test_a_missing_environment_is_reported_not_skipped(name: str, missing_envs) -> None:
     for entry in _entries(name):
-        assert probe(entry).status == NOT_SET_UP
+        assert probe(entry).status == f"{NOT_SET_UP} (make conformance-all)"
 
 
 @pytest.mark.parametrize("name", OWN)
@@ -157,3 +157,15 @@ def test_an_in_process_probe_reports_the_version_it_ran() -> None:
     entry = next(d for d in DEFAULTS if d.api == "torch.nn.functional.leaky_relu")
     result = probe(entry)
     assert result.status == "agrees" and result.version is not None and result.version.startswith("torch 2.")
+
+
+@pytest.mark.parametrize("name", OWN)
+def test_a_pip_install_is_told_which_variable_to_set(name: str, missing_envs, monkeypatch) -> None:
+    from conformance.frameworks import default_probes, environments
+
+    monkeypatch.setattr(default_probes, "in_checkout", lambda: False)
+    monkeypatch.setattr(environments, "in_checkout", lambda: False)
+    variable = f"CONFORMANCE_{name.upper()}_PYTHON"
+    for entry in _entries(name):
+        assert probe(entry).status == f"{NOT_SET_UP} (set {variable})"
+    assert "make" not in environments.Environment(name, f".venv-{name}").missing()

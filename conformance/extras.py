@@ -1,5 +1,6 @@
-"""Importing an optional dependency: lazily, once, and with one clear line naming the pip extra
-that installs it when it is missing (the extras are listed in pyproject.toml and docs/setup.md)."""
+"""The pip extras: which one installs each optional module, and importing an optional dependency
+lazily, once, with one clear line naming the extra when it is missing (the extras are listed in
+pyproject.toml and docs/setup.md)."""
 from __future__ import annotations
 
 import importlib
