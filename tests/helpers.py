@@ -281,3 +281,16 @@ def slopes_in_turn(combos: Sequence[tuple], slopes: Sequence[float], *, always: 
     turn = {combo: others[k % len(others)] for k, combo in enumerate(combos)}
     return sampled([(*combo, a) for combo in combos for a in slopes],
                    default=lambda *case: case[-1] in always or case[-1] == turn[case[:-1]])
+
+
+def bare_backend(name: str, **declared: object) -> object:
+    """A registered backend's instance without ``__init__`` (which imports its framework): its
+    declarations only, with ``declared`` set on it (a profile, a variant)."""
+    from conformance.backends import load
+
+    cls = load(name)
+    found = cls.__new__(cls)
+    for key, value in declared.items():
+        setattr(found, key, value)
+    return found
+

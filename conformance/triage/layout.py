@@ -256,8 +256,9 @@ def _candidates(batch: Batch, state: State, lookup: _Lookup) -> list[Transform]:
     """The transforms under which the sampled errors agree with golden (or an input)
     moved, by value or by magnitude order: at least ``_AGREE``, and ``_LIFT`` of the way
     from a random shuffle's agreement (chance, on this data) to all.  Found without
-    assuming any value rule, all transforms scored at once, the most agreeing first;
-    proved by recomputation afterwards."""
+    assuming any value rule, all transforms scored at once; those golden moved reproduces
+    bit for bit on more of them first, then the most agreeing; proved by recomputation
+    afterwards."""
     pick = _sample(beyond_rounding(batch, _sample(state.remaining, most=4 * _SAMPLE)), most=_SAMPLE)
     if pick.size < 4:
         return []
@@ -272,7 +273,16 @@ def _candidates(batch: Batch, state: State, lookup: _Lookup) -> list[Transform]:
     with np.errstate(divide="ignore", invalid="ignore"):
         lift = np.where(chance < 1, (scores - chance) / (1 - chance), 0.0).max(axis=1)
     ok = (np.count_nonzero(src[:-1] != _UNKNOWN, axis=1) >= 4) & (lift >= _LIFT) & (scores.max(axis=1) >= _AGREE)
-    return [found[i] for i in sorted(np.flatnonzero(ok).tolist(), key=lambda i: (-lift[i], i))]
+    alone = _exact(batch, pick, src[:-1])
+    return [found[i] for i in sorted(np.flatnonzero(ok).tolist(), key=lambda i: (-alone[i], -lift[i], i))]
+
+
+def _exact(batch: Batch, pick: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """For each row of sources ``src``: how many of the elements ``pick`` golden so moved
+    reproduces bit for bit, with no value rule on top (the shorter proof goes first)."""
+    actual = batch.actual[pick]
+    return np.array([int(np.count_nonzero(match_mask(actual, _taken(batch.golden, row)) & (row != _UNKNOWN)))
+                     for row in src])
 
 
 @dataclass

@@ -14,15 +14,9 @@ from conformance.reference import golden
 from conformance.reference.defaults import DEFAULTS
 from conformance.worker.protocol import Message
 from conformance.worker.server import answer
-from tests.helpers import assert_same_bits, assert_usage_error, run_cli
+from tests.helpers import assert_same_bits, assert_usage_error, bare_backend, run_cli
 
 OWN = {"paddle": ("float32", "float64"), "mindspore": ("float16", "float32")}
-
-
-def _bare(name: str):
-    """An instance without __init__ (which imports the framework): its declarations only."""
-    cls = load(name)
-    return cls.__new__(cls)
 
 
 def _env_ready(name: str) -> bool:
@@ -38,7 +32,7 @@ def missing_envs(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("name", OWN)
 def test_runs_exactly_the_dtypes_its_cpu_kernel_has(name: str) -> None:
-    backend = _bare(name)
+    backend = bare_backend(name)
     for pair in backends.suite_pairs(backend):
         for direction in ("forward", "backward"):
             runs = backend.supports(*pair, direction)
@@ -135,13 +129,13 @@ def test_defaults_are_probed_in_the_frameworks_own_environment(name: str) -> Non
 
 def test_the_worker_answers_a_probe_in_its_own_process() -> None:
     entry = next(d for d in DEFAULTS if d.api == "torch.nn.LeakyReLU")
-    reply = answer(_bare("golden"), Message({"type": "probe", "api": entry.api}))
+    reply = answer(bare_backend("golden"), Message({"type": "probe", "api": entry.api}))
     assert reply.type == "probed", reply.header
     assert reply.header["slope"] == pytest.approx(0.01) and reply.header["version"].startswith("torch ")
 
 
 def test_a_probe_of_an_unknown_api_is_an_error_reply() -> None:
-    reply = answer(_bare("golden"), Message({"type": "probe", "api": "nope.leaky_relu"}))
+    reply = answer(bare_backend("golden"), Message({"type": "probe", "api": "nope.leaky_relu"}))
     assert reply.type == "error" and "no default-slope entry" in reply.header["message"]
 
 
