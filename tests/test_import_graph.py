@@ -39,11 +39,13 @@ STAGES: tuple[tuple[str, ...], ...] = (
 #: Edges the stage order allows that a rule of the house forbids: render reads records, never
 #: triage's internals; the judge gets its policy as data, never from the backend registry; the
 #: registry never imports a framework or a case (its default boundary sizes are the default chip's
-#: plan edges, ``npu_impl.boundaries``); the golden never a backend.
+#: plan edges, ``npu_impl.boundaries``), nor the worker's transport a framework (the command
+#: that starts a worker hands it the probes); the golden never a backend.
 FORBIDDEN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("conformance.render", ("conformance.triage",)),
     ("conformance.judge", ("conformance.backends",)),
     ("conformance.backends", ("conformance.frameworks", "conformance.cases")),
+    ("conformance.worker", ("conformance.frameworks",)),
     ("conformance.reference", ("conformance.backends", "conformance.adapters", "conformance.worker",
                                "conformance.frameworks", "conformance.npu_impl")),
 )

@@ -23,6 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     from conformance.backends import get_backend
+    from conformance.frameworks.default_probes import probe_message
     from conformance.worker.server import frames_only_stdout, refuse, serve
 
     if os.isatty(1):  # the descriptor the frames go to
@@ -34,4 +35,4 @@ def execute(args: argparse.Namespace) -> int:
     except Exception as exc:  # not installed, unknown profile, ...: one line to the client
         text = str(exc) if isinstance(exc, UsageError) else f"{type(exc).__name__}: {exc}"
         return refuse(text if args.backend in text else f"backend {args.backend}: {text}", stdout=frames)
-    return serve(backend, stdin=sys.stdin.buffer, stdout=frames)
+    return serve(backend, stdin=sys.stdin.buffer, stdout=frames, probe=probe_message)

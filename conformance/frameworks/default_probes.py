@@ -19,7 +19,8 @@ from conformance.backends import default_worker, load
 from conformance.errors import BackendUnavailable, WorkerFailure
 from conformance.extras import install_hint
 from conformance.frameworks.environments import SETUP, in_checkout
-from conformance.reference.defaults import DEFAULTS, DefaultSlope
+from conformance.reference.defaults import DEFAULTS, DefaultSlope, entry_for
+from conformance.worker.protocol import Message, error_message
 
 _X = -1.0
 
@@ -208,3 +209,16 @@ def probe(entry: DefaultSlope) -> ProbeResult:
 
 def probe_all() -> tuple[ProbeResult, ...]:
     return tuple(probe(entry) for entry in DEFAULTS)
+
+
+def probe_message(api: str) -> Message:
+    """A worker's reply to a ``probe``: the default slope of ``api`` measured in this process, and
+    its version (``conformance worker`` answers probes with it)."""
+
+    try:
+        result = probe_here(entry_for(api))
+    except Exception as exc:
+        return error_message("error", f"probing {api}: {type(exc).__name__}: {exc}")
+    if result.probed is None:
+        return error_message("unavailable", f"probing {api}: {result.status}")
+    return Message({"type": "probed", "api": api, "slope": result.probed, "version": result.version})

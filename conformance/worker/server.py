@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from typing import BinaryIO, Optional
 
@@ -75,10 +76,15 @@ def hello(backend: Backend) -> Message:
     })
 
 
-def answer(backend: Backend, message: Message) -> Message:
-    """The reply to one message: a ``result``, or an ``error`` saying what went wrong."""
+Prober = Callable[[str], Message]  # a ``probe`` message's API -> the reply
+
+
+def answer(backend: Backend, message: Message, *, probe: Optional[Prober] = None) -> Message:
+    """The reply to one message: a ``result``, or an ``error`` saying what went wrong; a
+    ``probe`` is answered by ``probe`` (the command that starts the worker gives it)."""
     if message.type == "probe":
-        return probed(str(message.header.get("api")))
+        api = str(message.header.get("api"))
+        return probe(api) if probe is not None else error_message("unavailable", f"probing {api}: not served here")
     if message.type != "call":
         return error_message("error", f"unknown message type {message.type!r}; expected 'call' or 'probe'")
     h, arrays = message.header, message.arrays
@@ -92,29 +98,15 @@ def answer(backend: Backend, message: Message) -> Message:
         return error_message("error", f"{type(exc).__name__}: {exc}")
 
 
-def probed(api: str) -> Message:
-    """The reply to a ``probe``: the default slope of ``api`` measured in this process, and its version."""
-    from conformance.frameworks.default_probes import probe_here
-    from conformance.reference.defaults import entry_for
-
-    try:
-        result = probe_here(entry_for(api))
-    except Exception as exc:
-        return error_message("error", f"probing {api}: {type(exc).__name__}: {exc}")
-    if result.probed is None:
-        return error_message("unavailable", f"probing {api}: {result.status}")
-    return Message({"type": "probed", "api": api, "slope": result.probed, "version": result.version})
-
-
-def serve(backend: Backend, *, stdin: BinaryIO, stdout: BinaryIO) -> int:
+def serve(backend: Backend, *, stdin: BinaryIO, stdout: BinaryIO, probe: Optional[Prober] = None) -> int:
     """Hello, then answer calls until ``stdin`` ends or the client goes away (0), or garbage arrives (1)."""
     try:
-        return _loop(backend, stdin=stdin, stdout=stdout)
+        return _loop(backend, stdin=stdin, stdout=stdout, probe=probe)
     except BrokenPipeError:  # the client closed its end: nothing left to answer
         return 0
 
 
-def _loop(backend: Backend, *, stdin: BinaryIO, stdout: BinaryIO) -> int:
+def _loop(backend: Backend, *, stdin: BinaryIO, stdout: BinaryIO, probe: Optional[Prober]) -> int:
     write_frame(stdout, hello(backend))
     while True:
         try:
@@ -124,7 +116,7 @@ def _loop(backend: Backend, *, stdin: BinaryIO, stdout: BinaryIO) -> int:
             return 1
         if message is None:
             return 0
-        write_frame(stdout, answer(backend, message))
+        write_frame(stdout, answer(backend, message, probe=probe))
 
 
 def refuse(reason: str, *, stdout: BinaryIO) -> int:

@@ -8,7 +8,7 @@ import pytest
 from conformance import backends
 from conformance.backends import default_worker, load
 from conformance.errors import BackendUnavailable
-from conformance.frameworks.default_probes import NOT_SET_UP, has_probe, probe
+from conformance.frameworks.default_probes import NOT_SET_UP, has_probe, probe, probe_message
 from conformance.frameworks.environments import ROOT
 from conformance.reference import golden
 from conformance.reference.defaults import DEFAULTS
@@ -129,13 +129,14 @@ def test_defaults_are_probed_in_the_frameworks_own_environment(name: str) -> Non
 
 def test_the_worker_answers_a_probe_in_its_own_process() -> None:
     entry = next(d for d in DEFAULTS if d.api == "torch.nn.LeakyReLU")
-    reply = answer(bare_backend("golden"), Message({"type": "probe", "api": entry.api}))
+    reply = answer(bare_backend("golden"), Message({"type": "probe", "api": entry.api}), probe=probe_message)
     assert reply.type == "probed", reply.header
     assert reply.header["slope"] == pytest.approx(0.01) and reply.header["version"].startswith("torch ")
 
 
 def test_a_probe_of_an_unknown_api_is_an_error_reply() -> None:
-    reply = answer(bare_backend("golden"), Message({"type": "probe", "api": "nope.leaky_relu"}))
+    reply = answer(bare_backend("golden"), Message({"type": "probe", "api": "nope.leaky_relu"}),
+                   probe=probe_message)
     assert reply.type == "error" and "no default-slope entry" in reply.header["message"]
 
 
