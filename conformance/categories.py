@@ -212,6 +212,12 @@ def merge_detail(first: dict, second: dict, *, scope: Scope) -> dict:
     return out
 
 
+#: Categories whose every element fails the gate, its value within tolerance or not: two cores
+#: raced to write it, so the value seen is the luck of one run (writes outside the tensor have
+#: no value to compare and count in full too).
+VIOLATE_IN_FULL: frozenset[str] = frozenset({"write-race"})
+
+
 def saturation_refuted(found: Iterable[tuple[str, Mapping]]) -> bool:
     """Across the batches of a row, given each finding's (category, detail): some batch had a NaN
     become a number while no batch saw ±inf saturate (``confirmed_by_inf``)."""

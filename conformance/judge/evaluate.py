@@ -55,8 +55,9 @@ Violating = Callable[[np.ndarray], np.ndarray]  # flat indices -> mask: outside 
 
 
 def violations_of(claim: Claim, violating: Violating) -> int:
-    """Elements of a claim outside tolerance (hazards always count in full)."""
-    if not claim.in_tensor or claim.category == "write-race":
+    """Elements of a claim outside tolerance (``categories.VIOLATE_IN_FULL`` and writes outside
+    the tensor count in full)."""
+    if not claim.in_tensor or claim.category in categories.VIOLATE_IN_FULL:
         return claim.count
     return int(np.count_nonzero(violating(claim.index)))
 
