@@ -72,8 +72,8 @@ def input_modified(row: Row, *, kept: Inputs, handed: Inputs, config: GateConfig
         return row
     count = max(changed.values())
     where = ", ".join(f"{n:,} of {kept[0].size:,} elements of {name}" for name, n in changed.items() if n)
-    allowed = config.allows(row.backend, "input-modified", profile=row.profile)
-    finding = Finding("input-modified", count, allowed, f"the backend wrote into its input ({where})",
+    gated = not config.allows(row.backend, "input-modified", profile=row.profile)
+    finding = Finding("input-modified", count, gated, f"the backend wrote into its input ({where})",
                       {"changed": changed}, (), None, count)
     findings = (*row.findings, finding)
-    return replace(row, findings=findings, verdict=verdict([f.allowed for f in findings]))
+    return replace(row, findings=findings, verdict=verdict([f.gated for f in findings]))

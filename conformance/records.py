@@ -345,11 +345,13 @@ class Offender:
 
 @dataclass(frozen=True)
 class Finding:
-    """One category's share of a row's differences."""
+    """One category's share of a row's differences.  ``gated``: it fails its row (some element
+    is outside tolerance and the policy does not allow the category); the JSON report writes
+    the opposite, ``allowed``."""
 
     category: str
     count: int
-    allowed: bool
+    gated: bool
     summary: str
     detail: dict
     examples: tuple[Offender, ...]

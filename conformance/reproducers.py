@@ -65,7 +65,7 @@ def smallest(batch: InputBatch, finding: Finding, *, fails: Callable[[InputBatch
 def failing_part(parts: Sequence[tuple[InputBatch, Row]], category: str) -> Optional[tuple[InputBatch, Finding]]:
     """The smallest batch whose own row fails with ``category``, with that row's finding
     (its example indices point into this batch, unlike the merged row's)."""
-    failing = [(b, f) for b, r in parts for f in r.findings if f.category == category and not f.allowed]
+    failing = [(b, f) for b, r in parts for f in r.findings if f.category == category and f.gated]
     return min(failing, key=lambda bf: bf[0].x.size) if failing else None
 
 

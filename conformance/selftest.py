@@ -122,7 +122,7 @@ def _key(row: Row) -> tuple[str, str, str]:
 
 def baseline_of(rows: list[Row]) -> Baseline:
     """The allowed categories ``reference`` shows, per (dtype, out_dtype, direction) row."""
-    return {_key(r): frozenset(f.category for f in r.findings if f.allowed) for r in rows}
+    return {_key(r): frozenset(f.category for f in r.findings if not f.gated) for r in rows}
 
 
 def judge(name: str, rows: list[Row], *, expected: tuple[str, ...], baseline: Baseline,
@@ -131,7 +131,7 @@ def judge(name: str, rows: list[Row], *, expected: tuple[str, ...], baseline: Ba
     outside the reference's ``baseline`` of the same row."""
     failing = categories(rows, allowed=False)
     extra = (f.category for r in rows for f in r.findings
-             if f.allowed and f.category not in baseline.get(_key(r), frozenset()))
+             if not f.gated and f.category not in baseline.get(_key(r), frozenset()))
     return Outcome(name, expected, failing + tuple(c for c in dict.fromkeys(extra) if c not in failing),
                    len(rows), strict)
 
@@ -141,7 +141,7 @@ def categories(rows: list[Row], *, allowed: bool) -> tuple[str, ...]:
     seen: dict[str, None] = {}
     for row in rows:
         for finding in row.findings:
-            if finding.allowed == allowed:
+            if finding.gated != allowed:
                 seen.setdefault(finding.category, None)
     return tuple(seen)
 

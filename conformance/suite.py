@@ -412,7 +412,7 @@ def comparison_order(specs: Sequence[RowSpec], references: Sequence[str]) -> lis
 def _fails_with(spec: RowSpec, batch: InputBatch, category: str, *, config: GateConfig) -> bool:
     """The batch still fails its row with a not-allowed finding of ``category``."""
     row = run_batch(spec, batch, config=config)
-    return any(f.category == category and not f.allowed for f in row.findings)
+    return any(f.category == category and f.gated for f in row.findings)
 
 
 def shrink(spec: RowSpec, batch: InputBatch, finding: Finding, *, config: GateConfig) -> InputBatch:
@@ -426,7 +426,7 @@ def attach_reproducers(row: Row, spec: RowSpec, parts: Sequence[tuple[InputBatch
     """Shrink and save one reproducer per failing category; record the paths in the findings."""
     findings = []
     for finding in row.findings:
-        part = None if finding.allowed else reproducers.failing_part(parts, finding.category)
+        part = reproducers.failing_part(parts, finding.category) if finding.gated else None
         if part is not None and options.results_dir is not None:
             small = shrink(spec, part[0], part[1], config=options.config)
             path = save_reproducer(spec, small, finding, results_dir=options.results_dir)

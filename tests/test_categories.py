@@ -45,7 +45,7 @@ def test_unknown_category_raises_everywhere() -> None:
 
 def test_merge_findings_never_drops_an_unknown_category() -> None:
     row = judge(F16, ref.forward(F16, 0.01), 0.2)
-    odd = Finding("made-up", 3, False, "a finding from elsewhere", {}, ())
+    odd = Finding("made-up", 3, True, "a finding from elsewhere", {}, ())
     bad = row.__class__(**{**row.__dict__, "findings": row.findings + (odd,)})
     with pytest.raises(UnknownCategory, match="made-up"):
         merge_findings([row, bad], backend="cann", config=default_config())

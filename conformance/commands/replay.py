@@ -52,7 +52,7 @@ def _load(path: str) -> Reproducer:
 
 
 def _verdict_line(rep: Reproducer, row: Row) -> str:
-    found = [f.category for f in row.findings if not f.allowed]
+    found = [f.category for f in row.findings if f.gated]
     if row.verdict == "fail":
         same = "same finding" if rep.category in found else f"recorded {rep.category!r}, now"
         return f"still fails ({same}: {', '.join(found)})"

@@ -418,7 +418,7 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
     findings, plots = _mismatch_findings(kept, samples, ctx, numel=numel, shape=head["shapes"][0]) \
         if total.mismatches and kept is not None else ((), None)
     return Row(**head, metrics=total, findings=findings, plots=plots,
-               verdict=verdict([f.allowed for f in findings]))
+               verdict=verdict([f.gated for f in findings]))
 
 
 def warm() -> None:

@@ -17,7 +17,7 @@ import numpy as np
 from conformance import categories
 from conformance.dtypes import info
 from conformance.judge import plots as plotting
-from conformance.judge.gate import GateConfig, finding_allowed, verdict
+from conformance.judge.gate import GateConfig, finding_gated, verdict
 from conformance.metrics import exact as met
 from conformance.records import MAX_EXAMPLES, BackendResult, Finding, Offender, Row, Shape, TileLayout
 from conformance.reference import golden as ref
@@ -45,9 +45,8 @@ def _examples(claim: Claim, values: Values, *, layout: Optional[TileLayout], par
 
 def _finding(claim: Claim, *, violations: int, backend: str, config: GateConfig,
              examples: tuple[Offender, ...], profile: Optional[str] = None) -> Finding:
-    allowed = finding_allowed(claim.category, violations=violations, backend=backend,
-                              config=config, profile=profile)
-    return Finding(claim.category, claim.count, allowed, claim.summary, dict(claim.detail),
+    gated = finding_gated(claim.category, violations=violations, backend=backend, config=config, profile=profile)
+    return Finding(claim.category, claim.count, gated, claim.summary, dict(claim.detail),
                    examples, None, violations)
 
 
@@ -93,8 +92,8 @@ def _actual(result: BackendResult, *, numel: int, out_dtype: str) -> np.ndarray:
 def _rejected(x: np.ndarray, result: BackendResult, *, backend: str, config: GateConfig,
               profile: Optional[str] = None) -> tuple[met.Metrics, tuple[Finding, ...]]:
     n = int(x.size)
-    allowed = config.allows(backend, "rejected-input", profile=profile)
-    finding = Finding("rejected-input", n, allowed, f"backend refused the input: {result.rejected}",
+    gated = not config.allows(backend, "rejected-input", profile=profile)
+    finding = Finding("rejected-input", n, gated, f"backend refused the input: {result.rejected}",
                       {"reason": result.rejected}, (), None, n)
     return met.empty(elements=n), (finding,)
 
@@ -126,7 +125,7 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
     head["notes"] = tuple(result.notes)
     if result.rejected is not None:
         metrics, findings = _rejected(x, result, backend=backend, config=config, profile=profile)
-        return Row(**head, metrics=metrics, findings=findings, verdict=verdict([f.allowed for f in findings]))
+        return Row(**head, metrics=metrics, findings=findings, verdict=verdict([f.gated for f in findings]))
     dy_flat = None if dy is None else np.asarray(dy).reshape(-1)
     actual = _actual(result, numel=x.size, out_dtype=head["out_dtype"])
     expected = golden if golden is not None else ref.compute(direction, x.reshape(-1), head["alpha"],
@@ -148,7 +147,7 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
                           hazard_cores=first_cores(result.hazards))
         plots = plotting.measure(claims, batch, layout=layout, shape=head["shapes"][0], part=label)
     return Row(**head, metrics=comp.metrics, findings=findings, plots=plots,
-               verdict=verdict([f.allowed for f in findings]))
+               verdict=verdict([f.gated for f in findings]))
 
 
 # ----------------------------------------------------------------------------- merge
@@ -172,7 +171,7 @@ def merge_findings(rows: Sequence[Row], *, backend: str, config: GateConfig,
         prev = by_cat.get(finding.category)
         by_cat[finding.category] = finding if prev is None else _merge_two(prev, finding)
     merged = [by_cat[c] for c in categories.ordered(by_cat)]  # an unknown name raises
-    return tuple(replace(f, allowed=finding_allowed(f.category, violations=f.violations,
+    return tuple(replace(f, gated=finding_gated(f.category, violations=f.violations,
                                                     backend=backend, config=config, profile=profile))
                  for f in merged)
 
@@ -187,7 +186,7 @@ def merge_rows(rows: Sequence[Row], *, config: GateConfig) -> Row:
     first = rows[0]
     findings = merge_findings(rows, backend=first.backend, config=config, profile=first.profile)
     return replace(first, metrics=reduce(met.merge, (r.metrics for r in rows)),
-                   findings=findings, verdict=verdict([f.allowed for f in findings]),
+                   findings=findings, verdict=verdict([f.gated for f in findings]),
                    plots=reduce(plotting.merge, (r.plots for r in rows)),
                    parts=tuple(p for r in rows for p in r.parts),
                    shapes=tuple(s for r in rows for s in r.shapes)

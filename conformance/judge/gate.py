@@ -81,19 +81,19 @@ def split_key(key: str) -> tuple[str, Optional[str]]:
     return key, None
 
 
-def finding_allowed(category: str, *, violations: int, backend: str, config: GateConfig,
-                    profile: Optional[str] = None) -> bool:
-    """A finding does not fail its row when its elements are within tolerance or policy allows it
-    (under ``strict`` every finding fails)."""
+def finding_gated(category: str, *, violations: int, backend: str, config: GateConfig,
+                  profile: Optional[str] = None) -> bool:
+    """A finding fails its row unless its elements are within tolerance or the policy allows its
+    category (under ``strict`` every finding fails)."""
     if config.strict:
-        return False
-    return violations == 0 or config.allows(backend, category, profile=profile)
+        return True
+    return violations > 0 and not config.allows(backend, category, profile=profile)
 
 
-def verdict(allowed: Iterable[bool]) -> str:
-    """``fail`` if any finding is not allowed, ``warn`` if there are findings, else ``pass``."""
-    flags = list(allowed)
-    if not all(flags):
+def verdict(gated: Iterable[bool]) -> str:
+    """``fail`` if any finding is gated, ``warn`` if there are findings, else ``pass``."""
+    flags = list(gated)
+    if any(flags):
         return "fail"
     return "warn" if flags else "pass"
 

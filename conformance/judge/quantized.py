@@ -61,12 +61,12 @@ def code_metrics(actual: np.ndarray, golden: np.ndarray, *, params: QuantParams,
 def _finding(claim: QuantClaim, batch: QuantBatch, *, backend: str, profile: Optional[str],
              config: GateConfig, part: str) -> Finding:
     within = claim.detail.get("max_code_diff", 0) <= MAX_CODES
-    allowed = within and config.allows(backend, claim.category, profile=profile)
+    gated = not (within and config.allows(backend, claim.category, profile=profile))
     examples = tuple(Offender(int(batch.position(i)), batch.codes[i], None, batch.golden[i], batch.actual[i],
                               part=part)
                      for i in claim.index[:MAX_EXAMPLES])
     count = batch.count(claim.index)
-    return Finding(claim.category, count, allowed, claim.summary, dict(claim.detail), examples, None, count)
+    return Finding(claim.category, count, gated, claim.summary, dict(claim.detail), examples, None, count)
 
 
 # ----------------------------------------------------------------------------- one pass over the chunks
@@ -156,7 +156,7 @@ def evaluate_code_chunks(read: Reader, *, numel: int, alpha: float, params: Quan
         findings = tuple(_finding(c, batch, backend=backend, profile=profile, config=config, part=label)
                          for c in triage_quantized(batch))
     return Row(backend, profile, setting_text(params), params.dtype, params.dtype, "forward", float(alpha),
-               metrics, findings, verdict([f.allowed for f in findings]), parts=(label,),
+               metrics, findings, verdict([f.gated for f in findings]), parts=(label,),
                shapes=((numel,) if shape is None else tuple(shape),))
 
 
@@ -186,4 +186,4 @@ def with_layout(row: Row, codes: np.ndarray, actual: np.ndarray, *, params: Quan
         return row
     findings = tuple(_finding(c, b, backend=row.backend, profile=profile, config=config, part=label)
                      for c, b in claims)
-    return replace(row, findings=findings, verdict=verdict([f.allowed for f in findings]))
+    return replace(row, findings=findings, verdict=verdict([f.gated for f in findings]))

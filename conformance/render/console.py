@@ -87,7 +87,7 @@ def _cells(row: Row) -> list:
     return [_backend(row), _pair(row), _DIRECTION[row.direction], _alpha(row.alpha),
             short_int(m.elements), short_int(m.mismatches), short_float(m.max_abs),
             short_float(m.max_rel), short_int(m.max_ulp),
-            _findings_cell((f.category, f.count, f.allowed) for f in row.findings),
+            _findings_cell((f.category, f.count, not f.gated) for f in row.findings),
             Text(row.verdict, style=_STYLE[row.verdict])]
 
 
@@ -129,7 +129,7 @@ class Folded:
         for f in (f for r in self.rows for f in r.findings):
             entry = counts.setdefault(f.category, [0, True])
             entry[0] += f.count
-            entry[1] = entry[1] and f.allowed
+            entry[1] = entry[1] and not f.gated
         return [(c, *counts[c]) for c in CATEGORIES if c in counts]
 
     def not_passing(self) -> str:
@@ -223,8 +223,8 @@ def render_folded(rows: Sequence[Row], *, console: Console) -> None:
 def _panel_body(row: Row) -> Group:
     parts: list = [Text(line, style="dim") for line in metric_lines(row)]
     for f in row.findings:
-        head = Text(f"{f.category} ×{f.count}", style="yellow" if f.allowed else "bold red")
-        head.append(f"  {'allowed' if f.allowed else 'not allowed'}: {f.summary}", style="default")
+        head = Text(f"{f.category} ×{f.count}", style="bold red" if f.gated else "yellow")
+        head.append(f"  {'not allowed' if f.gated else 'allowed'}: {f.summary}", style="default")
         if "explained" in f.detail:
             head.append(f"  [explained {f.detail['explained']}, contradicted "
                         f"{f.detail.get('contradicted', 0)}]", style="dim")

@@ -88,7 +88,7 @@ def _example(ex: Offender, *, row: Row) -> dict:
 
 
 def _finding(f: Finding, *, row: Row) -> dict:
-    return {"category": f.category, "count": f.count, "allowed": f.allowed, "summary": f.summary,
+    return {"category": f.category, "count": f.count, "allowed": not f.gated, "summary": f.summary,
             "detail": _jsonable(f.detail), "examples": [_example(e, row=row) for e in f.examples],
             "reproducer": f.reproducer, "violations": f.violations}
 

@@ -36,18 +36,18 @@ def _seconds(value: float) -> str:
 
 def finding_line(f: Finding) -> str:
     """``CATEGORY ×N allowed: SUMMARY`` (or ``not allowed``)."""
-    return f"{f.category} ×{f.count} {'allowed' if f.allowed else 'not allowed'}: {f.summary}"
+    return f"{f.category} ×{f.count} {'not allowed' if f.gated else 'allowed'}: {f.summary}"
 
 
 def failure_message(row: Row) -> str:
     """The one line a CI reporter lists for a failing row: its title, then each finding not allowed."""
-    bad = [finding_line(f) for f in row.findings if not f.allowed] or ["outside tolerance"]
+    bad = [finding_line(f) for f in row.findings if f.gated] or ["outside tolerance"]
     return f"{row}: {'; '.join(bad)}"
 
 
 def warning_message(row: Row) -> str:
     """The one line of a warned row: its title, then each allowed finding."""
-    return f"{row}: warning: {'; '.join(finding_line(f) for f in row.findings if f.allowed)}"
+    return f"{row}: warning: {'; '.join(finding_line(f) for f in row.findings if not f.gated)}"
 
 
 def _properties(case: ET.Element, row: Row) -> None:
@@ -56,7 +56,7 @@ def _properties(case: ET.Element, row: Row) -> None:
     props = ET.SubElement(case, "properties")
     for f in row.findings:
         ET.SubElement(props, "property", name=f.category,
-                      value=f"{f.count} ({'allowed' if f.allowed else 'not allowed'}): {f.summary}")
+                      value=f"{f.count} ({'not allowed' if f.gated else 'allowed'}): {f.summary}")
     if row.verdict == "warn":
         ET.SubElement(props, "property", name="warning", value=warning_message(row))
 

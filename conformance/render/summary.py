@@ -62,7 +62,7 @@ def _by_category(rows: Sequence[Row]) -> dict[str, dict[str, int]]:
         entry = found.setdefault(f.category, {"rows": 0, "elements": 0, "not_allowed_rows": 0})
         entry["rows"] += 1
         entry["elements"] += f.count
-        entry["not_allowed_rows"] += not f.allowed
+        entry["not_allowed_rows"] += f.gated
     return {c: found[c] for c in CATEGORIES if c in found}
 
 

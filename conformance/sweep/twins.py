@@ -22,7 +22,7 @@ import numpy as np
 from conformance import categories
 from conformance.dtypes import to_bits
 from conformance.judge import plots as plotting
-from conformance.judge.gate import GateConfig, finding_allowed, verdict
+from conformance.judge.gate import GateConfig, finding_gated, verdict
 from conformance.records import BackendResult, Finding, Row
 
 
@@ -58,11 +58,11 @@ def derived(row: Row, other: BackendResult, *, backend: str, profile: Optional[s
     """The row of ``other`` (see :func:`derivable`): ``row`` with the other backend's head,
     policy and, without a layout of its own, no plan traces."""
     placed = other.layout is not None
-    findings = tuple(replace(f, allowed=finding_allowed(f.category, violations=f.violations, backend=backend,
+    findings = tuple(replace(f, gated=finding_gated(f.category, violations=f.violations, backend=backend,
                                                         config=config, profile=profile),
                              examples=f.examples if placed else tuple(replace(e, core=None, tile=None)
                                                                       for e in f.examples))
                      for f in row.findings)
     return replace(row, backend=backend, profile=profile, variant=variant, notes=tuple(other.notes),
                    findings=findings, plots=row.plots if placed else _without_plan(row.plots),
-                   verdict=verdict([f.allowed for f in findings]))
+                   verdict=verdict([f.gated for f in findings]))

@@ -104,7 +104,7 @@ def _example(e: Offender) -> tuple:
 def _pinned(row: Row) -> tuple:
     """Everything a report shows but the cosine sums (equal up to summation order)."""
     metrics = {k: v for k, v in vars(row.metrics).items() if not k.startswith("cos_")}
-    findings = [(f.category, f.count, f.violations, f.allowed, f.summary, f.detail,
+    findings = [(f.category, f.count, f.violations, not f.gated, f.summary, f.detail,
                  [_example(e) for e in f.examples]) for f in row.findings]
     return metrics, findings, row.verdict
 

@@ -94,3 +94,33 @@ def test_max_ulp_zero_makes_rounding_fail() -> None:
     row = evaluate(F16, 0.01, BackendResult(torch_like), direction="forward", backend="torch",
                    config=GateConfig(max_ulp=0))
     assert row.verdict == "fail"
+
+
+def test_a_row_fails_on_any_gated_finding_warns_on_any_other_and_passes_on_none() -> None:
+    from conformance.judge.gate import verdict
+
+    assert verdict([]) == "pass"
+    assert verdict([False]) == verdict([False, False]) == "warn"
+    assert verdict([True]) == verdict([False, True]) == verdict([True, False]) == "fail"
+
+
+def test_a_finding_is_gated_by_one_violation_unless_allowed_and_always_when_strict() -> None:
+    from conformance.judge.gate import finding_gated
+
+    config = GateConfig(policy={"tensorflow": frozenset({"alpha-precision"})})
+    gated = lambda category, n, backend="torch", c=config: finding_gated(  # noqa: E731
+        category, violations=n, backend=backend, config=c)
+    assert gated("alpha-mismatch", 1) and gated("alpha-mismatch", 10**6)
+    assert not gated("alpha-mismatch", 0)
+    assert not gated("alpha-precision", 5, backend="tensorflow") and gated("alpha-precision", 5)
+    strict = GateConfig(strict=True, policy=config.policy)
+    assert gated("rounding", 0, c=strict) and gated("alpha-precision", 5, backend="tensorflow", c=strict)
+
+
+def test_one_element_outside_tolerance_fails_its_row() -> None:
+    actual = ref.forward(F16, 0.2)
+    wrong = actual.copy()
+    positive = int(np.flatnonzero(np.isfinite(F16) & (F16 > 1))[0])
+    wrong[positive] = -wrong[positive]
+    assert _verdict(wrong, backend="torch") == "fail"
+    assert _verdict(actual, backend="torch") == "pass"

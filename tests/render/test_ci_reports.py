@@ -392,7 +392,7 @@ def test_warned_rows_are_warning_annotations_and_newlines_are_escaped(mixed) -> 
 
     base = _one_row()
     warned = Row(**{**base.__dict__, "verdict": "warn",
-                    "findings": (Finding("alpha-precision", 3, True, "slope rounded\nto fp16", {}, ()),)})
+                    "findings": (Finding("alpha-precision", 3, False, "slope rounded\nto fp16", {}, ()),)})
     out = io.StringIO()
     github.publish([warned], info=RunInfo(), environ={"GITHUB_ACTIONS": "true"}, out=out)
     (line,) = out.getvalue().splitlines()

@@ -73,7 +73,7 @@ def test_a_worker_rows_reproducer_needs_the_worker_again(tmp_path: Path, capsys)
 def test_a_worker_row_records_its_worker_in_the_reproducer(tmp_path: Path) -> None:
     spec = suite.RowSpec("golden", None, None, "float16", "float16", "forward", 0.2, worker=WorkerSpec("w --x"))
     batch = suite.InputBatch("t", np.array([-1.0], np.float16))
-    finding = suite.Finding("alpha-mismatch", 1, False, "s", {}, ())
+    finding = suite.Finding("alpha-mismatch", 1, True, "s", {}, ())
     saved = suite.save_reproducer(spec, batch, finding, results_dir=tmp_path)
     assert corpus.load(saved).worker == "w --x"
 

@@ -173,7 +173,7 @@ def test_a_layout_fails_the_gate_by_default() -> None:
     x = _inputs(shape, np.float16)
     actual = _transposed(ref.forward(x, 0.2), shape, (0, 2, 3, 1)).reshape(-1)
     row = judge_dump(x, actual, 0.2)
-    assert row.verdict == "fail" and not _layout_finding(row).allowed
+    assert row.verdict == "fail" and _layout_finding(row).gated
 
 
 def test_compare_names_a_dump_written_nhwc_and_read_as_nchw(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
