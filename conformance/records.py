@@ -3,7 +3,7 @@
 Backends produce :class:`BackendResult`; the metrics, triage and judge stages read it and
 the judge makes each :class:`Row` (a :class:`RowKey`, the one record of a row's identity,
 with its :class:`Metrics`, :class:`Finding` s and :class:`Plots`), which render reads.
-The emulator's tile layout and memory hazards travel here as data, so that no stage
+The emulator's tile plan and memory hazards travel here as data, so that no stage
 imports ``npu_impl/``.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ class TileSpan:
 
 
 @dataclass(frozen=True)
-class TileLayout:
+class TilePlan:
     """How a kernel split the output over cores and tiles."""
 
     tile_elements: int
@@ -145,7 +145,7 @@ class BackendResult:
     """
 
     value: Optional[np.ndarray]
-    layout: Optional[TileLayout] = None
+    tile_plan: Optional[TilePlan] = None
     hazards: Sequence[Hazard] = field(default_factory=tuple)  # the emulator's: :class:`Hazards`
     rejected: Optional[str] = None
     notes: tuple[str, ...] = ()  # what the row's reader should know (e.g. the chip is outside aclnn)

@@ -54,7 +54,7 @@ def smallest(batch: InputBatch, finding: Finding, *, fails: Callable[[InputBatch
     Deterministic reduction rather than hypothesis shrinking: the row's inputs
     come from several sources (sweeps, pools, drawn tensors), so we reduce the
     failing batch itself.  Value defects reduce to one offending element;
-    layout defects (tails, core ranges, red zones) to the shortest failing prefix.
+    tile-plan defects (tails, core ranges, red zones) to the shortest failing prefix.
     """
     for candidate in candidates(batch, finding):
         if candidate.x.size and fails(candidate):

@@ -50,7 +50,7 @@ def name_generated(case) -> Scored:
                   case.direction, case.out_dtype, case.golden, case.actual, shape=case.x.shape)
     named: dict[int, str] = {}
     also: dict[int, tuple] = {}  # categories triage reported as equally good for the element
-    for claim in triage(batch, mismatches=mis, layout=case.layout):
+    for claim in triage(batch, mismatches=mis, tile_plan=case.tile_plan):
         for i in claim.index.tolist():
             named[i] = claim.category
             also[i] = tuple(claim.detail.get("alternative_categories", ()))

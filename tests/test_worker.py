@@ -15,7 +15,7 @@ from conformance import suite
 from conformance.backends import WorkerSpec
 from conformance.dtypes import DTYPES, all_patterns, from_bits
 from conformance.errors import BackendUnavailable, ProtocolError
-from conformance.records import BackendResult, Hazard, TileLayout, TileSpan
+from conformance.records import BackendResult, Hazard, TilePlan, TileSpan
 from conformance.render import export
 from conformance.worker import client, protocol
 from tests import worker_fakes
@@ -52,11 +52,11 @@ def test_frames_carry_every_float_format_bit_for_bit(dtype: str) -> None:
 
 
 def test_result_messages_keep_layout_and_hazards() -> None:
-    layout = TileLayout(16, (TileSpan(0, 0, 0, 16), TileSpan(1, 0, 16, 5, True)), align_elements=16)
-    result = BackendResult(np.arange(21, dtype=np.float16), layout=layout,
+    tile_plan = TilePlan(16, (TileSpan(0, 0, 0, 16), TileSpan(1, 0, 16, 5, True)), align_elements=16)
+    result = BackendResult(np.arange(21, dtype=np.float16), tile_plan=tile_plan,
                            hazards=(Hazard("out-of-bounds-write", np.int64(21), (1,)),))
     back = protocol.result_from(protocol.decode(protocol.encode(protocol.result_message(result))))
-    assert back.layout == layout and back.hazards == result.hazards and back.rejected is None
+    assert back.tile_plan == tile_plan and back.hazards == result.hazards and back.rejected is None
     assert_same_bits(back.value, result.value)
 
 
@@ -106,7 +106,7 @@ def test_a_cann_worker_sends_its_layout_and_hazards(monkeypatch: pytest.MonkeyPa
     assert (remote.name, remote.profile, remote.variant) == ("cann", local.profile, "tail-overrun")
     x = all_patterns("float16")[:3001]
     got, want = remote.forward(x, 0.2), local.forward(x, 0.2)
-    assert got.hazards and got.hazards == want.hazards and got.layout == want.layout
+    assert got.hazards and got.hazards == want.hazards and got.tile_plan == want.tile_plan
     assert_same_bits(got.value, want.value)
     pair = ("float16", "float16", "forward")
     assert remote.boundary_sizes(*pair) == local.boundary_sizes(*pair)

@@ -19,7 +19,7 @@ from typing import Optional
 import numpy as np
 
 from conformance.dtypes import from_bits, info
-from conformance.records import TileLayout
+from conformance.records import TilePlan
 from conformance.reference import golden as ref
 from conformance.reference.defaults import default_slopes
 from conformance.reference.semantics import EXACT, Semantics
@@ -62,7 +62,7 @@ class Planted:
     actual: np.ndarray
     defects: tuple[Defect, ...]
     accept: dict = field(default_factory=dict)  # flat index -> tuple of categories
-    layout: Optional[TileLayout] = None  # the tiling plan a regional defect was planted by
+    tile_plan: Optional[TilePlan] = None  # the tiling plan a regional defect was planted by
 
     def __str__(self) -> str:
         shape = "x".join(map(str, self.x.shape)) or "0-d"

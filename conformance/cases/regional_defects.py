@@ -27,15 +27,15 @@ from conformance.cases.defects import (  # the layout and clamp edits of the unc
     same_bits,
 )
 from conformance.dtypes import info
-from conformance.records import TileLayout, TileSpan
+from conformance.records import TilePlan, TileSpan
 from conformance.reference.semantics import EXACT
 
 #: A tiling plan for (src, out, direction, numel), chosen with the generator (None: no plan for it).
-PlanFn = Callable[[str, str, str, int, np.random.Generator], Optional[TileLayout]]
+PlanFn = Callable[[str, str, str, int, np.random.Generator], Optional[TilePlan]]
 REGIONAL_EVERY = 8
 
 
-def synthetic_plan(rng: np.random.Generator, n: int) -> TileLayout:
+def synthetic_plan(rng: np.random.Generator, n: int) -> TilePlan:
     """Core ranges of whole 32-byte blocks, each cut into equal tiles (the last shorter)."""
     cores = int(rng.integers(2, 49))
     per = -(-n // cores)
@@ -47,7 +47,7 @@ def synthetic_plan(rng: np.random.Generator, n: int) -> TileLayout:
         hi = min(lo + per, n)
         spans += [TileSpan(core, t, s, min(tile, hi - s), is_tail=hi - s < tile)
                   for t, s in enumerate(range(lo, hi, tile))]
-    return TileLayout(tile, tuple(spans), 8)
+    return TilePlan(tile, tuple(spans), 8)
 
 
 def _region_shape(rng: np.random.Generator) -> tuple[int, ...]:
@@ -60,9 +60,9 @@ def _region_shape(rng: np.random.Generator) -> tuple[int, ...]:
             return shape
 
 
-def _by_core(layout: TileLayout) -> dict[int, list[TileSpan]]:
+def _by_core(tile_plan: TilePlan) -> dict[int, list[TileSpan]]:
     out: dict[int, list[TileSpan]] = {}
-    for s in layout.spans:
+    for s in tile_plan.spans:
         out.setdefault(s.core, []).append(s)
     return out
 
@@ -70,10 +70,10 @@ def _by_core(layout: TileLayout) -> dict[int, list[TileSpan]]:
 Drawn = tuple[str, np.ndarray, Optional[np.ndarray]]  # words, flat indices, a same-size source or None
 
 
-def _region(rng: np.random.Generator, shape: tuple[int, ...], layout: TileLayout) -> Drawn:
+def _region(rng: np.random.Generator, shape: tuple[int, ...], tile_plan: TilePlan) -> Drawn:
     """A region drawn from the plan or the shape: its words, its flat indices, and the flat
     indices of a region of the same size its data may come from (None: none)."""
-    cores = _by_core(layout)
+    cores = _by_core(tile_plan)
     multi = [c for c, v in cores.items() if len(v) > 1]
     kinds = ["span"] + (["axis"] if len(shape) > 1 else []) + (["core"] if len(cores) > 1 else []) \
         + (["tiles", "head"] if multi else [])
@@ -85,10 +85,10 @@ def _region(rng: np.random.Generator, shape: tuple[int, ...], layout: TileLayout
     if kind == "head":
         w = int(rng.choice([16, 32, 64, 128]))
         return f"first {w} of each tile", np.concatenate(
-            [np.arange(s.start, min(s.stop, s.start + w)) for s in layout.spans]), None
+            [np.arange(s.start, min(s.stop, s.start + w)) for s in tile_plan.spans]), None
     if kind == "axis":
         return _axis_region(rng, shape)
-    return _span_region(rng, int(np.prod(shape)), tile=layout.tile_elements)
+    return _span_region(rng, int(np.prod(shape)), tile=tile_plan.tile_elements)
 
 
 def _core_region(rng: np.random.Generator, cores: dict[int, list[TileSpan]]) -> Drawn:
@@ -146,9 +146,9 @@ def generate_regional(seed: int, *, plan: Optional[PlanFn] = None) -> Planted:
     rng = np.random.default_rng([seed, 20])
     src, out, direction, alpha, shape, x, dy, golden = _drawn(rng, shape_of=_region_shape)
     n = x.size
-    layout = (plan(src, out, direction, n, rng) if plan is not None else None) or synthetic_plan(rng, n)
-    defect, actual, accept = _plant_in_region(rng, x, dy, alpha, out, golden, _region(rng, shape, layout))
-    return Planted(seed, x, dy, alpha, direction, out, golden, actual, (defect,), accept, layout)
+    tile_plan = (plan(src, out, direction, n, rng) if plan is not None else None) or synthetic_plan(rng, n)
+    defect, actual, accept = _plant_in_region(rng, x, dy, alpha, out, golden, _region(rng, shape, tile_plan))
+    return Planted(seed, x, dy, alpha, direction, out, golden, actual, (defect,), accept, tile_plan)
 
 
 def _plant_in_region(rng: np.random.Generator, x: np.ndarray, dy: Optional[np.ndarray], alpha: float, out: str,

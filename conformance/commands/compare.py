@@ -114,16 +114,16 @@ def _rows(args: argparse.Namespace, *, alpha: float, config: GateConfig) -> list
 def _evaluate(args: argparse.Namespace, x: Dump, out: Dump, *, dy: Optional[Dump],
               direction: str, alpha: float, config: GateConfig) -> Row:
     cores = _cores(args.cores)
-    layout_fn = None
+    plan_fn = None
     if args.profile is not None or cores is not None:
-        layout_fn = plan_layout(args.profile, cores, dtypes=(x.dtype.name, out.dtype.name),
+        plan_fn = plan_layout(args.profile, cores, dtypes=(x.dtype.name, out.dtype.name),
                                 direction=direction)
     label = Path(args.y if direction == "forward" else args.dx).name
     with ExitStack() as stack:
         return evaluate_chunks(lambda: chunks(x, out, dy=dy), numel=x.size, dtype=x.dtype,
                                alpha=alpha, direction=direction, out_dtype=out.dtype.name,
                                backend="dump", profile=args.profile, config=config, label=label,
-                               layout_fn=layout_fn, shape=x.shape,
+                               plan_fn=plan_fn, shape=x.shape,
                                advance=progress(stack, f"{direction} {label}", total=x.size, quiet=args.quiet))
 
 

@@ -16,7 +16,7 @@ from conformance.errors import UsageError
 from conformance.ingest.dumps import check_elements, check_pair, chunks, plan_layout, progress
 from conformance.ingest.msprobe import REDUMP, Call, read_calls
 from conformance.judge.chunked import evaluate_chunks
-from conformance.judge.evaluate import LayoutFn
+from conformance.judge.evaluate import PlanFn
 from conformance.judge.gate import GateConfig
 from conformance.records import Row
 
@@ -36,15 +36,15 @@ def evaluate_call(call: Call, *, config: GateConfig, profile: Optional[str] = No
     ``profile``/``cores`` give triage the reference kernel's tiling plan (``tail-block``);
     ``quiet``: no progress bar (``-q``)."""
     _check(call)
-    layout_fn: Optional[LayoutFn] = None
+    plan_fn: Optional[PlanFn] = None
     if profile is not None or cores is not None:
-        layout_fn = plan_layout(profile, cores, dtypes=(call.x.dtype.name, call.out.dtype.name),
+        plan_fn = plan_layout(profile, cores, dtypes=(call.x.dtype.name, call.out.dtype.name),
                                 direction=call.direction)
     with ExitStack() as stack:
         row = evaluate_chunks(lambda: chunks(call.x, call.out, dy=call.dy), numel=call.x.size,
                               dtype=call.x.dtype, alpha=call.alpha, direction=call.direction,
                               out_dtype=call.out.dtype.name, backend="dump", config=config,
-                              profile=profile, label=call.out_file, shape=call.x.shape, layout_fn=layout_fn,
+                              profile=profile, label=call.out_file, shape=call.x.shape, plan_fn=plan_fn,
                               advance=progress(stack, call.name, total=call.x.size, quiet=quiet))
     return replace(row, variant=call.name, notes=(*(() if call.note is None else (call.note,)), *call.where))
 

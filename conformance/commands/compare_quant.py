@@ -72,6 +72,6 @@ def rows(args: argparse.Namespace, *, config: GateConfig) -> list[Row]:
                                    backend="dump", config=config, label=label, shape=x.shape,
                                    advance=progress(stack, f"forward {label}", total=x.size, quiet=args.quiet))
     unexplained = any(f.category == "unexplained" for f in row.findings)
-    if unexplained and x.size <= LAYOUT_MAX_CODES:  # a layout proof reads the whole tensor
+    if unexplained and x.size <= LAYOUT_MAX_CODES:  # a tile plan proof reads the whole tensor
         row = with_layout(row, x.whole(), y.whole(), params=params, config=config, label=label)
     return [row]

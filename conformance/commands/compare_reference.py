@@ -73,14 +73,14 @@ def _judged(args: argparse.Namespace, x: Dump, ref: Dump, *, dy: Optional[Dump],
             config: GateConfig, label: str) -> Row:
     """The reference dump against golden, as ``compare`` judges the device's."""
     cores = None if args.cores is None else parse_int(args.cores, flag="--cores", minimum=1)
-    layout_fn = None
+    plan_fn = None
     if args.profile is not None or cores is not None:
-        layout_fn = plan_layout(args.profile, cores, dtypes=(x.dtype.name, ref.dtype.name),
+        plan_fn = plan_layout(args.profile, cores, dtypes=(x.dtype.name, ref.dtype.name),
                                 direction=row.direction)
     with ExitStack() as stack:
         return evaluate_chunks(lambda: chunks(x, ref, dy=dy), numel=x.size, dtype=x.dtype,
                                alpha=parse_alpha(args.alpha), direction=row.direction,
                                out_dtype=ref.dtype.name, backend="dump", profile=args.profile,
-                               config=config, label=label, layout_fn=layout_fn, shape=x.shape,
+                               config=config, label=label, plan_fn=plan_fn, shape=x.shape,
                                advance=progress(stack, f"{row.direction} {label}", total=x.size,
                                                 quiet=args.quiet))

@@ -19,8 +19,8 @@ from rich.console import Console
 from conformance import jit
 from conformance.errors import UsageError
 from conformance.ingest.arrays import Dump
-from conformance.judge.evaluate import LayoutFn
-from conformance.records import Chunk, TileLayout
+from conformance.judge.evaluate import PlanFn
+from conformance.records import Chunk, TilePlan
 from conformance.reference.golden import SUPPORTED_PAIRS
 from conformance.render import console as render
 
@@ -66,8 +66,8 @@ def chunks(x: Dump, out: Dump, *, dy: Optional[Dump], size: Optional[int] = None
 
 
 def plan_layout(profile: Optional[str], cores: Optional[int], *, dtypes: tuple[str, str],
-                direction: str) -> LayoutFn:
-    """The reference kernel's tiling plan as a layout function (imports the emulator lazily)."""
+                direction: str) -> PlanFn:
+    """The reference kernel's tiling plan as a tile plan function (imports the emulator lazily)."""
     from conformance.npu_impl import kernel
 
     try:
@@ -79,10 +79,10 @@ def plan_layout(profile: Optional[str], cores: Optional[int], *, dtypes: tuple[s
         raise UsageError(f"--cores {cores}: {chip.name} has {chip.vector_cores} vector cores; "
                          f"pass 1..{chip.vector_cores}")
 
-    def layout(numel: int) -> Optional[TileLayout]:
-        return kernel.plan_for(numel, spec, cores=cores).layout()
+    def tile_plan(numel: int) -> Optional[TilePlan]:
+        return kernel.plan_for(numel, spec, cores=cores).tile_plan()
 
-    return layout
+    return tile_plan
 
 
 def progress(stack: ExitStack, description: str, *, total: int, quiet: bool = False) -> Callable[[int], None]:

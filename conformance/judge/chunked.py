@@ -30,11 +30,11 @@ import numpy as np
 from conformance import jit
 from conformance.dtypes import from_bits, info, to_bits, widened_patterns
 from conformance.judge import plots as plotting
-from conformance.judge.evaluate import LayoutFn, batch_values, judged, row_head, violations_of
+from conformance.judge.evaluate import PlanFn, batch_values, judged, row_head, violations_of
 from conformance.judge.gate import GateConfig, verdict
 from conformance.metrics import chunk_pipeline
 from conformance.metrics import exact as met
-from conformance.records import MAX_EXAMPLES, Chunk, Finding, Metrics, Row, Shape, TileLayout, Tolerance
+from conformance.records import MAX_EXAMPLES, Chunk, Finding, Metrics, Row, Shape, TilePlan, Tolerance
 from conformance.reference import golden as ref
 from conformance.triage import Batch, special_values, triage
 from conformance.triage.sampling import SAMPLING
@@ -58,17 +58,17 @@ class _Context:
     backend: str
     config: GateConfig
     label: str
-    layout: Callable[[], Optional[TileLayout]]  # the whole tensor's plan, computed when needed
+    tile_plan: Callable[[], Optional[TilePlan]]  # the whole tensor's plan, computed when needed
     profile: Optional[str] = None  # the policy entry backend[profile], when it has one
     shape: Optional[Shape] = None  # the whole tensor's N-D shape
 
 
-def _lazy_layout(layout_fn: Optional[LayoutFn], *, numel: int) -> Callable[[], Optional[TileLayout]]:
+def _lazy_plan(plan_fn: Optional[PlanFn], *, numel: int) -> Callable[[], Optional[TilePlan]]:
     @functools.cache
-    def layout() -> Optional[TileLayout]:
-        return layout_fn(numel) if layout_fn is not None else None
+    def tile_plan() -> Optional[TilePlan]:
+        return plan_fn(numel) if plan_fn is not None else None
 
-    return layout
+    return tile_plan
 
 
 # ----------------------------------------------------------------------------- what is kept
@@ -348,16 +348,16 @@ def _mismatch_findings(kept: Kept, samples: list[_Sample], ctx: _Context, *, num
     weighted sample of the matching elements (the evidence a rule is contradicted by);
     ``tail-block`` is judged on the whole tensor's plan and size.  Also the row's plot data."""
     batch, mismatches, violating = _reduced(kept, samples, ctx, numel=numel)
-    claims = triage(batch, mismatches=mismatches, layout=ctx.layout())
+    claims = triage(batch, mismatches=mismatches, tile_plan=ctx.tile_plan())
     del mismatches
-    plots = plotting.measure(claims, batch, layout=ctx.layout(), shape=shape, part=ctx.label, tally=kept.tally)
+    plots = plotting.measure(claims, batch, tile_plan=ctx.tile_plan(), shape=shape, part=ctx.label, tally=kept.tally)
     counts = [violations_of(c, functools.partial(_violating_at, violating)) for c in claims]
     where = batch.where[:violating.size]  # the mismatches' flat indices, ascending
     values = batch_values(batch)
     claims = [replace(c, index=where[c.index[:MAX_EXAMPLES]]) for c in claims]  # only examples are read on
     return judged(claims, lambda i: values(int(np.searchsorted(where, where.dtype.type(i)))),  # no int64 copy
                   violations=counts, backend=ctx.backend, config=ctx.config, profile=ctx.profile,
-                  layout=ctx.layout(), part=ctx.label, hazard_cores={}), plots
+                  tile_plan=ctx.tile_plan(), part=ctx.label, hazard_cores={}), plots
 
 
 def _golden(chunk: Chunk, alone: bool, *, ctx: _Context) -> np.ndarray:
@@ -392,7 +392,7 @@ class _Judge:
 def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direction: str,
                     out_dtype: str, backend: str, config: GateConfig,
                     profile: Optional[str] = None, label: str = "",
-                    layout_fn: Optional[LayoutFn] = None, shape: Optional[Shape] = None,
+                    plan_fn: Optional[PlanFn] = None, shape: Optional[Shape] = None,
                     advance: Callable[[int], None] = lambda n: None) -> Row:
     """Judge a tensor of ``numel`` elements that ``read()`` gives as consecutive flat chunks:
     the chunks' golden, metrics and kept elements, then triage of all the mismatches as one
@@ -402,7 +402,7 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
     head = row_head(dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
                     profile=profile, variant=None, label=label, shape=(numel,) if shape is None else shape)
     ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
-                   backend, config, label, _lazy_layout(layout_fn, numel=numel), profile, head["shapes"][0])
+                   backend, config, label, _lazy_plan(plan_fn, numel=numel), profile, head["shapes"][0])
     judge = _Judge(ctx, numel=numel)
     metrics, samples = [], []
     golden = functools.partial(_golden, ctx=ctx)

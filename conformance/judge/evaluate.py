@@ -19,22 +19,22 @@ from conformance.dtypes import info
 from conformance.judge import plots as plotting
 from conformance.judge.gate import GateConfig, finding_gated, verdict
 from conformance.metrics import exact as met
-from conformance.records import MAX_EXAMPLES, BackendResult, Finding, Offender, Row, Shape, TileLayout
+from conformance.records import MAX_EXAMPLES, BackendResult, Finding, Offender, Row, Shape, TilePlan
 from conformance.reference import golden as ref
 from conformance.triage import Batch, Claim, triage
 from conformance.triage.hazards import first_cores
 
-LayoutFn = Callable[[int], Optional[TileLayout]]
+PlanFn = Callable[[int], Optional[TilePlan]]
 Values = Callable[[int], tuple[Any, Any, Any, Any]]  # flat index -> x, dy, expected, actual
 
 
 # ----------------------------------------------------------------------------- findings
 
-def _examples(claim: Claim, values: Values, *, layout: Optional[TileLayout], part: str,
+def _examples(claim: Claim, values: Values, *, tile_plan: Optional[TilePlan], part: str,
               hazard_cores: dict[int, int]) -> tuple[Offender, ...]:
     out = []
     for i in (int(v) for v in claim.index[:MAX_EXAMPLES]):
-        span = layout.locate(i) if layout is not None else None
+        span = tile_plan.locate(i) if tile_plan is not None else None
         core = span.core if span is not None else hazard_cores.get(i)
         if not claim.in_tensor:
             out.append(Offender(i, None, None, None, None, core, None, part))
@@ -71,10 +71,10 @@ def batch_values(batch: Batch) -> Values:
 
 
 def judged(claims: Sequence[Claim], values: Values, *, violations: Sequence[int], backend: str,
-           config: GateConfig, layout: Optional[TileLayout], part: str,
+           config: GateConfig, tile_plan: Optional[TilePlan], part: str,
            hazard_cores: dict[int, int], profile: Optional[str] = None) -> tuple[Finding, ...]:
     return tuple(_finding(c, violations=v, backend=backend, config=config, profile=profile,
-                          examples=_examples(c, values, layout=layout, part=part,
+                          examples=_examples(c, values, tile_plan=tile_plan, part=part,
                                              hazard_cores=hazard_cores))
                  for c, v in zip(claims, violations, strict=True))
 
@@ -110,7 +110,7 @@ def row_head(x_dtype: Any, alpha: float, *, out_dtype: Optional[str], direction:
 def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: str,
              dy: Optional[np.ndarray] = None, out_dtype: Optional[str] = None, backend: str,
              profile: Optional[str] = None, variant: Optional[str] = None,
-             config: GateConfig, label: str = "", layout_fn: Optional[LayoutFn] = None,
+             config: GateConfig, label: str = "", plan_fn: Optional[PlanFn] = None,
              shape: Optional[Shape] = None, golden: Optional[np.ndarray] = None) -> Row:
     """Judge one backend result against the exact reference.
 
@@ -134,18 +134,18 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
     findings: tuple[Finding, ...] = ()
     plots = None
     if comp.mismatch_index.size or result.hazards:
-        layout = result.layout if result.layout is not None else (
-            layout_fn(x.size) if layout_fn is not None else None)
+        tile_plan = result.tile_plan if result.tile_plan is not None else (
+            plan_fn(x.size) if plan_fn is not None else None)
         batch = Batch(x.reshape(-1), dy_flat, head["alpha"], direction, head["out_dtype"],
                       expected, actual, shape=head["shapes"][0])
-        claims = triage(batch, mismatches=comp.mismatch_index, hazards=result.hazards, layout=layout)
+        claims = triage(batch, mismatches=comp.mismatch_index, hazards=result.hazards, tile_plan=tile_plan)
         bad = np.zeros(x.size, dtype=bool)
         bad[comp.mismatch_index[comp.violating]] = True
         findings = judged(claims, batch_values(batch),
                           violations=[violations_of(c, lambda index: bad[index]) for c in claims],
-                          backend=backend, config=config, layout=layout, part=label, profile=profile,
+                          backend=backend, config=config, tile_plan=tile_plan, part=label, profile=profile,
                           hazard_cores=first_cores(result.hazards))
-        plots = plotting.measure(claims, batch, layout=layout, shape=head["shapes"][0], part=label)
+        plots = plotting.measure(claims, batch, tile_plan=tile_plan, shape=head["shapes"][0], part=label)
     return Row(**head, metrics=comp.metrics, findings=findings, plots=plots,
                verdict=verdict([f.gated for f in findings]))
 

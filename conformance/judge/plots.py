@@ -18,7 +18,7 @@ import numpy as np
 
 from conformance import jit
 from conformance.dtypes import info, to_bits, ulp_distance
-from conformance.records import Grid, Plots, TileLayout
+from conformance.records import Grid, Plots, TilePlan
 from conformance.triage import Batch, Claim
 from conformance.triage.claims import as_slice
 
@@ -97,10 +97,10 @@ def _bins(length: int) -> int:
 
 
 class _Plan:
-    """Vectorised ``TileLayout.locate``: the (core, tile) of flat indices."""
+    """Vectorised ``TilePlan.locate``: the (core, tile) of flat indices."""
 
-    def __init__(self, layout: TileLayout) -> None:
-        spans = sorted(layout.spans, key=lambda s: s.start)
+    def __init__(self, tile_plan: TilePlan) -> None:
+        spans = sorted(tile_plan.spans, key=lambda s: s.start)
         self.start = np.array([s.start for s in spans], dtype=np.int64)
         self.stop = np.array([s.stop for s in spans], dtype=np.int64)
         self.core = np.array([s.core for s in spans], dtype=np.int64)
@@ -165,7 +165,7 @@ def _steps(index: np.ndarray) -> Iterator[np.ndarray]:
         yield index[lo:lo + _STEP]
 
 
-def measure(claims: Sequence[Claim], batch: Batch, *, layout: Optional[TileLayout] = None,
+def measure(claims: Sequence[Claim], batch: Batch, *, tile_plan: Optional[TilePlan] = None,
             shape: Optional[Shape] = None, part: str = "", tally: Optional[Tally] = None) -> Optional[Plots]:
     """The plot data of the in-tensor claims of one batch (``claim.index``: batch positions);
     None when no element differs.  A claim of every mismatch takes what ``tally`` counted
@@ -173,7 +173,7 @@ def measure(claims: Sequence[Claim], batch: Batch, *, layout: Optional[TileLayou
     counted = [c for c in claims if c.in_tensor and c.index.size]
     if not counted:
         return None
-    plan = _Plan(layout) if layout is not None and layout.spans else None
+    plan = _Plan(tile_plan) if tile_plan is not None and tile_plan.spans else None
     shaped = _shape_axes(shape) if shape is not None else None
     accs = []
     if plan is not None:

@@ -3,7 +3,7 @@
 ``leaky_relu`` and ``leaky_relu_backward`` validate their inputs like the host
 side of an aclnn operator (one :class:`HostValidationError` per rejection),
 build the tiling plan, launch the per-core kernels on emulated GM/UB, and
-return the output with its plan, tile layout and memory hazards.
+return the output with its plan, tile plan and memory hazards.
 
 The contract follows ops-nn ``activation/leaky_relu/op_api/aclnn_leaky_relu.cpp`` and
 ``activation/leaky_relu_grad/op_api/aclnn_leaky_relu_backward.cpp``:
@@ -29,10 +29,10 @@ import numpy as np
 from conformance.dtypes import DTypeInfo, DTypeLike, info
 from conformance.errors import HostValidationError, Unsupported
 from conformance.npu_impl.chips import DEFAULT_PROFILE, PROFILES, ChipProfile, supported_pairs
-from conformance.npu_impl.kernel import KernelSpec, build_spec, layout_of, plan_for, run
+from conformance.npu_impl.kernel import KernelSpec, build_spec, plan_for, run, tile_plan_of
 from conformance.npu_impl.tiling import TilingPlan
 from conformance.npu_impl.variants import DEFAULT_VARIANT, VARIANTS
-from conformance.records import Direction, Hazard, TileLayout
+from conformance.records import Direction, Hazard, TilePlan
 
 MAX_RANK = 8  # OP_CHECK_MAX_DIM in aclnn_leaky_relu.cpp / aclnn_leaky_relu_backward.cpp
 
@@ -42,12 +42,12 @@ __all__ = ["leaky_relu", "leaky_relu_backward", "HostValidationError", "KernelRe
 
 @dataclass(frozen=True)
 class KernelResult:
-    """One launch: the output tensor, the tiling plan, the recorded hazards and the tile layout."""
+    """One launch: the output tensor, the tiling plan, the recorded hazards and the tile plan."""
 
     value: np.ndarray
     plan: TilingPlan
     hazards: Sequence[Hazard]  # a :class:`conformance.records.Hazards`, or () when there are none
-    layout: TileLayout
+    tile_plan: TilePlan
 
 
 @dataclass(frozen=True)
@@ -170,14 +170,14 @@ def _execute(spec: KernelSpec, arrays: Sequence[np.ndarray], *, cores: int, inpl
     plan = plan_for(flat[0].size, spec, cores=cores)
     if flat[0].size == 0:  # aclnn returns at once for an empty tensor
         value = np.empty(arrays[0].shape, spec.out.dtype)
-        return KernelResult(arrays[0] if inplace else value, plan, (), plan.layout())
+        return KernelResult(arrays[0] if inplace else value, plan, (), plan.tile_plan())
     with np.errstate(all="ignore"):  # inf/NaN/overflow are emulated on purpose
         flat_value, hazards = run(spec, plan, flat)
         value = flat_value.reshape(arrays[0].shape)
     if inplace:
         arrays[0][...] = value
         value = arrays[0]
-    return KernelResult(value, plan, hazards, layout_of(plan))
+    return KernelResult(value, plan, hazards, tile_plan_of(plan))
 
 
 def leaky_relu(x: np.ndarray, alpha: float, *, profile: Optional[str] = DEFAULT_PROFILE,

@@ -83,7 +83,7 @@ class CannBackend(BackendBase):
             result = fn()
         except HostValidationError as exc:
             return BackendResult(value=None, rejected=str(exc), notes=self.notes)
-        return BackendResult(getattr(result, attr), layout=result.layout, hazards=result.hazards,
+        return BackendResult(getattr(result, attr), tile_plan=result.tile_plan, hazards=result.hazards,
                              notes=self.notes)
 
     def forward(self, x: np.ndarray, alpha: float, *, out_dtype: Optional[str] = None) -> BackendResult:

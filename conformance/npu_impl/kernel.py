@@ -30,7 +30,7 @@ from conformance.npu_impl.spec import KernelSpec, Window
 from conformance.npu_impl.tiling import ComputeParams, CoreRange, Tile, TilingPlan, UbBuffer, make_plan
 from conformance.npu_impl.variants import Variant, get_variant
 from conformance.npu_impl.vector import RoundMode, VectorUnit, copy_in, copy_out
-from conformance.records import Direction, Hazard, TileLayout
+from conformance.records import Direction, Hazard, TilePlan
 
 if TYPE_CHECKING:
     from conformance.npu_impl.compiled import Lanes
@@ -105,7 +105,7 @@ def build_spec(direction: Direction, src: DTypeLike, out: DTypeLike, *, profile:
 
 
 _PLANS: dict[tuple[object, ...], tuple[ChipProfile, TilingPlan]] = {}
-_LAYOUTS: dict[int, tuple[TilingPlan, TileLayout]] = {}
+_TILE_PLANS: dict[int, tuple[TilingPlan, TilePlan]] = {}
 _CACHE_SIZE = 64
 
 
@@ -125,15 +125,15 @@ def plan_for(numel: int, spec: KernelSpec, *, cores: Optional[int] = None,
     return plan
 
 
-def layout_of(plan: TilingPlan) -> TileLayout:
-    """``plan.layout()``, built once per plan."""
-    hit = _LAYOUTS.get(id(plan))
+def tile_plan_of(plan: TilingPlan) -> TilePlan:
+    """``plan.tile_plan()``, built once per plan."""
+    hit = _TILE_PLANS.get(id(plan))
     if hit is not None and hit[0] is plan:
         return hit[1]
-    if len(_LAYOUTS) >= _CACHE_SIZE:
-        _LAYOUTS.clear()
-    _LAYOUTS[id(plan)] = (plan, plan.layout())
-    return _LAYOUTS[id(plan)][1]
+    if len(_TILE_PLANS) >= _CACHE_SIZE:
+        _TILE_PLANS.clear()
+    _TILE_PLANS[id(plan)] = (plan, plan.tile_plan())
+    return _TILE_PLANS[id(plan)][1]
 
 
 # ---------------------------------------------------------------------------- formulations

@@ -29,7 +29,7 @@ import numpy as np
 from conformance.dtypes import info
 from conformance.npu_impl.chips import ChipProfile, block_elements
 from conformance.npu_impl.memory import round_up
-from conformance.records import TileLayout, TileSpan
+from conformance.records import TilePlan, TileSpan
 
 CoreSplit = Literal["aligned", "even"]
 TilingModel = Literal["elewise", "article"]
@@ -161,12 +161,12 @@ class TilingPlan:
     def tiles(self) -> int:
         return sum(len(c.tiles) for c in self.cores)
 
-    def layout(self) -> TileLayout:
+    def tile_plan(self) -> TilePlan:
         """The plan as the record the report stages read."""
         spans = tuple(TileSpan(c.core, i, t.start, t.length,
                                is_tail=(i == len(c.tiles) - 1 and t.length < self.tile_elements))
                       for c in self.cores for i, t in enumerate(c.tiles))
-        return TileLayout(self.tile_elements, spans, self.align_elements)
+        return TilePlan(self.tile_elements, spans, self.align_elements)
 
 
 def split_cores(numel: int, cores: int, *, align: int) -> list[tuple[int, int]]:

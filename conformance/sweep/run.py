@@ -133,11 +133,11 @@ def _judge_segment(specs: Sequence[SweepSpec], seg: Segment, golden: np.ndarray,
                    config: GateConfig) -> dict[SweepSpec, tuple[Row, Optional[np.ndarray]]]:
     """Each spec's row of the segment and its output (None: it returned none).  A backend whose
     output has the bits of one already judged gets its row derived (``twins``); the results
-    with a tile layout are judged first, as the others' rows derive from theirs."""
+    with a tile plan are judged first, as the others' rows derive from theirs."""
     called = {spec: _call(spec, seg) for spec in specs}
     judged: list[tuple[Row, BackendResult]] = []
     out = {}
-    for spec in sorted(specs, key=lambda s: called[s].result.layout is None):
+    for spec in sorted(specs, key=lambda s: called[s].result.tile_plan is None):
         result = called[spec].result
         row = next((twins.derived(r, result, backend=spec.backend, profile=spec.profile, variant=spec.variant,
                                   config=config) for r, done in judged if twins.derivable(r, done, result)), None)

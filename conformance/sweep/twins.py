@@ -2,15 +2,15 @@
 
 ``evaluate`` reads a backend's name only for the policy (``allowed``, the verdict) and the
 row's head; everything else comes from the inputs, golden and the output's bits, and from
-the result's hazards and tile layout.  Triage reads the layout only in the passes that run
+the result's hazards and tile plan.  Triage reads the tile plan only in the passes that run
 after the whole-batch value passes (mapped and regional regions, tail and block
-confinement; the sweep gives ``evaluate`` no layout of its own to fall back on, so a result
-without a layout is judged without one), and those do nothing once the value passes have named every mismatch.  So
+confinement; the sweep gives ``evaluate`` no tile plan of its own to fall back on, so a result
+without a tile plan is judged without one), and those do nothing once the value passes have named every mismatch.  So
 when two results have the same bits and no hazards, and the judged row's findings are all
 whole-batch semantic claims (registry group ``semantics``, no ``region`` in their detail:
 nothing was left for a later pass), the other's row is the judged one with its own head
 and policy, and with the judged layout's traces (the examples' core and tile, the plan
-grid of the plots) dropped when it has no layout.  Anything else is judged on its own.
+grid of the plots) dropped when it has no tile_plan.  Anything else is judged on its own.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def derivable(row: Row, judged: BackendResult, other: BackendResult) -> bool:
     """``other``'s row follows from ``row`` (judged on ``judged``) without judging it again."""
     if judged.hazards or other.hazards or not same_bits(judged, other):
         return False
-    if other.layout is not None and other.layout != judged.layout:
+    if other.tile_plan is not None and other.tile_plan != judged.tile_plan:
         return False
     return all(_whole_batch(f) for f in row.findings)
 
@@ -56,8 +56,8 @@ def _without_plan(found: Optional[plotting.Plots]) -> Optional[plotting.Plots]:
 def derived(row: Row, other: BackendResult, *, backend: str, profile: Optional[str], variant: Optional[str],
             config: GateConfig) -> Row:
     """The row of ``other`` (see :func:`derivable`): ``row`` with the other backend's head,
-    policy and, without a layout of its own, no plan traces."""
-    placed = other.layout is not None
+    policy and, without a tile plan of its own, no plan traces."""
+    placed = other.tile_plan is not None
     findings = tuple(replace(f, gated=finding_gated(f.category, violations=f.violations, backend=backend,
                                                         config=config, profile=profile),
                              examples=f.examples if placed else tuple(replace(e, core=None, tile=None)

@@ -25,7 +25,7 @@ Categories come from the registry (``conformance.categories``); the passes run i
 - ``value_classes``: overflow, NaN and signed zero, and the residue (``rounding`` within
   1 ULP, else ``unexplained``) take what is left.
 
-The package reads tile layouts and hazards as data; it never imports the emulator.
+The package reads tile plans and hazards as data; it never imports the emulator.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from typing import Optional
 
 import numpy as np
 
-from conformance.records import Hazard, TileLayout
+from conformance.records import Hazard, TilePlan
 from conformance.triage.attribution import claim_regional_semantics, claim_semantics
 from conformance.triage.claims import Batch, Claim, State, beyond_rounding, merge_claims, special_values
 from conformance.triage.clamps import claim_clamps
@@ -54,7 +54,7 @@ def _values(batch: Batch, state: State) -> None:
 
 
 def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = (),
-           layout: Optional[TileLayout] = None) -> list[Claim]:
+           tile_plan: Optional[TilePlan] = None) -> list[Claim]:
     """Explain every mismatching element (flat indices ``mismatches``) by one category."""
     state = State(np.asarray(mismatches, dtype=np.int64))
     claim_hazards(batch, state, hazards)
@@ -67,10 +67,10 @@ def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = 
         else:
             batch = moved  # the passes below run on golden moved too
         if state.remaining.size:
-            claim_mapped(batch, state, layout)
+            claim_mapped(batch, state, tile_plan)
         if state.remaining.size:
-            claim_regional_semantics(batch, state, layout)
-        claim_tail(batch, state, layout)
+            claim_regional_semantics(batch, state, tile_plan)
+        claim_tail(batch, state, tile_plan)
         claim_blocks(batch, state)
         claim_value_classes(batch, state)
     if len({c.category for c in state.claims}) < len(state.claims):  # a rule's rounding and the residue's

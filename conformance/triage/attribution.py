@@ -15,7 +15,7 @@ import conformance.triage.sampling as sampling
 from conformance import categories, jit
 from conformance.dtypes import is_nan, is_subnormal, ulp_distance
 from conformance.metrics.exact import match_mask
-from conformance.records import TileLayout
+from conformance.records import TilePlan
 from conformance.triage.candidates import candidates_for
 from conformance.triage.claims import PIECE, Batch, Claim, State, comparable, max_ulp, merge_claims
 from conformance.triage.regions import Region, ranked
@@ -247,13 +247,14 @@ class _Trial:
     inside: list  # whole-batch rules' claims that lie inside the region
 
 
-def claim_regional_semantics(batch: Batch, state: State, layout: Optional[TileLayout]) -> None:
+def claim_regional_semantics(batch: Batch, state: State, tile_plan: Optional[TilePlan]) -> None:
     """A rule that holds in one region (a core, a tile, an axis slice, a span) and nowhere
     else: the errors the whole-batch rules left, ranked by where they are dense, are tried
     region by region; the stack chosen on a region's elements alone competes by the same
     description length, the region's own cost added.  The region goes into each claim."""
     for _ in range(REGION_ROUNDS):
-        regions = ranked(batch.flat(state.remaining), numel=batch.tensor_size, shape=batch.tensor_shape, layout=layout)
+        regions = ranked(batch.flat(state.remaining), numel=batch.tensor_size, shape=batch.tensor_shape,
+                         tile_plan=tile_plan)
         trials = [t for t in (_regional_trial(batch, state, r) for r in regions) if t is not None]
         if not trials:
             return

@@ -14,7 +14,7 @@ import numpy as np
 
 from conformance.dtypes import info, is_nan, ordered, to_bits
 from conformance.metrics.exact import match_mask
-from conformance.records import TileLayout
+from conformance.records import TilePlan
 from conformance.reference.semantics import Semantics
 from conformance.triage.claims import Batch, Claim, State, beyond_rounding, comparable, observed_slopes
 from conformance.triage.regions import MIN_EVIDENCE, mapping_text, shifts
@@ -64,7 +64,7 @@ def claim_shift(batch: Batch, state: State, rest: np.ndarray) -> bool:
     return True
 
 
-def claim_mapped(batch: Batch, state: State, layout: Optional[TileLayout]) -> None:
+def claim_mapped(batch: Batch, state: State, tile_plan: Optional[TilePlan]) -> None:
     """Regions holding another region's data: element i holds the exact result of element
     i - k, for an offset k the plan or the shape gives (another tile, the previous
     iteration's buffer, another core's range, the previous row or channel), proved value by
@@ -77,8 +77,8 @@ def claim_mapped(batch: Batch, state: State, layout: Optional[TileLayout]) -> No
     if telling.size < MIN_EVIDENCE:
         return
     n = batch.golden.size
-    hits, k = max(((_held(batch, telling, k), k) for k in shifts(numel=n, shape=batch.tensor_shape, layout=layout)),
-                  default=(0, 0), key=lambda t: t[0])
+    offsets = shifts(numel=n, shape=batch.tensor_shape, tile_plan=tile_plan)
+    hits, k = max(((_held(batch, telling, k), k) for k in offsets), default=(0, 0), key=lambda t: t[0])
     if hits < MIN_EVIDENCE or 2 * hits < telling.size:
         return
     rem = state.remaining
@@ -86,7 +86,7 @@ def claim_mapped(batch: Batch, state: State, layout: Optional[TileLayout]) -> No
     moved = np.zeros(rem.size, dtype=bool)
     moved[ok] = match_mask(batch.actual[rem[ok]], batch.golden[rem[ok] - k])
     index = rem[moved]
-    text = mapping_text(index, k, layout=layout, shape=batch.tensor_shape)
+    text = mapping_text(index, k, tile_plan=tile_plan, shape=batch.tensor_shape)
     state.claim(Claim("stale-block", index, index.size, f"{text} (proved value by value)",
                       {"shift": k, "mapping": text, "explained": int(index.size),
                        "contradicted": 0}))
@@ -110,23 +110,23 @@ def _sorted_inputs(x: np.ndarray) -> bool:
     return False
 
 
-def tail_regions(layout: TileLayout, numel: int) -> list[tuple[int, int, dict]]:
+def tail_regions(tile_plan: TilePlan, numel: int) -> list[tuple[int, int, dict]]:
     """(start, stop, description) of the tail regions: the tail tile of each core that has
     body tiles too, the tensor's last tile when it is shorter, the unaligned tail (last
     partial block plus the block before it, which a shifted-back copy overlaps) and
     anything past the last span."""
-    tiles_per_core = Counter(s.core for s in layout.spans)
-    last = max(layout.spans, key=lambda s: s.start, default=None)
-    spans = [s for s in layout.spans if s.is_tail and (tiles_per_core[s.core] > 1 or s is last)]
+    tiles_per_core = Counter(s.core for s in tile_plan.spans)
+    last = max(tile_plan.spans, key=lambda s: s.start, default=None)
+    spans = [s for s in tile_plan.spans if s.is_tail and (tiles_per_core[s.core] > 1 or s is last)]
     regions = [(s.start, s.stop, {"core": s.core, "tile": s.tile, "start": s.start, "stop": s.stop})
                for s in spans]
-    align = max(layout.align_elements, 1)
+    align = max(tile_plan.align_elements, 1)
     if numel % align:
         lo = max(0, numel - numel % align - align)
         regions.append((lo, numel, {"unaligned_tail": True, "start": lo, "stop": numel}))
         regions.append((numel - numel % align, numel,
                         {"last_partial_block": True, "start": numel - numel % align, "stop": numel}))
-    covered = max((s.stop for s in layout.spans), default=0)
+    covered = max((s.stop for s in tile_plan.spans), default=0)
     if covered < numel:
         regions.append((covered, numel, {"uncovered": True, "start": covered, "stop": numel}))
     return regions
@@ -151,14 +151,14 @@ def _confined(rest: np.ndarray, regions: list[tuple[int, int, dict]], numel: int
     return used if left.size == 0 and dense and (whole or not mask.all()) else []
 
 
-def claim_tail(batch: Batch, state: State, layout: Optional[TileLayout]) -> None:
+def claim_tail(batch: Batch, state: State, tile_plan: Optional[TilePlan]) -> None:
     """Errors beyond 1-ULP residue, confined to the tail regions of the tiling plan or, with
     or without a plan, to the last k elements, are ``tail-block``."""
     rest = beyond_rounding(batch, state.remaining)
     if rest.size == 0:
         return
     n = batch.tensor_size
-    used = _confined(batch.flat(rest), tail_regions(layout, n), n) if layout is not None else []
+    used = _confined(batch.flat(rest), tail_regions(tile_plan, n), n) if tile_plan is not None else []
     if used:
         spans = [(d["start"], d["stop"]) for d in used]
         rest = absorb_contained(state, rest, covers=lambda at: _in_spans(batch.flat(at), spans)
@@ -168,7 +168,7 @@ def claim_tail(batch: Batch, state: State, layout: Optional[TileLayout]) -> None
             "tail-block", rest, rest.size,
             "the remaining errors all lie in tail tiles or the unaligned tail; "
             + ("the rest is clean" if lo > 0 or hi < n else "the plan has no other tiles"),
-            {"start": lo, "stop": hi, "regions": used, "align_elements": layout.align_elements,
+            {"start": lo, "stop": hi, "regions": used, "align_elements": tile_plan.align_elements,
              "explained": int(rest.size), "contradicted": 0}))
     else:
         _last_elements(batch, state, rest)

@@ -2,7 +2,7 @@
 
 A :class:`Region` is a set of flat indices of the tensor, with the words that name it:
 
-- from the tiling plan (a ``TileLayout``): a core's range, one tile, tile k of every core,
+- from the tiling plan (a ``TilePlan``): a core's range, one tile, tile k of every core,
   and the first w elements of every tile (overlapping in-place tiles);
 - from the N-D shape: index i on axis a (a channel, a plane, a batch element, a row);
 - from the errors' own extent: a contiguous span, or every k-th element of a range.
@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from conformance.records import TileLayout
+from conformance.records import TilePlan
 
 MIN_EVIDENCE = 4  # errors a region needs before it is tried
 MIN_SHARE = 0.25  # share of the errors a region must hold to be tried
@@ -74,11 +74,11 @@ def _spans(rows: list[tuple[int, int]]) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- families
 
-def _plan_families(layout: TileLayout) -> list[list[Region]]:
+def _plan_families(tile_plan: TilePlan) -> list[list[Region]]:
     """Each core's range, each tile, tile k of every core (when several cores have one)."""
     by_core: dict[int, list] = defaultdict(list)
     by_tile: dict[int, list] = defaultdict(list)
-    for s in layout.spans:
+    for s in tile_plan.spans:
         by_core[s.core].append(s)
         by_tile[s.tile].append(s)
     cores = []
@@ -89,7 +89,7 @@ def _plan_families(layout: TileLayout) -> list[list[Region]]:
     tiles = [Region("tile", f"tile {s.tile} of core {s.core} [{s.start}, {s.stop})", s.length,
                     spans=_spans([(s.start, s.stop)]),
                     detail={"core": s.core, "tile": s.tile, "start": s.start, "stop": s.stop})
-             for s in layout.spans if len(by_core[s.core]) > 1]
+             for s in tile_plan.spans if len(by_core[s.core]) > 1]
     every = [Region("tiles", f"tile {k} of each of {len(spans)} cores", sum(s.length for s in spans),
                     spans=_spans([(s.start, s.stop) for s in spans]), detail={"tile": k, "cores": len(spans)})
              for k, spans in sorted(by_tile.items()) if len(spans) > 1]
@@ -126,10 +126,10 @@ def _axis_regions(shape: tuple[int, ...], rest: np.ndarray) -> list[tuple[Region
     return out
 
 
-def _window_regions(layout: TileLayout, rest: np.ndarray) -> list[tuple[Region, int]]:
+def _window_regions(tile_plan: TilePlan, rest: np.ndarray) -> list[tuple[Region, int]]:
     """The first w elements of every tile (a tile that overlaps the one before it in place),
     when every error lies within that many elements of its tile's start."""
-    spans = _spans([(s.start, s.stop) for s in layout.spans])
+    spans = _spans([(s.start, s.stop) for s in tile_plan.spans])
     if spans.shape[0] < 2 or rest.size < MIN_EVIDENCE:
         return []
     at = np.searchsorted(spans[:, 0], rest, side="right") - 1
@@ -137,7 +137,7 @@ def _window_regions(layout: TileLayout, rest: np.ndarray) -> list[tuple[Region, 
     if not inside.all():
         return []
     w = int((rest - spans[at, 0]).max()) + 1
-    if w >= int(layout.tile_elements):
+    if w >= int(tile_plan.tile_elements):
         return []
     lengths = np.minimum(spans[:, 1] - spans[:, 0], w)
     tiles = int(np.count_nonzero(lengths))
@@ -167,7 +167,7 @@ def _counted(regions: list[Region], rest: np.ndarray) -> list[tuple[Region, int]
     return out
 
 
-def ranked(rest: np.ndarray, *, numel: int, shape: tuple[int, ...], layout: Optional[TileLayout],
+def ranked(rest: np.ndarray, *, numel: int, shape: tuple[int, ...], tile_plan: Optional[TilePlan],
            top: int = TOP) -> list[Region]:
     """The regions most worth trying for the errors ``rest`` (flat indices, ascending): those
     that hold much of them (``share``, at least ``MIN_SHARE``) where they are denser than in
@@ -177,10 +177,10 @@ def ranked(rest: np.ndarray, *, numel: int, shape: tuple[int, ...], layout: Opti
     if rest.size < MIN_EVIDENCE:
         return []
     counted: list[tuple[Region, int]] = []
-    if layout is not None and layout.spans:
-        for family in _plan_families(layout):
+    if tile_plan is not None and tile_plan.spans:
+        for family in _plan_families(tile_plan):
             counted += _counted(family, rest)
-        counted += _window_regions(layout, rest)
+        counted += _window_regions(tile_plan, rest)
     counted += _axis_regions(tuple(shape), rest) + _extent_regions(rest)
     scored: dict[tuple, tuple[float, Region]] = {}
     for region, count in counted:
@@ -198,16 +198,16 @@ def ranked(rest: np.ndarray, *, numel: int, shape: tuple[int, ...], layout: Opti
 
 # ----------------------------------------------------------------------------- mappings
 
-def shifts(*, numel: int, shape: tuple[int, ...], layout: Optional[TileLayout]) -> list[int]:
+def shifts(*, numel: int, shape: tuple[int, ...], tile_plan: Optional[TilePlan]) -> list[int]:
     """Offsets one region's data may be found at from another's, from the plan and the shape:
     one or two tiles (the previous iteration's ping-pong buffer), a core's range, and one
     index on each axis (the previous row, channel, batch element); either way."""
     found: list[int] = []
-    if layout is not None and layout.spans:
-        t = int(layout.tile_elements)
+    if tile_plan is not None and tile_plan.spans:
+        t = int(tile_plan.tile_elements)
         found += [t, 2 * t]
         by_core: dict[int, list] = defaultdict(list)
-        for s in layout.spans:
+        for s in tile_plan.spans:
             by_core[s.core].append(s)
         found += sorted({max(s.stop for s in v) - min(s.start for s in v) for v in by_core.values()})
     for a in range(len(shape)):
@@ -220,14 +220,14 @@ def shifts(*, numel: int, shape: tuple[int, ...], layout: Optional[TileLayout]) 
     return out
 
 
-def mapping_text(target: np.ndarray, shift: int, *, layout: Optional[TileLayout], shape: tuple[int, ...]) -> str:
+def mapping_text(target: np.ndarray, shift: int, *, tile_plan: Optional[TilePlan], shape: tuple[int, ...]) -> str:
     """Which regions hold which regions' values, in words: "tile 1 of each of 48 cores holds
     tile 0's output" when the plan tells; else by the axis the shift is one index of; else
     the span."""
     what = "output"
     numel = int(np.prod(shape, dtype=np.int64))
-    if layout is not None and layout.spans and shift in shifts(numel=numel, shape=(), layout=layout):
-        return _tile_mapping(target, shift, layout, what)
+    if tile_plan is not None and tile_plan.spans and shift in shifts(numel=numel, shape=(), tile_plan=tile_plan):
+        return _tile_mapping(target, shift, tile_plan, what)
     for a in range(len(shape)):
         stride = int(np.prod(shape[a + 1:], dtype=np.int64))
         if stride == abs(shift) and shape[a] > 1:
@@ -242,8 +242,8 @@ def mapping_text(target: np.ndarray, shift: int, *, layout: Optional[TileLayout]
     return f"[{lo}, {hi}) holds the {what} of the elements {abs(shift)} {'before' if shift > 0 else 'after'}"
 
 
-def _tile_mapping(target: np.ndarray, shift: int, layout: TileLayout, what: str) -> str:
-    spans = sorted(layout.spans, key=lambda s: s.start)
+def _tile_mapping(target: np.ndarray, shift: int, tile_plan: TilePlan, what: str) -> str:
+    spans = sorted(tile_plan.spans, key=lambda s: s.start)
     starts = np.asarray([s.start for s in spans])
     of = np.searchsorted(starts, target, side="right") - 1
     src = np.searchsorted(starts, target - shift, side="right") - 1

@@ -14,7 +14,7 @@ Messages (``header["type"]``):
   ``suite_pairs``, ``boundary_sizes`` (for a backend with sizes of its own; a pair it does not
   name takes the default sizes, which the client computes) and ``versions``;
 - ``call`` (client -> worker): ``direction``, ``alpha``, ``out_dtype``; arrays ``x`` and ``dy``;
-- ``result`` (worker -> client): ``rejected`` (a refusal's reason or null), ``layout``,
+- ``result`` (worker -> client): ``rejected`` (a refusal's reason or null), ``tile_plan``,
   ``hazards``; array ``value``;
 - ``probe`` (client -> worker): ``api``, an entry of the default-slope table
   (``conformance.reference.defaults``) to probe in the worker's environment;
@@ -37,14 +37,14 @@ import numpy as np
 
 from conformance.dtypes import DTYPES, info, to_bits
 from conformance.errors import ProtocolError, one_line
-from conformance.records import BackendResult, Hazard, TileLayout, TileSpan
+from conformance.records import BackendResult, Hazard, TilePlan, TileSpan
 
 PROTOCOL_VERSION = 1
 MAGIC = b"LRW1"
 PREFIX = struct.Struct(">4sQ")
 MAX_FRAME = 1 << 36  # 64 GiB: what a worker accepts from its client (the client is trusted)
 SMALL_FRAME = 4 << 20  # bytes of a hello, probed or error frame
-FRAME_HEADROOM = 16 << 20  # bytes a result frame may hold beyond its value (header, layout, hazards:
+FRAME_HEADROOM = 16 << 20  # bytes a result frame may hold beyond its value (header, tile plan, hazards:
 #   an overrun of one whole Unified Buffer tile is ~100k hazard records)
 
 
@@ -177,22 +177,22 @@ def read_frame(stream: BinaryIO) -> Optional[Message]:
 # ----------------------------------------------------------------------------- results
 
 def result_message(result: BackendResult) -> Message:
-    """A backend's result as a ``result`` message (layout and hazards as plain data)."""
+    """A backend's result as a ``result`` message (tile plan and hazards as plain data)."""
     header = {"type": "result", "rejected": result.rejected,
-              "layout": None if result.layout is None else dataclasses.asdict(result.layout),
+              "layout": None if result.tile_plan is None else dataclasses.asdict(result.tile_plan),
               "hazards": [dataclasses.asdict(h) for h in result.hazards]}
     arrays = {} if result.value is None else {"value": np.asarray(result.value)}
     return Message(header, arrays)
 
 
-def _layout(data: Optional[Mapping[str, Any]]) -> Optional[TileLayout]:
+def _tile_plan(data: Optional[Mapping[str, Any]]) -> Optional[TilePlan]:
     if data is None:
         return None
     spans = tuple(_span(span) for span in data["spans"])
     tile, align = data["tile_elements"], data.get("align_elements", 1)
     if not (_is_int(tile) and _is_int(align) and tile > 0 and align > 0):
         raise ValueError("tile_elements and align_elements must be positive integers")
-    return TileLayout(tile, spans, align)
+    return TilePlan(tile, spans, align)
 
 
 def _span(data: Mapping[str, Any]) -> TileSpan:
@@ -216,17 +216,17 @@ def _is_int(value: Any) -> bool:
 
 def result_from(message: Message) -> BackendResult:
     """The BackendResult a ``result`` message carries (its value is not checked here);
-    ProtocolError when its layout, hazards or refusal are not what the protocol says."""
+    ProtocolError when its tile plan, hazards or refusal are not what the protocol says."""
     header = message.header
     rejected = header.get("rejected")
     try:
         hazards = tuple(_hazard(h) for h in header.get("hazards") or ())
-        layout = _layout(header.get("layout"))
+        tile_plan = _tile_plan(header.get("layout"))  # the wire keeps its name
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ProtocolError(f"malformed layout or hazards in a result ({type(exc).__name__})") from None
+        raise ProtocolError(f"malformed tile plan or hazards in a result ({type(exc).__name__})") from None
     if rejected is not None and not isinstance(rejected, str):
         raise ProtocolError("a result's rejected field is not a string")
-    return BackendResult(message.arrays.get("value"), layout=layout, hazards=hazards, rejected=rejected)
+    return BackendResult(message.arrays.get("value"), tile_plan=tile_plan, hazards=hazards, rejected=rejected)
 
 
 def error_message(kind: str, text: str) -> Message:

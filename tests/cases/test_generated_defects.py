@@ -39,11 +39,11 @@ SHARE = ["covering", pytest.param("all", marks=pytest.mark.exhaustive)]
 def _facets(case: Planted) -> tuple[str, ...]:
     """What a generated case stands for: its defects' categories, each category that alone
     names one of its planted elements, dtype pair, direction, rank, number of defects, and
-    whether it runs on a chip's tile layout."""
+    whether it runs on a chip's tile plan."""
     alone = dict.fromkeys(f"names {cats[0]}" for cats in case.accept.values() if len(cats) == 1)
     return (*(d.category for d in case.defects), *alone,
             f"{case.x.dtype}->{case.out_dtype}", case.direction,
-            f"{case.x.ndim}-d", f"{len(case.defects)} defects", f"layout {case.layout is not None}")
+            f"{case.x.ndim}-d", f"{len(case.defects)} defects", f"layout {case.tile_plan is not None}")
 
 
 @functools.cache

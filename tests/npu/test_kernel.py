@@ -148,8 +148,8 @@ def test_shape_is_kept_and_layout_covers_the_output() -> None:
     x = np.random.default_rng(3).standard_normal((7, 9, 5)).astype(np.float32)
     r = leaky_relu(x, 0.1, cores=4)
     assert r.y.shape == x.shape
-    assert sum(s.length for s in r.layout.spans) == x.size and r.layout.align_elements == 8
-    assert r.layout.locate(x.size - 1).is_tail
+    assert sum(s.length for s in r.tile_plan.spans) == x.size and r.tile_plan.align_elements == 8
+    assert r.tile_plan.locate(x.size - 1).is_tail
 
 
 @pytest.mark.parametrize("profile", ["ascend910b1", "ascend910a", "ascend310p3"])
@@ -306,11 +306,11 @@ def test_profile_facts_from_domain_md() -> None:
 
 
 def test_a_shape_plans_once_and_a_changed_chip_plans_anew() -> None:
-    from conformance.npu_impl.kernel import build_spec, layout_of, plan_for
+    from conformance.npu_impl.kernel import build_spec, plan_for, tile_plan_of
 
     spec = build_spec("forward", "float32", "float32", profile="ascend910b1", slope=0.2)
     plan = plan_for(100_003, spec)
-    assert plan_for(100_003, spec) is plan and layout_of(plan) is layout_of(plan)
-    assert layout_of(plan) == plan.layout()
+    assert plan_for(100_003, spec) is plan and tile_plan_of(plan) is tile_plan_of(plan)
+    assert tile_plan_of(plan) == plan.tile_plan()
     fewer = replace(spec, profile=spec.profile.with_knobs(vector_cores=2))
     assert len(plan_for(100_003, fewer).cores) == 2 < len(plan.cores)

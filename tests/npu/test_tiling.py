@@ -80,7 +80,7 @@ def test_only_each_cores_last_tile_is_shorter(case: tuple[int, KernelSpec, int |
     plan = plan_for(numel, spec, cores=cores)
     for core in plan.cores:
         assert all(t.length == plan.tile_elements for t in core.tiles[:-1])
-    tails = [s for s in plan.layout().spans if s.is_tail]
+    tails = [s for s in plan.tile_plan().spans if s.is_tail]
     expected = [c for c in plan.cores if c.tiles and c.tiles[-1].length < plan.tile_elements]
     assert [(s.core, s.start) for s in tails] == [(c.core, c.tiles[-1].start) for c in expected]
 

@@ -66,7 +66,7 @@ class Run:
     dy: Optional[np.ndarray]
     actual: np.ndarray
     hazards: tuple
-    layout: object
+    tile_plan: object
 
     def golden(self, *, alpha: float = ALPHA, **fields: object) -> np.ndarray:
         """Golden as the reference computes it (float32 opmath), with ``fields`` changed."""
@@ -83,10 +83,10 @@ def execute(variant: str, direction: str, pair: str) -> Run:
     x = suite(src)
     if direction == "forward":
         r = leaky_relu(x, ALPHA, profile=PROFILE, variant=variant, out_dtype=out)
-        return Run(variant, direction, src, out, x, None, r.y, r.hazards, r.layout)
+        return Run(variant, direction, src, out, x, None, r.y, r.hazards, r.tile_plan)
     dy = x[np.random.default_rng(2).permutation(x.size)]
     r = leaky_relu_backward(dy, x, ALPHA, profile=PROFILE, variant=variant, out_dtype=out)
-    return Run(variant, direction, src, out, x, dy, r.dx, r.hazards, r.layout)
+    return Run(variant, direction, src, out, x, dy, r.dx, r.hazards, r.tile_plan)
 
 
 def _same_up_to_zero_sign(a: np.ndarray, b: np.ndarray) -> bool:
@@ -116,7 +116,7 @@ def prove_out_of_bounds(run: Run) -> None:
 
 def prove_tail_block(run: Run) -> None:
     bad = np.flatnonzero(bits_differ(run.actual, run.golden()))
-    tails = [s for s in run.layout.spans if s.is_tail]
+    tails = [s for s in run.tile_plan.spans if s.is_tail]
     assert all(any(s.start <= i < s.stop for s in tails) for i in bad.tolist()), "confined to tail tiles"
     assert bad.size > 0 or _indices(run.hazards, "out-of-bounds-write"), "visible in values or red zones"
 
@@ -199,7 +199,7 @@ def test_tail_dropped_leaves_gm_garbage_in_the_last_tile_only() -> None:
     x = suite("float32")
     r = leaky_relu(x, ALPHA, profile=PROFILE, variant="tail-dropped", cores=3)
     bad = np.flatnonzero(bits_differ(r.y, golden.forward(x, ALPHA, semantics=REFERENCE)))
-    last = r.layout.spans[-1]
+    last = r.tile_plan.spans[-1]
     assert last.is_tail and bad.size > last.length // 2 and bad.min() >= last.start
 
 
@@ -223,7 +223,7 @@ def test_backend_reports_result_layout_and_hazards() -> None:
     be = get_backend("cann", profile="ascend910b1", variant="tail-overrun")
     assert isinstance(be, CannBackend) and (be.name, be.profile, be.variant) == ("cann", "ascend910b1", "tail-overrun")
     res = be.forward(suite("float32"), ALPHA)
-    assert res.rejected is None and res.layout is not None
+    assert res.rejected is None and res.tile_plan is not None
     assert any(h.kind == "out-of-bounds-write" for h in res.hazards)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from conformance.judge import plots
-from conformance.records import TileLayout, TileSpan, class_order
+from conformance.records import TilePlan, TileSpan, class_order
 from conformance.reference import golden as ref
 from conformance.triage import Batch, Claim
 from tests.helpers import assert_usage_error, run_cli
@@ -67,7 +67,7 @@ def test_plan_grid_counts_each_error_in_its_core_and_tile() -> None:
                   for core in range(2) for tile in range(2))
     x = np.linspace(-2, 2, 16, dtype=np.float32)
     found = plots.measure([_claim([1, 13, 14]), _claim([6], "tail-block")], _batch(x, np.zeros_like(x)),
-                          layout=TileLayout(4, spans))
+                          tile_plan=TilePlan(4, spans))
     assert found is not None
     (grid,) = found.grids
     assert (grid.kind, grid.axes, grid.size, grid.bins) == ("plan", ("core", "tile"), (2, 2), (1, 1))

@@ -36,8 +36,8 @@ def _backend(mode: str) -> client.WorkerBackend:
 
 REFUSALS = {"flood-stderr": worker_fakes.FLOOD_LAST_LINE, "huge-frame": "is beyond the",
             "unknown-dtype": "unknown dtype 'float17'", "list-dtypes": "header dtypes is a list",
-            "width": "holds uint32 but the header says float16", "bad-hazards": "malformed layout or hazards",
-            "bad-layout": "malformed layout or hazards", "compressed-payload": "payload member is compressed",
+            "width": "holds uint32 but the header says float16", "bad-hazards": "malformed tile plan or hazards",
+            "bad-layout": "malformed tile plan or hazards", "compressed-payload": "payload member is compressed",
             "same-size-wrong-shape": "expected float16 of shape (65536,)"}
 
 
@@ -123,10 +123,10 @@ def test_the_hello_limits_accept_every_real_backend(name: str) -> None:
 
 
 def _result_payload() -> bytes:
-    from conformance.records import BackendResult, Hazard, TileLayout, TileSpan
+    from conformance.records import BackendResult, Hazard, TilePlan, TileSpan
 
-    layout = TileLayout(8, (TileSpan(0, 0, 0, 8), TileSpan(1, 0, 8, 4, True)))
-    result = BackendResult(np.arange(12, dtype=np.float16), layout=layout, hazards=(Hazard("stale", 3, (1,)),))
+    tile_plan = TilePlan(8, (TileSpan(0, 0, 0, 8), TileSpan(1, 0, 8, 4, True)))
+    result = BackendResult(np.arange(12, dtype=np.float16), tile_plan=tile_plan, hazards=(Hazard("stale", 3, (1,)),))
     return protocol.encode(protocol.result_message(result))
 
 

@@ -12,7 +12,7 @@ from conformance.config import default_config
 from conformance.dtypes import from_bits
 from conformance.judge.evaluate import evaluate
 from conformance.npu_impl import VARIANTS
-from conformance.records import BackendResult, Row, TileLayout
+from conformance.records import BackendResult, Row, TilePlan
 from conformance.sweep import twins
 from conformance.sweep.spec import x_class
 from conformance.sweep.store import row_text
@@ -40,8 +40,8 @@ def _row(result: BackendResult, direction: str, x: np.ndarray, dy: Optional[np.n
                     config=CONFIG, label="every pattern", shape=(x.size,))
 
 
-def _twin(result: BackendResult, layout: Optional[TileLayout]) -> BackendResult:
-    return BackendResult(value=np.array(result.value, copy=True), layout=layout, notes=result.notes)
+def _twin(result: BackendResult, tile_plan: Optional[TilePlan]) -> BackendResult:
+    return BackendResult(value=np.array(result.value, copy=True), tile_plan=tile_plan, notes=result.notes)
 
 
 LARGE = ("fp32 negatives", "fp16 x", "fp16 dy at x=-1")  # 2**19 or 2**16 elements each
@@ -78,8 +78,8 @@ def test_a_derived_row_is_the_row_evaluate_gives(variant, case):
         pytest.skip(f"cann {variant} does not run {x.dtype} {direction}")
     judged = call(cann, direction, x.copy(), 0.2, dy=None if dy is None else dy.copy())
     row = _row(judged, direction, x, dy, backend="cann", profile="ascend910b1", variant=variant)
-    for layout in (None, judged.layout):  # a backend without a plan, and one with the same plan
-        other = _twin(judged, layout)
+    for tile_plan in (None, judged.tile_plan):  # a backend without a plan, and one with the same plan
+        other = _twin(judged, tile_plan)
         if not twins.derivable(row, judged, other):
             continue
         got = twins.derived(row, other, backend="torch", profile=None, variant=None, config=CONFIG)
@@ -95,5 +95,5 @@ def _derivable(variant: str) -> bool:
 
 def test_a_correct_kernels_row_is_derived_and_a_dropped_tails_is_not():
     """Both branches of the test above occur: a correct kernel's findings are whole-batch
-    claims, a dropped tail leaves work for the layout-reading passes."""
+    claims, a dropped tail leaves work for the tile-plan-reading passes."""
     assert _derivable("reference") and not _derivable("tail-dropped")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conformance.dtypes import from_bits, to_bits
-from conformance.records import TileLayout, TileSpan
+from conformance.records import TilePlan, TileSpan
 from conformance.reference import golden as ref
 from conformance.render.messages import failure_message
 from tests.helpers import F16, assert_named, counts, differs, judge, judge_dump, judge_named
@@ -20,7 +20,7 @@ def _edit(exact: np.ndarray, index: np.ndarray, fn: Callable[[np.ndarray], np.nd
     return out
 
 
-def _layout(numel: int, *, cores: int, tile: int) -> TileLayout:
+def _layout(numel: int, *, cores: int, tile: int) -> TilePlan:
     """Contiguous core ranges; each core's last tile is a shorter tail tile."""
     per = numel // cores
     spans = []
@@ -29,7 +29,7 @@ def _layout(numel: int, *, cores: int, tile: int) -> TileLayout:
         starts = list(range(start, stop, tile))
         spans += [TileSpan(core, t, s, min(tile, stop - s), is_tail=(t == len(starts) - 1))
                   for t, s in enumerate(starts)]
-    return TileLayout(tile, tuple(spans), 16)
+    return TilePlan(tile, tuple(spans), 16)
 
 
 def _garbage_in(exact: np.ndarray, start: int, stop: int) -> tuple[np.ndarray, int]:
@@ -40,11 +40,11 @@ def _garbage_in(exact: np.ndarray, start: int, stop: int) -> tuple[np.ndarray, i
 
 
 def test_errors_confined_to_tail_tiles_are_tail_block() -> None:
-    layout = _layout(F16.size, cores=4, tile=5000)
-    tail = next(s for s in layout.spans if s.is_tail and s.core == 2)
+    tile_plan = _layout(F16.size, cores=4, tile=5000)
+    tail = next(s for s in tile_plan.spans if s.is_tail and s.core == 2)
     exact = ref.forward(F16, 0.2)
     actual, edited = _garbage_in(exact, tail.start, tail.stop)
-    row = judge(F16, actual, 0.2, layout=layout)
+    row = judge(F16, actual, 0.2, tile_plan=tile_plan)
     assert counts(row) == {"tail-block": edited}
     detail = row.findings[0].detail
     assert detail["regions"] == [{"core": 2, "tile": tail.tile, "start": tail.start,
@@ -53,11 +53,11 @@ def test_errors_confined_to_tail_tiles_are_tail_block() -> None:
 
 
 def test_errors_outside_tail_tiles_are_not_tail_block() -> None:
-    layout = _layout(F16.size, cores=4, tile=5000)
-    body = next(s for s in layout.spans if not s.is_tail)
+    tile_plan = _layout(F16.size, cores=4, tile=5000)
+    body = next(s for s in tile_plan.spans if not s.is_tail)
     exact = ref.forward(F16, 0.2)
     actual, _ = _garbage_in(exact, body.start, body.stop)
-    assert "tail-block" not in counts(judge(F16, actual, 0.2, layout=layout))
+    assert "tail-block" not in counts(judge(F16, actual, 0.2, tile_plan=tile_plan))
 
 
 @pytest.mark.parametrize("defect", [d for d in DEFECTS if d.position], ids=str)
@@ -92,7 +92,7 @@ def test_errors_in_the_last_partial_block_are_tail_block_with_a_plan(cores: int,
     run = npu.leaky_relu(x, 0.2, cores=cores)
     actual = ref.forward(x, 0.2)
     actual[-k:] = np.float16(0.0)
-    row = judge(x, actual, 0.2, backend="dump", layout=run.layout)
+    row = judge(x, actual, 0.2, backend="dump", tile_plan=run.tile_plan)
     assert set(counts(row)) == {"tail-block"}, \
         failure_message(row)
 

@@ -8,14 +8,14 @@ import pytest
 
 from conformance.dtypes import info
 from conformance.ingest.dumps import plan_layout
-from conformance.records import Row, TileLayout, TileSpan
+from conformance.records import Row, TilePlan, TileSpan
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
 from conformance.render.messages import failure_message
 from tests.helpers import counts, differs, judge
 
 
-def _plan(numel: int, *, cores: int, tiles: int) -> TileLayout:
+def _plan(numel: int, *, cores: int, tiles: int) -> TilePlan:
     """``cores`` equal ranges of ``tiles`` equal tiles each (the last core takes the rest)."""
     per = numel // cores
     tile = per // tiles
@@ -25,10 +25,10 @@ def _plan(numel: int, *, cores: int, tiles: int) -> TileLayout:
         starts = list(range(start, stop, tile))
         spans += [TileSpan(core, t, s, min(tile, stop - s), is_tail=stop - s < tile)
                   for t, s in enumerate(starts)]
-    return TileLayout(tile, tuple(spans), 8)
+    return TilePlan(tile, tuple(spans), 8)
 
 
-def _profile_plan(numel: int, *, profile: str, dtype: str) -> TileLayout:
+def _profile_plan(numel: int, *, profile: str, dtype: str) -> TilePlan:
     return plan_layout(profile, None, dtypes=(dtype, dtype), direction="forward")(numel)
 
 
@@ -45,8 +45,8 @@ def _only(row: Row, category: str, *, says: str, elements: int) -> str:
     return finding.summary
 
 
-def _core_range(layout: TileLayout, core: int) -> tuple[int, int]:
-    spans = [s for s in layout.spans if s.core == core]
+def _core_range(tile_plan: TilePlan, core: int) -> tuple[int, int]:
+    spans = [s for s in tile_plan.spans if s.core == core]
     return min(s.start for s in spans), max(s.stop for s in spans)
 
 
@@ -59,12 +59,12 @@ def test_one_core_with_another_slope_is_alpha_mismatch_on_that_core(dtype: str, 
                                                                     profile: object, core: int) -> None:
     rng = np.random.default_rng(numel)
     x = rng.standard_normal(numel).astype(info(dtype).dtype)
-    layout = _plan(numel, cores=48, tiles=3) if profile is None else _profile_plan(numel, profile=str(profile),
+    tile_plan = _plan(numel, cores=48, tiles=3) if profile is None else _profile_plan(numel, profile=str(profile),
                                                                                  dtype=dtype)
-    lo, hi = _core_range(layout, core)
+    lo, hi = _core_range(tile_plan, core)
     actual = ref.forward(x, 0.2).copy()
     actual[lo:hi] = _variant(x[lo:hi], 0.2, Semantics(slope=0.0))
-    row = judge(x, actual, 0.2, layout=layout)
+    row = judge(x, actual, 0.2, tile_plan=tile_plan)
     summary = _only(row, "alpha-mismatch", says=f"core {core} [{lo}, {hi})",
                     elements=differs(actual, ref.forward(x, 0.2)))
     assert "slope 0.0" in summary
@@ -75,14 +75,14 @@ def test_one_core_with_another_slope_is_alpha_mismatch_on_that_core(dtype: str, 
 def test_one_stale_tile_per_core_states_the_mapping(cores: int, tiles: int, stale: int, source: int) -> None:
     numel = cores * tiles * 1024
     x = np.random.default_rng(cores).standard_normal(numel).astype(np.float32)
-    layout = _plan(numel, cores=cores, tiles=tiles)
+    tile_plan = _plan(numel, cores=cores, tiles=tiles)
     exact = ref.forward(x, 0.2)
     actual = exact.copy()
     for core in range(cores):
-        (target,) = [s for s in layout.spans if s.core == core and s.tile == stale]
-        (held,) = [s for s in layout.spans if s.core == core and s.tile == source]
+        (target,) = [s for s in tile_plan.spans if s.core == core and s.tile == stale]
+        (held,) = [s for s in tile_plan.spans if s.core == core and s.tile == source]
         actual[target.start:target.stop] = exact[held.start:held.stop]
-    row = judge(x, actual, 0.2, layout=layout)
+    row = judge(x, actual, 0.2, tile_plan=tile_plan)
     _only(row, "stale-block", says=f"tile {stale} of each of {cores} cores holds tile {source}'s output",
           elements=differs(actual, exact))
 
@@ -109,14 +109,14 @@ def test_tiles_processed_twice_where_they_overlap_is_formulation_in_that_region(
                                                                                  profile: object) -> None:
     numel = 250_000
     x = np.random.default_rng(5).standard_normal(numel).astype(info(dtype).dtype)
-    layout = _plan(numel, cores=24, tiles=4) if profile is None else _profile_plan(numel, profile=str(profile),
+    tile_plan = _plan(numel, cores=24, tiles=4) if profile is None else _profile_plan(numel, profile=str(profile),
                                                                                  dtype=dtype)
     exact = ref.forward(x, 0.2)
     twice = _variant(x, 0.2, Semantics(formulation="twice"))
     actual = exact.copy()
-    for s in layout.spans:
+    for s in tile_plan.spans:
         actual[s.start:s.start + overlap] = twice[s.start:s.start + overlap]
-    row = judge(x, actual, 0.2, layout=layout)
+    row = judge(x, actual, 0.2, tile_plan=tile_plan)
     _only(row, "formulation", says=f"the first {overlap} elements of each of", elements=differs(actual, exact))
 
 
@@ -134,12 +134,12 @@ def test_a_batch_element_holding_the_one_before_is_stale_block() -> None:
 def test_a_core_holding_another_cores_output_is_stale_block() -> None:
     numel = 16 * 8192
     x = np.random.default_rng(9).standard_normal(numel).astype(np.float32)
-    layout = _plan(numel, cores=16, tiles=2)
+    tile_plan = _plan(numel, cores=16, tiles=2)
     exact = ref.forward(x, 0.2)
     actual = exact.copy()
-    lo, hi = _core_range(layout, 5)
+    lo, hi = _core_range(tile_plan, 5)
     actual[lo:hi] = exact[lo - 8192:hi - 8192]
-    row = judge(x, actual, 0.2, layout=layout)
+    row = judge(x, actual, 0.2, tile_plan=tile_plan)
     _only(row, "stale-block", says="8192 elements before", elements=differs(actual, exact))
 
 
@@ -147,5 +147,5 @@ def test_a_slope_on_every_core_is_a_whole_batch_rule_without_a_region() -> None:
     numel = 8 * 4096
     x = np.random.default_rng(10).standard_normal(numel).astype(np.float32)
     actual = _variant(x, 0.2, Semantics(slope=0.01))
-    row = judge(x, actual, 0.2, layout=_plan(numel, cores=8, tiles=2))
+    row = judge(x, actual, 0.2, tile_plan=_plan(numel, cores=8, tiles=2))
     assert set(counts(row)) == {"alpha-mismatch"} and "region" not in row.findings[0].detail
