@@ -62,7 +62,7 @@ def sweep_part(selection: suite.Selection, *, jobs: int) -> tuple[float, float, 
         spec = specs[i]
         _warm_up(spec)
         start, cpu = time.perf_counter(), time.process_time()
-        suite.run_batch(spec, inputs.sweep(spec.dtype, spec.direction), config=suite.Options().config)
+        suite.run_batch(spec, inputs.exhaustive16(spec.dtype, spec.direction), config=suite.Options().config)
         return os.getpid(), spec.backend, time.perf_counter() - start, time.process_time() - cpu
 
     per_process: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0])

@@ -44,6 +44,7 @@ from conformance.backends import (
 from conformance.cases import corpus
 from conformance.cases.batches import BatchCache, InputBatch, shared_sizes
 from conformance.cases.expected import golden_of
+from conformance.config import default_config
 from conformance.errors import Unsupported, UsageError
 from conformance.guard import guarded_call, input_modified, shaped_like
 from conformance.judge.agreement import Agreement, Collector, Output
@@ -107,7 +108,7 @@ class Options:
     """How to run: seed, hypothesis example count, gate config, where reproducers go, and on how
     many processes the rows may run (:func:`processes`)."""
 
-    config: GateConfig = field(default_factory=GateConfig)
+    config: GateConfig = field(default_factory=default_config)  # the built-in policy
     seed: int = 0
     max_examples: int = 100
     results_dir: Optional[Path] = Path("results")
@@ -195,7 +196,7 @@ class Inputs(BatchCache):
         common = shared_sizes(spec.dtype, spec.out_dtype, d)
         pooled = dict(self.pooled.get((spec.dtype, spec.out_dtype, d), ()))
         own = self.own_sizes(spec)
-        return [self.sweep(spec.dtype, d), self.edges(spec.dtype, spec.out_dtype, d, spec.alpha),
+        return [self.exhaustive16(spec.dtype, d), self.edges(spec.dtype, spec.out_dtype, d, spec.alpha),
                 self.examples(spec.dtype, spec.out_dtype, d), *self.shapes(spec.dtype, spec.out_dtype, d, common),
                 *(replace(b, label=f"{pooled[n]} {b.label}")
                   for n, b in zip(pooled, self.shapes(spec.dtype, spec.out_dtype, d, tuple(pooled)))),

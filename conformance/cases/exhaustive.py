@@ -1,4 +1,4 @@
-"""Exhaustive sweeps: every 16-bit pattern, and float32 bit ranges in chunks."""
+"""Exhaustive batches: every 16-bit pattern, and float32 bit ranges in chunks (the 2^32 `sweep` command reads them)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -10,14 +10,14 @@ from conformance.dtypes import DTypeInfo, DTypeLike, all_patterns, from_bits, in
 FLOAT32_PATTERNS = 1 << 32
 
 
-def sweep16(dtype: DTypeLike | DTypeInfo) -> np.ndarray:
+def exhaustive16(dtype: DTypeLike | DTypeInfo) -> np.ndarray:
     """All 65,536 patterns of a 16-bit dtype, in bit order."""
     return all_patterns(info(dtype))
 
 
 def shuffled16(dtype: DTypeLike | DTypeInfo, *, seed: int) -> np.ndarray:
-    """All 16-bit patterns in a seeded order (a dy partner for the backward sweep)."""
-    patterns = sweep16(dtype)
+    """All 16-bit patterns in a seeded order (a dy partner for the backward exhaustive16 batch)."""
+    patterns = exhaustive16(dtype)
     return patterns[np.random.default_rng(seed).permutation(patterns.size)]
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from conformance.cases import corpus
-from conformance.cases.exhaustive import float32_chunks, random_bits, shuffled16, sweep16
+from conformance.cases.exhaustive import exhaustive16, float32_chunks, random_bits, shuffled16
 from conformance.dtypes import bfloat16, to_bits
 from conformance.errors import CorpusError
 
@@ -72,11 +72,11 @@ def test_pickled_or_foreign_npz_is_refused(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_sweep16_and_shuffle_cover_every_pattern(dtype: str) -> None:
-    assert np.array_equal(to_bits(sweep16(dtype)), np.arange(1 << 16, dtype=np.uint16))
+def test_exhaustive16_and_shuffle_cover_every_pattern(dtype: str) -> None:
+    assert np.array_equal(to_bits(exhaustive16(dtype)), np.arange(1 << 16, dtype=np.uint16))
     shuffled = shuffled16(dtype, seed=1)
     assert np.array_equal(np.sort(to_bits(shuffled)), np.arange(1 << 16, dtype=np.uint16))
-    assert not np.array_equal(to_bits(shuffled), to_bits(sweep16(dtype)))
+    assert not np.array_equal(to_bits(shuffled), to_bits(exhaustive16(dtype)))
 
 
 def test_float32_chunks_tile_the_range() -> None:

@@ -60,14 +60,14 @@ def test_forward_examples_are_the_backward_draws_x() -> None:
 
 def test_a_caller_writing_into_its_batches_changes_no_later_run() -> None:
     cache = BatchCache(seed=11, max_examples=8, alphas=ALPHAS)
-    got = [cache.sweep("float16", "backward"), cache.edges("float16", "float16", "backward", 0.2),
+    got = [cache.exhaustive16("float16", "backward"), cache.edges("float16", "float16", "backward", 0.2),
            cache.examples("float16", "float16", "backward"), *cache.shapes("float16", "float16", "backward", (33,))]
     kept = [(_bits(b.x), _bits(b.dy)) for b in got]
     for batch in got:
         batch.x[...] = 0
         batch.dy[...] = 0
     later = BatchCache(seed=11, max_examples=8, alphas=ALPHAS)
-    again = [later.sweep("float16", "backward"), later.edges("float16", "float16", "backward", 0.2),
+    again = [later.exhaustive16("float16", "backward"), later.edges("float16", "float16", "backward", 0.2),
              later.examples("float16", "float16", "backward"), *later.shapes("float16", "float16", "backward", (33,))]
     for (x, dy), batch in zip(kept, again):
         assert np.array_equal(_bits(batch.x), x) and np.array_equal(_bits(batch.dy), dy)
@@ -96,7 +96,7 @@ def _spec(direction: str = "backward", alpha: float = 0.2) -> RowSpec:
 
 
 def test_the_kept_golden_is_the_golden_of_the_batch() -> None:
-    batch = BatchCache(seed=3, max_examples=0, alphas=ALPHAS).sweep("float16", "backward")
+    batch = BatchCache(seed=3, max_examples=0, alphas=ALPHAS).exhaustive16("float16", "backward")
     want = ref.compute("backward", batch.x, 0.2, dy=batch.dy, out_dtype="float16")
     first, second = golden_of(_spec(), batch), golden_of(_spec(), batch)
     assert np.array_equal(_bits(first), _bits(want)) and np.array_equal(_bits(second), _bits(want))
@@ -108,7 +108,7 @@ def test_the_kept_golden_is_the_golden_of_the_batch() -> None:
 
 
 def test_no_golden_is_kept_for_a_changed_or_foreign_batch() -> None:
-    batch = BatchCache(seed=4, max_examples=0, alphas=ALPHAS).sweep("float16", "forward")
+    batch = BatchCache(seed=4, max_examples=0, alphas=ALPHAS).exhaustive16("float16", "forward")
     assert golden_of(_spec("forward"), batch) is not None
     batch.x[0] = batch.x[1]
     assert golden_of(_spec("forward"), batch) is None  # evaluate computes it from the changed inputs

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from conformance.backends import default_worker, load
-from conformance.cases.exhaustive import random_bits, sweep16
+from conformance.cases.exhaustive import exhaustive16, random_bits
 from conformance.dtypes import info, is_nan
 from conformance.frameworks import models
 from conformance.reference import golden
@@ -75,7 +75,7 @@ def workers():
 
 def _inputs(dtype: str, size: int) -> tuple[np.ndarray, np.ndarray]:
     """Every 16-bit pattern, else the first ``size`` random patterns; dy random too."""
-    x = sweep16(dtype) if info(dtype).bits == 16 else random_bits(dtype, RANDOM, seed=1)[:size]
+    x = exhaustive16(dtype) if info(dtype).bits == 16 else random_bits(dtype, RANDOM, seed=1)[:size]
     return x, random_bits(dtype, x.size, seed=2)
 
 
