@@ -127,6 +127,10 @@ def _cases(d: Path) -> dict[str, tuple[list[str], str]]:
     _npz_with(d / "notnpy.npz", {"y.npy": b"this is not an array"})
     _npz_with(d / "cut.npz", {"y.npy": good[:-100]})
     _npz_with(d / "cut_packed.npz", {"y.npy": good[:-100]}, compress=zipfile.ZIP_DEFLATED)
+    one = X32.dtype.itemsize  # exactly one element short: the size check's boundary
+    (d / "short.npy").write_bytes(good[:-one])
+    _npz_with(d / "short.npz", {"y.npy": good[:-one]})
+    _npz_with(d / "short_packed.npz", {"y.npy": good[:-one]}, compress=zipfile.ZIP_DEFLATED)
     huge = (d / "huge.npy").read_bytes()
     _npz_with(d / "huge_packed.npz", {"y.npy": huge}, compress=zipfile.ZIP_DEFLATED)
     (d / "broken.npz").write_bytes(b"PK\x03\x04" + b"\0" * 40)
@@ -144,6 +148,9 @@ def _cases(d: Path) -> dict[str, tuple[list[str], str]]:
         "npz-member-not-npy-bytes": (base + ["notnpy.npz"], "no numpy header"),
         "npz-stored-member-truncated": (base + ["cut.npz"], "truncated"),
         "npz-compressed-member-truncated": (base + ["cut_packed.npz"], "truncated"),
+        "npy-one-element-short": (base + ["short.npy"], "truncated"),
+        "npz-stored-member-one-element-short": (base + ["short.npz"], "truncated"),
+        "npz-compressed-member-one-element-short": (base + ["short_packed.npz"], "truncated"),
         "npz-compressed-member-declares-1e13": (base + ["huge_packed.npz"], "declares shape"),
         "npz-not-a-zip": (base + ["broken.npz"], "cannot read"),
         "npz-garbled-deflate-stream": (base + ["garbled.npz"], "cannot read"),
@@ -153,6 +160,7 @@ def _cases(d: Path) -> dict[str, tuple[list[str], str]]:
 
 BAD = ["header-declares-1e13-elements", "truncated-body", "npz-member-not-npy-name",
        "npz-member-not-npy-bytes", "npz-stored-member-truncated", "npz-compressed-member-truncated",
+       "npy-one-element-short", "npz-stored-member-one-element-short", "npz-compressed-member-one-element-short",
        "npz-compressed-member-declares-1e13", "npz-not-a-zip", "npz-garbled-deflate-stream",
        "object-dtype-header"]
 

@@ -305,3 +305,27 @@ def test_a_saturating_cast_before_compute_on_910a_is_named_in_full(direction: st
         actual = leaky_relu_backward(dy, x, 0.2, profile="ascend910a", variant="cast-before-compute").dx
     row = judge_named(x, actual, 0.2, dy=dy)
     assert "input-precision" in counts(row) and "lost-nan" not in counts(row)
+
+
+def _full_last_tile_size(dtype: str) -> int:
+    """A size whose plan gives the final core a last tile of full length (no short tail)."""
+    from conformance.npu_impl.kernel import build_spec, plan_for
+
+    spec = build_spec("forward", dtype, dtype)
+    tile = plan_for(1 << 20, spec).tile_elements
+    for n in range(tile, 64 * tile + 1, tile):
+        last = plan_for(n, spec).cores[-1].tiles[-1]
+        if last.length == plan_for(n, spec).tile_elements:
+            return n
+    raise AssertionError("no size with a full last tile")
+
+
+@pytest.mark.parametrize("variant", ["tail-dropped", "tail-overrun"])
+def test_a_tail_variant_changes_nothing_when_the_last_tile_is_full(variant: str) -> None:
+    n = _full_last_tile_size("float16")
+    x = np.resize(edges("float16"), n)
+    right = leaky_relu(x, 0.2)
+    seeded = leaky_relu(x, 0.2, variant=variant)
+    assert not bits_differ(seeded.y, right.y).any() and not seeded.hazards
+    short = leaky_relu(x[:-1], 0.2, variant=variant)  # one element less: a short tail, which the variant breaks
+    assert bits_differ(short.y, right.y[:-1]).any() or short.hazards

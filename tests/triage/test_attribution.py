@@ -82,3 +82,25 @@ def test_a_sampled_round_claims_every_mismatch_at_a_special_x() -> None:
     assert [r.category for r in stack] == ["alpha-precision"]
     assert state.remaining.size == 0
     assert [(c.category, c.count) for c in state.claims] == [("alpha-precision", mis.size)]
+
+
+def test_an_element_two_rules_move_equally_goes_to_the_later_category(monkeypatch) -> None:
+    """The stated tie rule of ``attribute``: with every move equal, the later category in
+    registry order owns the element (subnormal-flush comes after alpha-mismatch)."""
+    from conformance import categories
+    from conformance.metrics.exact import match_mask
+    from conformance.triage import attribution
+    from conformance.triage.rules import rule
+    from conformance.triage.search import stack_semantics
+
+    x = np.linspace(-4, -0.25, 64).astype(np.float32)
+    stack = [rule("alpha-mismatch", "slope 0.01", slope=0.01), rule("subnormal-flush", "DAZ+FTZ", daz=True, ftz=True)]
+    actual = ref.compute("forward", x, 0.2, semantics=stack_semantics(stack))
+    batch = Batch(x, None, 0.2, "forward", "float32", ref.forward(x, 0.2), actual)
+    mis = np.flatnonzero(~match_mask(actual, batch.golden))
+    assert mis.size == x.size
+    monkeypatch.setattr(attribution, "_moved", lambda full, without: np.ones(full.shape))
+    selector = attribution._mismatch_selector(batch, mis, leading=False)
+    claims = attribution.attribute(selector, mis, stack, {})
+    assert categories.order("subnormal-flush") > categories.order("alpha-mismatch")
+    assert [(c.category, c.count) for c in claims] == [("subnormal-flush", x.size)]
