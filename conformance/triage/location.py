@@ -64,32 +64,46 @@ def claim_shift(batch: Batch, state: State, rest: np.ndarray) -> bool:
     return True
 
 
+MAPPED_ROUNDS = 4  # mappings tried one after another on what the earlier ones left
+
+
 def claim_mapped(batch: Batch, state: State, tile_plan: Optional[TilePlan]) -> None:
     """Regions holding another region's data: element i holds the exact result of element
     i - k, for an offset k the plan or the shape gives (another tile, the previous
     iteration's buffer, another core's range, the previous row or channel), proved value by
-    value on the errors; several regions at once, the mapping stated.  ``stale-block``."""
-    rest = beyond_rounding(batch, state.remaining)
-    if batch.where is not None or rest.size < MIN_EVIDENCE or _sorted_inputs(batch.x[rest]):
+    value on the errors; several regions at once, the mapping stated; then, on the errors it
+    leaves, the next offset so proved (a core whose last tile is another tile of it, say).
+    ``stale-block``."""
+    if batch.where is not None:
         return  # a reduced batch lacks the other regions' values
+    offsets = shifts(numel=batch.golden.size, shape=batch.tensor_shape, tile_plan=tile_plan)
+    for _ in range(MAPPED_ROUNDS):
+        if not _claim_one_mapping(batch, state, offsets, tile_plan=tile_plan):
+            return
+
+
+def _claim_one_mapping(batch: Batch, state: State, offsets: list[int], *, tile_plan: Optional[TilePlan]) -> bool:
+    """The offset that holds most of the telling errors left, claimed when it holds at least
+    half of them; whether one was."""
+    rest = beyond_rounding(batch, state.remaining)
+    if rest.size < MIN_EVIDENCE or _sorted_inputs(batch.x[rest]):
+        return False
     a = comparable(batch.actual[rest])
     telling = rest[np.isfinite(a) & (a != 0)]  # a zero or NaN matches some other element by chance
     if telling.size < MIN_EVIDENCE:
-        return
-    n = batch.golden.size
-    offsets = shifts(numel=n, shape=batch.tensor_shape, tile_plan=tile_plan)
+        return False
     hits, k = max(((_held(batch, telling, k), k) for k in offsets), default=(0, 0), key=lambda t: t[0])
     if hits < MIN_EVIDENCE or 2 * hits < telling.size:
-        return
-    rem = state.remaining
+        return False
+    n, rem = batch.golden.size, state.remaining
     ok = (rem - k >= 0) & (rem - k < n)
     moved = np.zeros(rem.size, dtype=bool)
     moved[ok] = match_mask(batch.actual[rem[ok]], batch.golden[rem[ok] - k])
     index = rem[moved]
     text = mapping_text(index, k, tile_plan=tile_plan, shape=batch.tensor_shape)
     state.claim(Claim("stale-block", index, index.size, f"{text} (proved value by value)",
-                      {"shift": k, "mapping": text, "explained": int(index.size),
-                       "contradicted": 0}))
+                      {"shift": k, "mapping": text, "explained": int(index.size), "contradicted": 0}))
+    return True
 
 
 def _held(batch: Batch, index: np.ndarray, k: int) -> int:

@@ -142,3 +142,25 @@ def test_a_flush_over_the_whole_batch_beside_a_stale_block_names_both() -> None:
     assert flushed.size > 30 and inside.size > 2
     assert counts(row) == {"subnormal-flush": flushed.size, "stale-block": block.size - inside.size}, \
         failure_message(row)
+
+
+def test_each_core_whose_last_tile_holds_its_first_is_proved_by_values_not_place() -> None:
+    """Cores of three tiles and a final core of two (its last one short): every core's last
+    tile holds its first tile's output (a ping-pong buffer reused too early).  Two offsets map
+    the regions; both are proved value by value, and the short tail is no ``tail-block``."""
+    t, spans, start = 64, [], 0
+    for core, lengths in enumerate([(64, 64, 64)] * 3 + [(64, 40)]):
+        for i, length in enumerate(lengths):
+            spans.append(TileSpan(core, i, start, length, is_tail=i == len(lengths) - 1 and length < t))
+            start += length
+    plan = TilePlan(t, tuple(spans))
+    x = np.random.default_rng(5).standard_normal(start).astype(np.float16)
+    exact = ref.forward(x, 0.2)
+    actual = exact.copy()
+    for core in range(4):
+        mine = [s for s in spans if s.core == core]
+        actual[mine[-1].start:mine[-1].stop] = exact[mine[0].start:mine[0].start + mine[-1].length]
+    row = judge(x, actual, 0.2, backend="dump", tile_plan=plan)
+    assert counts(row) == {"stale-block": differs(actual, exact)}, failure_message(row)
+    summary = row.findings[0].summary
+    assert "tile 2 of each of 3 cores holds tile 0's output" in summary and "tile 1 of core 3" in summary
