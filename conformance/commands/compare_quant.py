@@ -20,7 +20,7 @@ from conformance.errors import UsageError
 from conformance.ingest.arrays import Dump, read
 from conformance.ingest.dumps import chunks, progress
 from conformance.judge.gate import GateConfig
-from conformance.judge.quantized import evaluate_code_chunks, with_layout
+from conformance.judge.quantized import evaluate_code_chunks, judged_whole
 from conformance.records import Row
 from conformance.reference.quantized import QDTYPES, QuantParams, parse_setting
 from conformance.triage.quantized_layout import LAYOUT_MAX_CODES
@@ -73,5 +73,5 @@ def rows(args: argparse.Namespace, *, config: GateConfig) -> list[Row]:
                                    advance=progress(stack, f"forward {label}", total=x.size, quiet=args.quiet))
     unexplained = any(f.category == "unexplained" for f in row.findings)
     if unexplained and x.size <= LAYOUT_MAX_CODES:  # a tile plan proof reads the whole tensor
-        row = with_layout(row, x.whole(), y.whole(), params=params, config=config, label=label)
+        row = judged_whole(row, x.whole(), y.whole(), params=params, config=config, label=label)
     return [row]

@@ -17,7 +17,7 @@ weighted by the elements it stands for, and finds what it finds on the whole ten
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import reduce
 from typing import Optional
@@ -165,16 +165,24 @@ def evaluate_codes(codes: np.ndarray, actual: np.ndarray, alpha: float, *, param
                    label: str = "codes") -> Row:
     """Judge ``actual`` (the codes a backend computed from ``codes``) against the exact result."""
     flat, out = np.asarray(codes).reshape(-1), np.asarray(actual).reshape(-1)
-    return evaluate_code_chunks(lambda: [Chunk(0, flat, None, out)], numel=int(flat.size), alpha=alpha,
-                                params=params, backend=backend, profile=profile, config=config, label=label,
-                                shape=tuple(np.shape(codes)))
+    row = evaluate_code_chunks(lambda: [Chunk(0, flat, None, out)], numel=int(flat.size), alpha=alpha,
+                               params=params, backend=backend, profile=profile, config=config, label=label,
+                               shape=tuple(np.shape(codes)))
+    return judged_whole(row, codes, actual, params=params, config=config, profile=profile, label=label)
 
 
-def with_layout(row: Row, codes: np.ndarray, actual: np.ndarray, *, params: QuantParams, config: GateConfig,
-                profile: Optional[str] = None, label: str = "codes") -> Row:
-    """``row`` of ``actual`` (codes of ``codes``' shape), judged again as output in another layout
-    when its triage left codes unexplained and a layout with the quantized rules explains them all."""
-    if not any(f.category == "unexplained" for f in row.findings):
+def _unexplained(findings: Sequence[Finding]) -> int:
+    return sum(f.count for f in findings if f.category == "unexplained")
+
+
+def judged_whole(row: Row, codes: np.ndarray, actual: np.ndarray, *, params: QuantParams, config: GateConfig,
+                 profile: Optional[str] = None, label: str = "codes") -> Row:
+    """``row`` of ``actual`` (codes of ``codes``' shape), judged again on the whole tensor when its
+    triage left codes unexplained: as output in another layout that the quantized rules explain
+    in full, else with rules confined to a span of positions where they leave fewer codes
+    unexplained.  Both need every code's place, which the chunked judge's bounded batch does not
+    keep; a tensor over ``LAYOUT_MAX_CODES`` codes keeps ``row``."""
+    if not _unexplained(row.findings):
         return row
     flat, out = np.asarray(codes).reshape(-1), np.asarray(actual).reshape(-1)
     if flat.size > LAYOUT_MAX_CODES:
@@ -183,7 +191,10 @@ def with_layout(row: Row, codes: np.ndarray, actual: np.ndarray, *, params: Quan
     batch = QuantBatch(flat, row.alpha, params, lookup(table, flat, params=params), out)
     claims = claim_code_layout(batch, tuple(np.shape(codes)))
     if claims is None:
-        return row
+        claims = [(c, batch) for c in triage_quantized(batch)]
+        if _unexplained([_finding(c, b, backend=row.backend, profile=profile, config=config, part=label)
+                         for c, b in claims]) >= _unexplained(row.findings):
+            return row
     findings = tuple(_finding(c, b, backend=row.backend, profile=profile, config=config, part=label)
                      for c, b in claims)
     return replace(row, findings=findings, verdict=verdict([f.gated for f in findings]))

@@ -20,6 +20,7 @@ from conformance.reference.defaults import frameworks_with_default
 from conformance.reference.quantized import EXACT_QUANT, QuantParams, QuantSemantics, lookup, variant_table
 
 SPLIT_STEP = 8  # boundaries tried for a position split: every multiple of this
+REGION_MIN = 16  # differing codes a rule confined to a span must reproduce before it is claimed
 
 #: (rule, category, semantics): the requantization rules triage knows, cheapest first
 RULES: tuple[tuple[str, str, QuantSemantics], ...] = (
@@ -272,15 +273,55 @@ def _full(batch: QuantBatch, mismatch: np.ndarray, found: Sequence[Candidate]) -
     return [_claim(full[0], np.flatnonzero(mismatch), batch, contradicted=0, also=[c.rule for c in full[1:]])]
 
 
+def _span(candidate: Candidate, batch: QuantBatch, left: np.ndarray) -> tuple[int, int, np.ndarray]:
+    """The widest span of positions where ``candidate`` reproduces every code (right or not)
+    that holds the most of the differing codes ``left`` it reproduces: (start, stop, those)."""
+    off = np.flatnonzero(candidate.predicted != batch.actual)  # where it fails: the span's walls
+    hits = np.flatnonzero(left & (candidate.predicted == batch.actual))
+    if hits.size == 0:
+        return 0, 0, hits
+    room = np.searchsorted(off, hits)  # hits between the same two walls share a span
+    counts = np.bincount(room)
+    best = int(np.argmax(counts))
+    start = int(off[best - 1]) + 1 if best > 0 else 0
+    stop = int(off[best]) if best < off.size else batch.size
+    return start, stop, hits[room == best]
+
+
+def _regional(batch: QuantBatch, left: np.ndarray, found: Sequence[Candidate]) -> Optional[QuantClaim]:
+    """A candidate confined to a span of positions, reproducing every code inside it: the one
+    that explains the most differing codes left, claimed when they are at least
+    :data:`REGION_MIN` and half of those left (a whole tensor only: a reduced batch lacks the
+    codes between its samples)."""
+    if batch.where is not None:
+        return None
+    best = max(((_span(c, batch, left), c) for c in found), key=lambda sc: sc[0][2].size, default=None)
+    if best is None:
+        return None
+    (start, stop, index), candidate = best
+    if index.size < REGION_MIN or 2 * index.size < batch.count(left):
+        return None
+    claim = _claim(candidate, index, batch, contradicted=0)
+    where = f"elements {start} to {stop - 1}"
+    return replace(claim, summary=f"{candidate.rule} reproduces these codes in {where} only",
+                   detail={**claim.detail, "region": {"kind": "span", "start": start, "stop": stop}})
+
+
 def _greedy(batch: QuantBatch, mismatch: np.ndarray, found: Sequence[Candidate]) -> list[QuantClaim]:
-    """Uncontradicted candidates taking the differing codes left, most first; the rest unexplained."""
+    """Uncontradicted candidates taking the differing codes left, most first, then candidates
+    confined to a span; the rest unexplained."""
     left, claims = mismatch.copy(), []
     while left.any():
         scored = [(batch.count((c.predicted == batch.actual) & left), c) for c in found
                   if _score(c, batch, mismatch)[1] == 0]
         best = max(scored, key=lambda sc: sc[0], default=(0, None))
         if best[1] is None or best[0] == 0:
-            break
+            regional = _regional(batch, left, found)
+            if regional is None:
+                break
+            claims.append(regional)
+            left[regional.index] = False
+            continue
         index = np.flatnonzero(left & (best[1].predicted == batch.actual))
         claims.append(_claim(best[1], index, batch, contradicted=0))
         left[index] = False

@@ -265,3 +265,36 @@ def test_a_config_policy_overrides_a_quantized_profile(tmp_path: Path) -> None:
     row = evaluate_codes(codes, models.tflite_builtin(codes, alpha, params=params), alpha, params=params,
                          backend="tflite", profile="builtin", config=config)
     assert row.verdict == "fail" and config.policy["tflite[xnnpack]"] == {"rounding", "requantization"}
+
+
+def _codes(n: int, *, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).integers(-128, 128, n).astype(np.int8)
+
+
+@pytest.mark.parametrize(("field", "value"), [("z_out", 0), ("s_out", 0.05)])
+def test_a_span_requantized_with_other_parameters_is_named_with_its_span(field: str, value) -> None:
+    from dataclasses import replace
+
+    from conformance.reference.quantized import leaky_relu_quantized
+
+    params = QuantParams(0.05, 3, 0.04, -5)
+    codes = _codes(8192)
+    actual = leaky_relu_quantized(codes, 0.2, params=params)
+    actual[2048:6144] = leaky_relu_quantized(codes, 0.2, params=replace(params, **{field: value}))[2048:6144]
+    row = evaluate_codes(codes, actual, 0.2, params=params, backend="dump", config=default_config())
+    assert {f.category: f.count for f in row.findings} == {"quant-params": row.metrics.mismatches}, \
+        failure_message(row)
+    region = row.findings[0].detail["region"]
+    assert region["start"] <= 2048 and region["stop"] >= 6144 and region["stop"] - region["start"] < 4200
+
+
+def test_scattered_code_flips_stay_unexplained_not_absorbed_by_a_span() -> None:
+    from conformance.reference.quantized import leaky_relu_quantized
+
+    params = QuantParams(0.05, 3, 0.04, -5)
+    codes = _codes(8192, seed=3)
+    actual = leaky_relu_quantized(codes, 0.2, params=params)
+    at = np.random.default_rng(4).choice(actual.size, 40, replace=False)
+    actual[at] = (actual[at].astype(np.int16) + 37).clip(-128, 127).astype(np.int8)  # far from any rule's code
+    row = evaluate_codes(codes, actual, 0.2, params=params, backend="dump", config=default_config())
+    assert {f.category for f in row.findings} == {"unexplained"}, failure_message(row)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from conformance.config import default_config
-from conformance.judge.quantized import evaluate_codes, with_layout
+from conformance.judge.quantized import evaluate_codes, judged_whole
 from conformance.records import Row
 from conformance.reference.quantized import QuantParams, leaky_relu_quantized
 from conformance.triage.layout import packed_source
@@ -16,7 +16,7 @@ ALPHA = 0.2
 
 def judged(codes: np.ndarray, actual: np.ndarray) -> tuple[dict[str, int], Row]:
     row = evaluate_codes(codes, actual, ALPHA, params=PARAMS, backend="dump", config=default_config())
-    row = with_layout(row, codes, actual, params=PARAMS, config=default_config())
+    row = judged_whole(row, codes, actual, params=PARAMS, config=default_config())
     assert sum(f.count for f in row.findings) == row.metrics.mismatches
     return {f.category: f.count for f in row.findings}, row
 
