@@ -2,9 +2,11 @@
 
 A :class:`Region` is a set of flat indices of the tensor, with the words that name it:
 
-- from the tiling plan (a ``TilePlan``): a core's range, one tile, tile k of every core,
-  and the first w elements of every tile (overlapping in-place tiles);
+- from the tiling plan (a ``TilePlan``): a core's range, one tile, tile k of every core;
 - from the N-D shape: index i on axis a (a channel, a plane, a batch element, a row);
+- partial ones: the first or the last w elements of every tile, of every core's range or of
+  every row of the shape's last axis (overlapping in-place tiles, a head or tail loop), w
+  the smallest length that holds every error;
 - from the errors' own extent: a contiguous span, or every k-th element of a range.
 
 Families are enumerated from the plan and the shape alone; the errors only rank them
@@ -32,7 +34,8 @@ TOP = 3  # regions tried per search
 class Region:
     """A set of flat indices: ``spans`` ([start, stop) rows, disjoint, ascending), or
     ``axis`` (stride, length, index: index i on one axis), or ``window`` (the elements
-    [lo, hi) of each span, counted from its start), or ``step`` (lo, hi, k: every k-th)."""
+    [lo, hi) of each span, counted from its start, or from its end with ``from_end``), or
+    ``step`` (lo, hi, k: every k-th)."""
 
     kind: str
     text: str
@@ -41,6 +44,7 @@ class Region:
     spans: Optional[np.ndarray] = field(default=None, compare=False)
     axis: tuple = ()
     window: tuple = ()
+    from_end: bool = False
     step: tuple = ()
     detail: dict = field(default_factory=dict, compare=False)
 
@@ -58,14 +62,14 @@ class Region:
         start, stop = self.spans[at, 0], self.spans[at, 1]
         if self.window:
             lo, hi = self.window
-            off = flat - start
-            return ok & (flat < stop) & (off >= lo) & (off < hi)
+            off = stop - 1 - flat if self.from_end else flat - start
+            return ok & (flat < stop) & (flat >= start) & (off >= lo) & (off < hi)
         return ok & (flat < stop)
 
     def key(self) -> tuple:
         """What tells two regions apart: their elements' description."""
         spans = () if self.spans is None else tuple(map(tuple, self.spans.tolist()))
-        return spans, self.axis, self.window, self.step
+        return spans, self.axis, self.window, self.from_end, self.step
 
 
 def _spans(rows: list[tuple[int, int]]) -> np.ndarray:
@@ -126,23 +130,49 @@ def _axis_regions(shape: tuple[int, ...], rest: np.ndarray) -> list[tuple[Region
     return out
 
 
-def _window_regions(tile_plan: TilePlan, rest: np.ndarray) -> list[tuple[Region, int]]:
-    """The first w elements of every tile (a tile that overlaps the one before it in place),
-    when every error lies within that many elements of its tile's start."""
-    spans = _spans([(s.start, s.stop) for s in tile_plan.spans])
-    if spans.shape[0] < 2 or rest.size < MIN_EVIDENCE:
-        return []
-    at = np.searchsorted(spans[:, 0], rest, side="right") - 1
-    inside = (at >= 0) & (rest < spans[np.maximum(at, 0), 1])
-    if not inside.all():
-        return []
-    w = int((rest - spans[at, 0]).max()) + 1
-    if w >= int(tile_plan.tile_elements):
-        return []
-    lengths = np.minimum(spans[:, 1] - spans[:, 0], w)
-    tiles = int(np.count_nonzero(lengths))
-    return [(Region("window", f"the first {w} elements of each of {tiles} tiles", int(lengths.sum()),
-                    spans=spans, window=(0, w), detail={"window": [0, w], "tiles": tiles}), int(rest.size))]
+def _segments(tile_plan: Optional[TilePlan], shape: tuple[int, ...]) -> list[tuple[str, np.ndarray]]:
+    """The segment families a partial region may cut: the plan's tiles and cores' ranges, and
+    the rows of the shape's last axis, each as ``[start, stop)`` spans."""
+    out = []
+    if tile_plan is not None and tile_plan.spans:
+        out.append(("tiles", _spans([(s.start, s.stop) for s in tile_plan.spans])))
+        ranges: dict[int, list[int]] = {}
+        for s in tile_plan.spans:
+            lo_hi = ranges.setdefault(s.core, [s.start, s.stop])
+            lo_hi[0], lo_hi[1] = min(lo_hi[0], s.start), max(lo_hi[1], s.stop)
+        out.append(("cores' ranges", _spans([tuple(v) for v in ranges.values()])))
+    if len(shape) >= 2 and shape[-1] >= 2:
+        n, length = int(np.prod(shape, dtype=np.int64)), int(shape[-1])
+        starts = np.arange(0, n, length, dtype=np.int64)
+        out.append((f"rows of {'x'.join(map(str, shape))}", np.stack([starts, starts + length], axis=1)))
+    return out
+
+
+def _window_regions(tile_plan: Optional[TilePlan], shape: tuple[int, ...],
+                    rest: np.ndarray) -> list[tuple[Region, int]]:
+    """The first or the last w elements of every segment (:func:`_segments`), when every error
+    lies within that many elements of its segment's start (or end) and w is less than a
+    whole segment."""
+    out: list[tuple[Region, int]] = []
+    for name, spans in _segments(tile_plan, shape):
+        if spans.shape[0] < 2 or rest.size < MIN_EVIDENCE:
+            continue
+        at = np.searchsorted(spans[:, 0], rest, side="right") - 1
+        at_ok = np.maximum(at, 0)
+        if not ((at >= 0) & (rest < spans[at_ok, 1])).all():
+            continue
+        lengths = spans[:, 1] - spans[:, 0]
+        for from_end, off in ((False, rest - spans[at_ok, 0]), (True, spans[at_ok, 1] - 1 - rest)):
+            w = int(off.max()) + 1
+            if w >= int(lengths.max()):
+                continue
+            held = np.minimum(lengths, w)
+            count = int(np.count_nonzero(held))
+            words = f"the {'last' if from_end else 'first'} {w} elements of each of {count} {name}"
+            out.append((Region("window", words, int(held.sum()), spans=spans, window=(0, w), from_end=from_end,
+                               detail={"window": [0, w], "from_end": from_end, "of": name, "count": count}),
+                        int(rest.size)))
+    return out
 
 
 def _extent_regions(rest: np.ndarray) -> list[tuple[Region, int]]:
@@ -180,7 +210,7 @@ def ranked(rest: np.ndarray, *, numel: int, shape: tuple[int, ...], tile_plan: O
     if tile_plan is not None and tile_plan.spans:
         for family in _plan_families(tile_plan):
             counted += _counted(family, rest)
-        counted += _window_regions(tile_plan, rest)
+    counted += _window_regions(tile_plan, tuple(shape), rest)
     counted += _axis_regions(tuple(shape), rest) + _extent_regions(rest)
     scored: dict[tuple, tuple[float, Region]] = {}
     for region, count in counted:

@@ -149,3 +149,31 @@ def test_a_slope_on_every_core_is_a_whole_batch_rule_without_a_region() -> None:
     actual = _variant(x, 0.2, Semantics(slope=0.01))
     row = judge(x, actual, 0.2, tile_plan=_plan(numel, cores=8, tiles=2))
     assert set(counts(row)) == {"alpha-mismatch"} and "region" not in row.findings[0].detail
+
+
+@pytest.mark.parametrize(("family", "from_end", "w", "says"), [
+    ("tiles", True, 24, "the last 24 elements of each of 32 tiles"),
+    ("cores", False, 40, "the first 40 elements of each of 8 cores' ranges"),
+    ("cores", True, 17, "the last 17 elements of each of 8 cores' ranges"),
+    ("rows", False, 30, "the first 30 elements of each of 40 rows of 40x300"),
+    ("rows", True, 12, "the last 12 elements of each of 40 rows of 40x300"),
+])
+def test_a_rule_on_a_prefix_or_suffix_of_every_segment_names_it(family: str, from_end: bool, w: int,
+                                                                   says: str) -> None:
+    plan = _plan(12_000, cores=8, tiles=4)  # 8 cores of 4 tiles of 375, or 40 rows of 300
+    x = np.random.default_rng(9).standard_normal(12_000).astype(np.float16)
+    exact, wrong = ref.forward(x, 0.2), ref.forward(x, 0.01)
+    actual = exact.copy()
+    if family == "rows":
+        segments = [(r * 300, r * 300 + 300) for r in range(40)]
+    elif family == "tiles":
+        segments = [(s.start, s.stop) for s in plan.spans]
+    else:
+        segments = [(c * 1500, c * 1500 + 1500) for c in range(8)]
+    for lo, hi in segments:
+        at = slice(hi - w, hi) if from_end else slice(lo, lo + w)
+        actual[at] = wrong[at]
+    shape = (40, 300) if family == "rows" else (12_000,)
+    row = judge(x.reshape(shape), actual.reshape(shape), 0.2, tile_plan=None if family == "rows" else plan)
+    assert counts(row) == {"alpha-mismatch": differs(actual, exact)}, failure_message(row)
+    assert says in row.findings[0].summary
