@@ -75,20 +75,33 @@ def _region(rng: np.random.Generator, shape: tuple[int, ...], tile_plan: TilePla
     indices of a region of the same size its data may come from (None: none)."""
     cores = _by_core(tile_plan)
     multi = [c for c, v in cores.items() if len(v) > 1]
-    kinds = ["span"] + (["axis"] if len(shape) > 1 else []) + (["core"] if len(cores) > 1 else []) \
-        + (["tiles", "head"] if multi else [])
+    kinds = ["span"] + (["axis", "rows"] if len(shape) > 1 and shape[-1] > 8 else []) \
+        + (["core", "cores"] if len(cores) > 1 else []) + (["tiles", "head"] if multi else [])
     kind = str(rng.choice(kinds))
     if kind == "core":
         return _core_region(rng, cores)
     if kind == "tiles":
         return _tiles_region(rng, cores, multi)
     if kind == "head":
-        w = int(rng.choice([16, 32, 64, 128]))
-        return f"first {w} of each tile", np.concatenate(
-            [np.arange(s.start, min(s.stop, s.start + w)) for s in tile_plan.spans]), None
+        return _partial(rng, "tile", [(s.start, s.stop) for s in tile_plan.spans])
+    if kind == "cores":
+        return _partial(rng, "core's range", [(v[0].start, v[-1].stop) for v in cores.values()])
+    if kind == "rows":
+        n, length = int(np.prod(shape)), int(shape[-1])
+        return _partial(rng, "row", [(lo, lo + length) for lo in range(0, n, length)])
     if kind == "axis":
         return _axis_region(rng, shape)
     return _span_region(rng, int(np.prod(shape)), tile=tile_plan.tile_elements)
+
+
+def _partial(rng: np.random.Generator, what: str, segments: list[tuple[int, int]]) -> Drawn:
+    """The first or the last w elements of every segment (w under the longest one's length)."""
+    longest = max(hi - lo for lo, hi in segments)
+    w = int(rng.choice([w for w in (4, 16, 32, 64, 128) if w < longest] or [1]))
+    last = bool(rng.integers(2))
+    idx = np.concatenate([np.arange(max(lo, hi - w), hi) if last else np.arange(lo, min(hi, lo + w))
+                          for lo, hi in segments])
+    return f"{'last' if last else 'first'} {w} of each {what}", idx, None
 
 
 def _core_region(rng: np.random.Generator, cores: dict[int, list[TileSpan]]) -> Drawn:
