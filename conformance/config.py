@@ -161,6 +161,26 @@ def allowed_categories(names: Optional[Iterable[str]], *, flag: str = "--allow")
     return chosen
 
 
+def with_tolerances(config: GateConfig, *, rtol: Optional[float] = None, atol: Optional[float] = None,
+                    max_ulp: Optional[int] = None, dtypes: Optional[Iterable[str]] = None,
+                    prefix: str = "") -> GateConfig:
+    """``config`` with ``rtol`` and ``atol`` (given together, as torch.testing takes them) for
+    ``dtypes`` (default: every output dtype) and ``max_ulp``; a UsageError naming the argument
+    (``prefix`` + its name: ``--rtol`` on the command line) when one is not a number >= 0."""
+    if (rtol is None) != (atol is None):
+        raise UsageError(f"pass {prefix}rtol and {prefix}atol together, or neither "
+                         "(as torch.testing.assert_close takes them)")
+    if rtol is not None:
+        pair = (_number(rtol, where=f"{prefix}rtol"), _number(atol, where=f"{prefix}atol"))
+        chosen = list(config.tolerances) if dtypes is None else list(dtypes)
+        config = replace(config, tolerances={**config.tolerances, **dict.fromkeys(chosen, pair)})
+    if max_ulp is not None:
+        if isinstance(max_ulp, bool) or not isinstance(max_ulp, int) or max_ulp < 0:
+            raise UsageError(f"{prefix}max_ulp must be an integer >= 0, got {max_ulp!r}")
+        config = replace(config, max_ulp=max_ulp)
+    return config
+
+
 def load_config(path: Optional[str] = None, *, pyproject: Optional[str] = None,
                 strict_zeros: Optional[bool] = None, strict: bool = False,
                 allow: Optional[Iterable[str]] = None) -> GateConfig:

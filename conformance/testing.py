@@ -7,12 +7,11 @@ arrays or TensorFlow tensors; bfloat16 goes through each one's own type, bit for
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 from typing import Any, Optional
 
 import numpy as np
 
-from conformance.config import allowed_categories
+from conformance.config import allowed_categories, with_tolerances
 from conformance.dtypes import DTYPES, info
 from conformance.errors import UsageError
 from conformance.judge.evaluate import evaluate
@@ -46,16 +45,8 @@ def _config(out_dtype: str, *, rtol: Optional[float], atol: Optional[float], max
             strict: bool, allow: Iterable[str]) -> GateConfig:
     """torch.testing's tolerances of ``out_dtype`` and max ULP 1, with the ones given; no
     category allowed but ``allow`` (a user's own arrays have no declared policy)."""
-    if (rtol is None) != (atol is None):
-        raise UsageError("pass rtol and atol together, or neither (as torch.testing.assert_close takes them)")
     config = GateConfig(strict=strict, allowed=allowed_categories(allow, flag="allow"))
-    if rtol is not None:
-        config = replace(config, tolerances={**config.tolerances, out_dtype: (float(rtol), float(atol))})
-    if max_ulp is not None:
-        if isinstance(max_ulp, bool) or not isinstance(max_ulp, int) or max_ulp < 0:
-            raise UsageError(f"max_ulp must be an integer >= 0, got {max_ulp!r}")
-        config = replace(config, max_ulp=max_ulp)
-    return config
+    return with_tolerances(config, rtol=rtol, atol=atol, max_ulp=max_ulp, dtypes=[out_dtype])
 
 
 def judge_leaky_relu(actual: Any, x: Any, *, alpha: float, dy: Any = None, rtol: Optional[float] = None,

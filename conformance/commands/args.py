@@ -77,6 +77,17 @@ def parse_alpha(text: str, *, flag: str = "--alpha") -> float:
     return value
 
 
+def parse_tolerance(text: str, *, flag: str) -> float:
+    """A finite number >= 0 (``1e-3``, ``0``); a UsageError otherwise."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise UsageError(f"{flag} {shown(text)} is not a number; pass a tolerance such as 1e-3") from None
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"{flag} must be a finite number >= 0, got {shown(text)[1:-1]}")
+    return value
+
+
 def parse_int(text: str, *, flag: str, minimum: int = 0, maximum: Optional[int] = None) -> int:
     """A whole number in ASCII digits in ``minimum..maximum``; a UsageError otherwise."""
     spelled = text.strip()
@@ -153,6 +164,10 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
         help="any bit difference from golden fails the row, allowed behaviours and 1-ULP rounding included")
     add("--allow", action="append", metavar="CATEGORY",
         help="a triage category every backend may show without failing (repeat or comma-separate)")
+    add("--rtol", metavar="R", help="relative tolerance for every output dtype (with --atol; default: "
+        "torch.testing's per dtype)")
+    add("--atol", metavar="A", help="absolute tolerance for every output dtype (with --rtol)")
+    add("--max-ulp", metavar="N", help="the most units in the last place an element may be off (default 1)")
 
 
 def add_selection_options(parser: argparse.ArgumentParser, *, reference: bool = False,
@@ -189,10 +204,14 @@ def add_selection_options(parser: argparse.ArgumentParser, *, reference: bool = 
 def config_from(args: argparse.Namespace) -> GateConfig:
     """The gate configuration the flags ask for: --config (over pyproject.toml), --strict-zeros,
     --strict and --allow."""
-    from conformance.config import load_config
+    from conformance.config import load_config, with_tolerances
 
-    return load_config(args.config, strict_zeros=args.strict_zeros, strict=args.strict,
-                       allow=items(args.allow, flag="--allow"))
+    config = load_config(args.config, strict_zeros=args.strict_zeros, strict=args.strict,
+                         allow=items(args.allow, flag="--allow"))
+    rtol, atol = (None if v is None else parse_tolerance(v, flag=f) for v, f in ((args.rtol, "--rtol"),
+                                                                                  (args.atol, "--atol")))
+    max_ulp = None if args.max_ulp is None else parse_int(args.max_ulp, flag="--max-ulp")
+    return with_tolerances(config, rtol=rtol, atol=atol, max_ulp=max_ulp, prefix="--")
 
 
 def ascii_int(text: str) -> int:

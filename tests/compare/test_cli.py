@@ -236,3 +236,35 @@ def test_quiet_compare_makes_no_progress_display(run, dumps: Path, large, monkey
 def test_quiet_compare_still_prints_its_error(run, dumps: Path, large) -> None:
     result = run("--x", "x.npy", "--y", "missing.npy", "--alpha", "0.2", "-q", cwd=dumps)
     assert_usage_error(result, mentions="missing.npy")
+
+
+def _two_ulp_dump(d: Path) -> list[str]:
+    """x, and its exact LeakyReLU with one positive output two ULP up."""
+    x = np.linspace(-4, 4, 1001).astype(np.float32)
+    y = ref.forward(x, 0.2)
+    at = int(np.flatnonzero(x > 1)[0])
+    y.view(np.uint32)[at] += 2
+    np.save(d / "x.npy", x)
+    np.save(d / "y.npy", y)
+    return ["compare", "--x", str(d / "x.npy"), "--y", str(d / "y.npy"), "--alpha", "0.2", "-q"]
+
+
+@pytest.mark.parametrize(("flags", "code"), [
+    ((), 1),  # 2 ULP: over the default max ULP 1
+    (("--max-ulp", "2"), 0),
+    (("--max-ulp", "1", "--rtol", "1e-3", "--atol", "0"), 1),  # within rtol, still over max ULP
+    (("--strict",), 1),
+])
+def test_compare_takes_tolerances_on_the_command_line(tmp_path: Path, capsys, flags: tuple, code: int) -> None:
+    result = run_cli([*_two_ulp_dump(tmp_path), *flags], capsys, cwd=tmp_path)
+    assert result.code == code, result.err
+
+
+@pytest.mark.parametrize(("flags", "says"), [
+    (("--rtol", "1e-3"), "pass --rtol and --atol together"),
+    (("--rtol", "x", "--atol", "0"), "--rtol 'x' is not a number"),
+    (("--rtol", "-1", "--atol", "0"), "--rtol must be a finite number >= 0"),
+    (("--max-ulp", "1.5"), "--max-ulp '1.5' is not an integer"),
+])
+def test_bad_tolerances_are_one_line_errors(tmp_path: Path, capsys, flags: tuple, says: str) -> None:
+    assert_usage_error(run_cli([*_two_ulp_dump(tmp_path), *flags], capsys, cwd=tmp_path), mentions=says)
