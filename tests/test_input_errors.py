@@ -350,7 +350,7 @@ def test_a_closed_pipe_keeps_a_failing_verdict(dumps: Path) -> None:
 def test_a_closed_pipe_still_ends_a_usage_error_with_exit_2(dumps: Path) -> None:
     code, err = _reader_gone("compare", "--x", "missing.npy", "--y", "y.npy", "--alpha", "0.2", cwd=dumps)
     assert code == 2 and err.strip().splitlines() == [
-        "conformance: error: --x missing.npy: file does not exist; pass the path of a .npy or .npz file"]
+        "conformance: error: --x missing.npy: file does not exist; pass the path of a .npy, .npz or .pt file"]
 
 
 @pytest.mark.parametrize("flag, example", [("--json", "reports/out.json"), ("--junit", "reports/junit.xml"),

@@ -45,7 +45,7 @@ _BITS_DTYPES = ("bfloat16", "float16")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--x", help="input x (.npy or .npz)")
+    parser.add_argument("--x", help="input x (.npy, .npz or a torch.save .pt)")
     parser.add_argument("--y", help="forward output y computed by the device")
     parser.add_argument("--alpha", help="the slope the device was given")
     parser.add_argument("--dy", help="upstream gradient dy (backward)")

@@ -42,6 +42,7 @@ from numpy.lib import format as npy_format
 from conformance.dtypes import DTYPES, info
 from conformance.errors import UsageError, one_line
 from conformance.ingest import bounded
+from conformance.ingest.torch_files import is_torch_file, torch_tensor
 
 _MAGIC = b"\x93NUMPY"
 _MAX_HEADER = 1 << 20  # bytes of header text numpy may parse (its own default is 10,000)
@@ -264,9 +265,9 @@ def _open_npz(path: Path, *, flag: str, where: str) -> np.ndarray:
 def _check_file(file: Path, *, where: str) -> bytes:
     """Exists, is a regular file, and starts like a .npy or a zip; returns the magic bytes."""
     if not file.exists():
-        raise UsageError(f"{where}: file does not exist; pass the path of a .npy or .npz file")
+        raise UsageError(f"{where}: file does not exist; pass the path of a .npy, .npz or .pt file")
     if not file.is_file():
-        raise UsageError(f"{where}: not a regular file; pass the path of a .npy or .npz file")
+        raise UsageError(f"{where}: not a regular file; pass the path of a .npy, .npz or .pt file")
     try:
         with open(file, "rb") as handle:
             magic = handle.read(6)
@@ -284,6 +285,9 @@ def read(path: str, *, flag: str) -> np.ndarray:
     memory-mapped where the storage allows it; as stored (byte order untouched)."""
     file, where = Path(path), f"{flag} {path}"
     magic = _check_file(file, where=where)
+    if magic.startswith(b"PK") and is_torch_file(file):
+        return torch_tensor(file, limit=file.stat().st_size, where=where,
+                            hint="save one tensor with torch.save(tensor, path)")
     try:
         if magic.startswith(b"PK"):
             return _open_npz(file, flag=flag, where=where)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import re
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,6 +39,7 @@ from conformance.errors import UsageError
 from conformance.ingest import bounded
 from conformance.ingest.arrays import Dump, load, table_dtype
 from conformance.ingest.msprobe_stack import Origin, read_modules, read_stacks, where_notes
+from conformance.ingest.torch_files import torch_tensor
 from conformance.reference.defaults import entry_for
 
 REDUMP = ("re-dump with mindstudio-probe's PrecisionDebugger, task \"tensor\", level \"L1\" "
@@ -109,41 +109,6 @@ def read_header(file: Path) -> dict:
 
 # ----------------------------------------------------------------------------- tensors
 
-def _check_zip(file: Path, *, limit: int, where: str) -> None:
-    """A zip ``.pt`` (what torch.save writes) whose members fit the tensor it should hold."""
-    try:
-        if not zipfile.is_zipfile(file):
-            return
-        with zipfile.ZipFile(file) as archive:
-            bounded.check_archive(archive.infolist(), limit=limit, where=where)
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise UsageError(f"{where}: not a readable tensor file ({type(exc).__name__}); {REDUMP}") from None
-
-
-def _torch_tensor(file: Path, *, limit: int, where: str) -> np.ndarray:
-    """A strided CPU ``.pt`` tensor through ``torch.load(weights_only=True)``; bfloat16 keeps its bits."""
-    import torch
-
-    from conformance.frameworks.torch_backend import numpy_from_tensor as from_torch
-
-    _check_zip(file, limit=limit, where=where)
-    try:
-        value = torch.load(file, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001  weights_only refuses anything but plain tensors
-        raise UsageError(f"{where}: cannot read it as a tensor ({' '.join(str(exc).split())[:120]}); "
-                         f"{REDUMP}") from None
-    if not isinstance(value, torch.Tensor):
-        raise UsageError(f"{where}: holds a {type(value).__name__}, not a tensor; {REDUMP}")
-    if value.layout != torch.strided or value.is_meta or value.is_quantized:
-        kind = "meta" if value.is_meta else str(value.layout).replace("torch.", "")
-        raise UsageError(f"{where}: holds a {kind} tensor, not a dense one with data; {REDUMP}")
-    try:
-        return from_torch(value.detach().contiguous())
-    except (RuntimeError, TypeError, ValueError) as exc:
-        raise UsageError(f"{where}: cannot convert its {value.dtype} tensor ({type(exc).__name__}); "
-                         f"{REDUMP}") from None
-
-
 def _declared_dtype(entry: dict) -> Optional[str]:
     """The table dtype an entry's metadata names (``torch.float16``, ``Float16``), if any."""
     name = entry.get("dtype")
@@ -192,7 +157,7 @@ def load_tensor(entry: Any, *, base: Path, where: str) -> Dump:
         raise UsageError(f"{where}: {name} is neither .pt nor .npy; {REDUMP}")
     declared = _declared_dtype(entry)
     itemsize = np.dtype(np.float64).itemsize if declared is None else DTYPES[declared].dtype.itemsize
-    raw = _torch_tensor(file, limit=bounded.tensor_file_limit(entry.get("shape"), itemsize), where=where)
+    raw = torch_tensor(file, hint=REDUMP, limit=bounded.tensor_file_limit(entry.get("shape"), itemsize), where=where)
     return _check_metadata(Dump(raw, table_dtype(raw, flag=where, bits_dtype=None)), entry, where=where)
 
 

@@ -175,3 +175,38 @@ def test_bad_array_files_exit_2_with_one_line(name: str, tmp_path: Path,
 def test_every_bad_case_is_listed(tmp_path: Path) -> None:
     """A meta-test: the parametrisation covers every case the builder makes."""
     assert sorted(BAD) == sorted(_cases(tmp_path))
+
+
+def _torch_files(d: Path) -> dict[str, str]:
+    torch = pytest.importorskip("torch")
+    x = torch.linspace(-3, 3, 1001, dtype=torch.bfloat16)
+    files = {"x": x, "y": torch.nn.functional.leaky_relu(x, 0.2), "torch_default": torch.nn.functional.leaky_relu(x),
+             "dict": {"y": x}}
+    for name, value in files.items():
+        torch.save(value, d / f"{name}.pt")
+    return {name: str(d / f"{name}.pt") for name in files}
+
+
+def test_compare_reads_torch_save_tensors_bfloat16_bit_for_bit(tmp_path: Path, capsys) -> None:
+    pt = _torch_files(tmp_path)
+    ok = run_cli(["compare", "--x", pt["x"], "--y", pt["y"], "--alpha", "0.2"], capsys, cwd=tmp_path)
+    assert ok.code == 0, ok.err
+    wrong = run_cli(["compare", "--x", pt["x"], "--y", pt["torch_default"], "--alpha", "0.2", "--json", "r.json"],
+                    capsys, cwd=tmp_path)
+    assert wrong.code == 1
+    row = json.loads((tmp_path / "r.json").read_text())["rows"][0]
+    assert row["dtype"] == "bfloat16" and {f["category"] for f in row["findings"]} == {"alpha-mismatch"}
+
+
+def test_a_torch_file_without_one_tensor_or_without_torch_is_one_line(tmp_path: Path, capsys, monkeypatch) -> None:
+    pt = _torch_files(tmp_path)
+    result = run_cli(["compare", "--x", pt["x"], "--y", pt["dict"], "--alpha", "0.2"], capsys, cwd=tmp_path)
+    assert_usage_error(result, mentions="holds a dict, not a tensor; save one tensor with torch.save")
+    from conformance import extras
+
+    real = extras.importlib.import_module
+    monkeypatch.setattr(extras.importlib, "import_module",
+                        lambda name, *a: (_ for _ in ()).throw(ImportError("no torch")) if name == "torch"
+                        else real(name, *a))
+    result = run_cli(["compare", "--x", pt["x"], "--y", pt["y"], "--alpha", "0.2"], capsys, cwd=tmp_path)
+    assert_usage_error(result, mentions="pip install 'conformance[torch]'")
