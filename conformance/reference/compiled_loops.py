@@ -313,3 +313,10 @@ def select_backward_loop(dys, xs, table, sink, ge, nan_dy, take_mode, same, r):
                 store(sink, i, load(dys[i], table), r[10])
         else:
             store(sink, i, _plain_negative(load(dys[i], table), r), r[10])
+
+
+@numba.njit(cache=True, nogil=True)
+def gather(table, index, out):
+    """``out[i] = table[index[i]]``: a 16-bit dtype's golden read from the golden of every pattern."""
+    for i in range(index.size):
+        out[i] = table[index[i]]

@@ -8,6 +8,7 @@ import pytest
 
 from conformance.dtypes import all_patterns, from_bits, info, to_bits
 from conformance.reference import golden
+from conformance.reference.semantics import Semantics
 from tests.exact_oracle import exact_backward, exact_leaky_relu, exact_round, exact_round_array, exact_scale
 from tests.helpers import assert_same_bits
 
@@ -189,3 +190,21 @@ def test_the_array_rounding_is_the_element_at_a_time_rounding() -> None:
 def test_the_array_oracle_refuses_operands_it_cannot_multiply_exactly() -> None:
     with pytest.raises(ValueError, match="at most 24 bits"):
         exact_leaky_relu(np.array([-(1 + 2.0 ** -40)]), 0.3, out_dtype="float32")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("semantics", [Semantics(), Semantics(slope_dtype="float16"), Semantics(daz=True, ftz=True),
+                                       Semantics(formulation="max_or_min", nan_operand="x"), Semantics(saturate=True)],
+                         ids=str)
+def test_a_large_16_bit_forward_read_from_the_pattern_table_is_the_numpy_golden(dtype: str, semantics) -> None:
+    from conformance import jit
+
+    x = np.random.default_rng(2).integers(0, 1 << 16, golden.TABLE_MIN + 77, dtype=np.uint16).view(info(dtype).dtype)
+    x = x.reshape(-1, 7) if x.size % 7 == 0 else x
+    assert golden._tabled(x) == jit.enabled()
+    for alpha in (0.2, 0.01, -0.5, 1.5):
+        for out in (None, "float32"):
+            got = golden.compute("forward", x, alpha, out_dtype=out, semantics=semantics)
+            want = golden.reference_compute("forward", x, alpha, out_dtype=out, semantics=semantics)
+            assert got.shape == x.shape and got.dtype == want.dtype
+            assert np.array_equal(to_bits(got), to_bits(want)), (alpha, out)
