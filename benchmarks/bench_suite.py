@@ -10,7 +10,7 @@ suite <= 60 s after set-up; the exhaustive 16-bit part <= 5 s.
   (imports, the keras worker's start and the quantized rows included), timed from outside:
   wall, and the CPU seconds of it and every process it started.
 - The 16-bit part is every 16-bit row of the default suite fed only its 65,536-pattern sweep batch
-  and judged with ``report.evaluate``, on the suite's processes (``suite.row_tasks``: the same
+  and judged with ``judge.evaluate``, on the suite's processes (``suite.row_tasks``: the same
   grouping).  Each process warms each backend up once, with a 4-element call, before its first
   timed call (TensorFlow's import takes seconds), so the figure is the sweep work itself (JAX's
   compiles for the sweep's shapes included): the busiest process's timed seconds and CPU seconds

@@ -38,6 +38,12 @@ def _number(value: Any, *, where: str) -> float:
     return float(value)
 
 
+def _max_ulp(value: Any, *, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(f"{where} must be an integer >= 0, got {value!r}")
+    return value
+
+
 def _tolerances(table: Any, base: Mapping[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
     if not isinstance(table, dict):
         raise UsageError("tolerances must be a table like float16 = { rtol = 1e-3, atol = 1e-5 }")
@@ -112,10 +118,7 @@ def apply_table(config: GateConfig, table: Mapping[str, Any], *, source: str) ->
     if "tolerances" in table:
         changes["tolerances"] = _tolerances(table["tolerances"], config.tolerances)
     if "max_ulp" in table:
-        value = table["max_ulp"]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise UsageError(f"{source}: max_ulp must be an integer >= 0, got {value!r}")
-        changes["max_ulp"] = value
+        changes["max_ulp"] = _max_ulp(table["max_ulp"], where=f"{source}: max_ulp")
     if "strict_zeros" in table:
         if not isinstance(table["strict_zeros"], bool):
             raise UsageError(f"{source}: strict_zeros must be true or false")
@@ -175,9 +178,7 @@ def with_tolerances(config: GateConfig, *, rtol: Optional[float] = None, atol: O
         chosen = list(config.tolerances) if dtypes is None else list(dtypes)
         config = replace(config, tolerances={**config.tolerances, **dict.fromkeys(chosen, pair)})
     if max_ulp is not None:
-        if isinstance(max_ulp, bool) or not isinstance(max_ulp, int) or max_ulp < 0:
-            raise UsageError(f"{prefix}max_ulp must be an integer >= 0, got {max_ulp!r}")
-        config = replace(config, max_ulp=max_ulp)
+        config = replace(config, max_ulp=_max_ulp(max_ulp, where=f"{prefix}max_ulp"))
     return config
 
 

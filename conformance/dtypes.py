@@ -72,14 +72,14 @@ class DTypeInfo:
     def short(self) -> str:
         return _SHORT[self.name]
 
+    def __str__(self) -> str:
+        return self.name
+
 
 def short_name(name: str) -> str:
     """``fp16`` for ``float16``: the short name of a float format of the table, or ``name``
     itself (a quantized code type such as ``int8``)."""
     return _SHORT.get(name, name)
-
-    def __str__(self) -> str:
-        return self.name
 
 
 #            name        numpy dtype          exp  mant  uint       int

@@ -346,7 +346,8 @@ class Offender:
 @dataclass(frozen=True)
 class Finding:
     """One category's share of a row's differences.  ``gated``: it fails its row (some element
-    is outside tolerance and the policy does not allow the category); the JSON report writes
+    is outside tolerance in a category the policy does not allow, every finding under ``--strict``,
+    a quantized one more than a code off: ``judge.gate.finding_gated``); the JSON report writes
     the opposite, ``allowed``."""
 
     category: str

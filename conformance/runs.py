@@ -129,11 +129,11 @@ def no_rows(skipped: Sequence[tuple[RowSpec, str]]) -> str:
 def gate_against(rows: Sequence[Row], baseline: tuple[str, dict], *, console: Console,
                  view: show.View) -> list[Row]:
     """``rows`` judged against the baseline: only findings that are new or grown since it fail
-    (see ``report.baseline``); the changes are printed before the rows."""
+    (see ``judge.baseline``); the changes are printed before the rows."""
     path, doc = baseline
-    diff = compare(doc["rows"], [export.row_dict(r) for r in rows])
-    render_diff(diff, console=console, against=path, quiet=view.quiet)
-    return judged_against(rows, doc, against=path, as_dicts=[export.row_dict(r) for r in rows])
+    as_dicts = [export.row_dict(r) for r in rows]
+    render_diff(compare(doc["rows"], as_dicts), console=console, against=path, quiet=view.quiet)
+    return judged_against(rows, doc, against=path, as_dicts=as_dicts)
 
 
 class Timer:
@@ -177,8 +177,7 @@ def framework_versions(specs: Sequence[RowSpec]) -> dict[str, str]:
 
 def as_skip(spec: RowSpec, reason: str) -> Skip:
     """A skipped row as the reports record it."""
-    return Skip(spec.backend, spec.profile, spec.variant, spec.dtype, spec.out_dtype, spec.direction,
-                spec.alpha, reason)
+    return Skip(*spec.key, reason)
 
 
 def render(result: SuiteResult, *, console: Console, view: show.View = show.View()) -> None:

@@ -129,19 +129,19 @@ def judge(name: str, rows: list[Row], *, expected: tuple[str, ...], baseline: Ba
           strict: bool) -> Outcome:
     """The outcome of variant ``name`` from its ``rows``: failing categories, then allowed ones
     outside the reference's ``baseline`` of the same row."""
-    failing = categories(rows, allowed=False)
+    failing = categories(rows, gated=True)
     extra = (f.category for r in rows for f in r.findings
              if not f.gated and f.category not in baseline.get(_key(r), frozenset()))
     return Outcome(name, expected, failing + tuple(c for c in dict.fromkeys(extra) if c not in failing),
                    len(rows), strict)
 
 
-def categories(rows: list[Row], *, allowed: bool) -> tuple[str, ...]:
-    """Categories of findings with the given ``allowed`` flag over ``rows``, in first-seen order."""
+def categories(rows: list[Row], *, gated: bool) -> tuple[str, ...]:
+    """Categories of the findings that are ``gated`` (or not) over ``rows``, in first-seen order."""
     seen: dict[str, None] = {}
     for row in rows:
         for finding in row.findings:
-            if finding.gated != allowed:
+            if finding.gated == gated:
                 seen.setdefault(finding.category, None)
     return tuple(seen)
 

@@ -79,11 +79,11 @@ def passes(share: float, false: int) -> bool:
 def profile_plan(src: str, out: str, direction: str, numel: int, rng) -> object:
     """The reference kernel's tiling plan on a chip profile drawn by ``rng`` (None where the
     profile has no kernel for the pair)."""
-    from conformance.ingest.dumps import plan_layout
+    from conformance.ingest.dumps import kernel_plan_fn
     from conformance.npu_impl.chips import PROFILES
 
     try:
-        return plan_layout(str(rng.choice(sorted(PROFILES))), None, dtypes=(src, out), direction=direction)(numel)
+        return kernel_plan_fn(str(rng.choice(sorted(PROFILES))), None, dtypes=(src, out), direction=direction)(numel)
     except UsageError:
         return None
 

@@ -13,7 +13,7 @@ of two such rows compare:
 - otherwise ``BACKEND shape N`` are that backend's own batches (``own``): no other
   backend runs them, they are never compared, and the row's notes say what they add.
 
-Every batch is judged with ``report.evaluate`` and the batches are merged with
+Every batch is judged with ``judge.evaluate`` and the batches are merged with
 ``merge_rows``.  A failing row gets a minimal reproducer per failing category
 (see :func:`shrink`), saved as ``.npz`` under the results directory.
 """

@@ -177,9 +177,6 @@ def test_the_default_run_runs_what_is_installed_and_names_the_rest(monkeypatch, 
 
 
 def test_a_default_run_with_nothing_installed_says_what_to_install(monkeypatch, capsys, tmp_path) -> None:
-    from conformance import backends
-
-    monkeypatch.setattr(backends, "unavailable", lambda name: f"backend {name}: not installed")
     from conformance.commands import selection
 
     monkeypatch.setattr(selection, "installed_defaults", lambda: ((), ("backend torch: not installed",)))

@@ -36,13 +36,19 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("conformance.judge",),
     ("conformance.render",),
 )
-#: Edges the stage order allows that a rule of the house forbids: render reads records, never
-#: triage's internals; the judge gets its policy as data, never from the backend registry; the
-#: registry never imports a framework or a case (its default boundary sizes are the default chip's
-#: plan edges, ``npu_impl.boundaries``), nor the worker's transport a framework (the command
-#: that starts a worker hands it the probes); the golden never a backend.
+#: Edges the stage order allows that a rule of the house forbids:
+#: - no stage after the backends imports the emulator, a framework, a worker or an adapter
+#:   (they hand results on as data);
+#: - render reads records, never triage's internals;
+#: - the judge gets its policy as data, never from the backend registry;
+#: - the registry never imports a framework or a case (its default boundary sizes are the
+#:   default chip's plan edges, ``npu_impl.boundaries``), nor the worker's transport a
+#:   framework (the command that starts a worker hands it the probes);
+#: - the golden never imports a backend.
 FORBIDDEN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("conformance.render", ("conformance.triage",)),
+    *((stage, ("conformance.npu_impl", "conformance.frameworks", "conformance.worker", "conformance.adapters"))
+      for stage in ("conformance.metrics", "conformance.triage", "conformance.judge", "conformance.render")),
     ("conformance.judge", ("conformance.backends",)),
     ("conformance.backends", ("conformance.frameworks", "conformance.cases")),
     ("conformance.worker", ("conformance.frameworks",)),

@@ -2,7 +2,7 @@
 dtype pair and direction, and the migration check ``--from A --to B``.
 
 Runs the suite (``conformance.suite``) with every selected backend a reference, so each pair
-is compared once, bit for bit, on the batches every backend runs (``report.agreement``).
+is compared once, bit for bit, on the batches every backend runs (``judge.agreement``).
 
 Exit codes: 0 the table was printed, or the migration is identical or differs only within the
 ``--allow`` categories; 1 the migration differs otherwise; 2 usage error; 130/143 interrupted.
@@ -19,8 +19,10 @@ from rich.table import Table
 from rich.text import Text
 
 from conformance.backends import default_backends
-from conformance.commands.args import HTML_HELP, add_selection_options, checked_backend, html_paths, items, parse_int
-from conformance.commands.selection import MAX_EXAMPLES, selection_from
+from conformance.commands.args import items, parse_int
+from conformance.commands.names import checked_backend
+from conformance.commands.output import HTML_HELP, html_paths
+from conformance.commands.selection import MAX_EXAMPLES, add_selection_options, selection_from
 from conformance.config import allowed_categories, load_config
 from conformance.dtypes import info
 from conformance.errors import UsageError

@@ -1,5 +1,6 @@
-"""Argument parsing shared by the sub-commands: the options several commands define, lists,
-slopes, counts, seconds and bounded integers, and the checks of backend, profile and variant names."""
+"""Argument parsing shared by the sub-commands: the kernel and gate options, lists, dtypes,
+slopes, tolerances, counts, seconds and bounded integers (``names`` checks the names a
+command takes, ``output`` the report and view options, ``selection`` what a run selects)."""
 from __future__ import annotations
 
 import argparse
@@ -13,8 +14,6 @@ from conformance.errors import UsageError
 
 if TYPE_CHECKING:
     from conformance.judge.gate import GateConfig
-    from conformance.render.console import View
-    from conformance.render.files import ReportPaths
 
 
 def items(values: Optional[Sequence[str]], *, flag: str) -> Optional[tuple[str, ...]]:
@@ -139,17 +138,6 @@ def parse_seconds(text: str, *, flag: str) -> float:
     return value
 
 
-def add_view_options(parser: argparse.ArgumentParser, *, details: bool = True) -> None:
-    """``--details fail|warn|all`` (when the command has panels) and ``-q/--quiet``."""
-    from conformance.render.console import DETAILS
-
-    if details:
-        parser.add_argument("--details", choices=DETAILS, default="fail",
-                            help="panels for failing rows (fail, the default), also for warning rows "
-                                 "(warn), and also the full per-alpha table (all)")
-    parser.add_argument("-q", "--quiet", action="store_true", help="print only the final verdict line")
-
-
 def add_kernel_options(parser: argparse.ArgumentParser) -> None:
     """``--profile`` and ``--variant`` of the backends that have them (cann)."""
     parser.add_argument("--profile", help="chip profile of the backends that have one (cann: default ascend910b1)")
@@ -168,37 +156,6 @@ def add_gate_options(parser: argparse.ArgumentParser) -> None:
         "torch.testing's per dtype)")
     add("--atol", metavar="A", help="absolute tolerance for every output dtype (with --rtol)")
     add("--max-ulp", metavar="N", help="the most units in the last place an element may be off (default 1)")
-
-
-def add_selection_options(parser: argparse.ArgumentParser, *, reference: bool = False,
-                          backend_help: str = "") -> None:
-    """What to run (backends, dtypes, slopes, directions, kernel, workers, seed), as ``run`` and
-    ``agree`` take it; ``reference``: also ``--reference``."""
-    from conformance.backends import default_backends
-    from conformance.backends import names as backend_names
-
-    add = parser.add_argument
-    add("--backend", action="append", metavar="NAME",
-        help=f"one of {', '.join(backend_names())}, or your own as module:NAME or file.py:NAME, NAME a "
-             "factory, a backend object or a kernel fn(x, alpha) "
-             f"(repeat or comma-separate; default: {backend_help or ', '.join(default_backends())}, "
-             "those installed here)")
-    add("--dtype", action="append", metavar="D", help=f"{DTYPE_HELP}; repeat or comma-separate")
-    add("--alpha", action="append", metavar="A", help="slope(s), e.g. 0.2 or 1/3 (default: the suite's 8)")
-    add("--direction", action="append", metavar="DIR", help="forward or backward (default: both)")
-    if reference:
-        add("--reference", action="append", metavar="NAME",
-            help="also compare every other backend's rows bit for bit with this backend's output on the "
-                 "same inputs (a --backend name, added to the run if not selected; comma-separate "
-                 "several: each is compared with the ones before it)")
-    add_kernel_options(parser)
-    add("--worker", action="append", metavar="CMD",
-        help="run the backend a worker serves through it, e.g. \"ssh npu-host /opt/venv/bin/conformance "
-             "worker --backend torch_npu\" (repeatable; without --backend only worker backends run)")
-    add("--worker-timeout", default="600", metavar="S",
-        help="seconds a worker may take per call before its row gets an error finding (default 600)")
-    add("--seed", default="0", help="seed for random inputs and hypothesis examples (default 0)")
-    add("--max-examples", default="100", help="hypothesis examples per dtype and direction (default 100)")
 
 
 def config_from(args: argparse.Namespace) -> GateConfig:
@@ -226,92 +183,3 @@ def ascii_float(text: str) -> float:
     if not (_DECIMAL.fullmatch(text.strip()) or _NON_FINITE.fullmatch(text.strip())):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number in ASCII digits")
     return float(text)
-
-
-def view_from(args: argparse.Namespace) -> View:
-    """The rendering options the flags of :func:`add_view_options` ask for."""
-    from conformance.render.console import View
-
-    return View(details=getattr(args, "details", "fail"), quiet=bool(args.quiet))
-
-
-HTML_HELP = "write the HTML report (tables and plots, one self-contained file) here; needs the report extra"
-
-
-def html_paths(args: argparse.Namespace) -> ReportPaths:
-    """The --json, --junit (a command may have none) and --html paths; --html without the plotting
-    library is a usage error."""
-    from conformance.render.files import ReportPaths
-    from conformance.render.html import require_plotly
-
-    if args.html is not None:
-        require_plotly()
-    return ReportPaths(args.json, getattr(args, "junit", None), args.html)
-
-
-# ----------------------------------------------------------------------------- names checked
-
-def choice(value: Optional[str], choices: Sequence[str], *, flag: str) -> Optional[str]:
-    """``value`` when it is one of ``choices`` (or None); a UsageError listing them otherwise."""
-    if value is not None and value not in choices:
-        raise UsageError(f"{flag} {value!r} is unknown; choose from {', '.join(choices)}")
-    return value
-
-
-def checked_backend(name: str, *, flag: str) -> str:
-    """A backend name or import path, validated (an import path that does not load is exit 2
-    before any work)."""
-    from conformance.backends import is_import_path, load
-    from conformance.backends import names as backend_names
-
-    if is_import_path(name):
-        load(name)
-        return name
-    return choice(name, backend_names(), flag=flag) or name
-
-
-def references_from(values: Optional[Sequence[str]]) -> tuple[str, ...]:
-    """The --reference backends (repeated or comma-separated), validated as --backend is."""
-    names = items(values, flag="--reference") or ()
-    return tuple(dict.fromkeys(checked_backend(n, flag="--reference") for n in names))
-
-
-def check_profile(args: argparse.Namespace, backends: Sequence[str]) -> tuple[Optional[str], Optional[str]]:
-    """``--profile`` and ``--variant`` checked against what ``backends`` declare; (None, None)
-    without them."""
-    if not (args.profile or args.variant):
-        return None, None
-    profiles, variants = _profile_choices(backends)
-    if not (profiles or variants):
-        raise UsageError(_profile_hint(args.profile, args.variant))
-    return (choice(args.profile, profiles, flag="--profile"),
-            choice(args.variant, variants, flag="--variant"))
-
-
-def _profile_choices(backends: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The --profile and --variant values the selected backends declare."""
-    from conformance.backends import profiles_of
-
-    found = [profiles_of(name) for name in backends]
-    return (tuple(dict.fromkeys(p for ps, _ in found for p in ps)),
-            tuple(dict.fromkeys(v for _, vs in found for v in vs)))
-
-
-def _profile_hint(profile: Optional[str], variant: Optional[str]) -> str:
-    """Which backend a --profile/--variant value belongs to, as a fix to suggest."""
-    from conformance.backends import names as backend_names
-
-    declared = {n: _safe_profiles(n) for n in backend_names()}
-    having = [n for n, (ps, vs) in declared.items() if profile in ps or variant in vs] or \
-        [n for n, pv in declared.items() if any(pv)] or ["NAME"]
-    return (f"--profile/--variant apply to the {' or '.join(having)} backend; "
-            f"add --backend {having[0]}")
-
-
-def _safe_profiles(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    from conformance.backends import profiles_of
-
-    try:
-        return profiles_of(name)
-    except UsageError:
-        return (), ()

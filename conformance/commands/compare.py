@@ -17,21 +17,11 @@ from pathlib import Path
 from typing import Optional
 
 from conformance.commands import compare_quant, compare_reference
-from conformance.commands.args import (
-    HTML_HELP,
-    add_gate_options,
-    add_view_options,
-    config_from,
-    html_paths,
-    parse_alpha,
-    parse_dtype,
-    parse_int,
-    shown,
-    view_from,
-)
+from conformance.commands.args import add_gate_options, config_from, parse_alpha, parse_dtype, parse_int, shown
+from conformance.commands.output import HTML_HELP, add_view_options, html_paths, view_from
 from conformance.errors import UsageError
 from conformance.ingest.arrays import Dump, load
-from conformance.ingest.dumps import check_elements, check_pair, chunks, plan_layout, progress
+from conformance.ingest.dumps import check_elements, check_pair, chunks, kernel_plan_fn, progress
 from conformance.judge.chunked import evaluate_chunks
 from conformance.judge.gate import GateConfig
 from conformance.records import Row
@@ -116,7 +106,7 @@ def _evaluate(args: argparse.Namespace, x: Dump, out: Dump, *, dy: Optional[Dump
     cores = _cores(args.cores)
     plan_fn = None
     if args.profile is not None or cores is not None:
-        plan_fn = plan_layout(args.profile, cores, dtypes=(x.dtype.name, out.dtype.name),
+        plan_fn = kernel_plan_fn(args.profile, cores, dtypes=(x.dtype.name, out.dtype.name),
                                 direction=direction)
     label = Path(args.y if direction == "forward" else args.dx).name
     with ExitStack() as stack:

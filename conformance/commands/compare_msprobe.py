@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Optional
 
 from conformance.errors import UsageError
-from conformance.ingest.dumps import check_elements, check_pair, chunks, plan_layout, progress
+from conformance.ingest.dumps import check_elements, check_pair, chunks, kernel_plan_fn, progress
 from conformance.ingest.msprobe import REDUMP, Call, read_calls
 from conformance.judge.chunked import evaluate_chunks
 from conformance.judge.evaluate import PlanFn
@@ -38,7 +38,7 @@ def evaluate_call(call: Call, *, config: GateConfig, profile: Optional[str] = No
     _check(call)
     plan_fn: Optional[PlanFn] = None
     if profile is not None or cores is not None:
-        plan_fn = plan_layout(profile, cores, dtypes=(call.x.dtype.name, call.out.dtype.name),
+        plan_fn = kernel_plan_fn(profile, cores, dtypes=(call.x.dtype.name, call.out.dtype.name),
                                 direction=call.direction)
     with ExitStack() as stack:
         row = evaluate_chunks(lambda: chunks(call.x, call.out, dy=call.dy), numel=call.x.size,

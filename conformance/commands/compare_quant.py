@@ -2,7 +2,7 @@
 
 ``--x`` and ``--y`` hold int8 (qint8) or uint8 (quint8) codes of the same shape; the setting
 gives the per-tensor affine parameters of both.  The row is judged by code distance and
-quantized triage (``report.quantized``) as backend ``dump``, so the same table, JSON, JUnit
+quantized triage (``judge.quantized``) as backend ``dump``, so the same table, JSON, JUnit
 and exit codes follow.  The dumps are memory-mapped and read a chunk at a time
 (``ingest.dumps.chunks``), as float dumps are.  A bad setting or a float array is exit 2
 with one line.
@@ -72,6 +72,6 @@ def rows(args: argparse.Namespace, *, config: GateConfig) -> list[Row]:
                                    backend="dump", config=config, label=label, shape=x.shape,
                                    advance=progress(stack, f"forward {label}", total=x.size, quiet=args.quiet))
     unexplained = any(f.category == "unexplained" for f in row.findings)
-    if unexplained and x.size <= LAYOUT_MAX_CODES:  # a tile plan proof reads the whole tensor
+    if unexplained and x.size <= LAYOUT_MAX_CODES:  # a layout or span proof needs every code's place
         row = judged_whole(row, x.whole(), y.whole(), params=params, config=config, label=label)
     return [row]

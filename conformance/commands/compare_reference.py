@@ -1,7 +1,7 @@
 """`conformance compare --reference-y/--reference-dx`: a second device's or framework's dump of
 the same inputs.  Both outputs are judged against golden; then their bits are compared, a chunk
 at a time, and the agreement says whether they are identical, how many elements differ and why
-(``report.agreement``, from both sides' triage)."""
+(``judge.agreement``, from both sides' triage)."""
 from __future__ import annotations
 
 import argparse
@@ -12,7 +12,7 @@ from typing import Optional
 from conformance.commands.args import parse_alpha, parse_dtype, parse_int
 from conformance.errors import UsageError
 from conformance.ingest.arrays import Dump, load
-from conformance.ingest.dumps import check_pair, chunks, plan_layout, progress
+from conformance.ingest.dumps import check_pair, chunks, kernel_plan_fn, progress
 from conformance.judge.agreement import Agreement, from_chunks
 from conformance.judge.chunked import evaluate_chunks
 from conformance.judge.gate import GateConfig
@@ -75,7 +75,7 @@ def _judged(args: argparse.Namespace, x: Dump, ref: Dump, *, dy: Optional[Dump],
     cores = None if args.cores is None else parse_int(args.cores, flag="--cores", minimum=1)
     plan_fn = None
     if args.profile is not None or cores is not None:
-        plan_fn = plan_layout(args.profile, cores, dtypes=(x.dtype.name, ref.dtype.name),
+        plan_fn = kernel_plan_fn(args.profile, cores, dtypes=(x.dtype.name, ref.dtype.name),
                                 direction=row.direction)
     with ExitStack() as stack:
         return evaluate_chunks(lambda: chunks(x, ref, dy=dy), numel=x.size, dtype=x.dtype,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from conformance.commands.args import add_view_options, view_from
+from conformance.commands.output import add_view_options, view_from
 from conformance.judge.baseline import compare
 from conformance.render import console as show
 from conformance.render import files

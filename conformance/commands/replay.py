@@ -14,7 +14,8 @@ import argparse
 from conformance.backends import WorkerSpec, is_import_path
 from conformance.backends import names as backend_names
 from conformance.cases.corpus import Reproducer, load
-from conformance.commands.args import add_view_options, parse_seconds, view_from
+from conformance.commands.args import parse_seconds
+from conformance.commands.output import add_view_options, view_from
 from conformance.config import load_config
 from conformance.errors import CorpusError, Unsupported, UsageError
 from conformance.judge.gate import GateConfig

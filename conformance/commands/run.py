@@ -9,16 +9,10 @@ from __future__ import annotations
 
 import argparse
 
-from conformance.commands.args import (
-    HTML_HELP,
-    add_gate_options,
-    add_selection_options,
-    add_view_options,
-    html_paths,
-    references_from,
-    view_from,
-)
-from conformance.commands.selection import options_from, selection_from
+from conformance.commands.args import add_gate_options
+from conformance.commands.names import references_from
+from conformance.commands.output import HTML_HELP, add_view_options, html_paths, view_from
+from conformance.commands.selection import add_selection_options, options_from, selection_from
 from conformance.render import console as show
 from conformance.render import files
 from conformance.render.baseline import load_report

@@ -11,9 +11,8 @@ from pathlib import Path
 
 from conformance.backends import WorkerSpec, installed_defaults
 from conformance.commands.args import (
-    check_profile,
-    checked_backend,
-    choice,
+    DTYPE_HELP,
+    add_kernel_options,
     config_from,
     items,
     parse_alpha,
@@ -21,11 +20,43 @@ from conformance.commands.args import (
     parse_int,
     parse_seconds,
 )
+from conformance.commands.names import check_profile, checked_backend, choice
 from conformance.errors import UsageError
 from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, Selection
 
 MAX_EXAMPLES = 10_000  # hypothesis examples per dtype pair; more only slows the run
 MAX_JOBS = 256
+
+
+def add_selection_options(parser: argparse.ArgumentParser, *, reference: bool = False,
+                          backend_help: str = "") -> None:
+    """What to run (backends, dtypes, slopes, directions, kernel, workers, seed), as ``run`` and
+    ``agree`` take it; ``reference``: also ``--reference``."""
+    from conformance.backends import default_backends
+    from conformance.backends import names as backend_names
+
+    add = parser.add_argument
+    add("--backend", action="append", metavar="NAME",
+        help=f"one of {', '.join(backend_names())}, or your own as module:NAME or file.py:NAME, NAME a "
+             "factory, a backend object or a kernel fn(x, alpha) "
+             f"(repeat or comma-separate; default: {backend_help or ', '.join(default_backends())}, "
+             "those installed here)")
+    add("--dtype", action="append", metavar="D", help=f"{DTYPE_HELP}; repeat or comma-separate")
+    add("--alpha", action="append", metavar="A", help="slope(s), e.g. 0.2 or 1/3 (default: the suite's 8)")
+    add("--direction", action="append", metavar="DIR", help="forward or backward (default: both)")
+    if reference:
+        add("--reference", action="append", metavar="NAME",
+            help="also compare every other backend's rows bit for bit with this backend's output on the "
+                 "same inputs (a --backend name, added to the run if not selected; comma-separate "
+                 "several: each is compared with the ones before it)")
+    add_kernel_options(parser)
+    add("--worker", action="append", metavar="CMD",
+        help="run the backend a worker serves through it, e.g. \"ssh npu-host /opt/venv/bin/conformance "
+             "worker --backend torch_npu\" (repeatable; without --backend only worker backends run)")
+    add("--worker-timeout", default="600", metavar="S",
+        help="seconds a worker may take per call before its row gets an error finding (default 600)")
+    add("--seed", default="0", help="seed for random inputs and hypothesis examples (default 0)")
+    add("--max-examples", default="100", help="hypothesis examples per dtype and direction (default 100)")
 
 
 def selection_from(args: argparse.Namespace, *, references: Sequence[str] = ()) -> Selection:
@@ -40,13 +71,13 @@ def selection_from(args: argparse.Namespace, *, references: Sequence[str] = ()) 
     dtypes, alphas = items(args.dtype, flag="--dtype"), items(args.alpha, flag="--alpha")
     dtypes = None if dtypes is None else tuple(dict.fromkeys(map(parse_dtype, dtypes)))
     alphas = SUITE_ALPHAS if alphas is None else tuple(dict.fromkeys(map(parse_alpha, alphas)))
-    workers = workers_from(args)  # last: starting a worker is the slow part
+    timeout = parse_seconds(args.worker_timeout, flag="--worker-timeout")
+    workers = workers_from(args, timeout=timeout)  # last: starting a worker is the slow part
     served = tuple(name for name, _ in workers)
     defaults = () if chosen or workers else runnable_defaults()
     backends = tuple(dict.fromkeys((*references, *(chosen or defaults), *served)))
     profile, variant = check_profile(args, [b for b in backends if b not in served])
-    return Selection(backends=backends, workers=workers,
-                     worker_timeout=parse_seconds(args.worker_timeout, flag="--worker-timeout"),
+    return Selection(backends=backends, workers=workers, worker_timeout=timeout,
                      dtypes=dtypes, alphas=alphas, directions=tuple(directions),  # type: ignore[arg-type]
                      profile=profile, variant=variant, references=tuple(references))
 
@@ -63,11 +94,10 @@ def runnable_defaults() -> tuple[str, ...]:
     return found
 
 
-def workers_from(args: argparse.Namespace) -> tuple[tuple[str, WorkerSpec], ...]:
+def workers_from(args: argparse.Namespace, *, timeout: float) -> tuple[tuple[str, WorkerSpec], ...]:
     """Start each --worker, learn from its handshake which backend it serves."""
     from conformance.worker.client import connect
 
-    timeout = parse_seconds(args.worker_timeout, flag="--worker-timeout")
     found = []
     for command in args.worker or ():
         spec = WorkerSpec(command, timeout)

@@ -16,7 +16,8 @@ from rich.table import Table
 from conformance import categories as cats
 from conformance import selftest_generated as generated
 from conformance.cases.selftest_expectations import applicable_names
-from conformance.commands.args import add_view_options, parse_int, view_from
+from conformance.commands.args import parse_int
+from conformance.commands.output import add_view_options, view_from
 from conformance.errors import UsageError
 from conformance.render import console as show
 from conformance.selftest import Outcome, run_selftest, variant_lines

@@ -15,21 +15,17 @@ from rich.console import Console
 
 from conformance.backends import names as backend_names
 from conformance.commands.args import (
-    HTML_HELP,
     add_gate_options,
     add_kernel_options,
-    add_view_options,
-    check_profile,
-    choice,
     config_from,
-    html_paths,
     items,
     parse_alpha,
     parse_count,
     parse_dtype,
     parse_range,
-    view_from,
 )
+from conformance.commands.names import check_profile, choice
+from conformance.commands.output import HTML_HELP, add_view_options, html_paths, view_from
 from conformance.dtypes import info
 from conformance.errors import UsageError
 from conformance.judge.gate import GateConfig

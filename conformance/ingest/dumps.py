@@ -65,7 +65,7 @@ def chunks(x: Dump, out: Dump, *, dy: Optional[Dump], size: Optional[int] = None
             dump.release(lo, hi)
 
 
-def plan_layout(profile: Optional[str], cores: Optional[int], *, dtypes: tuple[str, str],
+def kernel_plan_fn(profile: Optional[str], cores: Optional[int], *, dtypes: tuple[str, str],
                 direction: str) -> PlanFn:
     """The reference kernel's tiling plan as a tile plan function (imports the emulator lazily)."""
     from conformance.npu_impl import kernel

@@ -21,7 +21,7 @@ def is_torch_file(file: Path) -> bool:
     try:
         with zipfile.ZipFile(file) as archive:
             return any(name.endswith("data.pkl") for name in archive.namelist())
-    except (OSError, zipfile.BadZipFile):
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, NotImplementedError):  # the .npz reader says why
         return False
 
 

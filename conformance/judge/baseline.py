@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
-from conformance.records import Row, pair_text
+from conformance.records import Row, backend_label, pair_text
 
 DIFF_SCHEMA = "leakyrelu-conformance-diff/1"
 STATUSES = ("new", "grown", "now-fails", "shrunk", "fixed")
@@ -101,11 +101,13 @@ def row_key(row: dict, *, full: bool = False) -> tuple:
 
 
 def _who(row: dict) -> str:
-    return f"{row['profile']}/{row['variant']}" if row["profile"] or row["variant"] else ""
+    """The brackets' words of a row's label (``ascend910b1/reference``), as ``backend_label`` writes them."""
+    return backend_label("", row["profile"], row["variant"]).strip("[]")
 
 
 def row_title(row: dict, *, old: Optional[dict] = None) -> str:
-    """The row's name; ``[old -> new]`` when the baseline row had another profile or variant."""
+    """The row's one spelling (``str(RowKey)``); ``[old -> new]`` when the baseline row had
+    another profile or variant."""
     who = _who(row)
     if old is not None and _who(old) != who:
         who = f"{_who(old) or '-'} -> {who or '-'}"

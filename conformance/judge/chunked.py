@@ -1,7 +1,7 @@
 """A tensor judged a chunk at a time: ``conformance compare`` on a dump of any size.
 
 One pass computes golden and the metrics chunk by chunk (merged exactly by
-``metrics.merge``) and keeps every mismatching element plus a weighted stride sample of
+``metrics.exact.merge``) and keeps every mismatching element plus a weighted stride sample of
 the matching ones (the evidence a rule is contradicted by).  Triage then judges all
 mismatches as one batch, as :func:`conformance.judge.evaluate.evaluate` would.
 

@@ -18,14 +18,13 @@ import numpy as np
 
 from conformance import jit
 from conformance.dtypes import info, to_bits, ulp_distance
-from conformance.records import Grid, Plots, TilePlan
+from conformance.records import Grid, Plots, Shape, TilePlan
 from conformance.triage import Batch, Claim
 from conformance.triage.claims import as_slice
 
 MAX_BINS = 64  # per grid axis: a grid has at most 64 x 64 cells per category
 MAX_GRIDS = 4  # per row: the grids of its parts with the most errors
 _STEP = 1 << 20  # elements handled at once (bounds the temporaries of a 16M-element dump)
-Shape = tuple[int, ...]
 
 
 _ULP_NAMES = ["0"] + [str(1 << (k - 1)) for k in range(1, 65)] + ["nan"]

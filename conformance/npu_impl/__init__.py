@@ -3,7 +3,7 @@
 ``leaky_relu`` and ``leaky_relu_backward`` validate their inputs like the host
 side of an aclnn operator (one :class:`HostValidationError` per rejection),
 build the tiling plan, launch the per-core kernels on emulated GM/UB, and
-return the output with its plan, tile plan and memory hazards.
+return the output with its ``TilingPlan``, that plan's ``TilePlan`` record and memory hazards.
 
 The contract follows ops-nn ``activation/leaky_relu/op_api/aclnn_leaky_relu.cpp`` and
 ``activation/leaky_relu_grad/op_api/aclnn_leaky_relu_backward.cpp``:
@@ -42,7 +42,7 @@ __all__ = ["leaky_relu", "leaky_relu_backward", "HostValidationError", "KernelRe
 
 @dataclass(frozen=True)
 class KernelResult:
-    """One launch: the output tensor, the tiling plan, the recorded hazards and the tile plan."""
+    """One launch: the output tensor, the ``TilingPlan``, the recorded hazards and the plan's ``TilePlan`` record."""
 
     value: np.ndarray
     plan: TilingPlan

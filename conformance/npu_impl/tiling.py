@@ -162,7 +162,7 @@ class TilingPlan:
         return sum(len(c.tiles) for c in self.cores)
 
     def tile_plan(self) -> TilePlan:
-        """The plan as the record the report stages read."""
+        """The plan as the record the later stages read (a ``TilePlan``)."""
         spans = tuple(TileSpan(c.core, i, t.start, t.length,
                                is_tail=(i == len(c.tiles) - 1 and t.length < self.tile_elements))
                       for c in self.cores for i, t in enumerate(c.tiles))

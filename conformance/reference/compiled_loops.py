@@ -318,6 +318,6 @@ def select_backward_loop(dys, xs, table, sink, ge, nan_dy, take_mode, same, r):
 @numba.njit(cache=True, nogil=True)
 def gather(table, index, out, lo, hi):
     """``out[i] = table[index[i]]`` for ``lo <= i < hi``: a 16-bit dtype's golden read from the
-    golden of every pattern (a range per thread: the loop releases the GIL)."""
+    golden of every pattern (the loop releases the GIL)."""
     for i in range(lo, hi):
         out[i] = table[index[i]]

@@ -399,9 +399,9 @@ def _from_table(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike], 
     table = _pattern_table(src.name, float(check_alpha(alpha)), out, semantics)
     bits = to_bits(np.ascontiguousarray(x).reshape(-1))
     result = np.empty(bits.size, dtype=table.dtype)
-    codes, sink = to_bits(table), to_bits(result)
-    jit.in_parallel([functools.partial(gather, codes, bits, sink, lo, hi)
-                     for lo, hi in jit.ranges(0, bits.size, least=TABLE_MIN)])
+    # one thread: callers already split large work over the pool (compare's chunks a range per
+    # thread), and a nested split would wait on the threads its caller holds
+    gather(to_bits(table), bits, to_bits(result), 0, bits.size)
     return result.reshape(x.shape)
 
 

@@ -5,8 +5,8 @@ object ``{"dtype", "hex", "bits", "decimal", "value"}``: ``float.hex`` of the va
 (``"inf"``, ``"-inf"``, ``"nan"`` for the specials), its bit pattern in its own
 dtype as ``0x...``, its decimal ``repr`` as a string, and ``value``, the plain
 number (null for NaN and ±inf, whose ``hex`` says which).  The schema is
-``report.schema.SCHEMA`` (shipped as ``conformance/schemas/report.schema.json``);
-the JUnit report is ``report.junit``.
+``render.schema.SCHEMA`` (shipped as ``conformance/schemas/report.schema.json``);
+the JUnit report is ``render.junit``.
 
 Timings are the one part of a report that differs between two runs of one command and
 seed: they are kept in ``summary.durations`` and each row's ``seconds``.
@@ -164,7 +164,7 @@ def write_json(rows: Sequence[Row], path: str | Path, *, seed: Optional[int], ve
                verdict: Optional[str] = None, partial: bool = False, flag: str = "--json",
                config: Optional[GateConfig] = None, agreement: Optional[Sequence[Agreement]] = None,
                info: RunInfo = NO_INFO) -> None:
-    """The strict JSON report, written atomically (see ``report.files``)."""
+    """The strict JSON report, written atomically (see ``render.files``)."""
     write_atomic(path, json_bytes(rows, seed=seed, versions=versions, verdict=verdict, partial=partial,
                                   config=config, agreement=agreement, info=info), flag=flag)
 

@@ -1,7 +1,7 @@
 """Report files: where a report may go, and how it is written.
 
 The rules every command that writes reports follows (``run``, ``compare``, ``sweep``;
-``report.export.placeholder`` holds a failing report at each path while they run):
+``render.export.placeholder`` holds a failing report at each path while they run):
 
 - :func:`prepare` checks the report paths before any work and creates nothing:
   a report path is a file path whose directory is writable or can be created;

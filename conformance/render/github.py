@@ -16,7 +16,7 @@ from typing import Optional, TextIO
 from conformance.dtypes import info as dtype_info
 from conformance.records import Row, backend_label
 from conformance.render.console import Folded, fold, summary_line
-from conformance.render.junit import failure_message, warning_message
+from conformance.render.junit import failure_line, warning_message
 from conformance.render.summary import RunInfo
 from conformance.render.text import short_int
 
@@ -47,7 +47,7 @@ def markdown(rows: Sequence[Row], *, info: RunInfo, interrupted: bool = False) -
                   "| verdict |", "|---|---|---|---:|---|---|---|", *map(_group_line, fold(rows)), ""]
     failing = [r for r in rows if r.verdict == "fail"]
     if failing:
-        lines += ["### Failing rows", ""] + [f"- {_cell(failure_message(r))}" for r in failing[:MAX_FAILING]]
+        lines += ["### Failing rows", ""] + [f"- {_cell(failure_line(r))}" for r in failing[:MAX_FAILING]]
         if len(failing) > MAX_FAILING:
             lines.append(f"- … and {len(failing) - MAX_FAILING} more (see the JSON or JUnit report)")
         lines.append("")
@@ -65,7 +65,7 @@ def annotations(rows: Sequence[Row]) -> list[str]:
     found = []
     for row in rows:
         if row.verdict == "fail":
-            found.append(f"::error title={_escape(str(row), prop=True)}::{_escape(failure_message(row))}")
+            found.append(f"::error title={_escape(str(row), prop=True)}::{_escape(failure_line(row))}")
         elif row.verdict == "warn":
             found.append(f"::warning title={_escape(str(row), prop=True)}::{_escape(warning_message(row))}")
     return found

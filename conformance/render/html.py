@@ -1,6 +1,6 @@
 """The HTML report: one self-contained page (plotly.js inlined once, no network).
 
-:func:`render_html` takes the report document ``report.export.report_dict(..., plots=True)``
+:func:`render_html` takes the report document ``render.export.report_dict(..., plots=True)``
 builds and writes the page: the folded table, then a panel per failing or warning row
 with its findings and the plots its ``plots`` data allows (ULP distances, the errors over
 the kernel's plan and over the input's shape, the input value classes per category), and
@@ -291,6 +291,6 @@ def page(report: dict) -> str:
 
 def render_html(report: dict, path: str | Path, *, flag: str = "--html") -> None:
     """Write the page for ``report`` (a ``report_dict(..., plots=True)`` document) to ``path``,
-    atomically (see ``report.files``)."""
+    atomically (see ``render.files``)."""
     require_plotly()
     write_atomic(path, page(report).encode("utf-8"), flag=flag)

@@ -39,14 +39,14 @@ def finding_line(f: Finding) -> str:
     return f"{f.category} ×{f.count} {'not allowed' if f.gated else 'allowed'}: {f.summary}"
 
 
-def failure_message(row: Row) -> str:
-    """The one line a CI reporter lists for a failing row: its title, then each finding not allowed."""
+def failure_line(row: Row) -> str:
+    """The one line a CI reporter lists for a failing row: the row, then each finding not allowed."""
     bad = [finding_line(f) for f in row.findings if f.gated] or ["outside tolerance"]
     return f"{row}: {'; '.join(bad)}"
 
 
 def warning_message(row: Row) -> str:
-    """The one line of a warned row: its title, then each allowed finding."""
+    """The one line of a warned row: the row, then each allowed finding."""
     return f"{row}: warning: {'; '.join(finding_line(f) for f in row.findings if not f.gated)}"
 
 
@@ -67,7 +67,7 @@ def _testcase(suite: ET.Element, row: Row, *, seconds: Optional[float]) -> None:
         case.set("time", _seconds(seconds))
     _properties(case, row)
     if row.verdict == "fail":
-        failure = ET.SubElement(case, "failure", message=failure_message(row), type="ConformanceFailure")
+        failure = ET.SubElement(case, "failure", message=failure_line(row), type="ConformanceFailure")
         failure.text = messages.failure_message(row)
     elif row.verdict == "warn":
         ET.SubElement(case, "system-out").text = f"{warning_message(row)}\n\n{messages.failure_message(row)}"
@@ -125,5 +125,5 @@ def junit_bytes(rows: Sequence[Row], *, partial: bool = False, config: Optional[
 
 def write_junit(rows: Sequence[Row], path: str | Path, *, partial: bool = False, flag: str = "--junit",
                 config: Optional[GateConfig] = None, info: RunInfo = NO_INFO) -> None:
-    """The JUnit XML report, written atomically (see ``report.files``)."""
+    """The JUnit XML report, written atomically (see ``render.files``)."""
     write_atomic(path, junit_bytes(rows, partial=partial, config=config, info=info), flag=flag)

@@ -48,7 +48,7 @@ class _Finding(Protocol):
 
 
 class JudgedRow(Protocol):
-    """What a message needs of a judged row (``evaluate.Row``)."""
+    """What a message needs of a judged row (``records.Row``)."""
 
     metrics: met.Metrics
     findings: Sequence[_Finding]

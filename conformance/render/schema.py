@@ -65,7 +65,7 @@ _ROW_PROPS = {
 _OPTIONAL_ROW_PROPS = {
     "notes": {"type": "array", "items": {"type": "string"}},  # present only when there are notes
     "seconds": _SECONDS,  # always written: the row's one timing, null when the command did not time it
-    "plots": {"type": "object"},  # what the HTML report draws (report.plots); only in its document
+    "plots": {"type": "object"},  # what the HTML report draws (judge.plots); only in its document
 }
 _NUMBER_PAIR = {"type": "object", "required": ["rtol", "atol"], "additionalProperties": False,
                 "properties": {"rtol": {"type": "number"}, "atol": {"type": "number"}}}

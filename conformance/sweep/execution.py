@@ -158,7 +158,7 @@ def render(judged: Sequence[tuple[SweepSpec, Row]], plan: sweeping.Plan, *, cons
 
 
 def total_line(row: Row, *, planned: int, x_class: Optional[str] = None) -> str:
-    """``torch fp32->fp32 forward alpha=0.2: k of 4,294,967,296 differ from exact, all alpha-precision``."""
+    """``torch fp32 forward alpha=0.2: k of 4,294,967,296 differ from exact, all alpha-precision``."""
     m = row.metrics
     at = f" at x={x_class}" if x_class is not None else ""
     head = f"{row}{at}: {m.mismatches:,} of {m.elements:,} differ from exact"

@@ -9,8 +9,8 @@ without a tile plan is judged without one), and those do nothing once the value 
 when two results have the same bits and no hazards, and the judged row's findings are all
 whole-batch semantic claims (registry group ``semantics``, no ``region`` in their detail:
 nothing was left for a later pass), the other's row is the judged one with its own head
-and policy, and with the judged layout's traces (the examples' core and tile, the plan
-grid of the plots) dropped when it has no tile_plan.  Anything else is judged on its own.
+and policy, and with the judged tile plan's traces (the examples' core and tile, the plan
+grid of the plots) dropped when it has no tile plan of its own.  Anything else is judged on its own.
 """
 from __future__ import annotations
 

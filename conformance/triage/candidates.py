@@ -3,7 +3,7 @@
 A slope enters as a candidate when the median ratio actual/input of the mismatches (on each
 side of zero) suggests it, and stays only when some element shows it (:func:`_plausible`).
 With the compiled paths, many mismatches that are all informative and on one side of zero are
-summarised by compiled passes over the operands (``report.slope_loops``: one survey of
+summarised by compiled passes over the operands (``triage._compiled.slope_loops``: one survey of
 them, the median by a radix selection it starts, which slopes are shown near a candidate's
 from it, or by one more pass where it cannot tell) instead of a sorted array of every slope;
 the numpy path stays the reference, and gives the same rules.

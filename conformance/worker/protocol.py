@@ -14,7 +14,8 @@ Messages (``header["type"]``):
   ``suite_pairs``, ``boundary_sizes`` (for a backend with sizes of its own; a pair it does not
   name takes the default sizes, which the client computes) and ``versions``;
 - ``call`` (client -> worker): ``direction``, ``alpha``, ``out_dtype``; arrays ``x`` and ``dy``;
-- ``result`` (worker -> client): ``rejected`` (a refusal's reason or null), ``tile_plan``,
+- ``result`` (worker -> client): ``rejected`` (a refusal's reason or null), ``layout`` (a
+  ``TilePlan``, or null; the field keeps its name on the wire),
   ``hazards``; array ``value``;
 - ``probe`` (client -> worker): ``api``, an entry of the default-slope table
   (``conformance.reference.defaults``) to probe in the worker's environment;
@@ -115,7 +116,7 @@ def decode(payload: bytes) -> Message:
     except ProtocolError:
         raise
     except Exception as exc:
-        raise ProtocolError(f"unreadable payload ({type(exc).__name__}: {one_line(exc, named=False)})") from None
+        raise ProtocolError(f"unreadable payload ({one_line(exc)})") from None
     if not isinstance(header, dict) or "type" not in header:
         raise ProtocolError("payload header has no message type")
     return Message(header, _typed(arrays, header.pop("dtypes", None) or {}))

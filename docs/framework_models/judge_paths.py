@@ -28,7 +28,6 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 
 def inputs(dtype: str):
     from conformance.cases.exhaustive import random_bits, shuffled16, exhaustive16
-from conformance.config import default_config
     if dtype in ("float16", "bfloat16"):
         return exhaustive16(dtype), shuffled16(dtype, seed=7)
     x = random_bits("float32", N32, seed=5)
@@ -78,7 +77,7 @@ def collect(names):
 def judge(names):
     from conformance.records import BackendResult
     from conformance.judge.evaluate import evaluate
-    from conformance.judge.gate import GateConfig
+    from conformance.config import default_config
     files = sorted(f for f in os.listdir(OUT) if f.endswith(".npz"))
     cache = {}
     results = {}

@@ -69,10 +69,13 @@ def test_torch_tensors_bfloat16_included() -> None:
         assert_leaky_relu(torch.nn.functional.leaky_relu(x), x, alpha=0.2)
 
 
-def test_jax_and_tensorflow_arrays() -> None:
+def test_jax_arrays() -> None:
     jnp = pytest.importorskip("jax.numpy")
     x = jnp.linspace(-3, 3, 101, dtype=jnp.float32)
     assert_leaky_relu(jnp.where(x > 0, x, jnp.float32(0.2) * x), x, alpha=jnp.float32(0.2).item())
+
+
+def test_tensorflow_tensors() -> None:
     tf = pytest.importorskip("tensorflow")
     t = tf.linspace(-3.0, 3.0, 101)
     with pytest.raises(AssertionError, match="alpha-mismatch"):

@@ -173,7 +173,7 @@ def test_chunked_rows_equal_the_whole_batch_evaluator(case: Dumped, tmp_path: Pa
     jobs = [("forward", arrays["y"], None, "y.npy")] + (
         [("backward", arrays["dx"], arrays["dy"], "dx.npy")] if "dx" in arrays else [])
     for row, (direction, out, dy, label) in zip(rows, jobs, strict=True):
-        plan_fn = dumps.plan_layout(case.options[1], None, dtypes=(x.dtype.name, out.dtype.name),
+        plan_fn = dumps.kernel_plan_fn(case.options[1], None, dtypes=(x.dtype.name, out.dtype.name),
                                       direction=direction) if case.options else None
         whole = evaluate(x, 0.2, BackendResult(out), direction=direction, dy=dy, backend="dump",
                          config=load_config(None), label=label, plan_fn=plan_fn)

@@ -1,6 +1,6 @@
 """The compiled passes of a defect compare give the numpy path's results.
 
-``report.slope_loops`` summarises the slopes a batch's mismatches show without writing
+``triage._compiled.slope_loops`` summarises the slopes a batch's mismatches show without writing
 them out (their median by a radix selection, which candidate slopes some slope shown is near);
 ``triage.candidates`` picks the candidate rules from them.  On slopes of every sign and
 width, repeated ones, signed zeros, infinities, NaN, subnormals, consecutive mismatches and

@@ -1,4 +1,4 @@
-"""The HTML report: its plot data (report.plots), the --html flag, and the page in a real browser.
+"""The HTML report: its plot data (judge.plots), the --html flag, and the page in a real browser.
 
 The browser tests open each page in headless Chromium with networking off, and check that
 every panel's plot rendered, that nothing was fetched and that the console stayed clean;

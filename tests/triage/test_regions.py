@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conformance.dtypes import info
-from conformance.ingest.dumps import plan_layout
+from conformance.ingest.dumps import kernel_plan_fn
 from conformance.records import Row, TilePlan, TileSpan
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
@@ -29,7 +29,7 @@ def _plan(numel: int, *, cores: int, tiles: int) -> TilePlan:
 
 
 def _profile_plan(numel: int, *, profile: str, dtype: str) -> TilePlan:
-    return plan_layout(profile, None, dtypes=(dtype, dtype), direction="forward")(numel)
+    return kernel_plan_fn(profile, None, dtypes=(dtype, dtype), direction="forward")(numel)
 
 
 def _variant(x: np.ndarray, alpha: float, semantics: Semantics) -> np.ndarray:

@@ -1,6 +1,6 @@
 """The slope passes give the same survey, ranks and hits whatever the number of threads.
 
-``report.slope_loops`` splits every pass over ``CONFORMANCE_THREADS`` threads by position
+``triage._compiled.slope_loops`` splits every pass over ``CONFORMANCE_THREADS`` threads by position
 range and merges the parts' counts, histograms and extremes.  On slopes with zero, infinite,
 NaN and subnormal operands, signed zeros, many equal keys, one element and odd and even
 counts, read in order and at positions, one, two and three threads (every pass split, down
