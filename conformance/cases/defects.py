@@ -411,7 +411,7 @@ def _plant(x, dy, alpha, out, golden, defects, tail, rng) -> tuple[np.ndarray, d
             if not moved[i]:
                 accept.pop(i, None)
         for i, also in zip(kept, reproducing(names, alone, garbled, kept)):
-            accept[i] = (tail.category,) + also + _nan_symptom(garbled[i], golden[i])
+            accept[i] = (tail.category,) + also + _value_symptom(garbled[i], golden[i])
         actual = garbled
     return actual, accept
 
@@ -439,11 +439,15 @@ def reproducing(names: Sequence[str], alone: Sequence[np.ndarray], actual: np.nd
     return [tuple(name for name, same in zip(names, agree) if same[i]) for i in where]
 
 
-def _nan_symptom(actual: np.generic, golden: np.generic) -> tuple[str, ...]:
-    """A garbled element whose NaN was lost, or that became NaN, is also named rightly by that
-    value class: with no earlier input of its kind, nothing shows it is the position."""
-    was, now = bool(np.isnan(np.float64(golden))), bool(np.isnan(np.float64(actual)))
-    return ("lost-nan",) if was and not now else ("spurious-nan",) if now and not was else ()
+def _value_symptom(actual: np.generic, golden: np.generic) -> tuple[str, ...]:
+    """A garbled element whose NaN was lost, that became NaN, or that is golden's zero with the
+    other sign, is also named rightly by that value class: with no earlier input of its kind,
+    nothing shows it is the position."""
+    a, g = np.float64(actual), np.float64(golden)
+    was, now = bool(np.isnan(g)), bool(np.isnan(a))
+    if was != now:
+        return ("lost-nan",) if was else ("spurious-nan",)
+    return ("signed-zero",) if a == 0 and g == 0 and np.signbit(a) != np.signbit(g) else ()
 
 
 def same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:

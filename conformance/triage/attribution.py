@@ -18,7 +18,7 @@ from conformance.metrics.exact import match_mask
 from conformance.records import TilePlan
 from conformance.triage.candidates import candidates_for
 from conformance.triage.claims import PIECE, Batch, Claim, State, comparable, max_ulp, merge_claims
-from conformance.triage.regions import Region, ranked
+from conformance.triage.regions import Region, ranked, sorted_by_position
 from conformance.triage.rules import Rule
 from conformance.triage.sampling import Scope, mismatch_scope, scope_of, thinned_scope
 from conformance.triage.search import RULE_COST, Selector, beam_search, stack_semantics
@@ -252,9 +252,10 @@ def claim_regional_semantics(batch: Batch, state: State, tile_plan: Optional[Til
     else: the errors the whole-batch rules left, ranked by where they are dense, are tried
     region by region; the stack chosen on a region's elements alone competes by the same
     description length, the region's own cost added.  The region goes into each claim."""
+    partial = not sorted_by_position(batch.x)
     for _ in range(REGION_ROUNDS):
         regions = ranked(batch.flat(state.remaining), numel=batch.tensor_size, shape=batch.tensor_shape,
-                         tile_plan=tile_plan)
+                         tile_plan=tile_plan, partial=partial)
         trials = [t for t in (_regional_trial(batch, state, r) for r in regions) if t is not None]
         if not trials:
             return

@@ -12,12 +12,12 @@ from typing import Optional
 
 import numpy as np
 
-from conformance.dtypes import info, is_nan, ordered, to_bits
+from conformance.dtypes import info, is_nan, to_bits
 from conformance.metrics.exact import match_mask
 from conformance.records import TilePlan
 from conformance.reference.semantics import Semantics
 from conformance.triage.claims import Batch, Claim, State, beyond_rounding, comparable, observed_slopes
-from conformance.triage.regions import MIN_EVIDENCE, mapping_text, shifts
+from conformance.triage.regions import MIN_EVIDENCE, mapping_text, shifts, sorted_by_position
 from conformance.triage.rules import slope_dtypes
 from conformance.triage.value_classes import value_classes_of
 
@@ -33,7 +33,7 @@ def claim_shift(batch: Batch, state: State, rest: np.ndarray) -> bool:
     n = batch.golden.size
     if batch.where is not None or rest.size < 4 or 2 * int(rest[-1] - rest[0] + 1) < n:
         return False  # a shift moves the whole output; a copied block is a block or a tail
-    if _sorted_inputs(batch.x[rest]):
+    if sorted_by_position(batch.x[rest]):
         return False  # over sorted inputs a neighbour's result is a value a few ULP away
     a = comparable(batch.actual[rest])
     telling = rest[np.isfinite(a) & (a != 0)]  # a zero or NaN matches some neighbour by chance
@@ -86,7 +86,7 @@ def _claim_one_mapping(batch: Batch, state: State, offsets: list[int], *, tile_p
     """The offset that holds most of the telling errors left, claimed when it holds at least
     half of them; whether one was."""
     rest = beyond_rounding(batch, state.remaining)
-    if rest.size < MIN_EVIDENCE or _sorted_inputs(batch.x[rest]):
+    if rest.size < MIN_EVIDENCE or sorted_by_position(batch.x[rest]):
         return False
     a = comparable(batch.actual[rest])
     telling = rest[np.isfinite(a) & (a != 0)]  # a zero or NaN matches some other element by chance
@@ -112,16 +112,6 @@ def _held(batch: Batch, index: np.ndarray, k: int) -> int:
     at = index - k
     ok = (at >= 0) & (at < batch.golden.size)
     return int(match_mask(batch.actual[index[ok]], batch.golden[at[ok]]).sum())
-
-
-def _sorted_inputs(x: np.ndarray) -> bool:
-    """Inputs that rise or fall with the position (an enumeration of bit patterns, a
-    linspace): there the position and the value cannot be told apart."""
-    for key in (to_bits(x).astype(np.int64), ordered(x)):
-        step = np.diff(key)
-        if (step >= 0).all() or (step <= 0).all():
-            return True
-    return False
 
 
 def tail_regions(tile_plan: TilePlan, numel: int) -> list[tuple[int, int, dict]]:
@@ -279,7 +269,7 @@ def claim_blocks(batch: Batch, state: State) -> None:
     if rest.size < (_STRIDE_EVIDENCE if step > 1 else _BLOCK_EVIDENCE):
         return  # a few leftovers line up by chance
     kinds = _value_kinds(batch.x)
-    if 2 * int(np.isin(kinds[rest], kinds[~inside]).sum()) < rest.size or _sorted_inputs(batch.x[rest]):
+    if 2 * int(np.isin(kinds[rest], kinds[~inside]).sum()) < rest.size or sorted_by_position(batch.x[rest]):
         return  # inputs of kinds seen nowhere else, or sorted: a value defect may explain it
     index = absorb_contained(state, state.remaining[inside[state.remaining]],
                              covers=lambda at: bool(inside[at].all()))

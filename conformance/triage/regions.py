@@ -22,6 +22,7 @@ from typing import Optional
 
 import numpy as np
 
+from conformance.dtypes import ordered, to_bits
 from conformance.records import TilePlan
 
 MIN_EVIDENCE = 4  # errors a region needs before it is tried
@@ -77,6 +78,17 @@ def _spans(rows: list[tuple[int, int]]) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- families
+
+def sorted_by_position(x: np.ndarray) -> bool:
+    """Inputs that rise or fall with the position (an enumeration of bit patterns, a
+    linspace): there the position and the value cannot be told apart."""
+    for key in (to_bits(x).astype(np.int64), ordered(x)):
+        step = np.diff(key)
+        if (step >= 0).all() or (step <= 0).all():
+            return True
+    return False
+
+
 
 def _plan_families(tile_plan: TilePlan) -> list[list[Region]]:
     """Each core's range, each tile, tile k of every core (when several cores have one)."""
@@ -148,13 +160,14 @@ def _segments(tile_plan: Optional[TilePlan], shape: tuple[int, ...]) -> list[tup
     return out
 
 
-def _window_regions(tile_plan: Optional[TilePlan], shape: tuple[int, ...],
-                    rest: np.ndarray) -> list[tuple[Region, int]]:
+def _window_regions(tile_plan: Optional[TilePlan], shape: tuple[int, ...], rest: np.ndarray, *,
+                    partial: bool) -> list[tuple[Region, int]]:
     """The first or the last w elements of every segment (:func:`_segments`), when every error
     lies within that many elements of its segment's start (or end) and w is less than a
-    whole segment."""
+    whole segment; without ``partial``, only the first w of every tile (overlapping in-place
+    tiles), the one partial region inputs sorted by position cannot fake."""
     out: list[tuple[Region, int]] = []
-    for name, spans in _segments(tile_plan, shape):
+    for name, spans in _segments(tile_plan, shape)[:None if partial else 1]:
         if spans.shape[0] < 2 or rest.size < MIN_EVIDENCE:
             continue
         at = np.searchsorted(spans[:, 0], rest, side="right") - 1
@@ -162,7 +175,8 @@ def _window_regions(tile_plan: Optional[TilePlan], shape: tuple[int, ...],
         if not ((at >= 0) & (rest < spans[at_ok, 1])).all():
             continue
         lengths = spans[:, 1] - spans[:, 0]
-        for from_end, off in ((False, rest - spans[at_ok, 0]), (True, spans[at_ok, 1] - 1 - rest)):
+        ends = ((False, rest - spans[at_ok, 0]), (True, spans[at_ok, 1] - 1 - rest))
+        for from_end, off in ends[:None if partial else 1]:
             w = int(off.max()) + 1
             if w >= int(lengths.max()):
                 continue
@@ -198,19 +212,21 @@ def _counted(regions: list[Region], rest: np.ndarray) -> list[tuple[Region, int]
 
 
 def ranked(rest: np.ndarray, *, numel: int, shape: tuple[int, ...], tile_plan: Optional[TilePlan],
-           top: int = TOP) -> list[Region]:
+           top: int = TOP, partial: bool = True) -> list[Region]:
     """The regions most worth trying for the errors ``rest`` (flat indices, ascending): those
     that hold much of them (``share``, at least ``MIN_SHARE``) where they are denser than in
     the whole tensor (``lift``, at least ``MIN_LIFT``): share times log2(lift), per unit of
     the region's cost.  Sparse errors (a flush of the few subnormals) rank as dense ones do.
-    The span of every error is tried too when it ranks lower (a region no plan or shape names)."""
+    The span of every error is tried too when it ranks lower (a region no plan or shape names).
+    ``partial``: the first or last w elements of every segment are tried (not on inputs sorted
+    by position, where the place of an error is its value)."""
     if rest.size < MIN_EVIDENCE:
         return []
     counted: list[tuple[Region, int]] = []
     if tile_plan is not None and tile_plan.spans:
         for family in _plan_families(tile_plan):
             counted += _counted(family, rest)
-    counted += _window_regions(tile_plan, tuple(shape), rest)
+    counted += _window_regions(tile_plan, tuple(shape), rest, partial=partial)
     counted += _axis_regions(tuple(shape), rest) + _extent_regions(rest)
     scored: dict[tuple, tuple[float, Region]] = {}
     for region, count in counted:
