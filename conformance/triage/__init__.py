@@ -37,7 +37,7 @@ import numpy as np
 from conformance.records import Hazard, TilePlan
 from conformance.triage.attribution import claim_regional_semantics, claim_semantics
 from conformance.triage.claims import Batch, Claim, State, beyond_rounding, merge_claims, special_values
-from conformance.triage.clamps import claim_clamps
+from conformance.triage.clamps import claim_clamps, sole_clamp
 from conformance.triage.hazards import claim_hazards
 from conformance.triage.layout import claim_layout
 from conformance.triage.location import claim_blocks, claim_mapped, claim_shift, claim_tail, tail_regions
@@ -48,9 +48,19 @@ __all__ = ["Batch", "Claim", "special_values", "tail_regions", "triage"]
 
 def _values(batch: Batch, state: State) -> None:
     """The value passes: rules over the whole batch, then clamps at a limit on golden or on
-    the rule stacks chosen."""
-    stacks = claim_semantics(batch, state) if state.remaining.size else []
-    claim_clamps(batch, state, bases=stacks)
+    the rule stacks chosen.  When one clamp on golden alone reproduces every remaining
+    mismatch, it is the shorter description of any account that needs two categories
+    (rule stacks can reach a clamp's values through several rules: inputs narrowed to fp16,
+    then saturated, then a gradient rule at the zeros the narrowing made)."""
+    trial = State(state.remaining, list(state.claims), list(state.by_rules))
+    stacks = claim_semantics(batch, trial) if trial.remaining.size else []
+    claim_clamps(batch, trial, bases=stacks)
+    if len({c.category for c in trial.claims[len(state.claims):]}) > 1:
+        alone = sole_clamp(batch, state)
+        if alone is not None:
+            state.claim(alone, by_rule=True)
+            return
+    state.remaining, state.claims, state.by_rules = trial.remaining, trial.claims, trial.by_rules
 
 
 def triage(batch: Batch, *, mismatches: np.ndarray, hazards: Sequence[Hazard] = (),

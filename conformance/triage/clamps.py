@@ -331,6 +331,15 @@ def _shared_magnitude(batch: Batch, rest: np.ndarray) -> bool:
     return counts[top] >= _SHARED or (counts[top] >= 2 and limit_of(float(values[top])) is not None)
 
 
+def sole_clamp(batch: Batch, state: State) -> Optional[Claim]:
+    """The proved clamp on golden when it reproduces every remaining mismatch (one cause for
+    all of them, whatever rule stacks could also reach them), else None."""
+    proof = _on(batch, state, ())
+    if proof is None or proof.explained.size != state.remaining.size:
+        return None
+    return _claim(batch, proof)
+
+
 def claim_clamps(batch: Batch, state: State, *, bases: Sequence[Sequence[Rule]] = ()) -> None:
     """Errors that golden clamped at one limit reproduces, with no contradiction, are
     ``saturation`` at that limit (one side, then the other, for an asymmetric clamp); a
