@@ -40,17 +40,9 @@ def run_generated(count: int, *, seed: int,
 
 def name_generated(case) -> Scored:
     """Triage a generated case (``conformance.cases.defects.Planted``) element by element."""
-    import numpy as np
-
-    from conformance.metrics.exact import match_mask
-    from conformance.triage import Batch, triage
-
-    mis = np.flatnonzero(~match_mask(case.actual, case.golden))
-    batch = Batch(case.x.reshape(-1), None if case.dy is None else case.dy.reshape(-1), case.alpha,
-                  case.direction, case.out_dtype, case.golden, case.actual, shape=case.x.shape)
     named: dict[int, str] = {}
     also: dict[int, tuple] = {}  # categories triage reported as equally good for the element
-    for claim in triage(batch, mismatches=mis, tile_plan=case.tile_plan):
+    for claim in _claims(case):
         for i in claim.index.tolist():
             named[i] = claim.category
             also[i] = tuple(claim.detail.get("alternative_categories", ()))
@@ -61,6 +53,23 @@ def name_generated(case) -> Scored:
         pairs.append((name if name in planted else planted[0], name, right))
     false = tuple(sorted({c for i, c in named.items() if i not in case.accept}))
     return Scored(case, tuple(pairs), false)
+
+
+def _claims(case) -> list:
+    """Triage's claims on a generated case: its codes' (a quantized case) or its elements'."""
+    import numpy as np
+
+    if case.params is not None:
+        from conformance.triage.quantized import QuantBatch, triage_quantized
+
+        return triage_quantized(QuantBatch(case.x, case.alpha, case.params, case.golden, case.actual))
+    from conformance.metrics.exact import match_mask
+    from conformance.triage import Batch, triage
+
+    mis = np.flatnonzero(~match_mask(case.actual, case.golden))
+    batch = Batch(case.x.reshape(-1), None if case.dy is None else case.dy.reshape(-1), case.alpha,
+                  case.direction, case.out_dtype, case.golden, case.actual, shape=case.x.shape)
+    return triage(batch, mismatches=mis, tile_plan=case.tile_plan)
 
 
 def tally(scored: list[Scored]) -> tuple[float, int]:

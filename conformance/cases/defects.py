@@ -22,6 +22,7 @@ from conformance.dtypes import from_bits, info
 from conformance.records import TilePlan
 from conformance.reference import golden as ref
 from conformance.reference.defaults import default_slopes
+from conformance.reference.quantized import QuantParams
 from conformance.reference.semantics import EXACT, Semantics
 
 PAIRS = sorted(ref.SUPPORTED_PAIRS)
@@ -63,6 +64,7 @@ class Planted:
     defects: tuple[Defect, ...]
     accept: dict = field(default_factory=dict)  # flat index -> tuple of categories
     tile_plan: Optional[TilePlan] = None  # the tiling plan a regional defect was planted by
+    params: Optional[QuantParams] = None  # a quantized case's setting: x, golden and actual are codes
 
     def __str__(self) -> str:
         shape = "x".join(map(str, self.x.shape)) or "0-d"

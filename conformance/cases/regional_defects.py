@@ -2,8 +2,8 @@
 tile, tile head, axis slice or span of a tiling plan or an N-D shape alone, or the region
 holding another region's results; two defects composed (a layout mix-up or a clamp on top
 of a rule); and :func:`cases`, the corpus ``selftest --generated`` judges (every
-``REGIONAL_EVERY``-th case regional, every ``COMPOSED_EVERY``-th composed, the rest from
-:func:`defects.generate`)."""
+``REGIONAL_EVERY``-th case regional, every ``COMPOSED_EVERY``-th composed, every
+``QUANTIZED_EVERY``-th quantized, the rest from :func:`defects.generate`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -26,6 +26,7 @@ from conformance.cases.defects import (  # the layout and clamp edits of the unc
     generate,
     same_bits,
 )
+from conformance.cases.quantized_defects import generate_quantized
 from conformance.dtypes import info
 from conformance.records import TilePlan, TileSpan
 from conformance.reference.semantics import EXACT
@@ -217,17 +218,22 @@ def _composed_accept(golden: np.ndarray, actual: np.ndarray, edited: np.ndarray,
 #: clamp of those infinities is a saturating cast, another rule of the catalogue
 _UNCLAMPED = frozenset({"input-precision"})
 COMPOSED_EVERY = 8  # every COMPOSED_EVERY-th case of the corpus composes two defects
+QUANTIZED_EVERY = 8  # every QUANTIZED_EVERY-th, two before a regional one, is quantized
 
 
 def cases(count: int, *, seed: int = 0, plan: Optional[PlanFn] = None) -> list[Planted]:
     """``count`` generated cases, seeds ``seed .. seed + count - 1``; every ``REGIONAL_EVERY``-th
-    is a regional one (:func:`generate_regional`, on ``plan``'s tiling when given), and
-    every ``COMPOSED_EVERY``-th, four later, a composed one (:func:`generate_composed`)."""
+    is a regional one (:func:`generate_regional`, on ``plan``'s tiling when given),
+    every ``COMPOSED_EVERY``-th, four later, a composed one (:func:`generate_composed`), and
+    every ``QUANTIZED_EVERY``-th, two before a regional one, a quantized one
+    (:func:`conformance.cases.quantized_defects.generate_quantized`)."""
     def one(i: int) -> Planted:
         if i % REGIONAL_EVERY == REGIONAL_EVERY - 1:
             return generate_regional(seed + i, plan=plan)
         if i % COMPOSED_EVERY == COMPOSED_EVERY // 2 - 1:
             return generate_composed(seed + i)
+        if i % QUANTIZED_EVERY == QUANTIZED_EVERY - 3:
+            return generate_quantized(seed + i)
         return generate(seed + i)
 
     return [one(i) for i in range(count)]

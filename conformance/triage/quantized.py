@@ -308,15 +308,18 @@ def _regional(batch: QuantBatch, left: np.ndarray, found: Sequence[Candidate]) -
 
 
 def _greedy(batch: QuantBatch, mismatch: np.ndarray, found: Sequence[Candidate]) -> list[QuantClaim]:
-    """Uncontradicted candidates taking the differing codes left, most first, then candidates
-    confined to a span; the rest unexplained."""
+    """Uncontradicted candidates taking the differing codes left, most first, a candidate
+    confined to a span where it explains more than any candidate on the whole tensor; the
+    rest unexplained."""
     left, claims = mismatch.copy(), []
     while left.any():
         scored = [(batch.count((c.predicted == batch.actual) & left), c) for c in found
                   if _score(c, batch, mismatch)[1] == 0]
         best = max(scored, key=lambda sc: sc[0], default=(0, None))
+        regional = _regional(batch, left, found)
+        if regional is not None and batch.count(regional.index) > best[0]:  # a span explaining more
+            best = (0, None)
         if best[1] is None or best[0] == 0:
-            regional = _regional(batch, left, found)
             if regional is None:
                 break
             claims.append(regional)
