@@ -91,7 +91,8 @@ def execute_generated(count: int, *, seed: int, quiet: bool = False) -> int:
     console = show.make_console()
     with generated.case_progress(console, count, quiet=quiet) as scored_one:
         scored, share, false = generated.run_generated(count, seed=seed, on_case=scored_one)
-    console.print(generated_matrix(scored))
+    if not quiet:
+        console.print(generated_matrix(scored))
     planted = sum(len(s.pairs) for s in scored)
     ok = generated.passes(share, false)
     console.print(f"selftest --generated: {planted} planted elements in {count} cases, "
@@ -130,14 +131,16 @@ def not_applicable_lines(outcomes: list[Outcome], *, chip: str) -> list[str]:
 
 
 def generated_matrix(scored: list[generated.Scored]) -> Table:
-    """Confusion matrix over planted elements: planted category (rows) x named (columns)."""
-    counts = Counter((p, n) for s in scored for p, n, _ in s.pairs)
-    rows = cats.ordered(p for p, _ in counts)
-    cols = cats.ordered(n for _, n in counts)
-    table = Table(title=f"generated defects: {len(scored)} cases, planted (rows) x named (columns)")
-    table.add_column("planted")
-    for c in cols:
-        table.add_column(c, justify="right")
-    for r in rows:
-        table.add_row(r, *[(f"[green]{counts[r, c]}[/]" if r == c else str(counts[r, c] or "")) for c in cols])
+    """Per planted category: its elements, the share named right, and what the others were
+    named (most first): a long table, as narrow as the longest category name."""
+    planted: Counter = Counter(p for s in scored for p, _, _ in s.pairs)
+    right: Counter = Counter(p for s in scored for p, _, ok in s.pairs if ok)
+    wrong: Counter = Counter((p, n) for s in scored for p, n, ok in s.pairs if not ok)
+    table = Table(title=f"generated defects: {len(scored)} cases", title_justify="left")
+    for column, justify in (("planted", "left"), ("elements", "right"), ("named right", "right"),
+                            ("named otherwise", "left")):
+        table.add_column(column, justify=justify, overflow="fold")
+    for p in cats.ordered(planted):
+        others = ", ".join(f"{n} ×{k}" for (q, n), k in wrong.most_common() if q == p)
+        table.add_row(p, f"{planted[p]:,}", f"{100 * right[p] / planted[p]:.3f}%", others or "-")
     return table

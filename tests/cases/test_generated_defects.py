@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from rich.console import Console
 
 from conformance.cases import regional_defects
 from conformance.cases.defects import Planted, catalogue, generate
@@ -227,12 +228,26 @@ def test_torch_is_never_unexplained(dtype: str, alpha: float) -> None:
         assert "unexplained" not in counts(row), failure_message(row)
 
 
-def test_selftest_generated_prints_the_confusion_matrix(capsys: pytest.CaptureFixture[str]) -> None:
+def test_selftest_generated_prints_each_planted_category_and_what_else_it_was_named(
+        capsys: pytest.CaptureFixture[str]) -> None:
     from tests.helpers import run_cli
 
-    result = run_cli(["selftest", "--generated", "12", "--seed", "3"], capsys)  # a matrix: its header, its verdict
+    result = run_cli(["selftest", "--generated", "12", "--seed", "3"], capsys)
     assert result.code == 0, result.text
-    assert "planted (rows) x named (columns)" in result.out and "named right" in result.out
+    assert "named otherwise" in result.out and "alpha-mismatch" in result.out and "named right" in result.out
+    quiet = run_cli(["selftest", "--generated", "12", "--seed", "3", "-q"], capsys)
+    assert quiet.out.strip().startswith("selftest --generated:") and "named otherwise" not in quiet.out
+
+
+def test_the_generated_table_counts_wrong_names_per_planted_category() -> None:
+    from conformance.commands.selftest import generated_matrix
+    from conformance.selftest_generated import Scored
+
+    pairs = (("saturation", "saturation", True), ("saturation", "grad-at-zero", False))
+    console = Console(width=100, record=True)
+    console.print(generated_matrix([Scored(None, pairs, ())]))
+    text = console.export_text()
+    assert "50.000%" in text and "grad-at-zero ×1" in text
 
 
 @pytest.mark.parametrize("value", ["0", "many"])
