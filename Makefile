@@ -31,14 +31,14 @@ export TF_CPP_MIN_LOG_LEVEL := 3
 # $(call timed,what,command): run command, print how long it took, keep its exit status.
 timed = s=$$(date +%s); $(2); rc=$$?; echo "conformance: $(1) took $$(( $$(date +%s) - s )) s"; exit $$rc
 
-.PHONY: setup setup-frameworks test test-exhaustive lint conformance conformance-all selftest bench clean
+.PHONY: setup setup-frameworks test test-exhaustive lint conformance conformance-all selftest bench clean mutate
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile tools/install.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	# torch pinned (a CPU wheel) in the same resolution as the rest: the looser range in pyproject
-	# is met by the pin, so the light frameworks (jax, keras, onnx, onnxruntime) cannot replace it.
+	# torch pinned (a CPU wheel) in the same resolution as the rest: the torch extra pins the same
+	# version, so neither it nor the light frameworks (jax, keras, onnx, onnxruntime) replace it.
 	# uv under pip's own settings, byte-compiled on every core; pip when uv cannot (docs/setup.md).
 	$(PY) tools/install.py --installer $(INSTALLER) -- $(TORCH_SPEC) -e ".[dev,all]"
 	# the package's own modules too: every process a run or a test starts then loads them compiled
@@ -96,5 +96,16 @@ selftest: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m benchmarks
 
+# make mutate: mutation testing of the modules that decide a verdict (docs/reference/mutation.md),
+# not part of `make test` or CI.  mutmut goes into .venv here only; tools/mutate.py runs it group by
+# group (MUTATE_GROUPS: some only) in mutants/, one worker, the numpy paths only; it writes
+# reports/mutation.md and fails when fewer than MUTATE_MIN_SCORE percent of the mutants are killed.
+MUTMUT_SPEC ?= mutmut==3.8.1
+MUTATE_MIN_SCORE ?= 95
+MUTATE_GROUPS ?=
+mutate: $(STAMP)
+	$(PY) tools/install.py --installer $(INSTALLER) -- $(MUTMUT_SPEC)
+	@$(call timed,mutation testing,$(PY) tools/mutate.py --min-score $(MUTATE_MIN_SCORE) $(MUTATE_GROUPS))
+
 clean:
-	rm -rf $(VENV) $(PADDLE_VENV) $(MINDSPORE_VENV) reports results .pytest_cache .hypothesis .ruff_cache
+	rm -rf $(VENV) $(PADDLE_VENV) $(MINDSPORE_VENV) reports results .pytest_cache .hypothesis .ruff_cache mutants

@@ -1,8 +1,8 @@
 """``conformance compare`` on large dumps, as ratios to the golden alone on the same data.
 
 Targets:
-- 16M fp32, clean dump: compare at most 6x the golden-alone time;
-- 16M fp32, torch-default-slope defect (made with alpha 0.01, checked at 0.2): at most 3x;
+- 16M fp32, clean dump: compare at most 2x the golden-alone time;
+- 16M fp32, torch-default-slope defect (made with alpha 0.01, checked at 0.2): at most 2x;
 - peak RSS of a compare process at most 3x the input files plus 300 MB;
 - a 256M-element fp16 dump (512 MB per file) completes under 1.5 GB peak RSS.
 
@@ -104,7 +104,7 @@ def side_by_side(first: Callable[[], object], second: Callable[[], object], *,
 def _fp32_cases(d: Path) -> None:
     x = _write_fp32(d)
     inputs_mb = 2 * x.nbytes / _MB
-    for name, y, target in (("clean", "y.npy", 6), ("torch-default-slope defect", "y_torch_default.npy", 3)):
+    for name, y, target in (("clean", "y.npy", 2), ("torch-default-slope defect", "y_torch_default.npy", 2)):
         args = _compare_args(d, "x.npy", y)
         _compare_in_process(args)  # the first call loads the compiled loops: not timed
         load = os.getloadavg()[0]

@@ -89,10 +89,8 @@ def _selection(subject: Any, *, name: Optional[str], dtypes: Optional[tuple[str,
         label = name or getattr(subject, "name", "") or type(subject).__name__
         return Selection(backends=_backends(label, references), objects=((label, subject),),
                          **common)  # type: ignore[arg-type]
-    if kind not in ("numpy", "torch"):
-        raise UsageError(f"kind={kind!r}: pass 'numpy' or 'torch'")
-    wrap = adapters.from_numpy if kind == "numpy" else adapters.from_torch
-    kernel = wrap(subject, backward=backward, dtypes=dtypes, name=name)
+    kernel = adapters.KernelBackend(subject, backward=backward, kind=kind, dtypes=dtypes,  # type: ignore[arg-type]
+                                    name=name)
     return Selection(backends=_backends(kernel.name, references), objects=((kernel.name, kernel),),
                      **common)  # type: ignore[arg-type]
 
@@ -153,18 +151,20 @@ def _gate(config: Optional[GateConfig | str | Path], *, strict: bool, allow: Seq
 
 
 def check(fn: Any, *, dtypes: Optional[Sequence[str]] = None, alphas: Sequence[float] = SUITE_ALPHAS,
-          directions: Sequence[Direction] = DIRECTIONS, backward: Any = None, kind: str = "numpy",
+          directions: Sequence[Direction] = DIRECTIONS, backward: Any = None, kind: str = "auto",
           name: Optional[str] = None, seed: int = 0, max_examples: int = 100,
           config: Optional[GateConfig | str | Path] = None, results_dir: Optional[str | Path] = None,
           profile: Optional[str] = None, variant: Optional[str] = None, strict: bool = False,
           allow: Sequence[str] = (), reference: Optional[str | Sequence[str]] = None) -> Report:
     """Run the conformance suite on ``fn`` and judge it as ``conformance run`` would.
 
-    ``fn``: a kernel ``fn(x, alpha)`` (numpy arrays, or tensors with ``kind="torch"``), a
-    backend object, or a backend name (``"torch"``, ``"cann"`` with ``profile``/``variant``,
+    ``fn``: a kernel ``fn(x, alpha)`` on numpy arrays, torch tensors, JAX arrays or TensorFlow
+    tensors (``kind``: ``"numpy"``, ``"torch"``, ``"jax"``, ``"tensorflow"``, or ``"auto"``: its
+    first parameter's annotation, else the first it takes a float32 array of), a backend object,
+    or a backend name (``"torch"``, ``"cann"`` with ``profile``/``variant``,
     ``"package.module:factory"``).  ``dtypes``: input dtypes or ``"src->out"`` pairs (None:
     the backend's defaults; a kernel runs the four same-dtype pairs).  ``backward``:
-    ``bwd(dy, x, alpha)`` for a numpy kernel (torch kernels use autograd).  ``config``: the
+    ``bwd(dy, x, alpha)`` for a numpy kernel (the frameworks' kernels use their autodiff).  ``config``: the
     gate, or a TOML file as for ``--config`` (default: the backends' built-in policy under
     ``./pyproject.toml``'s ``[tool.conformance]``, as the CLI reads it); a
     ``GateConfig`` may give a kernel's name a policy.  ``strict``: any bit difference fails

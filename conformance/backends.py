@@ -101,6 +101,9 @@ class BackendBase:
     #: interpreter; a framework with its own environment names that one's python).
     #: None runs the backend in-process.
     worker_command: Optional[tuple[str, ...]] = None
+    #: The operators it computes (``conformance.ops``); one besides ``leaky_relu`` has a method of
+    #: that name: ``prelu(direction, x, weight, *, dy=None)``, ``rrelu(direction, x, *, dy=None)``.
+    ops: tuple[str, ...] = ("leaky_relu",)
     #: Triage categories the gate allows this backend: the framework's documented behaviours
     #: (docs/explanation/framework-behaviours.md), shown as warnings rather than failures.
     allowed: frozenset[str] = frozenset()

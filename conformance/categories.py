@@ -148,6 +148,11 @@ _TABLE: tuple[tuple[str, Group, Kind, str, str, str], ...] = (
       "tail after it, each reproduced by its own requantization rule"),
      "conformance/triage/quantized.py",
      "tests/quantized/test_triage.py::test_the_torch_split_is_named_with_its_boundary"),
+    ("reduction-order", "semantics", "proved by recomputation",
+     ("a sum (PReLU's dweight) added in another order or accumulator: shares rounded to the input dtype, "
+      "a float32 or float64 accumulator, sequential, pairwise or per tile of a plan"),
+     "conformance/triage/prelu.py",
+     "tests/prelu/test_triage.py::test_a_float32_sequential_dweight_is_reduction_order"),
 )
 
 REGISTRY: dict[str, Category] = {

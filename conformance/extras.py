@@ -12,7 +12,7 @@ from conformance.errors import BackendUnavailable
 #: The extra that installs each optional top-level module.
 EXTRAS = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax", "jaxlib": "jax", "onnx": "onnx",
           "onnxruntime": "onnx", "keras": "keras", "scipy": "keras", "dask": "sweep", "distributed": "sweep",
-          "threadpoolctl": "sweep", "plotly": "report", "numba": "fast"}
+          "threadpoolctl": "sweep", "numba": "fast"}
 
 
 def install_hint(module: str) -> str:

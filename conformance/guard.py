@@ -45,7 +45,7 @@ def shaped_like(result: BackendResult, *, numel: int, out_dtype: str) -> Backend
     if value.size == numel and _dtype_name(value) == out_dtype:
         return result
     return BackendResult(value=None, rejected=f"the backend returned {value.dtype}[{value.size}]; "
-                                              f"expected {numel} elements of {out_dtype}")
+                                              f"expected {numel} elements of {out_dtype}", malformed=True)
 
 
 def _dtype_name(value: np.ndarray) -> Optional[str]:

@@ -9,14 +9,16 @@ under ``NUMBA_CACHE_DIR`` when that is set (numba falls back to a per-user cache
 when the package directory is read-only).
 
 A compiled pass that releases the GIL (``nogil=True``) may split its work over
-:func:`threads` threads with :func:`in_parallel`; a pass split so must give the same bits
-whatever the number of threads (``CONFORMANCE_THREADS=1`` runs everything on the calling
-thread).
+:func:`threads` threads with :func:`in_parallel` (or :func:`split`, a range per thread); a pass
+split so must give the same bits whatever the number of threads (``CONFORMANCE_THREADS=1`` runs
+everything on the calling thread).
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
@@ -26,7 +28,7 @@ import numpy as np
 
 from conformance.errors import UsageError
 
-__all__ = ["available", "enabled", "in_parallel", "pool", "ranges", "read_only", "threads"]
+__all__ = ["available", "enabled", "in_parallel", "pool", "ranges", "read_only", "split", "threads"]
 
 T = TypeVar("T")
 
@@ -83,6 +85,9 @@ def pool(name: str, *, size: int) -> ThreadPoolExecutor:
 os.register_at_fork(after_in_child=pool.cache_clear)
 
 
+_SPLITTING = threading.local()  # .active: this thread runs one of the calls of an in_parallel
+
+
 def in_parallel(calls: Sequence[Callable[[], T]]) -> list[T]:
     """The results of ``calls`` (functions of no argument), in order: the first runs on the
     calling thread, the others on a shared pool of ``threads() - 1`` threads (all on the
@@ -90,5 +95,19 @@ def in_parallel(calls: Sequence[Callable[[], T]]) -> list[T]:
     if len(calls) <= 1 or threads() == 1:
         return [call() for call in calls]
     futures = [pool("pass", size=threads() - 1).submit(call) for call in calls[1:]]
-    first = calls[0]()
+    outer, _SPLITTING.active = getattr(_SPLITTING, "active", False), True
+    try:
+        first = calls[0]()
+    finally:
+        _SPLITTING.active = outer
     return [first, *(f.result() for f in futures)]
+
+
+def split(work: Callable[[int, int], object], n: int, *, least: int) -> None:
+    """``work(lo, hi)`` over ``0:n``, a range per thread (:func:`ranges`), unless the work is
+    already one of several split over the threads (a call of :func:`in_parallel`, or any work on
+    a thread of the process's pools): then on the calling thread alone, since a second split
+    would wait for the threads the first one holds."""
+    nested = getattr(_SPLITTING, "active", False) or threading.current_thread().name.startswith("conformance-")
+    parts = [(0, n)] if nested else ranges(0, n, least=least)
+    in_parallel([functools.partial(work, lo, hi) for lo, hi in parts])

@@ -141,7 +141,8 @@ class BackendResult:
     """What one backend returned for one call.
 
     ``value`` is None only when the backend refused the input, in which case
-    ``rejected`` holds its one-line reason.
+    ``rejected`` holds its one-line reason; ``malformed`` when it did return, but not an
+    array of the dtype and shape asked for (``rejected`` then says what it returned).
     """
 
     value: Optional[np.ndarray]
@@ -149,6 +150,8 @@ class BackendResult:
     hazards: Sequence[Hazard] = field(default_factory=tuple)  # the emulator's: :class:`Hazards`
     rejected: Optional[str] = None
     notes: tuple[str, ...] = ()  # what the row's reader should know (e.g. the chip is outside aclnn)
+    dweight: Optional[np.ndarray] = None  # a PReLU backward's weight gradient, shaped as the weight
+    malformed: bool = False
 
 
 # ----------------------------------------------------------------------------- a row's identity
@@ -163,10 +166,26 @@ def backend_label(backend: str, profile: Optional[str], variant: Optional[str]) 
     return backend + (f"[{extra}]" if extra else "")
 
 
+def label_parts(label: str) -> tuple[str, Optional[str], Optional[str]]:
+    """:func:`backend_label` read back: ``cann[ascend910b3/reference]`` as (cann, ascend910b3,
+    reference), ``tflite[xnnpack]`` as (tflite, xnnpack, None), ``torch`` as (torch, None, None)."""
+    base, bracket, rest = label.partition("[")
+    if not bracket or not rest.endswith("]") or not base:
+        return label, None, None
+    profile, _, variant = rest[:-1].partition("/")
+    return base, profile or None, variant or None
+
+
+#: The operator a row computes when its key names none (every row's spelling leaves it out).
+DEFAULT_OP = "leaky_relu"
+
+
 @dataclass(frozen=True)
 class RowKey:
     """What names a row of the suite, run or skipped: (backend, profile, variant, dtype,
-    out_dtype, direction, alpha)."""
+    out_dtype, direction, alpha), and ``op`` (keyword-only: ``leaky_relu``, ``prelu``, ``rrelu``;
+    ``conformance.ops``), which the key, the spelling and the JSON row show only when it is not
+    the default.  A PReLU row's ``alpha`` is the slope its weight starts from."""
 
     backend: str
     profile: Optional[str]
@@ -175,11 +194,12 @@ class RowKey:
     out_dtype: str
     direction: str
     alpha: float
+    op: str = field(default=DEFAULT_OP, kw_only=True)
 
     @property
     def key(self) -> tuple:
         return (self.backend, self.profile, self.variant, self.dtype, self.out_dtype,
-                self.direction, self.alpha)
+                self.direction, self.alpha, *(() if self.op == DEFAULT_OP else (self.op,)))
 
     @property
     def label(self) -> str:
@@ -190,7 +210,8 @@ class RowKey:
         """The row's one spelling, which the console, JUnit, pytest ids and reproducers print:
         ``cann[ascend910b1/reference] fp16 forward alpha=0.2``, with ``fp32->fp16`` when the
         output dtype differs from the input's."""
-        return f"{self.label} {pair_text(self.dtype, self.out_dtype)} {self.direction} alpha={self.alpha!r}"
+        op = "" if self.op == DEFAULT_OP else f" {self.op}"
+        return f"{self.label}{op} {pair_text(self.dtype, self.out_dtype)} {self.direction} alpha={self.alpha!r}"
 
 
 @dataclass(frozen=True)
@@ -291,18 +312,45 @@ class Grid:
 
 
 @dataclass(frozen=True)
+class Sample:
+    """One element the transfer picture draws: its category (``""``: an element sampled from
+    the whole batch, differing or not), input, upstream gradient (None forward), golden and
+    actual output, widened to Python floats."""
+
+    category: str
+    x: float
+    dy: Optional[float]
+    expected: float
+    actual: float
+
+    def __post_init__(self) -> None:
+        for name in ("x", "dy", "expected", "actual"):  # one NaN object: samples of equal bits are equal
+            value = getattr(self, name)
+            if value is not None and value != value:
+                object.__setattr__(self, name, math.nan)
+
+    def as_list(self) -> list:
+        """``[category, x, dy, expected, actual]``, the numbers as ``repr`` strings (strict JSON)."""
+        return [self.category, *(None if v is None else repr(v) for v in (self.x, self.dy, self.expected,
+                                                                           self.actual))]
+
+
+@dataclass(frozen=True)
 class Plots:
-    """A row's plot data: per category, ULP bins and input classes; its grids."""
+    """A row's plot data: per category, ULP bins and input classes; its grids; the sampled
+    elements of its transfer picture."""
 
     ulp: dict[str, Counter] = field(default_factory=dict)  # category -> bin label -> count
     values: dict[str, Counter] = field(default_factory=dict)  # category -> class label -> count
     grids: tuple[Grid, ...] = ()
+    transfer: tuple[Sample, ...] = ()
 
     def as_dict(self) -> dict:
         return {"ulp": {c: dict(sorted(b.items(), key=lambda kv: ulp_order(kv[0]))) for c, b in self.ulp.items()},
                 "values": {c: dict(sorted(v.items(), key=lambda kv: class_order(kv[0])))
                            for c, v in self.values.items()},
-                "grids": [g.as_dict() for g in self.grids]}
+                "grids": [g.as_dict() for g in self.grids],
+                "transfer": [s.as_list() for s in self.transfer]}
 
 
 # ----------------------------------------------------------------------------- labels and order
@@ -361,6 +409,20 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class OtherCheck:
+    """What another tool's default check would say about a row's output against the golden
+    (``judge.other_checks``): ``torch.assert_close``, ``msprobe``, ``onnx-backend-test``,
+    ``tf.test``, ``jax.test``, with their defaults.  ``tally`` holds the counts it was decided on,
+    which merged batches add up."""
+
+    name: str
+    passes: bool
+    detail: str
+    tally: tuple[tuple[str, float], ...] = ()
+    passes_if_shared_equal: bool = False  # its verdict when a NaN or inf both sides hold counts as equal
+
+
+@dataclass(frozen=True)
 class Row(RowKey):
     """The judged result for one (backend, dtype, out_dtype, direction, alpha)."""
 
@@ -371,6 +433,7 @@ class Row(RowKey):
     shapes: tuple[Shape, ...] = ()  # the shape of each part's input array, aligned with parts
     notes: tuple[str, ...] = ()  # what the reader of the row should know, e.g. a default slope was used
     plots: Optional[Plots] = None  # bounded counts the HTML report draws (None: no differences)
+    other_checks: tuple[OtherCheck, ...] = ()  # what other tools' checks would say (none: not applicable)
 
     def shape_of(self, part: str) -> Optional[Shape]:
         """The input shape of the batch labelled ``part`` (None when unknown)."""
@@ -385,3 +448,21 @@ class Chunk:
     x: np.ndarray
     dy: Optional[np.ndarray]
     actual: np.ndarray
+
+
+#: msprobe's value of a compare column: a number, or its word for none ("unsupported", "N/A", "Nan").
+MsprobeValue = float | str
+
+
+@dataclass(frozen=True)
+class MsprobeColumns:
+    """msprobe's compare columns of one device output against its benchmark output, computed
+    as msprobe's two-dump compare computes them (``metrics.msprobe_columns``); field order is
+    msprobe's column order."""
+
+    cosine: MsprobeValue
+    euc_dist: MsprobeValue
+    max_abs_err: MsprobeValue
+    max_relative_err: MsprobeValue
+    one_thousandth_err_ratio: MsprobeValue
+    five_thousandths_err_ratio: MsprobeValue

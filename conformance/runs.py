@@ -8,12 +8,12 @@ import functools
 import time
 from collections import Counter
 from collections.abc import Sequence
-from typing import Optional
+from typing import Any, Optional
 
 from rich.console import Console
 from rich.markup import escape
 
-from conformance import quantized_suite
+from conformance import machine, prelu_suite, quantized_suite
 from conformance.adapters import WARNINGS_NOTE
 from conformance.backends import versions_of
 from conformance.errors import UsageError
@@ -21,7 +21,7 @@ from conformance.frameworks.quantized_profiles import SUITE_PROFILES
 from conformance.interrupts import exit_code
 from conformance.judge.baseline import compare, judged_against
 from conformance.judge.gate import GateConfig
-from conformance.records import Row, Skip
+from conformance.records import Row, Skip, backend_label
 from conformance.render import console as show
 from conformance.render import export
 from conformance.render import github as ci
@@ -43,25 +43,25 @@ from conformance.suite import (
 
 def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
                   console: Console, title: str = "conformance", view: show.View = show.View(),
-                  baseline: Optional[tuple[str, dict]] = None) -> int:
+                  baseline: Optional[tuple[str, dict]] = None,
+                  quantized: quantized_suite.QuantAsk = quantized_suite.BROUGHT) -> int:
     """Run with a progress display, render, write reports; return the exit code (against ``baseline``,
-    a (path, report) pair, when given).  An interruption outside the rows (planning, rendering,
-    writing) still leaves a partial report."""
+    a (path, report) pair, when given); ``quantized``: the quantized rows asked for by name.  An
+    interruption outside the rows (planning, rendering, writing) still leaves a partial report."""
     result, done, timer = SuiteResult(), [], Timer()
-    if not view.quiet:
-        console.print(options.config.described, markup=False, soft_wrap=True)
     with export.partial_on_interrupt(paths, lambda: done, seed=options.seed, config=options.config,
                                      info=timer.info):
         result, planned = run_with_progress(selection, options, console=console, title=title,
-                                            quiet=view.quiet, done=done, timer=timer, quantized=True)
+                                            quiet=view.quiet, done=done, timer=timer, quantized=quantized)
         if baseline is not None and not result.interrupted:
             result.rows = gate_against(result.rows, baseline, console=console, view=view)
-        render(result, console=console, view=view)
+        render(result, console=console, view=view, environment=environment_line(timer.specs))
         info = timer.info()
         written = export.write_reports(result.rows, paths, seed=options.seed, partial=result.interrupted,
                                        config=options.config, info=info,
                                        agreement=result.agreement if selection.references else None)
         ci.publish(result.rows, info=info, interrupted=result.interrupted)
+        show.print_policy(options.config.described, quiet=view.quiet)  # once the reports are written
     if result.interruption is not None:
         where = f"; partial report written to {', '.join(written)}" if written else ""
         if not view.quiet:
@@ -72,22 +72,26 @@ def execute_suite(selection: Selection, options: Options, paths: ReportPaths, *,
 
 def run_with_progress(selection: Selection, options: Options, *, console: Console, title: str,
                       quiet: bool, done: list[Row], timer: Optional[Timer] = None,
-                      quantized: bool = False) -> tuple[SuiteResult, int]:
+                      quantized: Optional[quantized_suite.QuantAsk] = None) -> tuple[SuiteResult, int]:
     """Plan and run the selection under a progress display; every finished row is put into ``done``
     in the planned order (for a partial report) and timed by ``timer``; ``quantized`` adds the
-    selection's quantized rows.  The result, and the number of rows planned."""
+    selection's quantized rows (those its backends bring, and those it names).  The result, and
+    the number of rows planned."""
     timer = timer or Timer()
     specs, skipped = plan(selection)
-    if not specs:
-        raise UsageError(no_rows(skipped))
-    quant_specs, quant_skipped = quantized_suite.for_selection(selection) if quantized else ([], [])
-    place = {id(s): i for i, s in enumerate([*specs, *quant_specs])}
+    quant_specs, quant_skipped = ([], []) if quantized is None else \
+        quantized_suite.for_selection(selection, quantized)
+    if not specs and not quant_specs:
+        raise UsageError(no_rows(skipped, also=quant_skipped))
+    prelu_specs = [] if quantized is None else prelu_suite.for_selection(selection)
+    place = {id(s): i for i, s in enumerate([*specs, *quant_specs, *prelu_specs])}
     placed: list[int] = []
-    groups = side_by_side(selection, [*specs, *quant_specs], options)
+    groups = side_by_side(selection, [*specs, *quant_specs, *prelu_specs], options)
     with show.make_progress(console=console, disable=quiet, ticking=groups is None) as progress:
-        task = progress.add_task(title, total=len(specs) + len(quant_specs), groups=groups)
+        task = progress.add_task(title, total=len(specs) + len(quant_specs) + len(prelu_specs), groups=groups)
 
-        def finished(spec: RowSpec | quantized_suite.QuantRowSpec, row: Row, seconds: Optional[float] = None) -> None:
+        def finished(spec: RowSpec | quantized_suite.QuantRowSpec | prelu_suite.PreluRowSpec, row: Row,
+                     seconds: Optional[float] = None) -> None:
             at = bisect.bisect(placed, place[id(spec)])
             placed.insert(at, place[id(spec)])
             done.insert(at, row)
@@ -96,12 +100,13 @@ def run_with_progress(selection: Selection, options: Options, *, console: Consol
 
         timer.begin(specs, skipped)
         result = run_suite(selection, options, specs=specs, on_row=finished,
-                           extra=quantized_rows(quant_specs, config=options.config))
+                           extra=[*quantized_rows(quant_specs, config=options.config),
+                                  *prelu_rows(prelu_specs, options=options)])
         progress.update(task, description=f"{title}: {show.plural(len(result.rows), 'row')}")
     result.skipped = skipped
     for line in quant_skipped if not quiet else ():
         console.print(f"skipped {line}", markup=False)
-    return result, len(specs) + len(quant_specs)
+    return result, len(specs) + len(quant_specs) + len(prelu_specs)
 
 
 def quantized_rows(specs: Sequence[quantized_suite.QuantRowSpec], *, config: GateConfig) -> list[ExtraRow]:
@@ -109,6 +114,12 @@ def quantized_rows(specs: Sequence[quantized_suite.QuantRowSpec], *, config: Gat
     backend that brings it (tflite's beside tensorflow's)."""
     return [ExtraRow(q, SUITE_PROFILES[(q.backend, q.profile)].brought_by,
                      functools.partial(quantized_suite.run_quantized_row, q, config=config)) for q in specs]
+
+
+def prelu_rows(specs: Sequence[prelu_suite.PreluRowSpec], *, options: Options) -> list[ExtraRow]:
+    """The PReLU/RReLU rows as rows the suite runs after its own, each beside its backend's float rows."""
+    return [ExtraRow(p, p.backend, functools.partial(prelu_suite.run_spec, p, config=options.config, seed=options.seed))
+            for p in specs]
 
 
 def side_by_side(selection: Selection, specs: Sequence[RowSpec | quantized_suite.QuantRowSpec],
@@ -120,9 +131,12 @@ def side_by_side(selection: Selection, specs: Sequence[RowSpec | quantized_suite
     return dict(Counter(s.backend for s in specs))
 
 
-def no_rows(skipped: Sequence[tuple[RowSpec, str]]) -> str:
-    """The usage error of a selection that plans no row, naming its own backends' reasons."""
-    reasons = "; ".join(skip_lines(skipped)[:3]) or "no dtype, alpha or direction selected"
+def no_rows(skipped: Sequence[tuple[RowSpec, str]], *, also: Sequence[str] = ()) -> str:
+    """The usage error of a selection that plans no row, naming its own backends' reasons (and
+    ``also``, the quantized rows' skip lines)."""
+    reasons = "; ".join([*skip_lines(skipped), *also][:3]) or "no dtype, alpha or direction selected"
+    if also and not skipped:  # quantized rows only, their frameworks missing: the fix is an install
+        return f"the selection runs no rows ({reasons})"
     return f"the selection runs no rows ({reasons}); pick a --dtype or --direction the backend supports"
 
 
@@ -159,6 +173,7 @@ class Timer:
     def info(self) -> RunInfo:
         """What the reports record of the run so far: command, versions, skipped rows, timings."""
         return RunInfo(command=command_line(), versions=framework_versions(self.specs),
+                       environment=run_environment(self.specs),
                        skipped=tuple(as_skip(s, why) for s, why in self.skipped), seconds=dict(self.seconds),
                        total_seconds=time.perf_counter() - self.start)
 
@@ -175,17 +190,39 @@ def framework_versions(specs: Sequence[RowSpec]) -> dict[str, str]:
     return found
 
 
+def run_environment(specs: Sequence[RowSpec]) -> dict[str, Any]:
+    """This process's machine and FTZ/DAZ state now (:mod:`conformance.machine`), and what each
+    worker that ran said of its own in its hello."""
+    workers: dict[str, Any] = {}
+    for spec in {(s.backend, s.profile, s.variant, s.worker): s for s in specs}.values():
+        try:
+            own = getattr(backend_of(spec), "machine", None)
+        except Exception:  # noqa: BLE001 - a backend that could not start has rows saying so
+            continue
+        if isinstance(own, dict) and own:
+            workers.setdefault(backend_label(spec.backend, spec.profile, spec.variant), own)
+    return {**machine.describe(), **({"workers": workers} if workers else {})}
+
+
+def environment_line(specs: Sequence[RowSpec]) -> str:
+    """The console's one line of the run's environment: frameworks, CPU features, FTZ/DAZ, workers."""
+    return machine.summary_line(run_environment(specs), versions=framework_versions(specs))
+
+
 def as_skip(spec: RowSpec, reason: str) -> Skip:
     """A skipped row as the reports record it."""
     return Skip(*spec.key, reason)
 
 
-def render(result: SuiteResult, *, console: Console, view: show.View = show.View()) -> None:
-    """Panels and the folded table as ``view`` asks, skipped rows, the one-line summary."""
+def render(result: SuiteResult, *, console: Console, view: show.View = show.View(),
+           environment: Optional[str] = None) -> None:
+    """Panels and the folded table as ``view`` asks, skipped rows, the ``environment`` line, the
+    one-line summary."""
     show.render_rows(result.rows, console=console, view=view)
     if not view.quiet:
         for reference in dict.fromkeys(a.reference for a in result.agreement):
-            show.render_agreement([a for a in result.agreement if a.reference == reference], console=console)
+            show.render_agreement([a for a in result.agreement if a.reference == reference], console=console,
+                                  every_row=view.details == "all")
         own = own_batch_line(result.own_batches)
         if own:
             console.print(own, markup=False)
@@ -195,6 +232,8 @@ def render(result: SuiteResult, *, console: Console, view: show.View = show.View
         console.print(f"skipped {show.plural(len(result.skipped), 'row')} the backends do not support:")
         for line in skip_lines(result.skipped):
             console.print(f"  {line}", markup=False)
+    if environment and not view.quiet:
+        console.print(environment, markup=False, style="dim", soft_wrap=False)
     console.print(show.summary_line(result.rows, interrupted=result.interrupted))
 
 

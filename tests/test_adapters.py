@@ -42,7 +42,7 @@ def test_a_declared_pair_that_raises_is_a_row_finding_not_a_crash(small) -> None
 def test_a_wrong_dtype_result_is_refused_with_what_was_expected() -> None:
     kernel = adapters.from_numpy(lambda x, a: x.astype(np.float32), dtypes=["float16"], name="widening")
     result = kernel.forward(FP16, 0.2)
-    assert result.value is None and "widening returned float32[4]; expected float16[4]" in result.rejected
+    assert result.value is None and result.malformed and result.rejected == "widening returned float32 for fp16 input"
 
 
 def test_undeclared_same_dtype_pairs_run_and_only_declared_gaps_skip() -> None:

@@ -145,10 +145,54 @@ def test_source_ignores_names_that_are_not_a_framework_api() -> None:
 
 def test_torch_factory_walks_modules_and_traces_functional_calls(models: dict[str, Path]) -> None:
     found = audit(f"{models['torch']}:make")
-    assert [(a.where.split()[0], a.origin) for a in found.activations] == [
-        ("act1", STORED), ("act2", STORED), ("leaky_relu", PASSED)]
+    assert [(a.where.split()[-1], a.origin) for a in found.activations] == [
+        ("act1", PASSED), ("act2", DEFAULT), ("(Discriminator.forward)", PASSED)]
     assert [a.equals_default for a in found.activations] == [False, True, False]
     assert "torch.fx" in found.notes[0]
+
+
+TWO_MODES_SOURCE = '''
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn import LeakyReLU
+
+
+def block(width):
+    return nn.Sequential(nn.Linear(width, width), nn.LeakyReLU())
+
+
+class Net(nn.Module):
+    def __init__(self, slope=0.3):
+        super().__init__()
+        self.first = LeakyReLU(0.2)
+        self.body = block(4)
+        self.slope = slope
+
+    def forward(self, x):
+        x = self.body(self.first(x))
+        x = F.leaky_relu(x)
+        return F.leaky_relu(x, negative_slope=self.slope)
+
+
+def make():
+    return Net()
+'''
+
+
+def _line_and_implicit(found) -> list[tuple[str, bool]]:
+    return sorted((a.where.split()[0], a.implicit) for a in found.activations)
+
+
+def test_the_source_and_the_factory_audit_agree_on_implicit_defaults_and_lines(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "two_modes.py").write_text(TWO_MODES_SOURCE, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    source, factory = audit("two_modes.py"), audit("two_modes.py:make")
+    assert _line_and_implicit(source) == _line_and_implicit(factory) == [
+        ("two_modes.py:14", False), ("two_modes.py:20", True), ("two_modes.py:21", False),
+        ("two_modes.py:8", True)]
+    assert [a.where for a in factory.activations if a.implicit] == [
+        "two_modes.py:8 (block) body.1", "two_modes.py:20 (Net.forward)"]
+    assert [a.slope for a in factory.activations][-1] == pytest.approx(0.3)  # the built model's slope
 
 
 def test_onnx_export_lists_the_same_slopes_with_their_dtype(models: dict[str, Path]) -> None:

@@ -26,7 +26,7 @@ Graph = Mapping[str, frozenset[str]]
 #: declares (its plan's boundary sizes, its copy block), and no backend imports a case.
 FOUNDATION = ("conformance.errors", "conformance.records", "conformance.categories", "conformance.dtypes",
               "conformance.jit", "conformance.ulp_loops", "conformance.interrupts", "conformance.pool",
-              "conformance.extras", "conformance.reference")
+              "conformance.extras", "conformance.reference", "conformance.ops", "conformance.machine")
 STAGES: tuple[tuple[str, ...], ...] = (
     ("conformance.backends", "conformance.adapters", "conformance.frameworks", "conformance.worker",
      "conformance.npu_impl"),

@@ -358,8 +358,6 @@ def test_a_closed_pipe_still_ends_a_usage_error_with_exit_2(dumps: Path) -> None
 def test_a_directory_as_a_report_path_suggests_a_file_of_that_kind(tmp_path: Path, capsys, flag: str,
                                                                    example: str) -> None:
     (tmp_path / "adir").mkdir()
-    if flag == "--html":
-        pytest.importorskip("plotly")
     result = run_cli(_run(flag, "adir"), capsys, cwd=tmp_path)
     assert_usage_error(result, mentions=f"{flag} 'adir' is not a file path; pass one such as {example}")
 

@@ -16,8 +16,15 @@ def test_a_skip_and_a_row_of_one_key_share_its_fields_and_words() -> None:
     assert row.key == skip.key == KEY
     assert row.label == skip.label == "cann[ascend910b1/reference]"
     assert str(row) == str(skip) == "cann[ascend910b1/reference] fp16 forward alpha=0.2"
-    key_fields = [f.name for f in dataclasses.fields(RowKey)]
+    key_fields = [f.name for f in dataclasses.fields(RowKey) if not f.kw_only]
     assert [f.name for f in dataclasses.fields(Row)][:7] == key_fields == [f.name for f in dataclasses.fields(Skip)][:7]
+    assert all("op" in {f.name for f in dataclasses.fields(r)} for r in (Row, Skip))
+
+
+def test_the_op_is_spelled_and_keyed_only_when_it_is_not_leaky_relu() -> None:
+    prelu = Skip(*KEY, "why", op="prelu")
+    assert prelu.key == (*KEY, "prelu") and Skip(*KEY, "why", op="leaky_relu").key == KEY
+    assert str(prelu) == "cann[ascend910b1/reference] prelu fp16 forward alpha=0.2"
 
 
 def test_a_row_without_profile_or_variant_is_labelled_by_its_backend_alone() -> None:

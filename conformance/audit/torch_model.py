@@ -2,23 +2,34 @@
 or a ``torch.export`` program file (``.pt2``).
 
 The factory is imported and called (that is the target's own code); the model
-is never run.  ``torch.fx.symbolic_trace`` gives the activations in call order,
+is never run.  ``torch.fx`` tracing gives the activations in call order,
 functional calls included; when tracing fails the modules are listed in
-definition order (``named_modules``) and a note says so.
+definition order (``named_modules``) and a note says so.  Each activation names the
+file:line where it was written and is an implicit default exactly when the audit of that
+source says so (:mod:`conformance.audit.torch_sites`).
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Optional
 
-from conformance.audit.record import STORED, Activation, dynamic, from_default, with_value
+from conformance.audit.record import PASSED, STORED, Activation, dynamic, from_default, same_slope, with_value
+from conformance.audit.torch_sites import Shown, Site, call_site, constructions, shown_as, written_at
 from conformance.errors import UsageError
+from conformance.reference.defaults import entry_for
 
 MODULE, FUNCTION = "torch.nn.LeakyReLU", "torch.nn.functional.leaky_relu"
 
 
-def build(target: str) -> Any:
-    """The ``nn.Module`` that ``module:factory`` builds."""
+def _shown(target: str) -> Shown:
+    """Paths as the audit shows them: a ``file.py:factory`` target's file as it was written."""
+    module = target.rpartition(":")[0]
+    return shown_as({str(Path(module).resolve()): module} if module.endswith(".py") else {})
+
+
+def build(target: str, *, shown: Shown) -> tuple[Any, dict[int, Site]]:
+    """The ``nn.Module`` that ``module:factory`` builds, and where each of its LeakyReLU modules
+    was constructed (by ``id``)."""
     import torch
 
     from conformance.backends import load
@@ -29,7 +40,8 @@ def build(target: str) -> Any:
     except BackendUnavailable as exc:
         raise UsageError(str(exc).replace("backend ", "audit ", 1)) from None
     try:
-        model = factory() if callable(factory) and not isinstance(factory, torch.nn.Module) else factory
+        with constructions(shown=shown) as sites:
+            model = factory() if callable(factory) and not isinstance(factory, torch.nn.Module) else factory
     except Exception as exc:  # noqa: BLE001  the factory is the user's code
         first = (str(exc).strip().splitlines() or [""])[0][:120]
         raise UsageError(f"{target}: the factory failed ({type(exc).__name__}: {first}); "
@@ -37,11 +49,30 @@ def build(target: str) -> Any:
     if not isinstance(model, torch.nn.Module):
         raise UsageError(f"{target} built a {type(model).__name__}, not a torch.nn.Module; "
                          "pass a factory that returns the model")
-    return model
+    return model, sites
 
 
-def _module(name: str, module: Any) -> Activation:
-    return with_value(module.negative_slope, where=name or "(root)", api=MODULE, origin=STORED)
+def _module(name: str, module: Any, *, site: Optional[Site]) -> Activation:
+    """A LeakyReLU module: an implicit default when its construction passed no slope and it still
+    has the default; named by its construction's file:line and its module path."""
+    value, path = module.negative_slope, name or "(root)"
+    if site is None:  # built before the factory ran (a module-level instance)
+        return with_value(value, where=path, api=MODULE, origin=STORED)
+    where = f"{site.where} {path}"
+    if not site.passed and same_slope(value, entry_for(MODULE).declared):
+        return from_default(where=where, api=MODULE)
+    return with_value(value, where=where, api=MODULE, origin=PASSED if site.passed else STORED)
+
+
+def _traced_call(node: Any, *, shown: Shown) -> Activation:
+    """A functional call of the trace, named by the file:line of its caller; an implicit default
+    when the call written there passes no slope."""
+    site = call_site(node.stack_trace, shown=shown)
+    written = written_at(site) if site is not None else None
+    where = written.where if written else site.where if site else f"{node.name} (fx call_function)"
+    if written is not None and written.implicit:
+        return from_default(where=where, api=FUNCTION)
+    return _call(node, where=where)
 
 
 def _functions() -> set:
@@ -61,17 +92,20 @@ def _call(node: Any, *, where: str, dtype: Optional[str] = None) -> Activation:
     return with_value(value, where=where, api=FUNCTION, dtype=dtype)
 
 
-def traced(model: Any) -> list[Activation]:
-    """The activations in call order, from ``torch.fx.symbolic_trace`` (raises when it cannot trace)."""
+def traced(model: Any, *, sites: dict[int, Site], shown: Shown) -> list[Activation]:
+    """The activations in call order, from a ``torch.fx`` trace (raises when it cannot trace)."""
     import torch
 
-    graph = torch.fx.symbolic_trace(model).graph
+    tracer = torch.fx.Tracer()
+    tracer.record_stack_traces = True  # each node's caller: the file:line of a functional call
+    graph = tracer.trace(model)
     modules, functions, found = dict(model.named_modules()), _functions(), []
     for node in graph.nodes:
-        if node.op == "call_module" and isinstance(modules.get(node.target), torch.nn.LeakyReLU):
-            found.append(_module(node.target, modules[node.target]))
+        module = modules.get(node.target) if node.op == "call_module" else None
+        if isinstance(module, torch.nn.LeakyReLU):
+            found.append(_module(node.target, module, site=sites.get(id(module))))
         elif node.op == "call_function" and node.target in functions:
-            found.append(_call(node, where=f"{node.name} (fx call_function)"))
+            found.append(_traced_call(node, shown=shown))
     return found
 
 
@@ -79,11 +113,13 @@ def audit_factory(target: str) -> tuple[list[Activation], tuple[str, ...]]:
     """Every LeakyReLU of the model ``target`` builds, and notes on how they were found."""
     import torch
 
-    model = build(target)
+    shown = _shown(target)
+    model, sites = build(target, shown=shown)
     try:
-        return traced(model), ("torch.fx trace: call order, functional calls included",)
+        return traced(model, sites=sites, shown=shown), ("torch.fx trace: call order, functional calls included",)
     except Exception as exc:  # noqa: BLE001  fx fails on data-dependent control flow, among others
-        found = [_module(name, m) for name, m in model.named_modules() if isinstance(m, torch.nn.LeakyReLU)]
+        found = [_module(name, m, site=sites.get(id(m))) for name, m in model.named_modules()
+                 if isinstance(m, torch.nn.LeakyReLU)]
         why = (str(exc).strip().splitlines() or [""])[0][:100]
         return found, (f"torch.fx could not trace ({type(exc).__name__}: {why}): modules only, "
                        "in definition order; functional calls are not seen",)

@@ -13,29 +13,27 @@ import argparse
 from dataclasses import replace
 from typing import Optional
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
+from conformance import machine
 from conformance.backends import default_backends
 from conformance.commands.args import items, parse_int
 from conformance.commands.names import checked_backend
 from conformance.commands.output import HTML_HELP, html_paths
 from conformance.commands.selection import MAX_EXAMPLES, add_selection_options, selection_from
 from conformance.config import allowed_categories, load_config
-from conformance.dtypes import info
 from conformance.errors import UsageError
 from conformance.interrupts import exit_code
-from conformance.judge.agreement import Cell, Migration, cells, migration
+from conformance.judge.agreement import Migration, cells, migration
 from conformance.judge.gate import GateConfig
 from conformance.render import console as show
 from conformance.render import export, files
+from conformance.render.agreement import left_out, matrix_tables
+from conformance.render.summary import RunInfo
 from conformance.runs import run_with_progress
 from conformance.suite import Options, Selection, SuiteResult
 
 HELP = "do backends give the same bits? a backends x backends table per dtype and direction, or --from/--to"
-_DIRECTION = {"forward": "fwd", "backward": "bwd"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -85,46 +83,22 @@ def agree_options(args: argparse.Namespace) -> Options:
 
 # ----------------------------------------------------------------------------- rendering
 
-def _label(cell: Optional[Cell]) -> Text:
-    if cell is None:
-        return Text("")
-    if cell.identical:
-        return Text("✓", style="green")
-    if cell.cause == "not comparable":
-        return Text("n/a", style="yellow")
-    return Text(f"{cell.differing:,}\n{cell.cause}", style="red")
-
-
-def _tables(found: list[Cell]) -> list[Table]:
-    """One backends x backends table per (dtype, out_dtype, direction), in the order first seen."""
-    tables = []
-    for key in dict.fromkeys((c.dtype, c.out_dtype, c.direction) for c in found):
-        mine = [c for c in found if (c.dtype, c.out_dtype, c.direction) == key]
-        by_pair = {frozenset((c.first, c.second)): c for c in mine}
-        who = list(dict.fromkeys(b for c in mine for b in (c.first, c.second)))
-        pair = info(key[0]).short + (f"→{info(key[1]).short}" if key[1] != key[0] else "")
-        table = Table(title=f"{pair} {_DIRECTION[key[2]]}: differing elements over every alpha, same inputs",
-                      header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
-                      padding=(0, 1, 0, 0))
-        table.add_column("", no_wrap=True)
-        for b in who:
-            table.add_column(Text(b), overflow="fold")
-        for a in who:
-            table.add_row(Text(a), *(Text("·", style="dim") if a == b
-                                     else _label(by_pair.get(frozenset((a, b)))) for b in who))
-        tables.append(table)
-    return tables
-
-
-def render_matrix(result: SuiteResult, *, console: Console) -> None:
-    """The tables of every pair of backends; another renderer (HTML) takes the same ``cells``."""
-    for table in _tables(cells(result.agreement)):
+def render_matrix(result: SuiteResult, *, console: Console, quiet: bool = False) -> None:
+    """The tables of every pair of backends, then (unless ``quiet``) how to read them and which
+    backends a table leaves out; another renderer (HTML) takes the same ``cells``."""
+    found = cells(result.agreement)
+    for table in matrix_tables(found, width=console.width):
         console.print(table)
+    if quiet:
+        return
     profiles = {r.backend: "/".join(p for p in (r.profile, r.variant) if p) for r in result.rows}
     shown = "; ".join(f"{b}: {p}" for b, p in profiles.items() if p)
     console.print("✓ bit-identical on every input and alpha; otherwise the differing elements and the "
                   "cause in a word, from both sides' triage against golden (n/a: no shared inputs)"
                   + (f". Profiles: {shown}" if shown else ""), markup=False, style="dim")
+    ran = list(dict.fromkeys(r.backend for r in result.rows))
+    for line in left_out(found, backends=ran, skipped=result.skipped):
+        console.print(line, markup=False, style="dim")
 
 
 # ----------------------------------------------------------------------------- running
@@ -133,7 +107,7 @@ def report(result: SuiteResult, *, console: Console, quiet: bool, pair: Optional
            accepted: frozenset[str]) -> int:
     """Print the table or the migration verdict; the exit code."""
     if pair is None:
-        render_matrix(result, console=console)
+        render_matrix(result, console=console, quiet=quiet)
         return 0
     found: Migration = migration(result.agreement, source=pair[0], target=pair[1], accepted=accepted)
     if not found.rows:
@@ -158,7 +132,8 @@ def execute(args: argparse.Namespace) -> int:
         if result.interruption is None:
             code = report(result, console=console, quiet=args.quiet, pair=pair, accepted=accepted)
         export.write_reports(result.rows, paths, seed=options.seed, partial=result.interrupted,
-                             config=config, agreement=result.agreement)
+                             config=config, agreement=result.agreement,
+                             info=RunInfo(environment=machine.describe()))
     if result.interruption is not None:
         console.print(f"interrupted after {len(result.rows)} of {planned} rows")
         return exit_code(result.interruption)

@@ -16,12 +16,13 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Optional
 
-from conformance.commands import compare_quant, compare_reference
+from conformance import machine
+from conformance.commands import compare_msprobe, compare_quant, compare_reference
 from conformance.commands.args import add_gate_options, config_from, parse_alpha, parse_dtype, parse_int, shown
 from conformance.commands.output import HTML_HELP, add_view_options, html_paths, view_from
 from conformance.errors import UsageError
 from conformance.ingest.arrays import Dump, load
-from conformance.ingest.dumps import check_elements, check_pair, chunks, kernel_plan_fn, progress
+from conformance.ingest.dumps import check_bits_used, check_elements, check_pair, chunks, kernel_plan_fn, progress
 from conformance.judge.chunked import evaluate_chunks
 from conformance.judge.gate import GateConfig
 from conformance.records import Row
@@ -48,6 +49,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sources = parser.add_argument_group("other sources (instead of --x, --y, --dy, --dx, --alpha)")
     sources.add_argument("--msprobe", metavar="DUMP_DIR",
                          help="an msprobe tensor dump: one row per LeakyReLU call it recorded")
+    compare_msprobe.configure(sources)
     sources.add_argument("--manifest", metavar="DIR",
                          help="a directory written by export-cases, with the device's outputs beside the inputs")
     parser.add_argument("--profile", help="chip profile whose tiling plan locates tail tiles")
@@ -56,6 +58,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", help="write the JSON report here")
     parser.add_argument("--junit", help="write JUnit XML here")
     parser.add_argument("--html", metavar="PATH", help=HTML_HELP)
+    compare_msprobe.add_csv_option(parser)
     parser.add_argument("--config", help="gate configuration TOML file")
     add_gate_options(parser)
     add_view_options(parser)
@@ -97,6 +100,7 @@ def _rows(args: argparse.Namespace, *, alpha: float, config: GateConfig) -> list
                              "dy must match x in dtype and shape")
         check_pair(x, dx, flag="--dx")
         jobs.append(("backward", dx, dy))
+    check_bits_used(bits, x=x, outs=[out for _, out, _ in jobs], path=args.x)
     return [_evaluate(args, x, out, dy=dy, direction=d, alpha=alpha, config=config)
             for d, out, dy in jobs]
 
@@ -118,6 +122,7 @@ def _evaluate(args: argparse.Namespace, x: Dump, out: Dump, *, dy: Optional[Dump
 
 
 def _check_flags(args: argparse.Namespace) -> None:
+    compare_msprobe.check_flags(args)
     if args.quant is not None:
         return compare_quant.check_flags(args)
     _bits_dtype(args.dtype)
@@ -143,8 +148,6 @@ def _check_flags(args: argparse.Namespace) -> None:
 def _source(args: argparse.Namespace) -> Callable[[GateConfig], list[Row]]:
     """What makes the rows: an msprobe dump, an export-cases directory, or the arrays."""
     if args.msprobe is not None:
-        from conformance.commands import compare_msprobe
-
         return lambda config: compare_msprobe.rows(args.msprobe, config=config, profile=args.profile,
                                                    cores=_cores(args.cores), quiet=args.quiet)
     if args.quant is not None:
@@ -159,25 +162,31 @@ def _source(args: argparse.Namespace) -> Callable[[GateConfig], list[Row]]:
 
 def execute(args: argparse.Namespace) -> int:
     inputs = {"--x": args.x, "--y": args.y, "--dy": args.dy, "--dx": args.dx, "--config": args.config,
-              **compare_reference.inputs(args)}
+              "--msprobe": args.msprobe, **compare_reference.inputs(args),
+              compare_msprobe.BENCHMARK_FLAG: args.reference_msprobe}
     paths = files.prepare(html_paths(args), inputs=inputs)
     _check_flags(args)
-    source = _source(args)
+    pairs = compare_msprobe.PairRun(args) if args.reference_msprobe is not None else None
+    source = _source(args) if pairs is None else pairs.run
     config = config_from(args)
     rows: list[Row] = []
-    with partial_on_interrupt(paths, lambda: rows, seed=None, config=config):  # Ctrl-C/SIGTERM: partial
+    with partial_on_interrupt(paths, lambda: rows or (pairs.rows if pairs else []),  # Ctrl-C/SIGTERM: partial
+                              seed=None, config=config):
         rows = source(config)
-        found = compare_reference.agreements(args, rows, config=config)
+        found = pairs.agreements if pairs else compare_reference.agreements(args, rows, config=config)
     console, view = render.make_console(), view_from(args)
-    if not view.quiet:
-        console.print(config.described, markup=False, soft_wrap=True)
     render.render_rows(rows, console=console, view=view)
-    for row in rows:
-        for note in row.notes:
-            console.print(f"note: {row.variant or row}: {note}", markup=False)
-    render.render_agreement(found, console=console)
+    for note in [] if view.quiet else [f"note: {row.variant or row}: {n}" for row in rows for n in row.notes]:
+        console.print(note, markup=False)
+    if pairs is None and not view.quiet:
+        render.render_agreement(found, console=console)
+    elif not view.quiet:
+        pairs.render(console=console)
     console.print(render.summary_line(rows))
-    info = RunInfo(command=command_line())
+    info = RunInfo(command=command_line(), environment=machine.describe())
     write_reports(rows, paths, seed=None, config=config, info=info, agreement=found or None)
+    if pairs is not None:
+        pairs.write_csv()
     github.publish(rows, info=info)
+    render.print_policy(config.described, quiet=view.quiet)  # once the reports are written
     return 1 if any(r.verdict == "fail" for r in rows) else 0

@@ -35,8 +35,11 @@ def check(args: argparse.Namespace) -> None:
     for flag, dest, needs, needs_dest in FLAGS.values():
         if getattr(args, dest) is None:
             continue
-        if args.msprobe is not None or args.manifest is not None:
-            raise UsageError(f"{flag} compares plain arrays; it cannot be combined with --msprobe/--manifest")
+        if args.msprobe is not None:
+            raise UsageError(f"{flag} compares plain arrays; to compare two msprobe dumps, pass the "
+                             "benchmark's as --reference-msprobe BENCHMARK_DIR")
+        if args.manifest is not None:
+            raise UsageError(f"{flag} compares plain arrays; it cannot be combined with --manifest")
         if getattr(args, needs_dest) is None:
             raise UsageError(f"{flag} needs {needs} (the output it is compared with)")
 

@@ -29,6 +29,28 @@ def checked_backend(name: str, *, flag: str) -> str:
     return choice(name, backend_names(), flag=flag) or name
 
 
+def profiled(names: Sequence[str], *, profile: Optional[str],
+             variant: Optional[str]) -> tuple[tuple[str, ...], Optional[str], Optional[str]]:
+    """The backends ``names``, validated, spelled as a report prints them (``cann[ascend910b3/reference]``)
+    or not: their bare names, and the profile and variant their brackets give, with --profile and
+    --variant (a UsageError when two of them differ)."""
+    from conformance.records import label_parts
+
+    found = []
+    for name in names:
+        base, given_profile, given_variant = label_parts(name)
+        found.append(checked_backend(base, flag="--backend"))
+        profile = _one(profile, given_profile, flag="--profile", name=name)
+        variant = _one(variant, given_variant, flag="--variant", name=name)
+    return tuple(dict.fromkeys(found)), profile, variant
+
+
+def _one(flag_value: Optional[str], bracket_value: Optional[str], *, flag: str, name: str) -> Optional[str]:
+    if flag_value is not None and bracket_value is not None and flag_value != bracket_value:
+        raise UsageError(f"--backend {name} and {flag} {flag_value} differ; give one of them")
+    return bracket_value if bracket_value is not None else flag_value
+
+
 def references_from(values: Optional[Sequence[str]]) -> tuple[str, ...]:
     """The --reference backends (repeated or comma-separated), validated as --backend is."""
     names = items(values, flag="--reference") or ()

@@ -28,15 +28,11 @@ def view_from(args: argparse.Namespace) -> View:
     return View(details=getattr(args, "details", "fail"), quiet=bool(args.quiet))
 
 
-HTML_HELP = "write the HTML report (tables and plots, one self-contained file) here; needs the report extra"
+HTML_HELP = "write the HTML report (tables and figures, one self-contained offline file) here"
 
 
 def html_paths(args: argparse.Namespace) -> ReportPaths:
-    """The --json, --junit (a command may have none) and --html paths; --html without the plotting
-    library is a usage error."""
+    """The --json, --junit, --csv (a command may have none) and --html paths."""
     from conformance.render.files import ReportPaths
-    from conformance.render.html import require_plotly
 
-    if args.html is not None:
-        require_plotly()
-    return ReportPaths(args.json, getattr(args, "junit", None), args.html)
+    return ReportPaths(args.json, getattr(args, "junit", None), args.html, getattr(args, "csv", None))

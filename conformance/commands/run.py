@@ -12,7 +12,7 @@ import argparse
 from conformance.commands.args import add_gate_options
 from conformance.commands.names import references_from
 from conformance.commands.output import HTML_HELP, add_view_options, html_paths, view_from
-from conformance.commands.selection import add_selection_options, options_from, selection_from
+from conformance.commands.selection import add_selection_options, options_from, run_selection_from
 from conformance.render import console as show
 from conformance.render import files
 from conformance.render.baseline import load_report
@@ -43,7 +43,7 @@ def execute(args: argparse.Namespace) -> int:
                           inputs={"--config": args.config, "--baseline": args.baseline},
                           results_dir=args.results_dir)
     baseline = None if args.baseline is None else (args.baseline, load_report(args.baseline, flag="--baseline"))
-    selection = selection_from(args, references=references_from(args.reference))
+    selection, quantized = run_selection_from(args, references=references_from(args.reference))
     options = options_from(args)
     return execute_suite(selection, options, paths, console=show.make_console(), view=view_from(args),
-                         baseline=baseline)
+                         baseline=baseline, quantized=quantized)

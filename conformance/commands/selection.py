@@ -8,8 +8,10 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Optional
 
-from conformance.backends import WorkerSpec, installed_defaults
+from conformance.backends import WorkerSpec, default_backends, installed_defaults
+from conformance.backends import names as backend_names
 from conformance.commands.args import (
     DTYPE_HELP,
     add_kernel_options,
@@ -20,8 +22,9 @@ from conformance.commands.args import (
     parse_int,
     parse_seconds,
 )
-from conformance.commands.names import check_profile, checked_backend, choice
+from conformance.commands.names import check_profile, choice, profiled
 from conformance.errors import UsageError
+from conformance.quantized_suite import QuantAsk, names_quantized, quantized_dtype
 from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, Selection
 
 MAX_EXAMPLES = 10_000  # hypothesis examples per dtype pair; more only slows the run
@@ -32,9 +35,6 @@ def add_selection_options(parser: argparse.ArgumentParser, *, reference: bool = 
                           backend_help: str = "") -> None:
     """What to run (backends, dtypes, slopes, directions, kernel, workers, seed), as ``run`` and
     ``agree`` take it; ``reference``: also ``--reference``."""
-    from conformance.backends import default_backends
-    from conformance.backends import names as backend_names
-
     add = parser.add_argument
     add("--backend", action="append", metavar="NAME",
         help=f"one of {', '.join(backend_names())}, or your own as module:NAME or file.py:NAME, NAME a "
@@ -60,26 +60,57 @@ def add_selection_options(parser: argparse.ArgumentParser, *, reference: bool = 
 
 
 def selection_from(args: argparse.Namespace, *, references: Sequence[str] = ()) -> Selection:
-    """The suite selection the flags ask for, validated (UsageError on anything unknown);
+    """The float suite's selection the flags ask for (as ``agree`` and ``export-cases`` take it);
+    a UsageError when they name quantized rows, which only ``run`` runs."""
+    selection, ask = run_selection_from(args, references=references)
+    named = [*ask.labels, *(ask.dtypes or ())]
+    if named:
+        raise UsageError(f"{named[0]}: quantized rows run in `conformance run` only")
+    return selection
+
+
+def run_selection_from(args: argparse.Namespace, *,
+                       references: Sequence[str] = ()) -> tuple[Selection, QuantAsk]:
+    """The suite selection the flags ask for, validated (UsageError on anything unknown), and the
+    quantized rows they name (``--backend tflite``, ``tflite[xnnpack]``, ``--dtype qint8``);
     ``references`` (validated backend names) run first and every other row is compared with them."""
     chosen = items(args.backend, flag="--backend")
-    for name in chosen or ():
-        checked_backend(name, flag="--backend")
+    quantized = tuple(n for n in chosen or () if names_quantized(n, float_backends=backend_names()))
+    floats, profile, variant = profiled([n for n in chosen or () if n not in quantized],
+                                        profile=args.profile, variant=args.variant)
     directions = items(args.direction, flag="--direction") or DIRECTIONS
     for d in directions:
         choice(d, DIRECTIONS, flag="--direction")
-    dtypes, alphas = items(args.dtype, flag="--dtype"), items(args.alpha, flag="--alpha")
-    dtypes = None if dtypes is None else tuple(dict.fromkeys(map(parse_dtype, dtypes)))
+    dtypes, quant_dtypes, alphas = dtypes_from(args), quant_dtypes_from(args), items(args.alpha, flag="--alpha")
     alphas = SUITE_ALPHAS if alphas is None else tuple(dict.fromkeys(map(parse_alpha, alphas)))
     timeout = parse_seconds(args.worker_timeout, flag="--worker-timeout")
     workers = workers_from(args, timeout=timeout)  # last: starting a worker is the slow part
     served = tuple(name for name, _ in workers)
-    defaults = () if chosen or workers else runnable_defaults()
-    backends = tuple(dict.fromkeys((*references, *(chosen or defaults), *served)))
-    profile, variant = check_profile(args, [b for b in backends if b not in served])
+    defaults = () if chosen or workers or dtypes == () else runnable_defaults()
+    backends = tuple(dict.fromkeys((*references, *(floats or defaults), *served)))
+    ask = QuantAsk(quantized, quant_dtypes)
+    if dtypes == ():  # quantized dtypes only: the float backends bring their quantized rows, no float row
+        bringing = backends if chosen or workers else default_backends()  # a missing one says so, with its extra
+        backends, ask = (), QuantAsk((*quantized, *bringing), quant_dtypes)
+    profile, variant = check_profile(argparse.Namespace(profile=profile, variant=variant),
+                                     [b for b in backends if b not in served])
     return Selection(backends=backends, workers=workers, worker_timeout=timeout,
                      dtypes=dtypes, alphas=alphas, directions=tuple(directions),  # type: ignore[arg-type]
-                     profile=profile, variant=variant, references=tuple(references))
+                     profile=profile, variant=variant, references=tuple(references)), ask
+
+
+def dtypes_from(args: argparse.Namespace) -> Optional[tuple[str, ...]]:
+    """The float dtypes --dtype names: None without --dtype, () when it names quantized ones only."""
+    named = items(args.dtype, flag="--dtype")
+    if named is None:
+        return None
+    return tuple(dict.fromkeys(parse_dtype(d) for d in named if not quantized_dtype(d)))
+
+
+def quant_dtypes_from(args: argparse.Namespace) -> Optional[tuple[str, ...]]:
+    """The quantized dtypes --dtype names (``qint8``, ``quint8``), None when it names none."""
+    named = [d for d in items(args.dtype, flag="--dtype") or () if quantized_dtype(d)]
+    return tuple(dict.fromkeys(named)) or None
 
 
 def runnable_defaults() -> tuple[str, ...]:

@@ -141,8 +141,6 @@ def execute(args: argparse.Namespace) -> int:
     paths = files.prepare(html_paths(args), inputs={"--config": args.config})
     console, view = show.make_console(), view_from(args)
     config = config_from(args)
-    if not view.quiet:
-        console.print(config.described, markup=False, soft_wrap=True)
     started = time.perf_counter()
     start, stop = parse_range(args.range)
     chunk, workers = parse_chunk(args.chunk), _workers(args)
@@ -150,4 +148,6 @@ def execute(args: argparse.Namespace) -> int:
         sweeping.check_scheduler(args.scheduler)
     specs = specs_from(args, config=config, console=console)
     options = SweepOptions(args.store, start, stop, chunk, args.fresh, workers, args.scheduler)
-    return execute_sweeps(specs, options, config=config, paths=paths, console=console, view=view, started=started)
+    code = execute_sweeps(specs, options, config=config, paths=paths, console=console, view=view, started=started)
+    show.print_policy(config.described, quiet=view.quiet)  # once the reports are written
+    return code

@@ -58,3 +58,28 @@ class JaxBackend(SameDtypeBackend):
                  out_dtype: Optional[str] = None) -> BackendResult:
         jnp = jax_module().numpy
         return BackendResult(np.asarray(_backward()(jnp.asarray(x), jnp.asarray(dy), alpha)))
+
+    ops = ("leaky_relu", "prelu")
+    #: JAX has no PReLU of its own: a model writes ``jax.nn.leaky_relu(x, negative_slope=w)`` with an array
+    #: slope, ``jnp.where(x >= 0, x, w*x)`` (jax/_src/nn/functions.py), so x = ±0 select x and dy; ``vjp``
+    #: adds the branches' cotangents; XLA:CPU flushes subnormals (docs/reference/prelu.md).
+    prelu_allowed = frozenset({"formulation", "grad-at-zero", "subnormal-flush"})
+
+    def prelu_supports(self, dtype: str, direction: str) -> bool:
+        """Every PReLU row but the float16 backward: its dweight is summed in float16 in an order no
+        reduction of :mod:`conformance.reference.reductions` reproduces yet."""
+        return dtype in ("float32", "float16", "bfloat16") and (dtype, direction) != ("float16", "backward")
+
+    def prelu(self, direction: str, x: np.ndarray, weight: np.ndarray, *,
+              dy: Optional[np.ndarray] = None) -> BackendResult:
+        """``jax.nn.leaky_relu`` with the weight broadcast on axis 1; dx and dweight from ``jax.vjp``."""
+        from conformance.reference.prelu import expanded_weight
+
+        jax = jax_module()
+        jnp = jax.numpy
+        w = jnp.asarray(expanded_weight(weight, x.shape))
+        if direction == "forward":
+            return BackendResult(np.asarray(jax.nn.leaky_relu(jnp.asarray(x), negative_slope=w)))
+        _, pullback = jax.vjp(lambda t, s: jax.nn.leaky_relu(t, negative_slope=s), jnp.asarray(x), w)
+        dx, dw = pullback(jnp.asarray(dy))
+        return BackendResult(np.asarray(dx), dweight=np.asarray(dw).reshape(np.shape(weight)))

@@ -16,7 +16,7 @@ import numpy as np
 
 from conformance.backends import SameDtypeBackend
 from conformance.extras import require_installed
-from conformance.records import BackendResult
+from conformance.records import BackendResult, Direction
 
 
 @contextlib.contextmanager
@@ -67,3 +67,35 @@ class TensorFlowBackend(SameDtypeBackend):
             tape.watch(xt)
             y = tf.nn.leaky_relu(xt, alpha=alpha)
         return BackendResult(tape.gradient(y, xt, output_gradients=tf.constant(dy)).numpy())
+
+    ops = ("leaky_relu", "prelu")
+    #: What Keras's PReLU shows by design on this backend (docs/reference/prelu.md): its formula
+    #: ``relu(x) - alpha * relu(-x)`` and that formula's gradient, with TensorFlow's DAZ/FTZ.
+    prelu_allowed = frozenset({"formulation", "subnormal-flush"})
+
+    def prelu_supports(self, dtype: str, direction: Direction) -> bool:
+        """Every PReLU row but the float16 backward: its dweight is summed in float16 in an order no
+        reduction of :mod:`conformance.reference.reductions` reproduces yet (docs/reference/prelu.md)."""
+        return dtype in ("float32", "float16", "bfloat16") and (dtype, direction) != ("float16", "backward")
+
+    def prelu(self, direction: Direction, x: np.ndarray, weight: np.ndarray, *,
+              dy: Optional[np.ndarray] = None) -> BackendResult:
+        """Keras 3's ``layers.PReLU`` on its TensorFlow backend (``keras/src/layers/activations/prelu.py``:
+        ``relu(x) - alpha * relu(-x)``; alpha shaped as the input without its batch axis, here shared
+        along every axis after the channel's, ``shared_axes=[2, ...]``); dweight from ``tf.GradientTape``."""
+        tf = tensorflow()
+        import keras
+
+        shared = list(range(1 if np.size(weight) == 1 else 2, x.ndim)) or None
+        layer = keras.layers.PReLU(shared_axes=shared, dtype=x.dtype.name)
+        layer.build(x.shape)
+        layer.alpha.assign(np.broadcast_to(np.asarray(weight).reshape((-1,) + (1,) * max(x.ndim - 2, 0)),
+                                           layer.alpha.shape).astype(x.dtype))
+        xt = tf.constant(x)
+        with tf.GradientTape() as tape:
+            tape.watch(xt)
+            y = layer(xt)
+        if direction == "forward":
+            return BackendResult(y.numpy())
+        dx, dalpha = tape.gradient(y, [xt, layer.alpha], output_gradients=tf.constant(dy))
+        return BackendResult(dx.numpy(), dweight=np.asarray(dalpha).reshape(np.shape(weight)))

@@ -9,7 +9,7 @@ import numpy as np
 from conformance.backends import SameDtypeBackend
 from conformance.dtypes import info
 from conformance.extras import require_installed
-from conformance.records import BackendResult
+from conformance.records import BackendResult, Direction
 
 
 def tensor_from_numpy(a: np.ndarray):
@@ -58,6 +58,38 @@ class TorchBackend(SameDtypeBackend):
             return numpy_from_tensor(xt.grad)
 
         return _refusing(alpha, grad)
+
+    ops = ("leaky_relu", "prelu", "rrelu")
+
+    def prelu(self, direction: Direction, x: np.ndarray, weight: np.ndarray, *,
+              dy: Optional[np.ndarray] = None) -> BackendResult:
+        """``nn.PReLU(num_parameters=weight.size)`` holding ``weight`` (torch's channel axis: 1, or 0
+        for an input of rank <= 1); its weight gradient is autograd's."""
+        import torch
+
+        module = torch.nn.PReLU(num_parameters=int(np.size(weight)), dtype=tensor_from_numpy(x).dtype)
+        with torch.no_grad():
+            module.weight.copy_(tensor_from_numpy(np.asarray(weight).reshape(-1)))
+        return prelu_gradients(direction, x, module, dy=dy)
+
+    def rrelu(self, direction: Direction, x: np.ndarray, *, dy: Optional[np.ndarray] = None) -> BackendResult:
+        """``nn.RReLU()`` (torch's bounds 1/8 and 1/3) in eval mode: LeakyReLU at their mean, 11/48."""
+        import torch
+
+        return prelu_gradients(direction, x, torch.nn.RReLU().eval(), dy=dy)
+
+
+def prelu_gradients(direction: Direction, x: np.ndarray, module, *, dy: Optional[np.ndarray]) -> BackendResult:
+    """``module`` (an ``nn.PReLU`` or ``nn.RReLU`` in eval mode) on ``x``: y, or dx and the weight's
+    gradient (autograd) when it has a weight."""
+    xt = tensor_from_numpy(x).requires_grad_(direction == "backward")
+    y = module(xt)
+    if direction == "forward":
+        return BackendResult(numpy_from_tensor(y))
+    y.backward(tensor_from_numpy(dy))
+    weight = getattr(module, "weight", None)
+    return BackendResult(numpy_from_tensor(xt.grad),
+                         dweight=None if weight is None else numpy_from_tensor(weight.grad))
 
 
 def _refusing(alpha: float, compute: Callable[[], np.ndarray]) -> BackendResult:

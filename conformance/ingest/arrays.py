@@ -39,6 +39,11 @@ from typing import BinaryIO, Optional
 import numpy as np
 from numpy.lib import format as npy_format
 
+try:  # numpy 2 keeps the header reader of every version in a private module, numpy 1.26 in format
+    from numpy.lib import _format_impl as _npy_impl
+except ImportError:
+    _npy_impl = npy_format
+
 from conformance.dtypes import DTYPES, info
 from conformance.errors import UsageError, one_line
 from conformance.ingest import bounded
@@ -162,7 +167,7 @@ def _read_header(handle: BinaryIO, *, base: int, where: str) -> _Header:
     elif version == (2, 0):
         shape, fortran, dtype = npy_format.read_array_header_2_0(handle, max_header_size=_MAX_HEADER)
     elif version == (3, 0):  # a utf-8 header; numpy reads it with the 2.0 layout
-        shape, fortran, dtype = npy_format._read_array_header(handle, version, max_header_size=_MAX_HEADER)
+        shape, fortran, dtype = _npy_impl._read_array_header(handle, version, max_header_size=_MAX_HEADER)
     else:
         raise UsageError(f"{where}: .npy format version {version[0]}.{version[1]} is unknown "
                          "(1.0, 2.0 and 3.0 are read); save the array again with numpy.save")
@@ -315,15 +320,24 @@ def table_dtype(a: np.ndarray, *, flag: str, bits_dtype: Optional[str]) -> np.dt
             raise UsageError(f"{flag}: raw {native} array; pass --dtype bfloat16 (or float16) "
                              "to read it as bit patterns")
         return info(bits_dtype).dtype
+    if native in (np.dtype(np.int8), np.dtype(np.uint8)):
+        raise UsageError(f"{flag}: {native} codes; a quantized LeakyReLU's dump is compared with "
+                         "--quant S_IN:Z_IN:S_OUT:Z_OUT (its per-tensor scales and zero points)")
     if native.name not in DTYPES:
         raise UsageError(f"{flag}: unsupported dtype {native}; use one of {', '.join(DTYPES)}")
     return native
 
 
+def is_raw_bits(dump: Dump) -> bool:
+    """Whether ``dump`` is stored as raw 16-bit integers read as bit patterns (``--dtype``)."""
+    return dump.raw.dtype.newbyteorder("=") in (np.dtype(np.uint16), np.dtype(np.int16))
+
+
 def load(path: str, *, flag: str, bits_dtype: Optional[str]) -> Dump:
-    """A checked, memory-mapped dump and the dtype its elements are read as."""
+    """A checked, memory-mapped dump and the dtype its elements are read as; what is wrong with
+    it names ``flag`` and ``path``."""
     raw = read(path, flag=flag)
-    return Dump(raw, table_dtype(raw, flag=flag, bits_dtype=bits_dtype))
+    return Dump(raw, table_dtype(raw, flag=f"{flag} {path}", bits_dtype=bits_dtype))
 
 
 def load_array(path: str, *, flag: str, bits_dtype: Optional[str]) -> np.ndarray:

@@ -17,8 +17,9 @@ from typing import Optional
 from rich.console import Console
 
 from conformance import jit
+from conformance.dtypes import short_name
 from conformance.errors import UsageError
-from conformance.ingest.arrays import Dump
+from conformance.ingest.arrays import Dump, is_raw_bits
 from conformance.judge.evaluate import PlanFn
 from conformance.records import Chunk, TilePlan
 from conformance.reference.golden import SUPPORTED_PAIRS
@@ -34,6 +35,15 @@ def check_elements(shape: tuple[int, ...], *, what: str, fix: str) -> None:
     if math.prod(shape) == 0:
         raise UsageError(f"{what} holds no elements (shape {list(shape)}); an empty comparison "
                          f"proves nothing, so it is no PASS: {fix}")
+
+
+def check_bits_used(bits: Optional[str], *, x: Dump, outs: list[Dump], path: str) -> None:
+    """A UsageError when ``--dtype`` names another 16-bit dtype than the arrays have and none of
+    them is raw bits it would apply to (so it would be ignored)."""
+    if bits is None or any(map(is_raw_bits, [x, *outs])) or x.dtype.name == bits:
+        return
+    raise UsageError(f"--dtype {short_name(bits)} reads raw uint16 bits, but --x {path} is {x.dtype.name} "
+                     "(no array here is raw bits); drop --dtype: compare reads the dtype from the arrays")
 
 
 def check_pair(x: Dump, out: Dump, *, flag: str, src_flag: str = "--x") -> None:

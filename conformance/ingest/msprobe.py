@@ -68,19 +68,19 @@ class Call:
 
 # ----------------------------------------------------------------------------- finding dump.json
 
-def find_dumps(path: str) -> list[Path]:
-    """The dump.json files under ``path`` (a dump.json, its directory, or a dump root)."""
+def find_dumps(path: str, *, flag: str = "--msprobe") -> list[Path]:
+    """The dump.json files under ``path`` (a dump.json, its directory, or a dump root), given as ``flag``."""
     root = Path(path)
     if root.is_file():
         return [root]
     if not root.is_dir():
-        raise UsageError(f"--msprobe {path}: no such directory; pass msprobe's dump_path "
+        raise UsageError(f"{flag} {path}: no such directory; pass msprobe's dump_path "
                          "(holding step*/proc*/dump.json) or a directory holding dump.json")
     if (root / "dump.json").is_file():
         return [root / "dump.json"]
     found = sorted(root.glob("step*/*/dump.json")) or sorted(root.glob("*/dump.json"))
     if not found:
-        raise UsageError(f"--msprobe {path}: no dump.json under it (looked for step*/proc*/dump.json); {REDUMP}")
+        raise UsageError(f"{flag} {path}: no dump.json under it (looked for step*/proc*/dump.json); {REDUMP}")
     return found
 
 
@@ -275,14 +275,14 @@ def calls(file: Path) -> Iterator[Call]:
                                               implicit=call.note is not None))
 
 
-def read_calls(path: str) -> list[Call]:
-    """Every LeakyReLU call under ``path`` (names prefixed by step/proc when there are several
-    dump.json files); a dump with none is an input error."""
-    files = find_dumps(path)
+def read_calls(path: str, *, flag: str = "--msprobe") -> list[Call]:
+    """Every LeakyReLU call under ``path``, given as ``flag`` (names prefixed by step/proc when
+    there are several dump.json files); a dump with none is an input error."""
+    files = find_dumps(path, flag=flag)
     found = [c if len(files) == 1 else replace(c, name=f"{file.parent.parent.name}/{file.parent.name}/{c.name}")
              for file in files for c in calls(file)]
     if not found:
-        raise UsageError(f"--msprobe {path}: the dump holds no LeakyReLU call "
+        raise UsageError(f"{flag} {path}: the dump holds no LeakyReLU call "
                          f"(Functional.leaky_relu, leaky_relu_, aten leaky_relu*); check the dump's "
                          f"scope/list filters; {REDUMP}")
     return found

@@ -29,12 +29,13 @@ import numpy as np
 
 from conformance import jit
 from conformance.dtypes import from_bits, info, to_bits, widened_patterns
+from conformance.judge import other_checks
 from conformance.judge import plots as plotting
 from conformance.judge.evaluate import PlanFn, batch_values, judged, row_head, violations_of
 from conformance.judge.gate import GateConfig, verdict
 from conformance.metrics import chunk_pipeline
 from conformance.metrics import exact as met
-from conformance.records import MAX_EXAMPLES, Chunk, Finding, Metrics, Row, Shape, TilePlan, Tolerance
+from conformance.records import MAX_EXAMPLES, Chunk, Finding, Metrics, OtherCheck, Row, Shape, TilePlan, Tolerance
 from conformance.reference import golden as ref
 from conformance.triage import Batch, special_values, triage
 from conformance.triage.sampling import SAMPLING
@@ -404,8 +405,13 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
     ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
                    backend, config, label, _lazy_plan(plan_fn, numel=numel), profile, head["shapes"][0])
     judge = _Judge(ctx, numel=numel)
-    metrics, samples = [], []
-    golden = functools.partial(_golden, ctx=ctx)
+    metrics, samples, specials = [], [], []
+
+    def golden(chunk: Chunk, alone: bool) -> np.ndarray:
+        values = _golden(chunk, alone, ctx=ctx)
+        specials.append(other_checks.specials(values))  # NaN and inf of every chunk's golden
+        return values
+
     judged = chunk_pipeline.read_ahead(read(), golden=golden, judge=judge,
                                        ahead=judge.scratch is not None and jit.threads() > 1)
     with contextlib.closing(judged):  # on an error or Ctrl-C here, the chunks not begun are cancelled
@@ -415,10 +421,22 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
             advance(int(chunk.x.size))
     kept = judge.kept
     total = reduce(met.merge, metrics) if metrics else met.empty()
+    checks = _other_checks(kept, specials, metrics=total, out_dtype=ctx.out_dtype)
     findings, plots = _mismatch_findings(kept, samples, ctx, numel=numel, shape=head["shapes"][0]) \
         if total.mismatches and kept is not None else ((), None)
-    return Row(**head, metrics=total, findings=findings, plots=plots,
+    return Row(**head, metrics=total, findings=findings, plots=plots, other_checks=checks,
                verdict=verdict([f.gated for f in findings]))
+
+
+def _other_checks(kept: Optional[Kept], specials: list[tuple[int, int]], *, metrics: Metrics,
+                  out_dtype: str) -> tuple[OtherCheck, ...]:
+    """Other tools' checks of the whole tensor: on its mismatches (the kept elements, before
+    the evidence is added) and the NaN and infinities of every chunk's golden."""
+    if kept is None:
+        return ()
+    nan, inf = (sum(s[i] for s in specials) for i in (0, 1))
+    counts = other_checks.tally(kept.column("actual"), kept.column("golden"), golden_nan=nan, golden_inf=inf)
+    return other_checks.decided(counts, out_dtype=out_dtype, metrics=metrics)
 
 
 def warm() -> None:

@@ -16,6 +16,7 @@ import numpy as np
 
 from conformance import categories
 from conformance.dtypes import info
+from conformance.judge import other_checks
 from conformance.judge import plots as plotting
 from conformance.judge.gate import GateConfig, finding_gated, verdict
 from conformance.metrics import exact as met
@@ -93,7 +94,8 @@ def _rejected(x: np.ndarray, result: BackendResult, *, backend: str, config: Gat
               profile: Optional[str] = None) -> tuple[met.Metrics, tuple[Finding, ...]]:
     n = int(x.size)
     gated = not config.allows(backend, "rejected-input", profile=profile)
-    finding = Finding("rejected-input", n, gated, f"backend refused the input: {result.rejected}",
+    said = result.rejected if result.malformed else f"backend refused the input: {result.rejected}"
+    finding = Finding("rejected-input", n, gated, said,
                       {"reason": result.rejected}, (), None, n)
     return met.empty(elements=n), (finding,)
 
@@ -146,7 +148,8 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
                           backend=backend, config=config, tile_plan=tile_plan, part=label, profile=profile,
                           hazard_cores=first_cores(result.hazards))
         plots = plotting.measure(claims, batch, tile_plan=tile_plan, shape=head["shapes"][0], part=label)
-    return Row(**head, metrics=comp.metrics, findings=findings, plots=plots,
+    checks = other_checks.of_batch(actual, expected, mismatch_index=comp.mismatch_index, metrics=comp.metrics)
+    return Row(**head, metrics=comp.metrics, findings=findings, plots=plots, other_checks=checks,
                verdict=verdict([f.gated for f in findings]))
 
 
@@ -185,8 +188,10 @@ def merge_rows(rows: Sequence[Row], *, config: GateConfig) -> Row:
         raise ValueError(f"merge_rows needs rows of one key, got {sorted(map(str, keys))}")
     first = rows[0]
     findings = merge_findings(rows, backend=first.backend, config=config, profile=first.profile)
-    return replace(first, metrics=reduce(met.merge, (r.metrics for r in rows)),
-                   findings=findings, verdict=verdict([f.gated for f in findings]),
+    metrics = reduce(met.merge, (r.metrics for r in rows))
+    checks = other_checks.merged([r.other_checks for r in rows], out_dtype=first.out_dtype, metrics=metrics)
+    return replace(first, metrics=metrics, findings=findings, other_checks=checks,
+                   verdict=verdict([f.gated for f in findings]),
                    plots=reduce(plotting.merge, (r.plots for r in rows)),
                    parts=tuple(p for r in rows for p in r.parts),
                    shapes=tuple(s for r in rows for s in r.shapes)

@@ -23,12 +23,14 @@ from conformance.records import Tolerance
 
 CATEGORIES = NAMES  # the registry's order (conformance/categories.py)
 VERDICTS = ("pass", "warn", "fail")
-_TORCH_TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5),
-                     "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}
+#: torch.testing.assert_close's (rtol, atol) per dtype (torch/testing/_comparison.py
+#: _DTYPE_PRECISIONS): the gate's default tolerances, and the other check of that name
+TORCH_TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5),
+                    "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}
 
 
 def _default_tolerances() -> dict[str, tuple[float, float]]:
-    return dict(_TORCH_TOLERANCES)
+    return dict(TORCH_TOLERANCES)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,10 @@ Per category of the row's findings: a histogram of the ULP distances of its elem
 (bins ``[2^(k-1), 2^k)``, plus ``0`` and ``nan``), the value classes of their inputs
 (sign and binade, or zero, subnormal, inf, nan), and coarse grids of counts over the
 kernel's plan (cores x tiles) and over the N-D shape (channel x spatial, or the two axes
-of a matrix).  Every size is bounded by the bins, never by the tensor: a 16M-element dump
-gives a few hundred numbers.  ``Plots.as_dict`` is the ``plots`` field of a JSON row.
+of a matrix); and, for the transfer picture (output against input), a deterministic sample
+of the batch's elements and of each category's differing ones, spread over their inputs.
+Every size is bounded by the bins and the sample sizes, never by the tensor: a 16M-element
+dump gives a few hundred numbers.  ``Plots.as_dict`` is the ``plots`` field of a JSON row.
 """
 from __future__ import annotations
 
@@ -18,13 +20,15 @@ import numpy as np
 
 from conformance import jit
 from conformance.dtypes import info, to_bits, ulp_distance
-from conformance.records import Grid, Plots, Shape, TilePlan
+from conformance.records import Grid, Plots, Sample, Shape, TilePlan
 from conformance.triage import Batch, Claim
 from conformance.triage.claims import as_slice
 
 MAX_BINS = 64  # per grid axis: a grid has at most 64 x 64 cells per category
 MAX_GRIDS = 4  # per row: the grids of its parts with the most errors
 _STEP = 1 << 20  # elements handled at once (bounds the temporaries of a 16M-element dump)
+SAMPLED_ALL = 96  # elements of the whole batch a row's transfer picture keeps
+SAMPLED_PER_CATEGORY = 48  # differing elements per category it keeps
 
 
 _ULP_NAMES = ["0"] + [str(1 << (k - 1)) for k in range(1, 65)] + ["nan"]
@@ -206,7 +210,62 @@ def measure(claims: Sequence[Claim], batch: Batch, *, tile_plan: Optional[TilePl
                     acc.add(claim.category, core[inside], tile[inside])
                 else:
                     acc.add(claim.category, *_shape_cells(flat, acc.grid.size))
-    return Plots(plots.ulp, plots.values, tuple(a.grid for _, a in accs if a.grid.cells))
+    return Plots(plots.ulp, plots.values, tuple(a.grid for _, a in accs if a.grid.cells),
+                 _transfer(counted, batch))
+
+
+# ----------------------------------------------------------------------------- the transfer sample
+
+def _evenly(n: int, k: int) -> np.ndarray:
+    """At most ``k`` positions spread evenly over ``range(n)``, first and last included."""
+    return np.unique(np.linspace(0, n - 1, num=min(n, k)).round().astype(np.int64))
+
+
+def _floats(values: Optional[np.ndarray], at: np.ndarray) -> list[Optional[float]]:
+    if values is None:
+        return [None] * at.size
+    with np.errstate(invalid="ignore"):  # a bfloat16 NaN widens with a warning
+        return np.asarray(values[at]).astype(np.float64).tolist()
+
+
+def _sampled(batch: Batch, at: np.ndarray, *, category: str) -> list[Sample]:
+    columns = (_floats(v, at) for v in (batch.x, batch.dy, batch.golden, batch.actual))
+    return [Sample(category, *values) for values in zip(*columns)]
+
+
+def _spread(samples: Sequence[Sample], k: int) -> list[Sample]:
+    """At most ``k`` of ``samples``, spread evenly over their inputs (NaN inputs last)."""
+    if len(samples) <= k:
+        return list(samples)
+    ordered = sorted(samples, key=lambda s: (s.x != s.x, s.x if s.x == s.x else 0.0))
+    return [ordered[i] for i in _evenly(len(ordered), k).tolist()]
+
+
+def thinned(samples: Sequence[Sample]) -> tuple[Sample, ...]:
+    """Each category's samples (and the whole batch's) spread down to their bound."""
+    by_category: dict[str, list[Sample]] = {}
+    for sample in samples:
+        by_category.setdefault(sample.category, []).append(sample)
+    return tuple(s for category, found in by_category.items()
+                 for s in _spread(found, SAMPLED_PER_CATEGORY if category else SAMPLED_ALL))
+
+
+def _by_place(batch: Batch, index: np.ndarray) -> np.ndarray:
+    """Batch positions ``index`` in the order of their places in the tensor: a reduced batch
+    holds its mismatches first (the compiled paths) or in place (numpy), the same elements."""
+    flat = np.asarray(batch.flat(index), dtype=np.int64)
+    return index[np.argsort(flat, kind="stable")]
+
+
+def _transfer(claims: Sequence[Claim], batch: Batch) -> tuple[Sample, ...]:
+    """Elements of the whole batch, then each claim's differing ones: a few times the bound
+    picked evenly by place in the tensor, then spread over their inputs."""
+    every = _by_place(batch, np.arange(batch.x.size, dtype=np.int64))
+    found = _sampled(batch, every[_evenly(every.size, 4 * SAMPLED_ALL)], category="")
+    for claim in claims:
+        index = _by_place(batch, np.asarray(claim.index, dtype=np.int64))
+        found += _sampled(batch, index[_evenly(index.size, 4 * SAMPLED_PER_CATEGORY)], category=claim.category)
+    return thinned(found)
 
 
 # ----------------------------------------------------------------------------- merge
@@ -223,7 +282,7 @@ def merge(a: Optional[Plots], b: Optional[Plots]) -> Optional[Plots]:
     if a is None or b is None:
         return a or b
     grids = sorted(a.grids + b.grids, key=lambda g: -g.errors)[:MAX_GRIDS]
-    return Plots(_sum(a.ulp, b.ulp), _sum(a.values, b.values), tuple(grids))
+    return Plots(_sum(a.ulp, b.ulp), _sum(a.values, b.values), tuple(grids), thinned(a.transfer + b.transfer))
 
 
 # ----------------------------------------------------------------------------- stored form
@@ -233,7 +292,8 @@ def to_state(plots: Plots) -> dict:
     grids = [{"kind": g.kind, "part": g.part, "axes": g.axes, "size": g.size, "bins": g.bins,
               "cells": {c: dict(n) for c, n in g.cells.items()}} for g in plots.grids]
     return {"ulp": {c: dict(n) for c, n in plots.ulp.items()},
-            "values": {c: dict(n) for c, n in plots.values.items()}, "grids": grids}
+            "values": {c: dict(n) for c, n in plots.values.items()}, "grids": grids,
+            "transfer": [s.as_list() for s in plots.transfer]}
 
 
 def from_state(state: dict) -> Plots:
@@ -241,4 +301,11 @@ def from_state(state: dict) -> Plots:
         return {c: Counter(n) for c, n in d.items()}
 
     grids = tuple(Grid(**{**g, "cells": counters(g["cells"])}) for g in state["grids"])
-    return Plots(counters(state["ulp"]), counters(state["values"]), grids)
+    return Plots(counters(state["ulp"]), counters(state["values"]), grids,
+                 tuple(sample_of(s) for s in state.get("transfer", ())))
+
+
+def sample_of(entry: Sequence) -> Sample:
+    """A sample back from :meth:`Sample.as_list`."""
+    category, *values = entry
+    return Sample(category, *(None if v is None else float(v) for v in values))

@@ -91,6 +91,22 @@ class CannBackend(BackendBase):
         return self._call(lambda: leaky_relu(x, alpha, profile=self.profile, variant=self.variant,
                                              out_dtype=out_dtype, cores=self.cores), "y")
 
+    ops = ("leaky_relu", "prelu")
+
+    def prelu(self, direction: Direction, x: np.ndarray, weight: np.ndarray, *,
+              dy: Optional[np.ndarray] = None) -> BackendResult:
+        """The emulated aclnnPrelu (forward) and its backward (dx, dweight): :mod:`conformance.npu_impl.prelu`."""
+        from conformance.npu_impl import prelu
+
+        refused = prelu.check(x, weight, profile=self.profile)
+        if refused is not None:
+            return BackendResult(value=None, rejected=refused, notes=self.notes)
+        if direction == "forward":
+            plan = prelu.plan_for(x, profile=self.profile)
+            return BackendResult(prelu.forward(x, weight), tile_plan=plan.tile_plan(), notes=self.notes)
+        dx, dweight, plan = prelu.backward(dy, x, weight, profile=self.profile)
+        return BackendResult(dx, tile_plan=plan.tile_plan(), notes=self.notes, dweight=dweight)
+
     def backward(self, dy: np.ndarray, x: np.ndarray, alpha: float, *,
                  out_dtype: Optional[str] = None) -> BackendResult:
         self._check(x, out_dtype, "backward")

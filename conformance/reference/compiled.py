@@ -1,12 +1,18 @@
 """The golden's inner loop compiled with numba: one pass over the data.
 
-Each element is read once, compared, multiplied by the binary64 slope, checked for a
-rounding midpoint of the output dtype, fixed up by the error-free round-to-odd product
-when it sits on one (``conformance.reference.exact`` says why), and rounded once to the
-output dtype.  The numpy path in ``conformance.reference.golden`` is the reference
-implementation; this module reproduces its bits, NaN payloads included, and
-``tests/reference/test_compiled.py`` proves it on every 16-bit pattern and on edge and random
-float32/float64 data.
+Each element is read once, compared, multiplied by the binary64 slope, and its product
+rounded once to the output dtype: a binary64 product that may sit on a rounding midpoint of
+the output is rounded to odd first (an error-free product says which way), so that the final
+conversion rounds as the exact product would (``conformance.reference.exact`` says why).  The
+exact select (and its plain variants) into a float32 or float64 output runs in loops without a
+branch, which the compiler vectorises (``conformance.reference.compiled_vector``: every product
+rounded to odd, a fused multiply-add giving its error), a range per thread for large inputs:
+at about the speed of a memory copy.  A 16-bit dtype's backward into itself of 2**17 elements
+or more decides each pattern's outcome once (whether that x takes dy, that dy's product) and
+then only merges bits.  The numpy path in
+``conformance.reference.golden`` is the reference implementation; this module reproduces its
+bits, NaN payloads included, and ``tests/reference/test_compiled.py`` proves it on every 16-bit
+pattern and on edge and random float32/float64 data, whatever the number of threads.
 
 What it covers (:func:`covers`): every supported dtype pair, with the slope (``slope``,
 ``slope_dtype``, an ``opmath`` product, flushed under ``ftz`` as the numpy path flushes it),
@@ -36,15 +42,19 @@ from typing import Optional
 
 import numpy as np
 
+from conformance import jit
 from conformance.dtypes import DTypeInfo, info, to_bits, widened_patterns
 from conformance.records import Direction
 from conformance.reference.compiled_loops import (
     backward_loop,
+    backward_tables,
     forward_loop,
     select_backward_loop,
     select_forward_loop,
+    table_backward_loop,
 )
 from conformance.reference.compiled_rounding import KINDS
+from conformance.reference.compiled_vector import vector_backward_loop, vector_forward_loop
 from conformance.reference.exact import (
     check_alpha,
     effective_slope,
@@ -94,6 +104,8 @@ def covers(direction: Direction, semantics: Semantics) -> bool:
 
 
 _NO_TABLE = np.zeros(1, dtype=np.float64)
+SPLIT = 1 << 17  # elements from which the select loops split their work, a range per thread
+TABLED = 1 << 17  # elements from which a 16-bit select's backward decides each pattern's outcome once
 
 
 def _operand(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -184,7 +196,13 @@ def _forward(x: np.ndarray, a: float, out: DTypeInfo, s: Semantics) -> np.ndarra
     xs, table, result, sink, rules, flags = _loop_inputs(x, a, out, s)
     form = s.formulation if s.formulation != "max_or_min" else ("max" if a <= 1 else "min")
     if _FORWARD_FORM[form] <= 1 and _plain(s):
-        select_forward_loop(xs, table, sink, s.predicate == "ge", form == "scale", flags[0], rules)
+        ge, scale = s.predicate == "ge", form == "scale"
+        if out.bits == 16:  # rounded an element at a time: the loop that branches
+            jit.split(lambda lo, hi: select_forward_loop(xs[lo:hi], table, sink[lo:hi], ge, scale, flags[0], rules),
+                      x.size, least=SPLIT)
+        else:
+            jit.split(lambda lo, hi: vector_forward_loop(xs[lo:hi], table, sink[lo:hi], ge, scale, rules), x.size,
+                      least=SPLIT)
     else:
         forward_loop(xs, table, sink, s.predicate == "ge", _FORWARD_FORM[form], s.nan_operand == "x", flags, rules)
     return result
@@ -199,16 +217,26 @@ def _backward(dy: np.ndarray, x: np.ndarray, a: float, out: DTypeInfo, s: Semant
     nan_mode = _NAN_GRAD[s.nan_grad] + (2 if s.nan_grad == "dy*0" and info(x.dtype).name == "bfloat16" else 0)
     modes = (_BACKWARD_TAKE.get(s.formulation, 0), nan_mode, _GRAD_FORM[s.grad_form], _GRAD_RULE[s.grad_rule])
     if modes[1:] == (0, 0, 0) and _plain(s):
-        select_backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy", modes[0], flags[0],
-                             rules)
+        ge, nan_dy, take = s.grad_rule == "ge", s.nan_grad == "dy", modes[0]
+        if flags[0] and out.bits == 16 and x.size >= TABLED:  # every pattern's outcome decided once
+            takes, products = backward_tables(table, ge, nan_dy, take, rules)
+            dy_bits, x_bits = jit.read_only(dys), jit.read_only(xs)  # one compiled signature, however given
+            jit.split(lambda lo, hi: table_backward_loop(dy_bits[lo:hi], x_bits[lo:hi], takes, products, sink[lo:hi]),
+                      x.size, least=SPLIT)
+        elif out.bits == 16:  # rounded an element at a time: the loop that branches
+            jit.split(lambda lo, hi: select_backward_loop(dys[lo:hi], xs[lo:hi], table, sink[lo:hi], ge, nan_dy, take,
+                                                          flags[0], rules), x.size, least=SPLIT)
+        else:
+            jit.split(lambda lo, hi: vector_backward_loop(dys[lo:hi], xs[lo:hi], table, sink[lo:hi], ge, nan_dy, take,
+                                                          rules), x.size, least=SPLIT)
     else:
         backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy", modes, flags, rules)
     return result
 
 
 def _plain(s: Semantics) -> bool:
-    """No saturation, opmath product or directed rounding: the lean select loops compute it (the
-    general loops give the same bits, but their per-element branches cost up to twice the time)."""
+    """No saturation, opmath product or directed rounding: the select loops compute it, without a
+    branch (the general loops give the same bits, one element at a time, several times slower)."""
     return s.saturate is False and s.opmath is None and s.rounding == "rne"
 
 

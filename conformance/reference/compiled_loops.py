@@ -14,16 +14,19 @@ from conformance.reference.compiled_gradients import max_gradient, result_positi
 from conformance.reference.compiled_rounding import (
     bits64,
     directed,
+    first_touch,
     flushed,
     load,
     odd_product,
     product,
+    round16,
     rounded,
     store,
     x86_tiny,
 )
 
-__all__ = ["backward_loop", "forward_loop", "select_backward_loop", "select_forward_loop"]
+__all__ = ["backward_loop", "backward_tables", "forward_loop", "gather", "select_backward_loop", "select_forward_loop",
+           "table_backward_loop"]
 
 
 @numba.njit(cache=True)
@@ -316,8 +319,35 @@ def select_backward_loop(dys, xs, table, sink, ge, nan_dy, take_mode, same, r):
 
 
 @numba.njit(cache=True, nogil=True)
-def gather(table, index, out, lo, hi):
-    """``out[i] = table[index[i]]`` for ``lo <= i < hi``: a 16-bit dtype's golden read from the
-    golden of every pattern (the loop releases the GIL)."""
-    for i in range(lo, hi):
+def backward_tables(table, ge, nan_dy, take_mode, r):
+    """What :func:`select_backward_loop` decides for a 16-bit dtype into itself, per pattern:
+    for each x pattern a mask, all ones where dx is dy; for each dy pattern ``a*dy`` rounded, as
+    bits."""
+    takes = np.empty(table.size, dtype=np.uint16)
+    products = np.empty(table.size, dtype=np.uint16)
+    for i in range(table.size):
+        w = table[i]
+        take = False if take_mode == 1 else _takes(w, ge, r) != (take_mode == 2)
+        takes[i] = 0xFFFF if take or (nan_dy and w != w) else 0
+        products[i] = round16(_plain_negative(w, r), r[10])
+    return takes, products
+
+
+@numba.njit(cache=True, nogil=True)
+def table_backward_loop(dys, xs, takes, products, sink):
+    """:func:`select_backward_loop` of a 16-bit dtype into itself, from :func:`backward_tables`:
+    dy's bits where x's mask takes dy, else dy's product, merged by the mask (a branch the data
+    decides would be mispredicted half the time)."""
+    first_touch(sink)
+    for i in range(xs.size):
+        d, mask = dys[i], takes[xs[i]]
+        sink[i] = (d & mask) | (products[d] & ~mask)
+
+
+@numba.njit(cache=True, nogil=True)
+def gather(table, index, out):
+    """``out[i] = table[index[i]]``: a 16-bit dtype's golden read from the golden of every
+    pattern (the loop releases the GIL)."""
+    first_touch(out)
+    for i in range(index.size):
         out[i] = table[index[i]]

@@ -399,9 +399,8 @@ def _from_table(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike], 
     table = _pattern_table(src.name, float(check_alpha(alpha)), out, semantics)
     bits = to_bits(np.ascontiguousarray(x).reshape(-1))
     result = np.empty(bits.size, dtype=table.dtype)
-    # one thread: callers already split large work over the pool (compare's chunks a range per
-    # thread), and a nested split would wait on the threads its caller holds
-    gather(to_bits(table), bits, to_bits(result), 0, bits.size)
+    sink, patterns = to_bits(result), to_bits(table)
+    jit.split(lambda lo, hi: gather(patterns, bits[lo:hi], sink[lo:hi]), bits.size, least=TABLE_MIN)
     return result.reshape(x.shape)
 
 

@@ -24,12 +24,15 @@ from rich.table import Table
 from rich.text import Text
 
 from conformance.dtypes import info
-from conformance.judge.agreement import Agreement
 from conformance.judge.gate import CATEGORIES, VERDICTS
-from conformance.records import MAX_EXAMPLES, Row
+from conformance.records import MAX_EXAMPLES, Row, RowKey
 from conformance.reference.quantized import QDTYPES
+from conformance.render.agreement import render_agreement  # noqa: F401 - the commands print it from here
+from conformance.render.labels import is_quantized, panel_title, row_label, setting_line, setting_short, short_label
 from conformance.render.messages import describe, metric_lines
+from conformance.render.other_checks import legend, marked
 from conformance.render.text import short_float, short_int
+from conformance.render.widths import add_line, words_fit
 
 Details = Literal["fail", "warn", "all"]
 DETAILS: tuple[str, ...] = ("fail", "warn", "all")
@@ -48,10 +51,9 @@ class View:
     quiet: bool = False
 
 
-def _backend(row: Row) -> Text:
-    """``cann[ascend910b1/reference]`` (a Text: the brackets are not markup)."""
-    extra = "/".join(p for p in (row.profile, row.variant) if p)
-    return Text(row.backend + (f"[{extra}]" if extra else ""))
+def _backend(row: RowKey) -> Text:
+    """:func:`row_label` as a Text (the brackets are not markup)."""
+    return Text(row_label(row))
 
 
 def _short(dtype: str) -> str:
@@ -84,27 +86,49 @@ def _findings_cell(findings: Iterable[tuple[str, int, bool]], *, sep: str = "\n"
 
 def _cells(row: Row) -> list:
     m = row.metrics
-    return [_backend(row), _pair(row), _DIRECTION[row.direction], _alpha(row.alpha),
+    return [_stacked(row), _pair(row), _DIRECTION[row.direction], _alpha(row.alpha),
             short_int(m.elements), short_int(m.mismatches), short_float(m.max_abs),
             short_float(m.max_rel), short_int(m.max_ulp),
             _findings_cell((f.category, f.count, not f.gated) for f in row.findings),
-            Text(row.verdict, style=_STYLE[row.verdict])]
+            marked(Text(row.verdict, style=_STYLE[row.verdict]), (row,))]
+
+
+def _stacked(row: Row) -> Text:
+    """The short label, and under it a quantized row's setting (dim)."""
+    cell = _backend(row)
+    if is_quantized(row):
+        cell.append(f"\n{setting_short(row)}", style="dim")
+    return cell
 
 
 _COLUMNS = ("backend", "dtype→out", "dir", "α", "elements", "mismatches", "max abs", "max rel",
             "max ULP", "findings", "verdict")
 _RIGHT = frozenset({"elements", "mismatches", "max abs", "max rel", "max ULP"})
+_UNDER = ("elements", "mismatches", "max abs", "max rel", "max ULP", "findings")  # under the line when narrow
 
 
 def render_table(rows: Sequence[Row], *, console: Console) -> None:
-    """The per-alpha table: one line per row."""
+    """The per-alpha table: one line per row (its findings on a line under it when the console
+    is too narrow for them beside it)."""
+    for moved in ((), _UNDER[-1:], _UNDER):
+        table = _per_alpha_table(rows, under=moved)
+        if words_fit(table, width=console.width):
+            break
+    console.print(table)
+
+
+def _per_alpha_table(rows: Sequence[Row], *, under: Sequence[str]) -> Table:
+    """The per-alpha table with the columns ``under`` on a line under each row."""
     table = Table(title="LeakyReLU conformance: every row", header_style="bold", box=box.SIMPLE_HEAD,
                   show_edge=False, pad_edge=False, collapse_padding=True)
-    for name in _COLUMNS:
-        table.add_column(name, justify="right" if name in _RIGHT else "left")
+    under = {_COLUMNS.index(name): "" if name == "findings" else name for name in under}
+    for i, name in enumerate(_COLUMNS):
+        if i not in under:
+            table.add_column(name, justify="right" if name in _RIGHT else "left",
+                             no_wrap=name in _RIGHT or (name != "backend" and name != "findings"))
     for row in rows:
-        table.add_row(*_cells(row))
-    console.print(table)
+        add_line(table, _cells(row), under=under)
+    return table
 
 
 # ----------------------------------------------------------------------------- folded table
@@ -141,9 +165,12 @@ class Folded:
         return "; ".join(parts + ([f"warn {self._span(warn)}"] if warn else []))
 
     def _span(self, chosen: Sequence[Row]) -> str:
-        """``chosen`` alphas, as ``all`` or ``all but ...`` when they are most of the group."""
+        """``chosen`` alphas, as ``all`` or ``all but ...`` when they are most of the group; for
+        quantized rows (one per setting) how many settings: ``2 of 5 settings``."""
         if len(chosen) == len(self.rows):
             return "all"
+        if is_quantized(self.rows[0]):
+            return f"{len(chosen)} of {len(self.rows)} settings"
         others = [r for r in self.rows if r not in chosen]
         if len(chosen) > 1 and 2 * len(chosen) > len(self.rows):
             return f"all but {_alphas(others)}"
@@ -151,18 +178,22 @@ class Folded:
 
 
 def fold(rows: Sequence[Row]) -> list[Folded]:
-    """Rows grouped by everything but alpha, in first-seen order."""
+    """Rows grouped by everything but alpha (and a quantized row's setting), in first-seen order."""
     groups: dict[tuple, list[Row]] = {}
     for row in rows:
-        groups.setdefault(row.key[:-1], []).append(row)
+        groups.setdefault(_group_key(row), []).append(row)
     return [Folded(tuple(g)) for g in groups.values()]
+
+
+def _group_key(row: Row) -> tuple:
+    return (row.op, short_label(row), row.dtype, row.out_dtype, row.direction)
 
 
 def _folded_cells(group: Folded) -> list:
     first = group.rows[0]
     return [_backend(first), _pair(first), _DIRECTION[first.direction], short_int(group.max_ulp),
             _findings_cell(group.categories(), sep=", "), group.not_passing(),
-            Text(group.verdict, style=_STYLE[group.verdict])]
+            marked(Text(group.verdict, style=_STYLE[group.verdict]), group.rows)]
 
 
 def _alphas_title(groups: Sequence[Folded]) -> str:
@@ -203,25 +234,41 @@ def render_folded(rows: Sequence[Row], *, console: Console) -> None:
     """One line per (backend, dtype→out, direction), the alphas folded in; a backend whose
     every line passes is one line."""
     groups = fold(rows)
+    table = _folded_table(groups, stacked=False)
+    if not words_fit(table, width=console.width):  # the findings under each line, as wide as it needs
+        table = _folded_table(groups, stacked=True)
+        words_fit(table, width=console.width)
+    console.print(table)
+
+
+_STACKED = "findings (summed)"  # the column that goes under its line when the console is narrow
+
+
+def _folded_table(groups: Sequence[Folded], *, stacked: bool) -> Table:
+    """The folded table; ``stacked``: each line's findings on a line of their own under it."""
     table = Table(title=f"LeakyReLU conformance, {_alphas_title(groups)}", header_style="bold",
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True,
                   padding=(0, 0))
-    for name, justify in _FOLDED:
-        table.add_column(name, justify=justify, no_wrap=name not in _WRAPS)  # type: ignore[arg-type]
+    under = {[name for name, _ in _FOLDED].index(_STACKED): ""} if stacked else {}
+    for i, (name, justify) in enumerate(_FOLDED):
+        if i not in under:
+            table.add_column(name, justify=justify,  # type: ignore[arg-type]
+                             no_wrap=name not in _WRAPS and not (stacked and i == 0))
     folded = passing_backends(groups)
     for group in groups:
         label = str(_backend(group.rows[0]))
         if label not in folded:
-            table.add_row(*_folded_cells(group))
+            add_line(table, _folded_cells(group), under=under)
         elif folded[label][0] is group:
-            table.add_row(*_passing_cells(label, folded[label]))
-    console.print(table)
+            add_line(table, _passing_cells(label, folded[label]), under=under)
+    return table
 
 
 # ----------------------------------------------------------------------------- panels
 
 def _panel_body(row: Row) -> Group:
-    parts: list = [Text(line, style="dim") for line in metric_lines(row)]
+    setting = setting_line(row)
+    parts: list = [Text(line, style="dim") for line in [*([setting] if setting else []), *metric_lines(row)]]
     for f in row.findings:
         head = Text(f"{f.category} ×{f.count}", style="bold red" if f.gated else "yellow")
         head.append(f"  {'not allowed' if f.gated else 'allowed'}: {f.summary}", style="default")
@@ -241,7 +288,7 @@ def render_details(rows: Sequence[Row], *, console: Console, details: Details = 
     for row in rows:
         if row.verdict not in shown:
             continue
-        title = Text(f"{row.verdict.upper()}  {row}")  # a Text: [profile/variant] is not markup
+        title = Text(f"{row.verdict.upper()}  {panel_title(row)}")  # a Text: [profile/variant] is not markup
         console.print(Panel(_panel_body(row), title=title, title_align="left",
                             border_style=_STYLE[row.verdict]))
 
@@ -254,29 +301,43 @@ def render_rows(rows: Sequence[Row], *, console: Console, view: View) -> None:
         render_table(rows, console=console)
     render_details(rows, console=console, details=view.details)
     render_folded(rows, console=console)
+    for line in footnotes(rows, details=view.details):
+        console.print(line, markup=False, style="dim")
 
 
-def render_agreement(found: Sequence[Agreement], *, console: Console) -> None:
-    """One line per compared row: ✓ when bit-identical to the reference, else the count and why."""
-    if not found:
-        return
-    table = Table(title=f"agreement with {found[0].reference}, same inputs, bit for bit", header_style="bold",
-                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True, padding=(0, 1))
-    for name in ("backend", "pair", "dir", "alpha", "differing", "why"):
-        table.add_column(name, no_wrap=name != "why")
-    for a in found:
-        pair = info(a.dtype).short + (f"→{info(a.out_dtype).short}" if a.out_dtype != a.dtype else "")
-        who = a.backend + (f"[{a.profile}]" if a.profile else "")
-        cell = Text("✓", style="green") if a.identical else Text(f"{a.differing:,} / {a.elements:,}", style="red")
-        table.add_row(Text(who), pair, _DIRECTION[a.direction], short_float(a.alpha), cell,
-                      Text("" if a.identical else a.why))
-    console.print(table)
+#: Categories a user may not expect to pass within tolerance: why they only warn, how to gate them.
+_GATES = {"signed-zero": ("a zero's sign is within tolerance by default",
+                          "--strict-zeros (or strict_zeros = true under [tool.conformance]) fails it")}
+
+
+def footnotes(rows: Sequence[Row], *, details: Details = "fail") -> list[str]:
+    """One line under the folded table for each thing it folds away: how to gate a warned category
+    the user may not expect, and where a quantized line's settings are."""
+    lines = []
+    for category, (why, how) in _GATES.items():
+        found = [f for r in rows if r.verdict == "warn" for f in r.findings
+                 if f.category == category and not f.gated and not f.violations]
+        if found:
+            lines.append(f"note: {category} ×{short_int(sum(f.count for f in found))} only warned on "
+                         f"{plural(len(found), 'row')} ({why}); {how}")
+    if details != "all" and any(map(is_quantized, rows)):
+        lines.append("note: a quantized line folds its rows, one per setting of scales and zero points; "
+                     "--details all shows each row's setting, the JSON its variant")
+    return lines + legend(rows)
 
 
 # ----------------------------------------------------------------------------- summary
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def print_policy(described: str, *, quiet: bool = False) -> None:
+    """Which configuration judges the run (``GateConfig.described``), on stderr: stdout holds the
+    report, and a script reading it wants the rows and the verdict; nothing when ``quiet``.  Printed
+    once the reports are written, so a usage error is the only line on stderr."""
+    if not quiet:
+        print(described, file=sys.stderr, flush=True)
 
 
 def summary_line(rows: Sequence[Row], *, interrupted: bool = False) -> str:

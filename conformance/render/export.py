@@ -29,7 +29,7 @@ from conformance.dtypes import DTYPES, hex_value, info
 from conformance.errors import UsageError
 from conformance.judge.agreement import Agreement
 from conformance.judge.gate import GateConfig, config_dict, overall
-from conformance.records import Finding, Offender, Row
+from conformance.records import DEFAULT_OP, Finding, Offender, Row
 from conformance.render.files import ReportPaths, is_stream, remove_stale, write_atomic
 from conformance.render.junit import junit_bytes, write_junit
 from conformance.render.schema import SCHEMA, SCHEMA_ID, validate
@@ -100,6 +100,7 @@ def row_dict(row: Row, *, seconds: Optional[float] = None, plots: bool = False) 
     m = row.metrics
     return {
         "backend": row.backend, "profile": row.profile, "variant": row.variant,
+        **({} if row.op == DEFAULT_OP else {"op": row.op}),
         "dtype": row.dtype, "out_dtype": row.out_dtype, "direction": row.direction,
         "alpha": encode_value(row.alpha, dtype="float64"), "elements": m.elements,
         "mismatches": m.mismatches, "max_abs": encode_value(m.max_abs, dtype="float64"),
@@ -113,6 +114,8 @@ def row_dict(row: Row, *, seconds: Optional[float] = None, plots: bool = False) 
         "parts": list(row.parts), "seconds": seconds,
         **({"notes": list(row.notes)} if row.notes else {}),
         **({"plots": row.plots.as_dict()} if plots and row.plots is not None else {}),
+        "other_checks": [{"name": c.name, "passes": c.passes, "detail": c.detail,
+                          "passes_if_shared_equal": c.passes_if_shared_equal} for c in row.other_checks],
     }
 
 
@@ -121,7 +124,7 @@ def agreement_dict(a: Agreement) -> dict:
     return {"reference": a.reference, "backend": a.backend, "profile": a.profile, "dtype": a.dtype,
             "out_dtype": a.out_dtype, "direction": a.direction, "alpha": encode_value(a.alpha),
             "identical": a.identical, "differing": a.differing, "elements": a.elements, "why": a.why,
-            "causes": list(a.causes)}
+            "causes": list(a.causes), **({"variant": a.variant} if a.variant is not None else {})}
 
 
 def report_dict(rows: Sequence[Row], *, seed: Optional[int], versions: Mapping[str, str],
@@ -136,6 +139,8 @@ def report_dict(rows: Sequence[Row], *, seed: Optional[int], versions: Mapping[s
            "seed": seed, "versions": {str(k): str(v) for k, v in versions.items()}}
     if config is not None:
         doc["config"] = config_dict(config)
+    if info.environment:
+        doc["environment"] = dict(info.environment)
     doc["summary"] = summary_dict(rows, info, config=config)
     doc["rows"] = [row_dict(r, seconds=info.seconds_of(r), plots=plots) for r in rows]
     if agreement is not None:

@@ -32,16 +32,17 @@ _STREAM_DIRS = ("/dev/", "/proc/")  # /dev/stdout, /dev/fd/3, /proc/self/fd/1: d
 
 @dataclass(frozen=True)
 class ReportPaths:
-    """Where the JSON, JUnit and HTML reports go (None: not asked for)."""
+    """Where the JSON, JUnit, HTML and CSV reports go (None: not asked for)."""
 
     json: Optional[str] = None
     junit: Optional[str] = None
     html: Optional[str] = None
+    csv: Optional[str] = None
 
     def named(self) -> list[tuple[str, str]]:
         """``(flag, path)`` of each report asked for."""
         return [(flag, path) for flag, path in (("--json", self.json), ("--junit", self.junit),
-                                                ("--html", self.html)) if path is not None]
+                                                ("--html", self.html), ("--csv", self.csv)) if path is not None]
 
 
 # ----------------------------------------------------------------------------- checks
@@ -67,7 +68,7 @@ def _can_create_in(directory: Path) -> bool:
 def check_report_path(path: str, *, flag: str) -> None:
     """A report can be written to ``path``; nothing is created, opened or truncated."""
     if not path.strip() or path.endswith(os.sep) or os.path.isdir(path):
-        example = {"--junit": "junit.xml", "--html": "report.html"}.get(flag, "out.json")
+        example = {"--junit": "junit.xml", "--html": "report.html", "--csv": "calls.csv"}.get(flag, "out.json")
         raise UsageError(f"{flag} {path!r} is not a file path; pass one such as reports/{example}")
     if is_stream(path):
         if not os.access(path, os.W_OK):

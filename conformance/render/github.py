@@ -14,9 +14,10 @@ from collections.abc import Mapping, Sequence
 from typing import Optional, TextIO
 
 from conformance.dtypes import info as dtype_info
-from conformance.records import Row, backend_label
+from conformance.records import Row
 from conformance.render.console import Folded, fold, summary_line
 from conformance.render.junit import failure_line, warning_message
+from conformance.render.labels import row_label
 from conformance.render.summary import RunInfo
 from conformance.render.text import short_int
 
@@ -32,7 +33,7 @@ def _group_line(group: Folded) -> str:
     first = group.rows[0]
     pair = f"{dtype_info(first.dtype).short}→{dtype_info(first.out_dtype).short}"
     found = ", ".join(f"{c} ×{short_int(n)}" for c, n, _ in group.categories())
-    cells = [backend_label(first.backend, first.profile, first.variant), pair, first.direction,
+    cells = [row_label(first), pair, first.direction,
              short_int(group.max_ulp), found, group.not_passing(), f"**{group.verdict}**"]
     return "| " + " | ".join(map(_cell, cells)) + " |"
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Optional
 
 from conformance.judge.gate import GateConfig
+from conformance.machine import summary_line
 from conformance.records import Finding, Row, Skip
 from conformance.render import messages
 from conformance.render.files import write_atomic
@@ -105,12 +106,16 @@ def junit_bytes(rows: Sequence[Row], *, partial: bool = False, config: Optional[
                 info: RunInfo = NO_INFO) -> bytes:
     """The JUnit document (see the module docstring).  A run cut short by Ctrl-C or SIGTERM gets an
     ``interrupted`` error case, so CI never reads it as green; ``config`` is the suite's ``config``
-    property."""
+    property, the run's environment (``info.environment``) its ``environment`` property."""
     root = ET.Element("testsuites", name=SUITE_NAME)
     suite = ET.SubElement(root, "testsuite", name=SUITE_NAME)
-    if config is not None:
+    if config is not None or info.environment:
         props = ET.SubElement(suite, "properties")
-        ET.SubElement(props, "property", name="config", value=config.described)
+        if config is not None:
+            ET.SubElement(props, "property", name="config", value=config.described)
+        if info.environment:  # the run's frameworks, CPU features and FTZ/DAZ, as the console's line
+            ET.SubElement(props, "property", name="environment",
+                          value=summary_line(dict(info.environment), versions=dict(info.versions)))
     if partial:
         _interrupted_case(suite)
     for row in rows:

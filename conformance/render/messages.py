@@ -1,6 +1,7 @@
 """The one failure grammar: every line a person reads about a judged row.
 
-``Mismatched elements: k / N (p%)``, the greatest differences with their index, and each
+``Mismatched elements: k / N (p%)``, the greatest differences with their index (decimal first,
+bits after: ``12449.0 (0x1.8508p+13)``; one index style, ``[8]`` or ``[2, 3]``), and each
 finding with its first offenders (decimal value and hex bits), as ``torch.testing``
 words them.  The console, JUnit, the pytest plugin and the API all print these lines.
 """
@@ -11,16 +12,16 @@ from typing import Any, Optional, Protocol
 
 import numpy as np
 
-from conformance.dtypes import hex_value, info
+from conformance.dtypes import info
 from conformance.metrics import exact as met
 from conformance.records import MAX_EXAMPLES, Offender, Shape
 from conformance.reference.quantized import QDTYPES
-from conformance.render.text import index_text, percent
+from conformance.render.text import decimal_and_hex, index_text, percent
 
 
 def describe_offender(example: Offender, *, shape: Optional[Shape] = None) -> str:
     """One line; ``shape`` (of the array the flat index points into) shapes the index."""
-    where = f"index {index_text(example.index, shape, tuple_1d=False)}"
+    where = f"index {index_text(example.index, shape)}"
     where += f" of {example.part}" if example.part else ""
     if example.core is not None:
         where += f" (core {example.core}" + (f", tile {example.tile})" if example.tile is not None else ")")
@@ -32,12 +33,12 @@ def describe_offender(example: Offender, *, shape: Optional[Shape] = None) -> st
 
 
 def show_value(v: Any) -> str:
-    """Decimal and hex bits of a numpy scalar, e.g. ``-0.2 [0xb266]``; a quantized code as itself."""
+    """Decimal, then the hex bits of a numpy scalar, e.g. ``-0.2 (0xb266)``; a quantized code as itself."""
     if np.asarray(v).dtype.kind in "iu":
         return str(int(v))
     bits = np.asarray(v).view(info(np.asarray(v).dtype).uint).item()
     width = np.asarray(v).dtype.itemsize * 2
-    return f"{float(v)!r} [0x{bits:0{width}x}]"
+    return f"{float(v)!r} (0x{bits:0{width}x})"
 
 
 class _Finding(Protocol):
@@ -57,7 +58,7 @@ class JudgedRow(Protocol):
 
 
 def _where(at: met.Where, *, row: JudgedRow) -> str:
-    """`` at index (i, j) of part``: a global flat index shown in its part's shape."""
+    """`` at index [i, j] of part``: a global flat index shown in its part's shape."""
     if at is None:
         return ""
     part, index = at
@@ -70,17 +71,41 @@ def mismatch_line(mismatches: int, elements: int) -> str:
 
 
 def metric_lines(row: JudgedRow) -> list[str]:
-    """"Mismatched elements: k / N (p%)" and the greatest differences with their index."""
+    """"Mismatched elements: k / N (p%)" and the greatest differences with their index; none for
+    a row whose backend gave no output to compare (its refusal finding says why)."""
     m = row.metrics
+    if sum(f.count for f in row.findings if f.category == "rejected-input") >= m.elements > 0:
+        return []
     lines = [mismatch_line(m.mismatches, m.elements)]
     if m.mismatches and getattr(row, "dtype", None) in QDTYPES:  # codes: the distance is in codes
-        lines.append(f"Greatest code difference: {m.max_ulp}{_where(m.max_ulp_at, row=row)}")
-    elif m.mismatches:
-        lines.append(f"Greatest absolute difference: {hex_value(m.max_abs)} ({m.max_abs!r})"
-                     f"{_where(m.max_abs_at, row=row)}")
-        lines.append(f"Greatest relative difference: {m.max_rel!r}{_where(m.max_rel_at, row=row)}")
-        lines.append(f"Greatest ULP difference: {m.max_ulp}{_where(m.max_ulp_at, row=row)}")
+        return [*lines, f"Greatest code difference: {m.max_ulp}{_where(m.max_ulp_at, row=row)}"]
+    return lines + _special_lines(m) + _distance_lines(row)
+
+
+def _special_lines(m: met.Metrics) -> list[str]:
+    """The mismatches no distance measures, said as what happened: NaN on one side, zeros of the
+    other sign."""
+    lines = []
+    if m.nan_positions:
+        lines.append(f"NaN on one side only: {_elements(m.nan_positions)} (no distance measures them)")
+    if m.zero_signs:
+        lines.append(f"Zero of the other sign: {_elements(m.zero_signs)} (-0.0 for 0.0, or the reverse)")
     return lines
+
+
+def _distance_lines(row: JudgedRow) -> list[str]:
+    """The greatest differences, decimal first and bits after, with their index; none when every
+    mismatch is a NaN on one side or a zero's sign (no distance measures those)."""
+    m = row.metrics
+    if m.mismatches <= m.nan_positions + m.zero_signs:
+        return []
+    return [f"Greatest absolute difference: {decimal_and_hex(m.max_abs)}{_where(m.max_abs_at, row=row)}",
+            f"Greatest relative difference: {m.max_rel!r}{_where(m.max_rel_at, row=row)}",
+            f"Greatest ULP difference: {m.max_ulp}{_where(m.max_ulp_at, row=row)}"]
+
+
+def _elements(count: int) -> str:
+    return f"{count} element" + ("" if count == 1 else "s")
 
 
 def describe(example: Offender, *, row: JudgedRow) -> str:

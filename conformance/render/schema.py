@@ -19,6 +19,7 @@ from typing import Any
 
 from conformance.dtypes import DTYPES
 from conformance.judge.gate import CATEGORIES, VERDICTS
+from conformance.ops import OPS
 from conformance.reference.quantized import QDTYPES
 
 SCHEMA_ID = "leakyrelu-conformance/1"
@@ -62,8 +63,13 @@ _ROW_PROPS = {
     "cosine_similarity": _MAYBE_VALUE, "error_balance": _MAYBE_VALUE,
     "parts": {"type": "array", "items": {"type": "string"}},
 }
+_OTHER_CHECK = {"type": "object", "additionalProperties": False, "required": ["name", "passes", "detail"],
+                "properties": {"name": {"type": "string"}, "passes": {"type": "boolean"},
+                               "detail": {"type": "string"}, "passes_if_shared_equal": {"type": "boolean"}}}
 _OPTIONAL_ROW_PROPS = {
     "notes": {"type": "array", "items": {"type": "string"}},  # present only when there are notes
+    "op": {"enum": list(OPS)},  # the operator, present only when not leaky_relu
+    "other_checks": {"type": "array", "items": _OTHER_CHECK},  # other tools' verdicts; [] when not applicable
     "seconds": _SECONDS,  # always written: the row's one timing, null when the command did not time it
     "plots": {"type": "object"},  # what the HTML report draws (judge.plots); only in its document
 }
@@ -87,7 +93,8 @@ _AGREEMENT = {"type": "object", "additionalProperties": False,
                              "out_dtype": {"enum": _DTYPES}, "direction": {"enum": ["forward", "backward"]},
                              "alpha": _VALUE, "identical": {"type": "boolean"},
                              "differing": {"type": "integer"}, "elements": {"type": "integer"},
-                             "why": {"type": "string"}, "causes": {"type": "array", "items": {"type": "string"}}}}
+                             "why": {"type": "string"}, "causes": {"type": "array", "items": {"type": "string"}},
+                             "variant": {"type": "string"}}}
 _VERDICT_COUNTS = {"type": "object", "additionalProperties": False,
                    "required": ["pass", "warn", "fail", "skipped"],
                    "properties": {v: _COUNT for v in (*VERDICTS, "skipped")}}
@@ -114,6 +121,18 @@ _SUMMARY = {"type": "object", "additionalProperties": False,
                                                  {"type": "null"}]},
                            "config": {"type": ["string", "null"]},
                            "durations": _DURATIONS}}
+_MACHINE_PROPS = {"platform": {"type": "string"}, "machine": {"type": "string"},
+                  "cpu": {"type": ["string", "null"]},
+                  "cpu_flags": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]},
+                  "flush_to_zero": {"type": ["boolean", "null"]},
+                  "denormals_are_zero": {"type": ["boolean", "null"]},
+                  "device": {"type": "string"}}  # a worker's own word of its device
+_MACHINE = {"type": "object", "additionalProperties": False,
+            "required": ["platform", "machine", "cpu", "cpu_flags", "flush_to_zero", "denormals_are_zero"],
+            "properties": _MACHINE_PROPS}
+_ENVIRONMENT = {"type": "object", "additionalProperties": False,
+                "required": ["platform", "machine", "cpu", "cpu_flags", "flush_to_zero", "denormals_are_zero"],
+                "properties": {**_MACHINE_PROPS, "workers": {"type": "object", "additionalProperties": _MACHINE}}}
 SCHEMA: dict = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": SCHEMA_ID,
@@ -125,6 +144,7 @@ SCHEMA: dict = {
         "versions": {"type": "object", "additionalProperties": {"type": "string"}},
         "partial": {"type": "boolean"},  # optional: true when Ctrl-C, SIGTERM or an internal error stopped the run
         "config": _CONFIG,  # optional: the gate configuration the rows were judged under
+        "environment": _ENVIRONMENT,  # optional: the machine and float state the run had (conformance.machine)
         "summary": _SUMMARY,  # always written
         "rows": {"type": "array", "items": {"type": "object", "additionalProperties": False,
                                             "required": list(_ROW_PROPS),

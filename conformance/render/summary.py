@@ -1,4 +1,5 @@
-"""What a report says about the run beside its rows: counts, skipped rows, command, timings.
+"""What a report says about the run beside its rows: counts, skipped rows, command, timings,
+and each backend's agreement with a reference in a line.
 
 :class:`RunInfo` is handed from the command to the report writers.  Everything in it but
 the timings is the same on every run of one command and seed; the timings are kept
@@ -10,12 +11,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from conformance.judge.gate import CATEGORIES, VERDICTS, GateConfig
 from conformance.records import Skip
 
 if TYPE_CHECKING:
+    from conformance.judge.agreement import Agreement
     from conformance.records import Row
 
 
@@ -25,6 +27,7 @@ class RunInfo:
 
     command: Optional[tuple[str, ...]] = None
     versions: Mapping[str, str] = field(default_factory=dict)  # of the frameworks that ran
+    environment: Mapping[str, Any] = field(default_factory=dict)  # the machine and FTZ/DAZ (conformance.machine)
     skipped: tuple[Skip, ...] = ()
     seconds: Mapping[tuple, float] = field(default_factory=dict)
     total_seconds: Optional[float] = None
@@ -99,3 +102,37 @@ def summary_dict(rows: Sequence[Row], info: RunInfo, *, config: Optional[GateCon
 
 
 NO_INFO = RunInfo()  # a report written without word of its run: no command, no timings, nothing skipped
+
+
+@dataclass(frozen=True)
+class AgreementTally:
+    """One backend's agreement with a reference backend: its compared rows, how many have the same
+    bits, the differing elements summed, and the rows per cause (largest first)."""
+
+    backend: str  # the label: ``cann[ascend910b1]``
+    rows: int
+    identical: int
+    differing: int  # elements, over every row
+    causes: tuple[tuple[str, int], ...]  # (cause in a word, rows)
+
+    @property
+    def differing_rows(self) -> int:
+        return self.rows - self.identical
+
+
+def agreement_by_backend(found: Sequence[Agreement]) -> list[AgreementTally]:
+    """Per backend (with its profile), in first-seen order, the tally of its agreement rows."""
+    groups: dict[str, list[Agreement]] = {}
+    for a in found:
+        groups.setdefault(a.backend + (f"[{a.profile}]" if a.profile else ""), []).append(a)
+    return [_tally(label, rows) for label, rows in groups.items()]
+
+
+def _tally(label: str, rows: Sequence[Agreement]) -> AgreementTally:
+    causes: dict[str, int] = {}
+    for a in rows:
+        if not a.identical:
+            causes[a.cause] = causes.get(a.cause, 0) + 1
+    ranked = tuple(sorted(causes.items(), key=lambda kv: -kv[1]))
+    return AgreementTally(label, len(rows), sum(a.identical for a in rows),
+                          sum(a.differing for a in rows), ranked)

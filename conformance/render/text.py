@@ -71,10 +71,27 @@ def position(index: int, shape: Optional[Sequence[int]]) -> Optional[Shape]:
     return tuple(reversed(out))
 
 
-def index_text(index: int, shape: Optional[Sequence[int]], *, tuple_1d: bool = True) -> str:
-    """``(11, 256)`` for flat 11256 in a (100, 1000) array; ``(11256,)`` (or ``11256``
-    without ``tuple_1d``) when the shape is 1-D, 0-D, unknown, or does not hold the index."""
+def index_text(index: int, shape: Optional[Sequence[int]]) -> str:
+    """The one index style of every line: ``[11, 256]`` for flat 11256 in a (100, 1000) array;
+    ``[11256]`` when the shape is 1-D, 0-D, unknown, or does not hold the index."""
     pos = position(index, shape)
     if pos is None or len(pos) < 2:
-        return f"({index},)" if tuple_1d else str(index)
-    return "(" + ", ".join(map(str, pos)) + ")"
+        return f"[{index}]"
+    return "[" + ", ".join(map(str, pos)) + "]"
+
+
+def hex_float(v: float) -> str:
+    """``float.hex`` without the mantissa's trailing zeros: ``0x1.8508p+13``, ``0x1p+0``, ``0x0p+0``."""
+    mantissa, exponent = float(v).hex().split("p")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}p{exponent}"
+
+
+def decimal_and_hex(v: float) -> str:
+    """A float decimal first, its exact bits after: ``12449.0 (0x1.8508p+13)``; ``inf``, ``-inf``
+    and ``nan`` once, as words."""
+    v = float(v)
+    if math.isnan(v) or math.isinf(v):
+        return str(v)
+    return f"{v!r} ({hex_float(v)})"

@@ -23,6 +23,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from conformance import machine
 from conformance.errors import UsageError
 from conformance.interrupts import exit_code
 from conformance.judge.gate import GateConfig
@@ -69,7 +70,8 @@ def execute_sweeps(specs: Sequence[SweepSpec], options: SweepOptions, *, config:
     rows = [row for _, row in swept.judged]
     interrupted = swept.interruption is not None
     render(swept.judged, swept.plan, console=console, view=view, interrupted=interrupted, pairs=swept.pairs)
-    info = RunInfo(command=command_line(), total_seconds=time.perf_counter() - started)
+    info = RunInfo(command=command_line(), environment=machine.describe(),
+                   total_seconds=time.perf_counter() - started)
     written = export.write_reports(rows, paths, seed=None, partial=interrupted, config=config, info=info)
     github.publish(rows, info=info, interrupted=interrupted)
     if swept.interruption is not None:

@@ -32,7 +32,7 @@ from conformance.dtypes import from_bits, info, to_bits
 from conformance.errors import UsageError
 from conformance.judge import plots
 from conformance.metrics import exact as met
-from conformance.records import Finding, Offender, Row
+from conformance.records import Finding, Offender, OtherCheck, Row
 from conformance.sweep.spec import SweepSpec
 
 DEFAULT_STORE = Path("results") / "sweeps.sqlite"
@@ -107,6 +107,7 @@ def row_text(row: Row) -> str:
     doc["metrics"] = _flat(row.metrics)
     doc["findings"] = [{**_flat(f), "examples": [_flat(e) for e in f.examples]} for f in row.findings]
     doc["plots"] = None if row.plots is None else plots.to_state(row.plots)
+    doc["other_checks"] = [_flat(c) for c in row.other_checks]
     return json.dumps(encode(doc), separators=(",", ":"), allow_nan=False)
 
 
@@ -116,6 +117,7 @@ def row_from_text(text: str) -> Row:
     doc["findings"] = tuple(Finding(**{**f, "examples": tuple(Offender(**e) for e in f["examples"])})
                             for f in doc["findings"])
     doc["plots"] = None if doc.get("plots") is None else plots.from_state(doc["plots"])
+    doc["other_checks"] = tuple(OtherCheck(**c) for c in doc.get("other_checks", ()))
     return Row(**doc)
 
 

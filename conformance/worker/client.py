@@ -240,6 +240,11 @@ class WorkerBackend:
     def versions(self) -> dict[str, str]:
         return dict(self.hello.get("versions") or {})
 
+    @property
+    def machine(self) -> dict:
+        """What the worker said of its own machine, FTZ/DAZ state and device ({}: nothing)."""
+        return dict(self.hello.get("machine") or {})
+
     def supports(self, dtype: str, out_dtype: str, direction: Direction) -> bool:
         return [dtype, out_dtype, direction] in self.hello["supports"]
 

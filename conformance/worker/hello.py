@@ -59,7 +59,26 @@ def _clean_hello(h: dict) -> dict:
     tables = {k: {printable(key): printable(v) for key, v in (h.get(k) or {}).items()}
               for k in ("skip_reasons", "versions")}
     names = {k: None if h.get(k) is None else printable(h[k]) for k in ("backend", "profile", "variant")}
-    return {**h, **tables, **names}
+    return {**h, **tables, **names, "machine": clean_machine(h.get("machine"))}
+
+
+_MACHINE_TEXT = ("platform", "machine", "cpu", "device")
+_MACHINE_STATES = ("flush_to_zero", "denormals_are_zero")
+
+
+def clean_machine(value: object) -> dict:
+    """What a worker said of its machine (``conformance.machine.describe`` and its device), kept
+    to the known fields, strings printable, flags bounded; {} from a worker that says nothing."""
+    if not isinstance(value, dict):
+        return {}
+    out: dict = {k: printable(value[k]) for k in _MACHINE_TEXT if isinstance(value.get(k), str)}
+    out.setdefault("platform", "unknown")
+    out.setdefault("machine", "unknown")
+    out.setdefault("cpu", None)
+    flags = value.get("cpu_flags")
+    out["cpu_flags"] = [printable(f) for f in flags[:64] if isinstance(f, str)] if isinstance(flags, list) else None
+    out.update({k: value[k] if isinstance(value.get(k), bool) else None for k in _MACHINE_STATES})
+    return out if value else {}
 
 
 def check_hello(message: Message, *, command: str) -> dict:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import BinaryIO, Optional
 
+from conformance import machine
 from conformance.backends import Backend, BackendBase, boundary_sizes, call, skip_reason, suite_pairs
 from conformance.dtypes import DTYPES
 from conformance.errors import Unsupported
@@ -52,6 +53,13 @@ def versions(backend: Backend) -> dict[str, str]:
     return {"python": platform.python_version(), **{d: _version(d) for d in dists}}
 
 
+def own_machine(backend: Backend) -> dict:
+    """This worker's machine and FTZ/DAZ state (:func:`conformance.machine.describe`), and the
+    device its backend computes on when it names one (``npu:0``)."""
+    device = getattr(backend, "device", None)
+    return {**machine.describe(), **({"device": str(device)} if device is not None else {})}
+
+
 def own_boundary_sizes(backend: Backend) -> bool:
     """Whether ``backend`` declares boundary sizes of its own; the default ones (the default chip's
     core boundaries) the client computes itself, so a worker need not plan the emulated kernel."""
@@ -73,6 +81,7 @@ def hello(backend: Backend) -> Message:
         "suite_pairs": [list(p) for p in suite_pairs(backend)],
         "boundary_sizes": {f"{d}->{o} {r}": list(boundary_sizes(backend, d, o, r)) for d, o, r in sized},
         "versions": versions(backend),
+        "machine": own_machine(backend),
     })
 
 

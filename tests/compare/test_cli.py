@@ -151,6 +151,16 @@ def _pair(d: Path) -> list[str]:
     return ["--x", "x.npy", "--y", "y64.npy", "--alpha", "0.2"]
 
 
+def _codes(d: Path) -> list[str]:
+    np.save(d / "codes.npy", np.arange(-128, 128, dtype=np.int8))
+    return ["--x", "x.npy", "--y", "codes.npy", "--alpha", "0.2"]
+
+
+def _strings(d: Path) -> list[str]:
+    np.save(d / "text.npy", np.array(["a", "b"]))
+    return ["--x", "text.npy", "--y", "y.npy", "--alpha", "0.2"]
+
+
 BAD_INPUTS = [
     BadInput("missing-file", lambda d: ["--x", "nope.npy", "--y", "y.npy", "--alpha", "0.2"], "does not exist"),
     BadInput("truncated-file", _truncated, "truncated"),
@@ -169,6 +179,11 @@ BAD_INPUTS = [
     BadInput("raw-bits-without-dtype", lambda d: ["--x", "xb_bits.npy", "--y", "yb_bits.npy", "--alpha", "0.2"],
              "--dtype bfloat16"),
     BadInput("bad-cores", lambda d: ["--x", "x.npy", "--y", "y.npy", "--alpha", "0.2", "--cores", "0"], "--cores"),
+    BadInput("dtype-that-would-be-ignored", lambda d: ["--x", "x.npy", "--y", "y.npy", "--alpha", "0.2", "--dtype",
+                                                       "bf16"], "--dtype bf16 reads raw uint16 bits, but --x x.npy"),
+    BadInput("int8-codes-without-quant", _codes, "--y codes.npy: int8 codes; a quantized LeakyReLU's dump is "
+             "compared with --quant"),
+    BadInput("strings-name-the-file", _strings, "--x text.npy: unsupported dtype <U1"),
 ]
 
 

@@ -63,7 +63,8 @@ def test_a_run_gives_the_same_verdict_in_an_empty_directory_and_in_the_repositor
     home = run_cli([*JAX, *_reports(tmp_path, "home")], capsys, cwd=REPO)
     for result, name in ((away, "away"), (home, "home")):
         doc = json.loads((tmp_path / f"{name}.json").read_text())
-        assert result.code == 0 and result.out.splitlines()[0] == BUILTIN_LINE, result.text
+        assert result.code == 0 and result.err.splitlines()[-1] == BUILTIN_LINE, result.text
+        assert BUILTIN_LINE not in result.out  # stdout is the report
         assert result.out.splitlines()[-1].endswith("0 failed: PASS")
         assert doc["verdict"] == "pass" and doc["config"]["sources"] == []
         assert {r["verdict"] for r in doc["rows"]} == {"warn"}
@@ -75,11 +76,11 @@ def test_a_project_config_overrides_the_declared_policy_and_is_named(
     (tmp_path / "pyproject.toml").write_text("[tool.conformance.policy]\njax = []\n")
     result = run_cli([*JAX, *_reports(tmp_path, "own")], capsys, cwd=tmp_path)
     doc = json.loads((tmp_path / "own.json").read_text())
-    assert result.code == 1 and result.out.splitlines()[0] == "config: pyproject.toml", result.text
+    assert result.code == 1 and result.err.splitlines()[-1] == "config: pyproject.toml", result.text
     assert doc["verdict"] == "fail" and doc["config"]["sources"] == ["pyproject.toml"]
     assert _config_property(tmp_path / "own.xml") == "config: pyproject.toml"
     allowed = run_cli([*JAX, "--allow", "subnormal-flush", "--results-dir", str(tmp_path)], capsys, cwd=tmp_path)
-    assert allowed.code == 0 and "--allow subnormal-flush" in allowed.out.splitlines()[0], allowed.text
+    assert allowed.code == 0 and "--allow subnormal-flush" in allowed.err.splitlines()[-1], allowed.text
 
 
 def test_strict_fails_the_1_ulp_rows_the_default_gate_warns(tmp_path: Path,
@@ -92,7 +93,7 @@ def test_strict_fails_the_1_ulp_rows_the_default_gate_warns(tmp_path: Path,
     assert all(f["category"] == "rounding" and f["violations"] == 0 for r in warned for f in r["findings"])
     assert strict.code == 1 and judged["verdict"] == "fail" and judged["config"]["strict"] is True
     assert [r["verdict"] for r in judged["rows"]] == ["fail"] * len(warned)
-    assert "--strict" in strict.out.splitlines()[0]
+    assert "--strict" in strict.err.splitlines()[-1]  # the policy line, once the reports are written
 
 
 def test_strict_and_allow_are_options_of_check() -> None:

@@ -31,7 +31,9 @@ from tests.helpers import sampled
 
 compiled = pytest.importorskip("conformance.reference.compiled", reason="numba (the fast extra) is not installed")
 
-ALPHAS = (0.0, 1.0, -0.5, 1.5, 1 / 3, 1e-30, 5e-324, 0.2, 0.3)  # 0.3: a product on an fp16 midpoint
+#: 0.3: a product on an fp16 midpoint; -3e38, 1e-40 and 1e300: slopes no float32 holds, whose products
+#: overflow or underflow (5e-324: a subnormal slope)
+ALPHAS = (0.0, 1.0, -0.5, 1.5, 1 / 3, 1e-30, 5e-324, 0.2, 0.3, -3e38, 1e-40, 1e300)
 #: Variants (the exact golden is proved at every slope by test_forward/backward_matches_the_numpy_path).
 COVERED = (Semantics(predicate="ge"), Semantics(slope=0.3), Semantics(slope_dtype="float16"),
            Semantics(slope_dtype=("float32", "bfloat16")), Semantics(grad_rule="ge"), Semantics(nan_grad="dy"),
@@ -290,6 +292,56 @@ def test_golden_dispatches_to_the_compiled_loop_unless_disabled(monkeypatch):
     monkeypatch.setenv("CONFORMANCE_COMPILED", "0")
     _same_bits(golden.forward(x, 0.2), y)
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("name", ["float32", "float16"])
+def test_the_bits_do_not_depend_on_the_threads(name, monkeypatch):
+    """The select loops and the 16-bit pattern table split large work a range per thread; one
+    thread, two and three give the numpy path's bits, forward and backward."""
+    rng = np.random.default_rng(5)
+    rec = info(name)
+    x = rng.integers(0, 1 << rec.bits, 3 * compiled.SPLIT + 5, dtype=np.uint64).astype(rec.uint).view(rec.dtype)
+    dy = np.roll(x, 7)
+    want = {d: golden.reference_compute(d, x, 0.3, dy=dy) for d in ("forward", "backward")}
+    for count in ("1", "2", "3"):
+        monkeypatch.setenv("CONFORMANCE_THREADS", count)
+        for direction, expected in want.items():
+            _same_bits(golden.compute(direction, x, 0.3, dy=dy), expected)
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+@pytest.mark.parametrize("semantics", [Semantics(), Semantics(grad_rule="ge", nan_grad="dy"),
+                                       Semantics(daz=True, ftz=True, slope_dtype="float16"),
+                                       Semantics(formulation="swap_branches", nan_grad="dy"),
+                                       Semantics(formulation="scale"), Semantics(formulation="swap_operands")], ids=str)
+def test_a_large_16_bit_backward_decided_per_pattern_is_the_numpy_paths(name, semantics):
+    """From 2**17 elements a 16-bit select's backward reads each x pattern's choice and each dy
+    pattern's product from tables of every pattern: the numpy path's bits, NaN payloads included."""
+    rec = info(name)
+    rng = np.random.default_rng(8)
+    x, dy = (rng.integers(0, 1 << 16, compiled.TABLED + 3, dtype=np.uint64).astype(np.uint16).view(rec.dtype)
+             for _ in range(2))
+    for alpha in (0.3, -1.5, 1e-30):
+        _agrees("backward", x, alpha, dy=dy, out=name, semantics=semantics)
+
+
+def test_a_golden_computed_inside_a_split_does_not_split_again(monkeypatch):
+    """compare splits a chunk's golden over the threads itself: a golden called so, or on a pool
+    thread, runs on its thread alone (a second split would wait for the threads the first holds)."""
+    from conformance import jit
+
+    monkeypatch.setenv("CONFORMANCE_THREADS", "2")
+    x = np.random.default_rng(6).standard_normal(2 * compiled.SPLIT).astype(np.float32)
+    split_sizes: list[int] = []
+    real = jit.ranges
+    monkeypatch.setattr(jit, "ranges", lambda lo, hi, *, least: split_sizes.append(hi - lo) or real(lo, hi,
+                                                                                                   least=least))
+    halves = jit.in_parallel([lambda: golden.forward(x[: compiled.SPLIT], 0.3),
+                              lambda: golden.forward(x[compiled.SPLIT:], 0.3)])
+    assert split_sizes == []
+    _same_bits(np.concatenate(halves), golden.reference_compute("forward", x, 0.3))
+    golden.forward(x, 0.3)
+    assert split_sizes == [x.size]
 
 
 def test_strided_and_empty_inputs(inputs):

@@ -92,7 +92,9 @@ def test_message_follows_torch_testing_grammar() -> None:
     text = failure_message(_rows()[2])
     n = int((~is_nan(ref.forward(F16, 0.2)[::1000])).sum())  # NaN over NaN is no mismatch
     assert text.startswith(f"Mismatched elements: {n} / {F16.size} (")
-    assert "Greatest ULP difference:" in text
+    assert text.splitlines()[1] == f"NaN on one side only: {n} elements (no distance measures them)"
+    assert "Greatest" not in text  # a NaN has no distance: no "Greatest ULP difference: 0"
+    assert "Greatest ULP difference: 1 at index [" in failure_message(_rows()[1])
 
 
 def test_merge_rows_sums_counts_and_keeps_first_examples() -> None:

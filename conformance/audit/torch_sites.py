@@ -1,0 +1,114 @@
+"""Where each LeakyReLU of a built torch model was written, so that a factory's audit names
+the same file:line and the same implicit defaults as the audit of its source.
+
+- a module: the ``nn.LeakyReLU(...)`` construction, recorded while the factory runs (a scoped
+  wrapper of ``LeakyReLU.__init__``), and whether it passed a slope;
+- a functional call: the caller's frame in the fx trace's stack, and the call's own text at that
+  line, read by the source audit (fx fills in the defaults a call left out, so the traced
+  arguments cannot say whether a slope was written).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from conformance.audit.record import Activation
+from conformance.errors import UsageError
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<scope>\S+)')
+
+
+#: A source file's path as the audit shows it, from the path Python ran it from.
+Shown = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class Site:
+    """A place in the user's source: file (as shown), line, the class/function around it, and for
+    a module construction whether it passed a slope (None: not known)."""
+
+    file: str
+    line: int
+    scope: str = ""
+    passed: Optional[bool] = None
+
+    @property
+    def where(self) -> str:
+        """``model.py:8 (Net.__init__)``, as the source audit writes it."""
+        scope = self.scope.replace(".<locals>", "")
+        return f"{self.file}:{self.line}" + ("" if scope in ("", "<module>") else f" ({scope})")
+
+
+def shown_as(given: Mapping[str, str]) -> Shown:
+    """How a path Python ran is shown: as the user wrote it (``given``: resolved path -> as
+    written, for a ``file.py:factory`` target), else relative to the current directory when
+    under it, else as it is."""
+    def shown(file: str) -> str:
+        if file in given:
+            return given[file]
+        try:
+            relative = os.path.relpath(file)
+        except ValueError:  # another drive
+            return file
+        return file if relative.startswith("..") else relative
+
+    return shown
+
+
+@contextlib.contextmanager
+def constructions(*, shown: Shown) -> Iterator[dict[int, Site]]:
+    """``id(module) -> Site`` of every ``nn.LeakyReLU`` built inside the block (the wrapper is
+    removed on leaving it)."""
+    import torch
+
+    cls, sites = torch.nn.LeakyReLU, {}
+    original = cls.__init__
+
+    @functools.wraps(original)
+    def recording(self: Any, *args: Any, **kwargs: Any) -> None:
+        code = sys._getframe(1)
+        sites[id(self)] = Site(shown(code.f_code.co_filename), code.f_lineno,
+                               getattr(code.f_code, "co_qualname", ""), bool(args) or "negative_slope" in kwargs)
+        original(self, *args, **kwargs)
+
+    cls.__init__ = recording
+    try:
+        yield sites
+    finally:
+        cls.__init__ = original
+
+
+def call_site(stack_trace: Optional[str], *, shown: Shown) -> Optional[Site]:
+    """The user's frame of an fx node's stack trace: the last one outside torch and this package."""
+    import torch
+
+    inside = (str(Path(torch.__file__).parent), str(Path(__file__).parents[1]))
+    frames = [m for m in _FRAME.finditer(stack_trace or "") if not m["file"].startswith(inside)]
+    if not frames:
+        return None
+    last = frames[-1]
+    return Site(shown(last["file"]), int(last["line"]), last["scope"])
+
+
+@functools.lru_cache(maxsize=64)
+def _written(file: str) -> tuple[Activation, ...]:
+    """The source audit of ``file`` (as shown: the path it is read from; nothing when it cannot be read)."""
+    from conformance.audit.source import read_source, scan
+
+    try:
+        return tuple(scan(read_source(Path(file)), filename=file))
+    except UsageError:
+        return ()
+
+
+def written_at(site: Site) -> Optional[Activation]:
+    """What the source audit reads at ``site``'s line (its where names the scope as written)."""
+    prefix = f"{site.file}:{site.line}"
+    return next((a for a in _written(site.file) if a.where == prefix or a.where.startswith(prefix + " ")), None)
