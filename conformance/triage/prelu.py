@@ -10,8 +10,10 @@ reproduces its bits.  The rules, in order:
 - ``alpha-mismatch`` by axis: the weight applied on another axis of the same length (torch's
   channel axis 1 against a channels-last axis, or ONNX's numpy broadcast from the trailing axis);
 - ``alpha-mismatch`` (or ``alpha-precision``) per weight element: the slope each channel used is
-  recovered from its own elements (the declared slope rounded to a narrower dtype is
-  ``alpha-precision``; any other slope is named with whose default it is, ``conformance.ops``);
+  recovered from its own elements (the declared slope rounded to a narrower dtype, or the decimal it
+  was written from held wider, is ``alpha-precision``; any other slope is named with whose default it
+  is, ``conformance.ops``), or, when the weight clipped to bounds the slopes show reproduces them all,
+  a clip of a learnable slope named with its bounds ("slope clipped to [0.01, 0.5]: channels 0, 3");
 - ``signed-zero`` for zeros of the other sign; ``unexplained`` for what is left.
 
 dweight is a sum: its mismatching elements are ``reduction-order`` when some way of summing
@@ -27,7 +29,7 @@ from typing import Optional
 
 import numpy as np
 
-from conformance.dtypes import info, short_name, to_bits
+from conformance.dtypes import from_bits, info, short_name, to_bits
 from conformance.ops import OP_DEFAULTS, whose
 from conformance.reference import prelu, prelu_variants
 from conformance.reference.exact import cast_exact
@@ -192,7 +194,7 @@ def _candidate_slopes(ops: Operands, actual: np.ndarray, at: np.ndarray, declare
     declared one and the ops' defaults, each also rounded to float32, bfloat16 and float16 (as a kernel
     holds them), then the ratio actual/operand at the first such element (rounded to the dtype and not)."""
     found: list[float] = []
-    for slope in (declared, *(d.slope for d in OP_DEFAULTS)):
+    for slope in (declared, decimal_of(declared, np.asarray(ops.weight).dtype), *(d.slope for d in OP_DEFAULTS)):
         found += [slope, *(float(cast_exact(np.array([slope]), info(t))[0]) for t in HELD_IN)]
     with np.errstate(all="ignore"):
         v, a = ops.operand[at].astype(np.float64), actual[at].astype(np.float64)
@@ -211,12 +213,34 @@ def _commonest(ratios: np.ndarray, dtype: np.dtype) -> list[float]:
     its ratio off the slope, most do not."""
     rounded = np.concatenate([cast_exact(ratios, info(t)).astype(np.float64) for t in (dtype, "float32")])
     values, counts = np.unique(rounded, return_counts=True)
-    return [float(v) for v in values[np.argsort(-counts, kind="stable")][:4]]
+    commonest = [float(v) for v in values[np.argsort(-counts, kind="stable")][:4]]
+    return commonest + _neighbours(commonest[0], dtype)
 
 
-def _slope_name(slope: float, declared: float, dtype: str, *, opmath: Optional[str] = None) -> tuple[str, str]:
+def _neighbours(value: float, dtype: np.dtype) -> list[float]:
+    """The values one ULP either side of ``value`` in ``dtype``: a few elements' ratios may all round off it."""
+    held = cast_exact(np.array([value]), info(dtype))
+    if not np.isfinite(value) or value == 0 or float(held[0]) != value:
+        return []
+    bits = to_bits(held).astype(np.int64)
+    return [float(v) for v in from_bits(np.concatenate([bits - 1, bits + 1]).astype(to_bits(held).dtype),
+                                        held.dtype).astype(np.float64)]
+
+
+def decimal_of(value: float, dtype: np.dtype) -> float:
+    """The shortest decimal that rounds to ``value`` in ``dtype``: the number a weight was written from."""
+    for digits in range(1, 18):
+        decimal = float(f"{value:.{digits}g}")
+        if float(cast_exact(np.array([decimal]), info(dtype))[0]) == value:
+            return decimal
+    return value
+
+
+def _slope_name(slope: float, declared: float, weight_dtype: str, *,
+                opmath: Optional[str] = None) -> tuple[str, str]:
     """(category, words) of a recovered slope: the declared one rounded (or multiplied in a wider
-    ``opmath``, each product rounded there first) is alpha-precision."""
+    ``opmath``, each product rounded there first), or the decimal it was written from held wider than the
+    weight's dtype, is alpha-precision."""
     if opmath is not None and slope in (declared, float(cast_exact(np.array([declared]), info(opmath))[0])):
         return "alpha-precision", (f"{slope!r} (the declared {declared!r} held in {short_name(opmath)}, each "
                                    f"product rounded to {short_name(opmath)} first)")
@@ -224,6 +248,10 @@ def _slope_name(slope: float, declared: float, dtype: str, *, opmath: Optional[s
         held = float(cast_exact(np.array([declared]), info(held_in))[0])
         if slope == held and slope != declared:
             return "alpha-precision", f"{slope!r} (the declared {declared!r} rounded to {short_name(held_in)})"
+    decimal = decimal_of(declared, info(weight_dtype).dtype)
+    if slope != declared and slope in (decimal, *(float(cast_exact(np.array([decimal]), info(t))[0]) for t in HELD_IN)):
+        return "alpha-precision", (f"{slope!r} (the weight's decimal {decimal!r} held wider than its "
+                                   f"{short_name(weight_dtype)} {declared!r})")
     names = whose(slope)
     return "alpha-mismatch", f"{slope!r}" + (f" ({', '.join(names)})" if names else "")
 
@@ -282,7 +310,7 @@ def _per_weight(ops: Operands, expected: np.ndarray, actual: np.ndarray, open_: 
     masks: dict[tuple[str, float], np.ndarray] = {}
     for g, r in recovered.items():
         slope, opmath, at = r.slope, r.opmath, r.at
-        category, words = _slope_name(slope, float(flat_w[g]), info(ops.x.dtype).name, opmath=opmath)
+        category, words = _slope_name(slope, float(flat_w[g]), np.asarray(ops.weight).dtype.name, opmath=opmath)
         key = (f"{category}|{words}", slope)
         found.setdefault(key, []).append(g)
         masks[key] = masks.get(key, np.zeros_like(open_)) | at

@@ -1,6 +1,6 @@
 """Each PReLU defect built outside the triage and named by it: a slope per channel with whose default
-it is, a weight on the wrong axis, a sum in another order, aclnnPrelu's formulation; a bit edit no rule
-reproduces stays ``unexplained``."""
+it is, a learnable slope clipped to bounds, a weight on the wrong axis, a sum in another order,
+aclnnPrelu's formulation; a bit edit no rule reproduces stays ``unexplained``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
