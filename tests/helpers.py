@@ -43,6 +43,16 @@ def keep_small_batches(mp: pytest.MonkeyPatch, *, elements: int = SMALL_BATCH) -
     mp.setattr(Inputs, "batches", lambda self, spec: [b for b in every(self, spec) if b.x.size <= elements])
 
 
+def keep_tensorflow_across_msprobe(mp: pytest.MonkeyPatch) -> None:
+    """Importing msprobe puts a stub in ``sys.modules["tensorflow"]``: the later tests get theirs back."""
+    for name in ("tensorflow", "tensorflow.python"):
+        if name in sys.modules:
+            mp.setitem(sys.modules, name, sys.modules[name])
+        else:
+            mp.delitem(sys.modules, name, raising=False)
+            mp.setitem(sys.modules, name, None)
+
+
 def sampled(cases: Iterable[tuple], *, default: Callable[..., bool]) -> list:
     """``cases`` as parameter sets: those ``default(*case)`` keeps run in every run, the others
     carry the ``exhaustive`` marker (``make test-exhaustive``); together they are the whole proof."""

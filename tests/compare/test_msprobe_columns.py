@@ -4,7 +4,6 @@ steps its two-dump compare takes after reading a tensor), on the fixture pair's 
 the special cases its validators treat apart."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import ml_dtypes
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 
 from conformance.metrics.msprobe_columns import HEADERS, cells, msprobe_columns
+from tests.helpers import keep_tensorflow_across_msprobe
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "msprobe"
 
@@ -19,13 +19,7 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "msprobe"
 @pytest.fixture
 def msprobe_compare(monkeypatch: pytest.MonkeyPatch):
     """msprobe's own columns of (device, benchmark) arrays as its CSV writes them; skipped without msprobe."""
-    # importing msprobe puts a stub in sys.modules["tensorflow"]: the later tests get theirs back
-    for name in ("tensorflow", "tensorflow.python"):
-        if name in sys.modules:
-            monkeypatch.setitem(sys.modules, name, sys.modules[name])
-        else:
-            monkeypatch.delitem(sys.modules, name, raising=False)
-            monkeypatch.setitem(sys.modules, name, None)
+    keep_tensorflow_across_msprobe(monkeypatch)
     npy_compare = pytest.importorskip("msprobe.core.compare.npy_compare")
     const = pytest.importorskip("msprobe.core.common.const")
     assert tuple(const.CompareConst.BUILTIN_COMPARE_COLUMNS) == HEADERS

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from conformance.render.export import SCHEMA, validate
-from tests.helpers import assert_usage_error, run_cli
+from tests.helpers import assert_usage_error, keep_tensorflow_across_msprobe, run_cli
 
 torch = pytest.importorskip("torch")
 
@@ -235,13 +234,7 @@ def test_the_fixture_is_a_real_msprobe_dump():
 
 
 def test_the_generator_reproduces_the_fixture_when_msprobe_is_installed(tmp_path, monkeypatch):
-    # importing msprobe puts a stub in sys.modules["tensorflow"]: the later tests get theirs back
-    for name in ("tensorflow", "tensorflow.python"):
-        if name in sys.modules:
-            monkeypatch.setitem(sys.modules, name, sys.modules[name])
-        else:
-            monkeypatch.delitem(sys.modules, name, raising=False)
-            monkeypatch.setitem(sys.modules, name, None)
+    keep_tensorflow_across_msprobe(monkeypatch)
     pytest.importorskip("msprobe.pytorch")
     import importlib.util
 
