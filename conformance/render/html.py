@@ -97,7 +97,31 @@ def run_section(report: dict) -> str:
     return f'<section class="run"><dl>{items}</dl></section>'
 
 
-HEADER_PARTS: list[Callable[[dict], str]] = [run_section]
+def _state(value: Any) -> str:
+    return "unknown" if value is None else "on" if value else "off"
+
+
+def _machine_text(env: dict) -> str:
+    """A machine's platform, CPU and floating-point state in one line (what ``environment`` holds)."""
+    where = " ".join(str(v) for v in (env.get("platform"), env.get("machine"), env.get("cpu")) if v)
+    flags = " ".join(map(str, env.get("cpu_flags") or ()))
+    state = f"FTZ {_state(env.get('flush_to_zero'))}, DAZ {_state(env.get('denormals_are_zero'))}"
+    device = f"device {env['device']}" if env.get("device") else ""
+    return "; ".join(part for part in (where, flags, state, device) if part)
+
+
+def environment_section(report: dict) -> str:
+    """The machine the bits were made on, and each worker's own (empty when the report has none)."""
+    env = report.get("environment") or {}
+    if not env:
+        return ""
+    facts = [("machine", _machine_text(env)),
+             *((f"worker {name}", _machine_text(own)) for name, own in (env.get("workers") or {}).items())]
+    items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
+    return f'<section class="environment"><dl>{items}</dl></section>'
+
+
+HEADER_PARTS: list[Callable[[dict], str]] = [run_section, environment_section]
 
 
 def header(report: dict) -> str:
@@ -265,7 +289,22 @@ def offenders_part(row: dict) -> str:
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(lines)}</tbody></table>")
 
 
-ROW_PARTS: list[Callable[[dict], str]] = [counts_part, offenders_part]
+def other_checks_part(row: dict) -> str:
+    """What other tools' default checks say of the row's output (``judge.other_checks``)."""
+    checks = row.get("other_checks") or ()
+    if not checks:
+        return ""
+    lines = "".join(
+        f'<tr><td>{escape(c["name"])}</td><td class="{"pass" if c["passes"] else "fail"}">'
+        f'{"passes" if c["passes"] else "fails"}</td><td>{escape(c["detail"])}'
+        + ("" if c.get("passes_if_shared_equal", c["passes"]) == c["passes"]
+           else " (passes when a NaN or inf both sides hold counts as equal)") + "</td></tr>"
+        for c in checks)
+    return ('<table class="checks"><caption>other tools\' checks at their defaults</caption>'
+            f"<thead><tr><th>check</th><th>verdict</th><th>detail</th></tr></thead><tbody>{lines}</tbody></table>")
+
+
+ROW_PARTS: list[Callable[[dict], str]] = [counts_part, offenders_part, other_checks_part]
 
 
 def figures_part(row: dict) -> str:

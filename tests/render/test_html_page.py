@@ -186,3 +186,19 @@ def test_page_stays_under_a_megabyte_with_many_rows(wrong_slope: Row, count: int
 def test_the_page_holds_no_plotting_library() -> None:
     """The page holds no plotting library: no script at all."""
     assert "plotly" not in html.page({"verdict": "pass", "seed": 0, "rows": [], "summary": {}}).lower()
+
+
+def test_a_row_shows_what_other_tools_checks_say_and_the_header_its_machine(wrong_slope: Row) -> None:
+    from conformance import machine
+    from conformance.render.summary import RunInfo
+
+    doc = export.report_dict([wrong_slope], seed=None, versions={}, plots=True,
+                             info=RunInfo(environment=machine.describe()))
+    page = html.page(doc)
+    table = re.search(r'<table class="checks">.*?</table>', page)
+    assert table, "no table of other checks"
+    verdicts = {name: verdict for name, verdict, _ in _cells(table.group(0))}
+    assert verdicts == {c.name: "passes" if c.passes else "fails" for c in wrong_slope.other_checks}
+    assert verdicts["torch.assert_close"] == "fails"
+    facts = dict(re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", page))
+    assert "FTZ off, DAZ off" in facts["machine"]
