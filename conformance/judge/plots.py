@@ -254,6 +254,8 @@ def _by_place(batch: Batch, index: np.ndarray) -> np.ndarray:
     """Batch positions ``index`` in the order of their places in the tensor: a reduced batch
     holds its mismatches first (the compiled paths) or in place (numpy), the same elements."""
     flat = np.asarray(batch.flat(index), dtype=np.int64)
+    if flat.size < 2 or bool((flat[1:] > flat[:-1]).all()):  # in place already (a whole tensor)
+        return index
     return index[np.argsort(flat, kind="stable")]
 
 
