@@ -3,7 +3,7 @@
 ``tools/mutate.py`` writes it after its runs; ``.venv/bin/python tools/mutation_report.py`` writes
 it again from the results left in ``mutants/<group>/mutants/``.
 
-The score is killed / non-equivalent mutants: a mutant listed in ``tools/mutation_equivalent.toml``
+The score is killed / non-equivalent mutants: a mutant listed in ``tools/mutation_equivalent/``
 (changes no behaviour any input can show, with the reason) is left out; one whose function no
 selected test calls (mutmut's "no tests": code only the compiled paths run, which the target
 leaves out) is counted apart, as unreached, and its functions listed; a timeout counts as killed.
@@ -34,7 +34,7 @@ from mutmut.utils.format_utils import orig_function_and_class_names_from_key
 if TYPE_CHECKING:
     from mutate import Group
 
-EQUIVALENT = Path(__file__).with_name("mutation_equivalent.toml")
+EQUIVALENT = Path(__file__).with_name("mutation_equivalent")
 KILLED = frozenset({"killed", "timeout", "segfault", "caught by type check"})
 NOT_RUN = frozenset({"not checked", "check was interrupted by user", "skipped"})
 UNREACHED = "no tests"
@@ -52,12 +52,11 @@ class Mutant:
     seconds: float
 
 
-def load_equivalent(path: Path, *, table: str = "equivalent") -> dict[str, str]:
-    """A curated table of ``path``: stable key -> why.  ``equivalent``: no input can tell the mutant
-    from the original; ``compiled_only``: the mutated line runs only on the compiled paths."""
-    if not path.exists():
-        return {}
-    entries = tomllib.loads(path.read_text()).get(table, [])
+def load_equivalent(folder: Path, *, table: str = "equivalent") -> dict[str, str]:
+    """A curated table from every ``*.toml`` in ``folder`` (one per group): stable key -> why.
+    ``equivalent``: no input can tell the mutant from the original; ``compiled_only``: the mutated
+    line runs only on the compiled paths."""
+    entries = [e for path in sorted(folder.glob("*.toml")) for e in tomllib.loads(path.read_text()).get(table, [])]
     return {e["mutant"]: e["why"] for e in entries}
 
 
@@ -189,9 +188,9 @@ def render(by_path: Mapping[str, list[Mutant]], equivalent: Mapping[str, str], *
     for m in surviving(every, equivalent):
         lines += [f"### `{m.key}`", "", f"{m.status} (`{m.name}`)", "", "```diff", m.diff, "```", ""]
     lines += ["## Unreached: no selected plain test calls the function, or the line is on a compiled path only",
-              "(tools/mutation_equivalent.toml, `compiled_only`)", ""]
+              "(tools/mutation_equivalent/, `compiled_only`)", ""]
     lines += [f"- `{where}`: {n} mutants" for where, n in sorted(unreached(every).items())]
-    lines += ["", "## Equivalent mutants (tools/mutation_equivalent.toml)", ""]
+    lines += ["", "## Equivalent mutants (tools/mutation_equivalent/)", ""]
     keys = {m.key for m in every}
     lines += [f"- `{key}`: {why}" + ("" if key in keys else " (not among this run's mutants)")
               for key, why in equivalent.items()]
