@@ -79,3 +79,12 @@ def _bfloat16(v: float) -> float:
 def ops_of(backend: object) -> tuple[str, ...]:
     """The ops ``backend`` computes (``ops``; a backend that declares none computes LeakyReLU only)."""
     return tuple(getattr(backend, "ops", (DEFAULT_OP,)))
+
+
+def prelu_runs(backend: object, dtype: str, direction: str) -> bool:
+    """Whether ``backend`` runs its PReLU/RReLU rows on ``dtype`` in ``direction``: its ``prelu_supports``,
+    else its LeakyReLU ``supports`` of (dtype, dtype)."""
+    own = getattr(backend, "prelu_supports", None)
+    if own is not None:
+        return bool(own(dtype, direction))
+    return bool(backend.supports(dtype, dtype, direction))  # type: ignore[attr-defined]

@@ -19,16 +19,17 @@ allowed on every backend.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import numpy as np
 
+from conformance.backends import WorkerSpec
 from conformance.dtypes import info
 from conformance.judge.evaluate import merge_rows
 from conformance.judge.gate import GateConfig, finding_gated, verdict
 from conformance.metrics import exact as met
-from conformance.ops import RRELU_EVAL_SLOPE, ops_of
+from conformance.ops import RRELU_EVAL_SLOPE, ops_of, prelu_runs
 from conformance.records import MAX_EXAMPLES, BackendResult, Finding, Offender, Row, RowKey
 from conformance.reference import prelu
 from conformance.suite import SUITE_ALPHAS, Selection, backend_for
@@ -44,7 +45,10 @@ ALWAYS_ALLOWED = frozenset({"reduction-order"})
 
 @dataclass(frozen=True)
 class PreluRowSpec(RowKey):
-    """One PReLU or RReLU row to run (its ``op`` says which)."""
+    """One PReLU or RReLU row to run (its ``op`` says which), and the worker that serves its backend
+    (None: in-process)."""
+
+    worker: Optional[WorkerSpec] = field(default=None, kw_only=True)
 
     @classmethod
     def of(cls, backend: object, name: str, op: str, dtype: str, direction: str) -> PreluRowSpec:
@@ -194,10 +198,7 @@ def run_row(spec: PreluRowSpec, backend: object, *, config: GateConfig, seed: in
 def supports(backend: object, dtype: str, direction: str) -> bool:
     """Whether ``backend`` runs PReLU on ``dtype`` in ``direction``: its ``prelu_supports``, else its
     LeakyReLU ``supports``."""
-    own = getattr(backend, "prelu_supports", None)
-    if own is not None:
-        return bool(own(dtype, direction))
-    return bool(backend.supports(dtype, dtype, direction))  # type: ignore[attr-defined]
+    return prelu_runs(backend, dtype, direction)
 
 
 def plan_rows(backends: dict[str, object], *, directions: tuple[str, ...],
@@ -220,17 +221,18 @@ def selected_ops(alphas: tuple[float, ...]) -> tuple[str, ...]:
 
 
 def for_selection(selection: Selection) -> list[PreluRowSpec]:
-    """The PReLU/RReLU rows a ``conformance run`` selection takes: those of its in-process backends that
-    declare the ops (a backend served by a worker computes LeakyReLU only), on its dtypes, directions
-    and slopes (:func:`selected_ops`)."""
+    """The PReLU/RReLU rows a ``conformance run`` selection takes: those of its backends that declare the
+    ops (a backend served by a worker declares them in its hello), on its dtypes, directions and slopes
+    (:func:`selected_ops`), each with the worker that serves its backend."""
     ops = selected_ops(tuple(selection.alphas))
     if not ops:
         return []
     chosen = {name: selection.backend(name) for name in selection.backends}
     dtypes = None if selection.dtypes is None else tuple(d for d in selection.dtypes if "->" not in d)
-    return plan_rows(chosen, directions=tuple(selection.directions), dtypes=dtypes, ops=ops)
+    specs = plan_rows(chosen, directions=tuple(selection.directions), dtypes=dtypes, ops=ops)
+    return [replace(s, worker=selection.identity(s.backend)[2]) for s in specs]
 
 
 def run_spec(spec: PreluRowSpec, *, config: GateConfig, seed: int = 0) -> Row:
-    """:func:`run_row` on the backend instance of ``spec``'s name, profile and variant."""
-    return run_row(spec, backend_for(spec.backend, spec.profile, spec.variant), config=config, seed=seed)
+    """:func:`run_row` on the backend instance of ``spec``'s name, profile and variant, or its worker's client."""
+    return run_row(spec, backend_for(spec.backend, spec.profile, spec.variant, spec.worker), config=config, seed=seed)

@@ -117,9 +117,10 @@ def quantized_rows(specs: Sequence[quantized_suite.QuantRowSpec], *, config: Gat
 
 
 def prelu_rows(specs: Sequence[prelu_suite.PreluRowSpec], *, options: Options) -> list[ExtraRow]:
-    """The PReLU/RReLU rows as rows the suite runs after its own, each beside its backend's float rows."""
-    return [ExtraRow(p, p.backend, functools.partial(prelu_suite.run_spec, p, config=options.config, seed=options.seed))
-            for p in specs]
+    """The PReLU/RReLU rows as rows the suite runs after its own, each beside its backend's float rows (in this
+    process when a worker serves it)."""
+    return [ExtraRow(p, p.backend, functools.partial(prelu_suite.run_spec, p, config=options.config, seed=options.seed),
+                     here=p.worker is not None) for p in specs]
 
 
 def side_by_side(selection: Selection, specs: Sequence[RowSpec | quantized_suite.QuantRowSpec],

@@ -1,7 +1,8 @@
 """Selftest of generated defects (``selftest --generated``): defects planted into generated cases
-(``conformance.cases.regional_defects``), each case triaged element by element, and the planted
-category scored against the named one; it passes when at least ``GENERATED_REQUIRED`` of the
-planted elements are named right and no case has findings where nothing was planted."""
+(``conformance.cases.regional_defects``: LeakyReLU's float outputs and quantized codes, PReLU's y, dx
+and dweight), each case triaged element by element, and the planted category scored against the named
+one; it passes when at least ``GENERATED_REQUIRED`` of the planted elements are named right and no case
+has findings where nothing was planted."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -42,10 +43,10 @@ def name_generated(case) -> Scored:
     """Triage a generated case (``conformance.cases.defects.Planted``) element by element."""
     named: dict[int, str] = {}
     also: dict[int, tuple] = {}  # categories triage reported as equally good for the element
-    for claim in _claims(case):
-        for i in claim.index.tolist():
-            named[i] = claim.category
-            also[i] = tuple(claim.detail.get("alternative_categories", ()))
+    for index, category, alternatives in _claimed(case):
+        for i in index.tolist():
+            named[i] = category
+            also[i] = alternatives
     pairs = []
     for i in sorted(case.accept):
         name, planted = named.get(i, "unexplained"), case.accept[i]
@@ -53,6 +54,28 @@ def name_generated(case) -> Scored:
         pairs.append((name if name in planted else planted[0], name, right))
     false = tuple(sorted({c for i, c in named.items() if i not in case.accept}))
     return Scored(case, tuple(pairs), false)
+
+
+def _claimed(case) -> list[tuple]:
+    """(flat indices, category, categories as good) of each of triage's claims on a generated case."""
+    import numpy as np
+
+    if case.prelu is not None:
+        return [(np.flatnonzero(c.mask.reshape(-1)), c.category, ()) for c in prelu_claims(case)]
+    return [(c.index, c.category, tuple(c.detail.get("alternative_categories", ()))) for c in _claims(case)]
+
+
+def prelu_claims(case) -> list:
+    """PReLU triage of a generated PReLU case's part: dweight's sums, or y's or dx's elements."""
+    from conformance.triage.prelu import Operands, triage_dweight, triage_elementwise
+
+    s = case.prelu
+    if s.part == "dweight":
+        return triage_dweight(case.dy, case.x, s.weight, case.golden, case.actual, channel_axis=s.channel_axis,
+                              tile=s.tile)
+    operand = case.x if s.part == "y" else case.dy
+    return triage_elementwise(Operands(case.x, operand, s.weight, s.channel_axis), case.golden, case.actual,
+                              forward=s.part == "y")
 
 
 def _claims(case) -> list:

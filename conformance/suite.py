@@ -312,6 +312,7 @@ class ExtraRow:
     spec: object
     beside: str
     run: Callable[[], Row]
+    here: bool = False  # served by a worker, whose pipes belong to this process: never run in a forked one
 
 
 def run_suite(selection: Selection, options: Options, *, on_row: Optional[RowDone] = None,
@@ -382,7 +383,7 @@ def row_tasks(specs: Sequence[RowSpec], extra: Sequence[ExtraRow] = ()) -> list[
 
     first = {s.backend: group(s) for s in reversed(specs)}
     return [*(pool.Task(i, group(s), here=s.worker is not None) for i, s in enumerate(specs)),
-            *(pool.Task(len(specs) + j, first.get(e.beside, e.beside)) for j, e in enumerate(extra))]
+            *(pool.Task(len(specs) + j, first.get(e.beside, e.beside), here=e.here) for j, e in enumerate(extra))]
 
 
 def run_tasks(tasks: Sequence[pool.Task], run: Callable[[int], Row], *, lanes: int, finished: Finished) -> None:

@@ -50,6 +50,20 @@ class Defect:
 
 
 @dataclass(frozen=True)
+class PreluSetting:
+    """A PReLU case's weight, its channel axis, the compared part (``y``, ``dx`` or ``dweight``) and the tile
+    of the plan its dweight was summed by (None: no plan)."""
+
+    weight: np.ndarray
+    channel_axis: int
+    part: str
+    tile: Optional[int] = None
+
+    def __str__(self) -> str:
+        return f"prelu {self.part} (weight on axis {self.channel_axis})"
+
+
+@dataclass(frozen=True)
 class Planted:
     """A generated case: inputs, golden, the defective output and the planted categories."""
 
@@ -65,10 +79,12 @@ class Planted:
     accept: dict = field(default_factory=dict)  # flat index -> tuple of categories
     tile_plan: Optional[TilePlan] = None  # the tiling plan a regional defect was planted by
     params: Optional[QuantParams] = None  # a quantized case's setting: x, golden and actual are codes
+    prelu: Optional[PreluSetting] = None  # a PReLU case's setting: golden and actual are its part
 
     def __str__(self) -> str:
         shape = "x".join(map(str, self.x.shape)) or "0-d"
-        return (f"seed {self.seed}: {self.x.dtype}->{self.out_dtype} {self.direction} {shape} "
+        op = f"{self.prelu} " if self.prelu is not None else ""
+        return (f"seed {self.seed}: {op}{self.x.dtype}->{self.out_dtype} {self.direction} {shape} "
                 f"alpha={self.alpha!r} {' + '.join(map(str, self.defects)) or 'clean'}")
 
 

@@ -3,8 +3,10 @@ wrong axis, a clip of the weight to bounds, another formulation (aclnnPrelu's ``
 JAX's ``x >= 0`` select) or dweight summed in another order, planted into the exact output of a random
 case: rank 1 to 5, the channel on axis 1 or the last one, float32, float16 or bfloat16.
 
-The planted category of every changed element comes from the planting, never from triage; a case whose
-planting changes no element is drawn again.
+Each case is a :class:`conformance.cases.defects.Planted` whose ``prelu`` setting holds the weight, its
+axis, the compared part and the tile a dweight was summed by, so ``selftest --generated`` scores it as any
+other.  The planted category of every changed element comes from the planting, never from triage; a case
+whose planting changes no element is drawn again.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Literal, Optional
 
 import numpy as np
 
+from conformance.cases.defects import Defect, Planted, PreluSetting
 from conformance.dtypes import info, to_bits
 from conformance.ops import OP_DEFAULTS
 from conformance.reference import prelu, prelu_variants
@@ -44,31 +47,6 @@ class PreluCase:
         if part == "dx":
             return prelu.backward(self.dy, self.x, w, channel_axis=at)
         return prelu.dweight(self.dy, self.x, w, channel_axis=at)
-
-
-@dataclass(frozen=True)
-class PlantedPrelu:
-    """A generated PReLU case: its inputs, the compared ``part``, golden, the defective output, the planted
-    defect (``category``, ``name``) and the tile of the plan a dweight was summed by."""
-
-    seed: int
-    case: PreluCase
-    part: Part
-    golden: np.ndarray
-    actual: np.ndarray
-    category: str
-    name: str
-    tile: Optional[int] = None
-
-    @property
-    def planted(self) -> np.ndarray:
-        """The flat indices whose bits the defect changed."""
-        return np.flatnonzero(to_bits(self.golden).reshape(-1) != to_bits(self.actual).reshape(-1))
-
-    def __str__(self) -> str:
-        shape = "x".join(map(str, self.case.x.shape))
-        return (f"seed {self.seed}: {self.case.x.dtype} {self.part} {shape} axis {self.case.channel_axis} "
-                f"{self.category}: {self.name}")
 
 
 def _shape(rng: np.random.Generator) -> tuple[tuple[int, ...], int]:
@@ -158,14 +136,14 @@ Planter = Callable[[np.random.Generator, PreluCase, Part], Optional[tuple[np.nda
 PLANTERS: tuple[Planter, ...] = (_per_channel, _wrong_axis, _clip, _formulation)
 
 
-def generate_prelu(seed: int) -> PlantedPrelu:
+def generate_prelu(seed: int) -> Planted:
     """One planted case of ``seed``, drawn again (same generator) until its defect changes an element."""
     rng = np.random.default_rng(seed)
     while True:
         case = _case(rng)
         made = _plant(rng, case)
-        planted = None if made is None else PlantedPrelu(seed, case, *made)
-        if planted is not None and planted.planted.size:
+        planted = None if made is None else _planted(seed, case, *made)
+        if planted is not None and planted.accept:
             return planted
 
 
@@ -180,6 +158,17 @@ def _plant(rng: np.random.Generator, case: PreluCase) -> Optional[tuple]:
     return None if made is None else (part, case.golden(part), *made, None)
 
 
-def cases(count: int, *, seed: int = 0) -> list[PlantedPrelu]:
+def _planted(seed: int, case: PreluCase, part: Part, golden: np.ndarray, actual: np.ndarray, category: str,
+             name: str, tile: Optional[int]) -> Planted:
+    """The generated case as every generated case is held: the elements whose bits the defect changed accept
+    its category alone; a row's alpha, the weight's first element."""
+    changed = np.flatnonzero(to_bits(golden).reshape(-1) != to_bits(actual).reshape(-1))
+    return Planted(seed, case.x, None if part == "y" else case.dy, float(case.weight.reshape(-1)[0]),
+                   "forward" if part == "y" else "backward", case.x.dtype.name, golden, actual,
+                   (Defect(category, name),), {int(i): (category,) for i in changed}, None,
+                   prelu=PreluSetting(case.weight, case.channel_axis, part, tile))
+
+
+def cases(count: int, *, seed: int = 0) -> list[Planted]:
     """``count`` planted cases, of seeds ``seed`` onwards."""
     return [generate_prelu(s) for s in range(seed, seed + count)]

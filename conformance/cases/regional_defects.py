@@ -3,7 +3,8 @@ tile, tile head, axis slice or span of a tiling plan or an N-D shape alone, or t
 holding another region's results; two defects composed (a layout mix-up or a clamp on top
 of a rule); and :func:`cases`, the corpus ``selftest --generated`` judges (every
 ``REGIONAL_EVERY``-th case regional, every ``COMPOSED_EVERY``-th composed, every
-``QUANTIZED_EVERY``-th quantized, the rest from :func:`defects.generate`)."""
+``QUANTIZED_EVERY``-th quantized, every ``PRELU_EVERY``-th a PReLU one, the rest from
+:func:`defects.generate`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from conformance.cases.defects import (  # the layout and clamp edits of the unc
     generate,
     same_bits,
 )
+from conformance.cases.prelu_defects import generate_prelu
 from conformance.cases.quantized_defects import generate_quantized
 from conformance.dtypes import info
 from conformance.records import TilePlan, TileSpan
@@ -219,14 +221,16 @@ def _composed_accept(golden: np.ndarray, actual: np.ndarray, edited: np.ndarray,
 _UNCLAMPED = frozenset({"input-precision"})
 COMPOSED_EVERY = 8  # every COMPOSED_EVERY-th case of the corpus composes two defects
 QUANTIZED_EVERY = 8  # every QUANTIZED_EVERY-th, two before a regional one, is quantized
+PRELU_EVERY = 8  # every PRELU_EVERY-th, one after a composed one, is a PReLU one
 
 
 def cases(count: int, *, seed: int = 0, plan: Optional[PlanFn] = None) -> list[Planted]:
     """``count`` generated cases, seeds ``seed .. seed + count - 1``; every ``REGIONAL_EVERY``-th
     is a regional one (:func:`generate_regional`, on ``plan``'s tiling when given),
-    every ``COMPOSED_EVERY``-th, four later, a composed one (:func:`generate_composed`), and
+    every ``COMPOSED_EVERY``-th, four later, a composed one (:func:`generate_composed`),
     every ``QUANTIZED_EVERY``-th, two before a regional one, a quantized one
-    (:func:`conformance.cases.quantized_defects.generate_quantized`)."""
+    (:func:`conformance.cases.quantized_defects.generate_quantized`), and every ``PRELU_EVERY``-th, one
+    after a composed one, a PReLU one (:func:`conformance.cases.prelu_defects.generate_prelu`)."""
     def one(i: int) -> Planted:
         if i % REGIONAL_EVERY == REGIONAL_EVERY - 1:
             return generate_regional(seed + i, plan=plan)
@@ -234,6 +238,8 @@ def cases(count: int, *, seed: int = 0, plan: Optional[PlanFn] = None) -> list[P
             return generate_composed(seed + i)
         if i % QUANTIZED_EVERY == QUANTIZED_EVERY - 3:
             return generate_quantized(seed + i)
+        if i % PRELU_EVERY == PRELU_EVERY // 2:
+            return generate_prelu(seed + i)
         return generate(seed + i)
 
     return [one(i) for i in range(count)]

@@ -66,9 +66,9 @@ class JaxBackend(SameDtypeBackend):
     prelu_allowed = frozenset({"formulation", "grad-at-zero", "subnormal-flush"})
 
     def prelu_supports(self, dtype: str, direction: str) -> bool:
-        """Every PReLU row but the float16 backward: its dweight is summed in float16 in an order no
-        reduction of :mod:`conformance.reference.reductions` reproduces yet."""
-        return dtype in ("float32", "float16", "bfloat16") and (dtype, direction) != ("float16", "backward")
+        """Every PReLU row: float32, float16 and bfloat16, both directions (the float16 dweight is a
+        sequential float16 sum of exact shares, :mod:`conformance.reference.reductions`)."""
+        return dtype in ("float32", "float16", "bfloat16")
 
     def prelu(self, direction: str, x: np.ndarray, weight: np.ndarray, *,
               dy: Optional[np.ndarray] = None) -> BackendResult:

@@ -1,4 +1,5 @@
-"""``mindspore``: ``mindspore.ops.leaky_relu`` on CPU, forward, and backward by MindSpore's autodiff.
+"""``mindspore``: ``mindspore.ops.leaky_relu`` on CPU, forward, and backward by MindSpore's autodiff;
+``mindspore.ops.prelu`` the same way (the weight's gradient too).
 
 Opt-in (``--backend mindspore``), in a worker running in ``.venv-mindspore``
 (created by ``make conformance-all``; MindSpore 2.10 needs numpy 1.26).  Its CPU
@@ -64,6 +65,29 @@ class MindSporeBackend(OwnEnvironmentBackend):
             dx = pullback(ms.Tensor(dy))
             dx = np.asarray((dx[0] if isinstance(dx, tuple) else dx).asnumpy())
         return BackendResult(dx)
+
+    ops = ("leaky_relu", "prelu")  # no RReLU: 2.10's ops.rrelu and nn.RReLU always sample their slopes
+    #: The CPU kernels (``mindspore/ops/kernel/cpu/native/prelu_cpu_kernel.cc``, ``prelu_grad_cpu_kernel.cc``):
+    #: y = ``x < 0 ? w*x : x`` (-0 stays -0), dx = ``x <= 0 ? w*dy : dy`` (dy at x = NaN), under FZ/DAZ.
+    prelu_allowed = frozenset({"formulation", "nan-gradient", "subnormal-flush"})
+
+    def prelu_supports(self, dtype: str, direction: Direction) -> bool:
+        """float16 and float32: the CPU PReLU and PReLUGrad kernels' dtypes (bfloat16 is refused)."""
+        return dtype in self.dtypes
+
+    def prelu(self, direction: Direction, x: np.ndarray, weight: np.ndarray, *,
+              dy: Optional[np.ndarray] = None) -> BackendResult:
+        """``ops.prelu(x, w)`` with w of 1 or C elements (channel axis 1), under FZ/DAZ as every call here;
+        dx and dweight from ``mindspore.vjp`` with the cotangent dy."""
+        ms = self.ms
+        w = np.asarray(weight)
+        xt, wt = ms.Tensor(x), ms.Tensor(w.reshape(-1))
+        with flushing():
+            if direction == "forward":
+                return BackendResult(np.asarray(ms.ops.prelu(xt, wt).asnumpy()))
+            _, pullback = ms.vjp(ms.ops.prelu, xt, wt)
+            dx, dw = pullback(ms.Tensor(dy))
+            return BackendResult(np.asarray(dx.asnumpy()), dweight=np.asarray(dw.asnumpy()).reshape(w.shape))
 
 
 def _mindspore_on_cpu() -> Any:

@@ -74,9 +74,9 @@ class TensorFlowBackend(SameDtypeBackend):
     prelu_allowed = frozenset({"formulation", "subnormal-flush"})
 
     def prelu_supports(self, dtype: str, direction: Direction) -> bool:
-        """Every PReLU row but the float16 backward: its dweight is summed in float16 in an order no
-        reduction of :mod:`conformance.reference.reductions` reproduces yet (docs/reference/prelu.md)."""
-        return dtype in ("float32", "float16", "bfloat16") and (dtype, direction) != ("float16", "backward")
+        """Every PReLU row: float32, float16 and bfloat16, both directions (the float16 dweight is summed in
+        Eigen's order, :mod:`conformance.reference.eigen_reduction`)."""
+        return dtype in ("float32", "float16", "bfloat16")
 
     def prelu(self, direction: Direction, x: np.ndarray, weight: np.ndarray, *,
               dy: Optional[np.ndarray] = None) -> BackendResult:

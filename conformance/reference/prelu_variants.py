@@ -16,19 +16,20 @@ from conformance.dtypes import info
 from conformance.reference.exact import cast_exact, flush_to_zero
 from conformance.reference.prelu import products, weight_per_element
 
-Predicate = Literal["gt", "ge"]
+Predicate = Literal["gt", "ge", "le"]  # le: the product where x <= 0, so NaN keeps its operand (MindSpore's PReLUGrad)
 
 
 def select(x: np.ndarray, taken: np.ndarray, weight: np.ndarray, *, channel_axis: int = 1,
            predicate: Predicate = "gt", flush: bool = False) -> np.ndarray:
-    """``taken`` where x > 0 (``ge``: x >= 0, so ±0 keep ``taken``), else ``w * taken`` rounded once; ``flush``:
+    """``taken`` where x > 0 (``ge``: x >= 0, so ±0 keep ``taken``; ``le``: where not x <= 0, so NaN keeps
+    ``taken``), else ``w * taken`` rounded once; ``flush``:
     subnormals read as zero in the comparison and the product, subnormal products flushed (DAZ/FTZ); a
     selected value keeps its bits (XLA:CPU)."""
     xs, ts = flushed(np.asarray(x), flush=flush), np.asarray(taken)
     out = info(xs.dtype)
     w = weight_per_element(weight, xs.shape, channel_axis=channel_axis)
     with np.errstate(invalid="ignore"):
-        take = xs >= 0 if predicate == "ge" else xs > 0
+        take = xs >= 0 if predicate == "ge" else ~(xs <= 0) if predicate == "le" else xs > 0
     return np.where(take, ts, flushed(products(flushed(ts, flush=flush), w, out), flush=flush))
 
 

@@ -3,9 +3,14 @@
 The golden's dweight is the exact sum rounded once (:func:`conformance.reference.prelu.dweight`).
 A framework instead forms each share ``x * dy`` in some dtype (``terms``: the input's, or
 exactly), adds the shares of one weight element in an order (``sequential`` left to right in
-memory order; ``pairwise`` as numpy's ``add.reduce`` does; per ``tile`` of that many elements
-first, the tiles' partial sums then added in order, as a kernel that reduces each tile on
-chip does), in an ``accumulator`` dtype, and rounds the sum to the output dtype.  A
+memory order; ``pairwise`` as numpy's ``add.reduce`` does; ``eigen`` as TensorFlow's CPU ``Sum``
+does, :mod:`conformance.reference.eigen_reduction`; ``cascade`` as torch's ``at::sum`` does on CPU,
+:mod:`conformance.reference.torch_reduction`; per ``tile`` of that many elements first, the
+tiles' partial sums then added in order, as a kernel that reduces each tile on chip does), in an
+``accumulator`` dtype, and rounds the sum to the output dtype.  A sequential sum in a 16-bit
+accumulator adds each share unrounded and rounds each partial sum once to the accumulator, so an
+exact share (``terms`` None) is rounded only as part of the sum: XLA:CPU's float16 reduce fused
+with the product that forms its shares (JAX).  A
 :class:`Reduction` names one such way; :data:`CATALOGUE` lists the ways triage tries.
 """
 from __future__ import annotations
@@ -16,10 +21,12 @@ from typing import Literal, Optional
 import numpy as np
 
 from conformance.dtypes import DTypeLike, info
+from conformance.reference.eigen_reduction import eigen_sums
 from conformance.reference.exact import cast_exact, resolve_pair
-from conformance.reference.prelu import groups_of, terms
+from conformance.reference.prelu import expanded_weight, groups_of, terms
+from conformance.reference.torch_reduction import cascade_sums
 
-Order = Literal["sequential", "pairwise"]
+Order = Literal["sequential", "pairwise", "eigen", "cascade"]
 
 
 @dataclass(frozen=True)
@@ -36,12 +43,19 @@ class Reduction:
         shares = "shares rounded to the input dtype" if self.terms == "input" else "exact shares"
         tiles = f", per tile of {self.tile} then across tiles" if self.tile else ""
         acc = "the input dtype" if self.accumulator == "input" else self.accumulator
-        return f"{self.order} sum in {acc}{tiles}, {shares}"
+        order = {"eigen": "sum in Eigen's order (TensorFlow's CPU Sum)",
+                 "cascade": "cascade sum (torch's at::sum on CPU)"}.get(self.order, f"{self.order} sum")
+        return f"{order} in {acc}{tiles}, {shares}"
 
 
 def _added(values: np.ndarray, acc: np.dtype, order: Order) -> np.generic:
     """``values`` summed in ``acc`` (each addition rounded to it) in ``order``."""
     with np.errstate(invalid="ignore", over="ignore"):
+        if acc.itemsize < 4 and order == "sequential" and values.size:
+            total = acc.type(values[0])
+            for v in values[1:]:  # the unrounded share added, the sum rounded once to the accumulator
+                total = acc.type(np.float64(total) + v)
+            return total
         values = values.astype(acc)
         if order == "pairwise" or values.size == 0:
             return np.add.reduce(values, dtype=acc) if values.size else acc.type(0)
@@ -62,6 +76,16 @@ def _summed(shares: np.ndarray, places: np.ndarray, reduction: Reduction, *, src
     return _added(partials, acc, "sequential")
 
 
+def _framework_order(shares: np.ndarray, reduced: tuple[bool, ...], reduction: Reduction, *, src: str) -> np.ndarray:
+    """Per weight element (memory order), the ``shares`` (the input's shape) summed over the ``reduced`` axes
+    in TensorFlow's (``eigen``) or torch's (``cascade``) order, as float64."""
+    acc = info(src if reduction.accumulator == "input" else reduction.accumulator).dtype
+    with np.errstate(invalid="ignore", over="ignore"):
+        if reduction.order == "eigen":
+            return eigen_sums(shares, reduced, acc).astype(np.float64)
+        return cascade_sums(shares.astype(acc), reduced).astype(np.float64)
+
+
 def reduce_dweight(dy: np.ndarray, x: np.ndarray, weight: np.ndarray, reduction: Reduction, *,
                    channel_axis: int = 1, out_dtype: Optional[DTypeLike] = None) -> np.ndarray:
     """dweight, shaped as ``weight``, summed the way ``reduction`` says, the shares of each weight
@@ -73,6 +97,11 @@ def reduce_dweight(dy: np.ndarray, x: np.ndarray, weight: np.ndarray, reduction:
     if reduction.terms == "input":
         with np.errstate(invalid="ignore", over="ignore"):
             shares = cast_exact(shares, src).astype(np.float64)
+    if reduction.order in ("eigen", "cascade"):
+        held = expanded_weight(weight, x.shape, channel_axis=channel_axis).shape
+        reduced = tuple(w == 1 and n > 1 for w, n in zip(held, x.shape))
+        sums = _framework_order(shares.reshape(x.shape), reduced, reduction, src=src.name)
+        return cast_exact(sums, out).reshape(weight.shape)
     groups = groups_of(weight, x.shape, channel_axis=channel_axis).ravel()
     order = np.argsort(groups, kind="stable")
     bounds = np.searchsorted(groups[order], np.arange(weight.size + 1))
@@ -81,8 +110,10 @@ def reduce_dweight(dy: np.ndarray, x: np.ndarray, weight: np.ndarray, reduction:
     return cast_exact(sums, out).reshape(weight.shape)
 
 
-#: The ways triage tries, the likeliest first (torch's half-precision sums are the first one:
-#: docs/reference/prelu.md).
+#: The ways triage tries, the likeliest first (torch's half-precision sums are the first one, its float32 ones
+#: the cascade; TensorFlow's float16 sums are Eigen's; JAX's float16 ones the sequential input-dtype sum of
+#: exact shares: docs/reference/prelu.md).
 CATALOGUE: tuple[Reduction, ...] = tuple(
     Reduction(acc, order, shares)
-    for shares in ("input", None) for acc in ("float32", "float64", "input") for order in ("pairwise", "sequential"))
+    for shares in ("input", None) for acc in ("float32", "float64", "input") for order in ("pairwise", "sequential")
+) + (Reduction("input", "eigen", "input"), Reduction("float32", "cascade", "input"))

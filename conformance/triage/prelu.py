@@ -6,7 +6,8 @@ reproduces its bits.  The rules, in order:
 
 - ``formulation``: aclnnPrelu's ``max(0, x) + w * min(0, x)`` and Keras's ``relu(x) - w*relu(-x)``
   (a zero result on the non-positive side is +0), and Keras's gradient of it (each relu's gradient a
-  multiply by its step); ``subnormal-flush``: the same with DAZ/FTZ (TensorFlow's CPU kernels);
+  multiply by its step); ``nan-gradient``: dx as ``x <= 0 ? w*dy : dy`` (dy at x = NaN);
+  ``subnormal-flush``: the same with DAZ/FTZ (TensorFlow's CPU kernels);
 - ``alpha-mismatch`` by axis: the weight applied on another axis of the same length (torch's
   channel axis 1 against a channels-last axis, or ONNX's numpy broadcast from the trailing axis);
 - ``alpha-mismatch`` (or ``alpha-precision``) per weight element: the slope each channel used is
@@ -100,6 +101,8 @@ _GE = {"forward": "x >= 0 selects x (jnp.where(x >= 0, x, w*x)): -0 stays -0",
        "backward": "x >= 0 selects dy: at x = ±0 the gradient is dy, not w*dy"}
 _GE_SUM = ("the gradient of where(x >= 0, x, w*x) as branch cotangents added (JAX's vjp): dy at x = ±0, "
            "a zero w*dy is +0")
+_LE = ("the product only where x <= 0 (MindSpore's PReLUGrad, Paddle's RReLU): at x = NaN the gradient is dy, "
+       "not w*dy")
 _FLUSH = "subnormal inputs read as zero and subnormal products flushed (DAZ/FTZ)"
 
 
@@ -140,6 +143,8 @@ def _variants() -> tuple[Recomputed, ...]:
             direction = "forward" if forward else "backward"
             rules.append(Recomputed(*_named(category, _GE[direction], {"predicate": "ge"}, flush=flush), forward,
                                     functools.partial(_selected, predicate="ge", flush=flush)))
+        rules.append(Recomputed(*_named("nan-gradient", _LE, {"predicate": "le"}, flush=flush), False,
+                                functools.partial(_selected, predicate="le", flush=flush)))
         rules += [Recomputed(*_named("grad-at-zero", _GE_SUM, {"predicate": "ge", "grad_form": "sum"}, flush=flush),
                              False, functools.partial(_ge_sum, flush=flush, fused=fused))
                   for fused in ((True, False) if flush else (True,))]
@@ -257,18 +262,19 @@ def _slope_name(slope: float, declared: float, weight_dtype: str, *,
 
 
 def _reproducing(ops: Operands, actual: np.ndarray, group: np.ndarray, g: int,
-                 slopes: list[float]) -> Optional[tuple[float, Optional[str]]]:
+                 slopes: list[float]) -> Optional[tuple[float, Optional[str], np.ndarray]]:
     """The first (slope, opmath) that, the slope put in weight element ``g``, reproduces every element
-    of its ``group``: products rounded once, or through float32 first as torch's opmath does (its
-    slope then held in float32: tried first)."""
+    of ``group``: products rounded once, or through float32 first as torch's opmath does (its
+    slope then held in float32: tried first); and every element it reproduces."""
     w = np.asarray(ops.weight)
     in_float32 = float(cast_exact(np.array([w.reshape(-1)[g]], dtype=np.float64), info("float32"))[0])
     for opmath, tried in ((None, slopes), ("float32", sorted(slopes, key=lambda s: s != in_float32))):
         for slope in tried:
             trial = w.astype(np.float64).reshape(-1).copy()
             trial[g] = slope
-            if same_bits(ops.golden(trial.reshape(w.shape), opmath=opmath), actual)[group].all():
-                return slope, opmath
+            reproduced = same_bits(ops.golden(trial.reshape(w.shape), opmath=opmath), actual)
+            if reproduced[group].all():
+                return slope, opmath, reproduced
     return None
 
 
@@ -283,18 +289,21 @@ class Recovered:
 
 def _recovered(ops: Operands, actual: np.ndarray, open_: np.ndarray, *,
                mismatching: np.ndarray) -> dict[int, Recovered]:
-    """Per weight element with open elements, the slope that reproduces every element of it, where one does;
-    it claims all of the element's ``mismatching`` elements (zeros a formulation also reproduces included:
-    one slope is the shorter account)."""
+    """Per weight element with open elements, the slope that reproduces every element of it no earlier rule
+    claimed (the open ones and those the output has right), where one does; it claims every ``mismatching``
+    element of it that it reproduces (zeros a formulation also reproduces included: one slope is the shorter
+    account), and leaves an earlier rule the others (a ``x >= 0`` select's zeros beside a rounded slope)."""
     w = np.asarray(ops.weight)
     groups = prelu.groups_of(w, ops.x.shape, channel_axis=ops.channel_axis)
     flat_w = w.reshape(-1).astype(np.float64)
+    unclaimed = open_ | ~mismatching
     found: dict[int, Recovered] = {}
     for g in np.unique(groups[open_]).tolist():
         at = (groups == g) & open_
-        slope = _reproducing(ops, actual, groups == g, g, _candidate_slopes(ops, actual, at, float(flat_w[g])))
+        slope = _reproducing(ops, actual, (groups == g) & unclaimed, g,
+                             _candidate_slopes(ops, actual, at, float(flat_w[g])))
         if slope is not None:
-            found[g] = Recovered(slope[0], slope[1], (groups == g) & mismatching)
+            found[g] = Recovered(slope[0], slope[1], (groups == g) & mismatching & slope[2])
     return found
 
 
@@ -422,20 +431,22 @@ def reductions_for(tile: Optional[int]) -> tuple[Reduction, ...]:
 def triage_dweight(dy: np.ndarray, x: np.ndarray, weight: np.ndarray, expected: np.ndarray,
                    actual: np.ndarray, *, channel_axis: int = 1, tile: Optional[int] = None) -> list[PreluClaim]:
     """dweight's mismatching elements: ``reduction-order`` by the first way of summing that reproduces
-    them all (else the one reproducing most, the rest left to the residue)."""
+    every element, the right ones too (else the one reproducing most mismatching elements and
+    contradicting fewest right ones, the rest left to the residue)."""
     open_ = ~same_bits(expected, actual)
     if not open_.any():
         return []
-    best: Optional[tuple[int, Reduction, np.ndarray]] = None
+    best: Optional[tuple[tuple[int, int], Reduction, np.ndarray]] = None
     for reduction in reductions_for(tile):
-        predicted = reduce_dweight(dy, x, weight, reduction, channel_axis=channel_axis)
-        hit = open_ & same_bits(predicted, actual)
-        if best is None or hit.sum() > best[0]:
-            best = (int(hit.sum()), reduction, hit)
-        if hit.sum() == open_.sum():
+        reproduced = same_bits(reduce_dweight(dy, x, weight, reduction, channel_axis=channel_axis), actual)
+        hit = open_ & reproduced
+        score = (int(hit.sum()), -int((~open_ & ~reproduced).sum()))
+        if best is None or score > best[0]:
+            best = (score, reduction, hit)
+        if reproduced.all():
             break
     claims = []
-    if best is not None and best[0]:
+    if best is not None and best[0][0]:
         claims.append(PreluClaim("reduction-order", best[2], f"dweight summed as a {best[1]}",
                                  {"reduction": str(best[1])}))
         open_ = open_ & ~best[2]

@@ -38,13 +38,14 @@ import numpy as np
 from conformance.backends import WorkerSpec
 from conformance.dtypes import info
 from conformance.errors import BackendUnavailable, WorkerFailure
-from conformance.records import BackendResult, Direction
+from conformance.records import DEFAULT_OP, BackendResult, Direction
 from conformance.worker.hello import check_hello, printable
 from conformance.worker.protocol import (
     PREFIX,
     SMALL_FRAME,
     Message,
     ProtocolError,
+    call_message,
     check_prefix,
     decode,
     frame,
@@ -255,6 +256,19 @@ class WorkerBackend:
     def suite_pairs(self) -> tuple[tuple[str, str], ...]:
         return tuple((d, o) for d, o in self.hello["suite_pairs"])
 
+    @property
+    def ops(self) -> tuple[str, ...]:
+        """The ops the worker computes (its hello's ``ops``; a hello without them: LeakyReLU only)."""
+        return tuple(self.hello.get("ops") or (DEFAULT_OP,))
+
+    @property
+    def prelu_allowed(self) -> frozenset[str]:
+        """What the served backend's PReLU shows by design (its hello's category names)."""
+        return frozenset(self.hello.get("prelu_allowed") or ())
+
+    def prelu_supports(self, dtype: str, direction: Direction) -> bool:
+        return [dtype, direction] in (self.hello.get("prelu_supports") or [])
+
     def boundary_sizes(self, dtype: str, out_dtype: str, direction: Direction) -> tuple[int, ...]:
         sizes = self.hello.get("boundary_sizes", {}).get(f"{dtype}->{out_dtype} {direction}")
         if sizes is None:
@@ -271,24 +285,34 @@ class WorkerBackend:
                  out_dtype: Optional[str] = None) -> BackendResult:
         return self._call("backward", x, alpha, dy=dy, out_dtype=out_dtype)
 
+    def prelu(self, direction: Direction, x: np.ndarray, weight: np.ndarray, *,
+              dy: Optional[np.ndarray] = None) -> BackendResult:
+        """The worker's PReLU: y, or dx and dweight (a refusal when it does not compute PReLU)."""
+        return self._call(direction, x, 0.0, dy=dy, out_dtype=None, op="prelu", weight=np.asarray(weight))
+
+    def rrelu(self, direction: Direction, x: np.ndarray, *, dy: Optional[np.ndarray] = None) -> BackendResult:
+        """The worker's RReLU in eval mode (a refusal when it does not compute RReLU)."""
+        return self._call(direction, x, 0.0, dy=dy, out_dtype=None, op="rrelu")
+
     def _call(self, direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[np.ndarray],
-              out_dtype: Optional[str]) -> BackendResult:
+              out_dtype: Optional[str], op: str = DEFAULT_OP, weight: Optional[np.ndarray] = None) -> BackendResult:
         if not self._ready():
             return _refused(f"{self.dead}; not restarted again")
-        arrays = {"x": np.asarray(x)} if dy is None else {"x": np.asarray(x), "dy": np.asarray(dy)}
-        header = {"type": "call", "direction": direction, "alpha": float(alpha), "out_dtype": out_dtype}
         deadline = Deadline.after(self.spec.timeout)
         expected = out_dtype or info(np.asarray(x).dtype).name
         shape = tuple(np.asarray(x).shape)
-        limit = result_frame_limit(int(np.asarray(x).size) * info(expected).dtype.itemsize)
+        wanted = None if weight is None or direction != "backward" else weight
+        limit = result_frame_limit((int(np.asarray(x).size) + (0 if wanted is None else int(wanted.size)))
+                                   * info(expected).dtype.itemsize)
         try:
-            self.worker.send(Message(header, arrays), deadline=deadline)
+            self.worker.send(call_message(direction, np.asarray(x), alpha=alpha, dy=dy, out_dtype=out_dtype, op=op,
+                                          weight=weight), deadline=deadline)
             reply = self.worker.receive(deadline=deadline, limit=limit)
         except WorkerFailure as exc:
             self.worker.kill()
             self.dead = str(exc)
             return _refused(str(exc))
-        return _checked(reply, shape=shape, out_dtype=expected)
+        return _checked(reply, shape=shape, out_dtype=expected, weight=wanted)
 
     def probe_default(self, api: str) -> tuple[float, Optional[str]]:
         """The default slope of ``api`` (an entry of the default-slope table) probed in the worker,
@@ -347,8 +371,10 @@ def _describe(value: Any) -> str:
     return f"{value.dtype.name} of shape {value.shape}"
 
 
-def _checked(reply: Message, *, shape: tuple[int, ...], out_dtype: str) -> BackendResult:
-    """A result reply as a BackendResult; errors, malformed results and wrong values become refusals."""
+def _checked(reply: Message, *, shape: tuple[int, ...], out_dtype: str,
+             weight: Optional[np.ndarray] = None) -> BackendResult:
+    """A result reply as a BackendResult; errors, malformed results and wrong values become refusals
+    (``weight``: a PReLU backward's, whose shape and dtype a dweight it returns must have)."""
     if reply.type == "error":
         return _refused(f"worker error ({printable(reply.header.get('kind'))}): "
                         f"{printable(reply.header.get('message'))}")
@@ -363,6 +389,10 @@ def _checked(reply: Message, *, shape: tuple[int, ...], out_dtype: str) -> Backe
     value = result.value
     if value is None or value.dtype.name != out_dtype or tuple(value.shape) != shape:
         return _refused(f"worker returned {_describe(value)}; expected {out_dtype} of shape {shape}")
+    dweight = result.dweight
+    if dweight is not None and (weight is None or dweight.dtype != weight.dtype or dweight.shape != weight.shape):
+        expected = "none" if weight is None else f"{weight.dtype.name} of shape {weight.shape}"
+        return _refused(f"worker returned a dweight {_describe(dweight)}; expected {expected}")
     return result
 
 

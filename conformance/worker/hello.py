@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from conformance.backends import BackendUnavailable
+from conformance.categories import NAMES
 from conformance.dtypes import DTYPES
+from conformance.ops import OPS
 from conformance.worker.protocol import PROTOCOL_VERSION, Message
 
 MAX_HELLO_ITEMS = 4096  # entries of each hello list or table
@@ -51,6 +53,21 @@ def _hello_problem(h: dict) -> Optional[str]:
             return f"{key} must be a table of strings"
     if not all(isinstance(h.get(k), (str, type(None))) for k in ("profile", "variant")):
         return "profile and variant must be strings or null"
+    return _op_problem(h)
+
+
+def _op_problem(h: dict) -> Optional[str]:
+    """What is wrong with a hello's op facts (``ops``, ``prelu_supports``, ``prelu_allowed``; a hello
+    without them serves LeakyReLU only)."""
+    ops, pairs, allowed = h.get("ops", []), h.get("prelu_supports", []), h.get("prelu_allowed", [])
+    if not isinstance(ops, list) or len(ops) > len(OPS) or not all(isinstance(o, str) and o in OPS for o in ops):
+        return f"ops must be a list of known ops ({', '.join(OPS)})"
+    if not isinstance(pairs, list) or len(pairs) > MAX_HELLO_ITEMS or not all(
+            _strings(p, length=2) and p[0] in DTYPES and p[1] in ("forward", "backward") for p in pairs):
+        return f"prelu_supports must be at most {MAX_HELLO_ITEMS} [dtype, direction] pairs"
+    if not isinstance(allowed, list) or len(allowed) > len(NAMES) or not all(
+            isinstance(c, str) and c in NAMES for c in allowed):
+        return "prelu_allowed must be a list of triage category names"
     return None
 
 

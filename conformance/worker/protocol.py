@@ -12,11 +12,15 @@ Messages (``header["type"]``):
 - ``hello`` (worker -> client, first frame): ``protocol``, ``backend``, ``profile``,
   ``variant``, ``supports`` ([dtype, out_dtype, direction] triples), ``skip_reasons``,
   ``suite_pairs``, ``boundary_sizes`` (for a backend with sizes of its own; a pair it does not
-  name takes the default sizes, which the client computes) and ``versions``;
+  name takes the default sizes, which the client computes) and ``versions``; a backend computing
+  more ops than LeakyReLU adds ``ops``, ``prelu_supports`` ([dtype, direction] pairs) and
+  ``prelu_allowed`` (category names); a hello without them serves LeakyReLU only;
 - ``call`` (client -> worker): ``direction``, ``alpha``, ``out_dtype``; arrays ``x`` and ``dy``;
+  a call of another op than LeakyReLU also names it, ``op`` (``prelu``, ``rrelu``), and a PReLU
+  call has the array ``weight`` (:func:`call_message`; a LeakyReLU call is what it always was);
 - ``result`` (worker -> client): ``rejected`` (a refusal's reason or null), ``layout`` (a
   ``TilePlan``, or null; the field keeps its name on the wire),
-  ``hazards``; array ``value``;
+  ``hazards``; array ``value``, and ``dweight`` for a PReLU backward;
 - ``probe`` (client -> worker): ``api``, an entry of the default-slope table
   (``conformance.reference.defaults``) to probe in the worker's environment;
 - ``probed`` (worker -> client): ``api``, ``slope`` and ``version`` (the distribution that ran it);
@@ -38,7 +42,7 @@ import numpy as np
 
 from conformance.dtypes import DTYPES, info, to_bits
 from conformance.errors import ProtocolError, one_line
-from conformance.records import BackendResult, Hazard, TilePlan, TileSpan
+from conformance.records import DEFAULT_OP, BackendResult, Direction, Hazard, TilePlan, TileSpan
 
 PROTOCOL_VERSION = 1
 MAGIC = b"LRW1"
@@ -175,15 +179,27 @@ def read_frame(stream: BinaryIO) -> Optional[Message]:
     return decode(payload)
 
 
-# ----------------------------------------------------------------------------- results
+# ----------------------------------------------------------------------------- calls and results
+
+def call_message(direction: Direction, x: np.ndarray, *, alpha: float, dy: Optional[np.ndarray] = None,
+                 out_dtype: Optional[str] = None, op: str = DEFAULT_OP,
+                 weight: Optional[np.ndarray] = None) -> Message:
+    """A ``call``: a LeakyReLU call's header and arrays as they always were; another op's names it
+    (``op``) and carries its ``weight`` when it has one."""
+    header = {"type": "call", "direction": direction, "alpha": float(alpha), "out_dtype": out_dtype,
+              **({} if op == DEFAULT_OP else {"op": op})}
+    given = {"x": x, "dy": dy, "weight": weight}
+    return Message(header, {name: np.asarray(a) for name, a in given.items() if a is not None})
+
 
 def result_message(result: BackendResult) -> Message:
-    """A backend's result as a ``result`` message (tile plan and hazards as plain data)."""
+    """A backend's result as a ``result`` message (tile plan and hazards as plain data; a PReLU
+    backward's weight gradient as the array ``dweight``)."""
     header = {"type": "result", "rejected": result.rejected,
               "layout": None if result.tile_plan is None else dataclasses.asdict(result.tile_plan),
               "hazards": [dataclasses.asdict(h) for h in result.hazards]}
-    arrays = {} if result.value is None else {"value": np.asarray(result.value)}
-    return Message(header, arrays)
+    given = {"value": result.value, "dweight": result.dweight}
+    return Message(header, {name: np.asarray(a) for name, a in given.items() if a is not None})
 
 
 def _tile_plan(data: Optional[Mapping[str, Any]]) -> Optional[TilePlan]:
@@ -227,7 +243,8 @@ def result_from(message: Message) -> BackendResult:
         raise ProtocolError(f"malformed tile plan or hazards in a result ({type(exc).__name__})") from None
     if rejected is not None and not isinstance(rejected, str):
         raise ProtocolError("a result's rejected field is not a string")
-    return BackendResult(message.arrays.get("value"), tile_plan=tile_plan, hazards=hazards, rejected=rejected)
+    return BackendResult(message.arrays.get("value"), tile_plan=tile_plan, hazards=hazards, rejected=rejected,
+                         dweight=message.arrays.get("dweight"))
 
 
 def error_message(kind: str, text: str) -> Message:

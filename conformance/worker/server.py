@@ -1,10 +1,11 @@
 """The worker side: serve one in-process backend over a pair of byte streams.
 
 The worker writes its hello first, then answers each ``call`` with a ``result``
-or an ``error`` until its input ends.  A backend exception becomes an ``error``
-reply for that call; the worker goes on.  Only frames go to the frame stream:
-:func:`frames_only_stdout` moves everything else that writes to stdout (Python
-prints, C++ framework logs on file descriptor 1) to stderr.
+or an ``error`` until its input ends.  A call names its op when it is not LeakyReLU
+(``prelu``, ``rrelu``): the backend's method of that name computes it (:func:`computed`).
+A backend exception becomes an ``error`` reply for that call; the worker goes on.
+Only frames go to the frame stream: :func:`frames_only_stdout` moves everything else
+that writes to stdout (Python prints, C++ framework logs on file descriptor 1) to stderr.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from conformance import machine
 from conformance.backends import Backend, BackendBase, boundary_sizes, call, skip_reason, suite_pairs
 from conformance.dtypes import DTYPES
 from conformance.errors import Unsupported
+from conformance.ops import ops_of, prelu_runs
+from conformance.records import DEFAULT_OP, BackendResult
 from conformance.worker.protocol import (
     PROTOCOL_VERSION,
     Message,
@@ -82,7 +85,36 @@ def hello(backend: Backend) -> Message:
         "boundary_sizes": {f"{d}->{o} {r}": list(boundary_sizes(backend, d, o, r)) for d, o, r in sized},
         "versions": versions(backend),
         "machine": own_machine(backend),
+        **op_facts(backend),
     })
+
+
+def op_facts(backend: Backend) -> dict:
+    """The hello's facts of a backend computing more ops than LeakyReLU: its ops, the (dtype, direction)
+    pairs of its PReLU/RReLU rows (``prelu_supports``, else its LeakyReLU ``supports``) and what its
+    PReLU shows by design (``prelu_allowed``); {} for a LeakyReLU backend, whose hello stays as it was."""
+    ops = ops_of(backend)
+    if ops == (DEFAULT_OP,):
+        return {}
+    return {"ops": list(ops),
+            "prelu_supports": [[d, r] for d in DTYPES for r in DIRECTIONS if prelu_runs(backend, d, r)],
+            "prelu_allowed": sorted(getattr(backend, "prelu_allowed", ()))}
+
+
+def computed(backend: Backend, message: Message) -> BackendResult:
+    """A call's result: LeakyReLU by :func:`conformance.backends.call`, another op the backend declares
+    by its method of that name; Unsupported for an op it does not declare."""
+    h, arrays = message.header, message.arrays
+    op = h.get("op", DEFAULT_OP)
+    if op == DEFAULT_OP:
+        return call(backend, h["direction"], arrays["x"], h["alpha"], dy=arrays.get("dy"),
+                    out_dtype=h.get("out_dtype"))
+    if op not in ops_of(backend) or op not in ("prelu", "rrelu"):
+        raise Unsupported(f"backend {backend.name} does not compute {str(op)[:40]!r}; it computes "
+                          f"{', '.join(ops_of(backend))}")
+    if op == "rrelu":
+        return backend.rrelu(h["direction"], arrays["x"], dy=arrays.get("dy"))  # type: ignore[attr-defined]
+    return backend.prelu(h["direction"], arrays["x"], arrays["weight"], dy=arrays.get("dy"))  # type: ignore[attr-defined]
 
 
 Prober = Callable[[str], Message]  # a ``probe`` message's API -> the reply
@@ -96,11 +128,8 @@ def answer(backend: Backend, message: Message, *, probe: Optional[Prober] = None
         return probe(api) if probe is not None else error_message("unavailable", f"probing {api}: not served here")
     if message.type != "call":
         return error_message("error", f"unknown message type {message.type!r}; expected 'call' or 'probe'")
-    h, arrays = message.header, message.arrays
     try:
-        result = call(backend, h["direction"], arrays["x"], h["alpha"], dy=arrays.get("dy"),
-                      out_dtype=h.get("out_dtype"))
-        return result_message(result)
+        return result_message(computed(backend, message))
     except Unsupported as exc:
         return error_message("unsupported", str(exc))
     except Exception as exc:  # the backend failed on this call; the worker goes on
