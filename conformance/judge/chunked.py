@@ -9,12 +9,14 @@ The kept elements are written where the batch holds them: columns reserved for t
 tensor (memory is taken only by what is written), the mismatches first, the evidence
 after them, so that joining the chunks copies nothing.  With the compiled paths
 (:mod:`conformance.jit`, :mod:`.scan_loops`) the next chunks are read and their golden
-computed on a reader thread while one is judged (:mod:`.chunk_pipeline`; the first chunk's
-golden a range per thread): a first pass finds the chunk's mismatches and its special
-matching elements and adds up its cosine sums, a second writes the mismatches and judges
-them, a range per thread, and the evidence's plain elements are picked meanwhile; the
-numpy path (:func:`numpy_scan`) stays the model the compiled one is tested against, and
-gives the same bits.
+computed on a reader thread while one is judged (:mod:`conformance.metrics.chunk_pipeline`;
+the golden splits the first chunk a range per thread itself): a first pass finds the chunk's
+mismatches, its special matching elements and the NaN and infinities both sides hold, and
+adds up its cosine sums; a second writes the mismatches and judges them, counting what other
+tools' checks say of them (float32 and float64 outputs; :mod:`.other_checks`), a range per
+thread, and the evidence's plain elements are picked meanwhile; the numpy path
+(:func:`numpy_scan`) stays the model the compiled one is tested against, and gives the same
+bits.
 """
 from __future__ import annotations
 
@@ -89,6 +91,8 @@ class Kept:
         dtypes = (where, x, None if chunk.dy is None else x, out, out, np.dtype(bool))
         self.columns = {name: None if d is None else np.empty(size, d) for name, d in zip(_FIELDS, dtypes)}
         self.tally: Optional[plotting.Tally] = None  # what the compiled scan counted of the mismatches
+        self.shared = np.zeros(2, dtype=np.int64)  # matching elements that are NaN, that are an infinity
+        self.checks: Optional[np.ndarray] = None  # other tools' checks counted by the compiled scan
 
     def reserve(self, k: int) -> None:
         """Room for ``k`` more elements."""
@@ -148,6 +152,7 @@ def numpy_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept) ->
     ``kept``, a stride sample of its matching elements, special values and plain ones apart."""
     comp = met.compare(chunk.actual, expected, tolerance=ctx.tolerance, part=ctx.label, offset=chunk.offset)
     index = comp.mismatch_index
+    kept.shared += np.subtract(other_checks.specials(expected), other_checks.specials(expected[index]))
     if index.size:
         kept.append({"where": index + chunk.offset, "x": chunk.x[index],
                      "dy": None if chunk.dy is None else chunk.dy[index],
@@ -241,12 +246,13 @@ def compiled_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept,
 
     bits, masks = _operands(chunk, expected)
     kept.reserve(chunk.actual.size + 1)  # the scan writes one place past the mismatches
-    sums, kinds = np.zeros(3), np.zeros(2, dtype=np.int64)
+    sums, kinds = np.zeros(3), np.zeros(4, dtype=np.int64)
     at = scratch.positions(chunk.actual.size)
     kept.tally = kept.tally or plotting.Tally(chunk.x.dtype, chunk.actual.dtype)
     start = kept.size
     end, top = scan_loops.find(bits, chunk.offset, kept.columns["where"], start, scratch.pieces, sums, at, kinds,
                                *masks.out[1:], masks.x_exp)
+    kept.shared += kinds[2:]
     evidence = functools.partial(_compiled_evidence, kept.columns["where"], start, end, chunk.offset, at, kinds)
     best, counts, picked = _judged(bits, masks, kept, ctx.tolerance, offset=chunk.offset, lo=start, hi=end,
                                    meanwhile=evidence)
@@ -278,21 +284,37 @@ def _judged(bits: Any, masks: _Masks, kept: Kept, tol: Tolerance, *, offset: int
                                  else np.empty(0, bits.x.dtype), cols["golden"], cols["actual"], cols["violating"])
     judging = scan_loops.Judging(tol.rtol, tol.atol, tol.max_ulp, tol.strict_zeros, *masks.out, masks.x_sign,
                                  masks.x_mant, masks.x_exp, masks.x_shift)
+    closeness = _closeness(bits.actual_values.dtype, checked=kept.checks is not None)
 
-    def part(a: int, b: int) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray]:
+    def part(a: int, b: int) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         counts, bins, classes = np.zeros(8, np.int64), np.zeros_like(tally.ulp), np.zeros_like(tally.classes)
-        best = scan_loops.judge_range(bits, offset, out, a, b, counts, bins, classes, judging)
-        return best, counts, bins, classes
+        checks = np.zeros(0 if kept.checks is None else kept.checks.size, np.int64)
+        best = scan_loops.judge_range(bits, offset, out, a, b, counts, bins, classes, judging, checks, closeness)
+        return best, counts, bins, classes, checks
 
     mine, *others = jit.ranges(lo, hi, least=SPLIT)
     (done, first), *rest = jit.in_parallel([lambda: (meanwhile(), part(*mine)),
                                             *(functools.partial(part, a, b) for a, b in others)])
     parts = [first, *rest]
-    for _, _, bins, classes in parts:
+    for _, _, bins, classes, checks in parts:
         tally.ulp += bins
         tally.classes += classes
+        if kept.checks is not None:
+            kept.checks[:-1] += checks[:-1]  # counts; the last is the largest absolute error's bits
+            kept.checks[-1] = max(kept.checks[-1], checks[-1])
     best = reduce(metric_loops.merged, [p[0] for p in parts])
     return best, [int(c) for c in sum(p[1] for p in parts)], done
+
+
+@functools.cache
+def _closeness(values: np.dtype, *, checked: bool) -> Any:
+    """The tolerances the compiled scan counts other tools' checks by, in the output's dtype
+    (float64 zeros, never read, when it counts none)."""
+    from conformance.metrics._compiled.check_loops import Closeness  # numba, imported on the first compiled call
+
+    if not checked:
+        return Closeness(*np.zeros(len(Closeness._fields)))
+    return Closeness(*other_checks.loop_tolerances(values.name))
 
 
 def _compiled_evidence(where: np.ndarray, lo: int, hi: int, offset: int, special_at: np.ndarray,
@@ -361,17 +383,10 @@ def _mismatch_findings(kept: Kept, samples: list[_Sample], ctx: _Context, *, num
                   tile_plan=ctx.tile_plan(), part=ctx.label, hazard_cores={}), plots
 
 
-def _golden(chunk: Chunk, alone: bool, *, ctx: _Context) -> np.ndarray:
-    """The chunk's golden; ``alone`` (nothing else runs meanwhile), a range of it per thread:
-    the golden is elementwise, so the ranges' goldens joined are the whole chunk's."""
-    def golden(lo: int, hi: int) -> np.ndarray:
-        return ref.compute(ctx.direction, chunk.x[lo:hi], ctx.alpha,
-                           dy=None if chunk.dy is None else chunk.dy[lo:hi], out_dtype=ctx.out_dtype)
-
-    parts = jit.ranges(0, chunk.x.size, least=SPLIT) if alone and jit.enabled() else [(0, chunk.x.size)]
-    if len(parts) == 1:
-        return golden(0, chunk.x.size)
-    return np.concatenate(jit.in_parallel([functools.partial(golden, lo, hi) for lo, hi in parts]))
+def _golden(chunk: Chunk, *, ctx: _Context) -> np.ndarray:
+    """The chunk's golden (on the calling thread, the compiled golden splits it a range per
+    thread; on the reader thread it runs whole: :mod:`.chunk_pipeline`)."""
+    return ref.compute(ctx.direction, chunk.x, ctx.alpha, dy=chunk.dy, out_dtype=ctx.out_dtype)
 
 
 class _Judge:
@@ -384,7 +399,12 @@ class _Judge:
         self.kept: Optional[Kept] = None
 
     def __call__(self, chunk: Chunk, expected: np.ndarray) -> tuple[Metrics, _Sample]:
-        self.kept = self.kept or Kept(chunk, numel=self.numel, where=self.where)
+        if self.kept is None:
+            self.kept = Kept(chunk, numel=self.numel, where=self.where)
+            if self.scratch is not None and info(chunk.actual.dtype).name in other_checks.LOOP_DTYPES:
+                from conformance.metrics._compiled.check_loops import COUNTS  # numba
+
+                self.kept.checks = np.zeros(len(COUNTS), dtype=np.int64)
         if self.scratch is None:
             return numpy_scan(chunk, expected, self.ctx, self.kept)
         return compiled_scan(chunk, expected, self.ctx, self.kept, self.scratch)
@@ -405,14 +425,8 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
     ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
                    backend, config, label, _lazy_plan(plan_fn, numel=numel), profile, head["shapes"][0])
     judge = _Judge(ctx, numel=numel)
-    metrics, samples, specials = [], [], []
-
-    def golden(chunk: Chunk, alone: bool) -> np.ndarray:
-        values = _golden(chunk, alone, ctx=ctx)
-        specials.append(other_checks.specials(values))  # NaN and inf of every chunk's golden
-        return values
-
-    judged = chunk_pipeline.read_ahead(read(), golden=golden, judge=judge,
+    metrics, samples = [], []
+    judged = chunk_pipeline.read_ahead(read(), golden=functools.partial(_golden, ctx=ctx), judge=judge,
                                        ahead=judge.scratch is not None and jit.threads() > 1)
     with contextlib.closing(judged):  # on an error or Ctrl-C here, the chunks not begun are cancelled
         for chunk, (m, s) in judged:
@@ -421,21 +435,26 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
             advance(int(chunk.x.size))
     kept = judge.kept
     total = reduce(met.merge, metrics) if metrics else met.empty()
-    checks = _other_checks(kept, specials, metrics=total, out_dtype=ctx.out_dtype)
+    checks = _other_checks(kept, metrics=total, out_dtype=ctx.out_dtype)
     findings, plots = _mismatch_findings(kept, samples, ctx, numel=numel, shape=head["shapes"][0]) \
         if total.mismatches and kept is not None else ((), None)
     return Row(**head, metrics=total, findings=findings, plots=plots, other_checks=checks,
                verdict=verdict([f.gated for f in findings]))
 
 
-def _other_checks(kept: Optional[Kept], specials: list[tuple[int, int]], *, metrics: Metrics,
-                  out_dtype: str) -> tuple[OtherCheck, ...]:
-    """Other tools' checks of the whole tensor: on its mismatches (the kept elements, before
-    the evidence is added) and the NaN and infinities of every chunk's golden."""
+def _other_checks(kept: Optional[Kept], *, metrics: Metrics, out_dtype: str) -> tuple[OtherCheck, ...]:
+    """Other tools' checks of the whole tensor: on its mismatches (counted by the compiled scan,
+    else on the kept elements, before the evidence is added) and the NaN and infinities the
+    matching elements hold."""
     if kept is None:
         return ()
-    nan, inf = (sum(s[i] for s in specials) for i in (0, 1))
-    counts = other_checks.tally(kept.column("actual"), kept.column("golden"), golden_nan=nan, golden_inf=inf)
+    nan_both, inf_both = (int(n) for n in kept.shared)
+    if kept.checks is None:
+        counts = other_checks.mismatch_tally(kept.column("actual"), kept.column("golden"), nan_both=nan_both,
+                                             inf_both=inf_both)
+    else:
+        top = float(from_bits([int(kept.checks[-1])], kept.columns["actual"].dtype)[0])
+        counts = other_checks.loop_tally(kept.checks, max_abs=top, nan_both=nan_both, inf_both=inf_both)
     return other_checks.decided(counts, out_dtype=out_dtype, metrics=metrics)
 
 

@@ -24,7 +24,10 @@ each is restated on numpy, in the dtype the tool does its arithmetic in):
 Elements that match bit for bit pass every check, so only a row's mismatches are computed on; the
 golden's NaN and infinities are counted over the whole batch (a matching NaN fails torch's check,
 a matching NaN or infinity makes msprobe's errors NaN).  A batch's counts travel in each
-:class:`OtherCheck`'s ``tally`` so that merged batches are judged on the whole row.
+:class:`OtherCheck`'s ``tally`` so that merged batches are judged on the whole row.  A dump
+judged in chunks with float32 or float64 output has its counts taken by the compiled pass that
+judges its mismatches (:func:`loop_tolerances` in, :func:`loop_tally` out), the same as
+:func:`tally`'s.
 """
 from __future__ import annotations
 
@@ -137,15 +140,19 @@ def _msprobe_errors(actual: np.ndarray, golden: np.ndarray) -> tuple[np.ndarray,
 Tally = tuple[tuple[str, float], ...]
 
 
-def _msprobe_tally(actual: np.ndarray, golden: np.ndarray, *, shared: int) -> Tally:
-    """msprobe's counts over the mismatches, and ``shared``: the NaN and infinities both sides hold
-    (each makes msprobe's errors NaN: its max, and a relative error that is not below any threshold)."""
-    abs_err, rel = _msprobe_errors(actual, golden)
-    biggest = float(np.max(abs_err)) if abs_err.size else 0.0
-    nonfinite = ~(np.isfinite(_upcast(actual)) & np.isfinite(_upcast(golden)))
-    return (("max_abs", float("inf") if np.isnan(biggest) else biggest),
-            ("nonfinite", float(np.count_nonzero(nonfinite))), ("shared", float(shared)),
-            *((f"not_below_{t}", float(np.count_nonzero(~(rel < t)))) for t in MSPROBE_RATIOS))
+def _tallied(failing: dict[str, int], *, max_abs: float, nonfinite: int, not_below: Sequence[int], nan_both: int,
+             inf_both: int) -> dict[str, Tally]:
+    """Each check's tally from its counts over the mismatches: the elements each rtol/atol check
+    fails, msprobe's largest absolute error (NaN: inf), the pairs not both finite and the relative
+    errors not below each threshold; and the NaN and infinities both sides hold (each fails torch's
+    equal_nan=False and makes msprobe's errors NaN: its max, and a relative error that is not below
+    any threshold)."""
+    out = {TORCH: (("failing", float(failing[TORCH] + nan_both)), ("nan_both", float(nan_both)))}
+    out.update({name: (("failing", float(failing[name])),) for name in _ORDER})
+    out[MSPROBE] = (("max_abs", float("inf") if np.isnan(max_abs) else max_abs), ("nonfinite", float(nonfinite)),
+                    ("shared", float(nan_both + inf_both)),
+                    *((f"not_below_{t}", float(n)) for t, n in zip(MSPROBE_RATIOS, not_below, strict=True)))
+    return out
 
 
 def tally(actual: np.ndarray, golden: np.ndarray, *, golden_nan: int, golden_inf: int) -> dict[str, Tally]:
@@ -154,12 +161,41 @@ def tally(actual: np.ndarray, golden: np.ndarray, *, golden_nan: int, golden_inf
     an element matches, the output holds the same)."""
     nan_both = golden_nan - int(np.count_nonzero(is_nan(golden)))
     inf_both = golden_inf - int(np.count_nonzero(np.isinf(_upcast(golden))))
-    torch_failing = np.count_nonzero(~_torch_close(actual, golden, _tol(TORCH, golden)))
-    out = {TORCH: (("failing", float(torch_failing + nan_both)), ("nan_both", float(nan_both)))}
+    return mismatch_tally(actual, golden, nan_both=nan_both, inf_both=inf_both)
+
+
+def mismatch_tally(actual: np.ndarray, golden: np.ndarray, *, nan_both: int, inf_both: int) -> dict[str, Tally]:
+    """:func:`tally` given how many matching elements are NaN and how many an infinity."""
+    failing = {TORCH: int(np.count_nonzero(~_torch_close(actual, golden, _tol(TORCH, golden))))}
     for name, order in _ORDER.items():
-        out[name] = (("failing", float(np.count_nonzero(_numpy_failing(*order(actual, golden), _tol(name, golden))))),)
-    out[MSPROBE] = _msprobe_tally(actual, golden, shared=nan_both + inf_both)
-    return out
+        failing[name] = int(np.count_nonzero(_numpy_failing(*order(actual, golden), _tol(name, golden))))
+    abs_err, rel = _msprobe_errors(actual, golden)
+    nonfinite = ~(np.isfinite(_upcast(actual)) & np.isfinite(_upcast(golden)))
+    return _tallied(failing, max_abs=float(np.max(abs_err)) if abs_err.size else 0.0,
+                    nonfinite=int(np.count_nonzero(nonfinite)),
+                    not_below=[int(np.count_nonzero(~(rel < t))) for t in MSPROBE_RATIOS],
+                    nan_both=nan_both, inf_both=inf_both)
+
+
+LOOP_DTYPES = ("float32", "float64")  # outputs whose counts a compiled pass takes (in their own arithmetic)
+
+
+def loop_tolerances(out_dtype: str) -> tuple[np.floating, ...]:
+    """What a compiled pass counts the checks by (``metrics._compiled.check_loops.Closeness``), for
+    an output in :data:`LOOP_DTYPES`: each rtol/atol check's (rtol, atol) in the order torch, ONNX,
+    TF, JAX, msprobe's eps and its thresholds, each as the dtype's scalar (as numpy casts them)."""
+    word = info(out_dtype).dtype.type
+    pairs = [(TOLERANCES[name][out_dtype].rtol, TOLERANCES[name][out_dtype].atol) for name in (TORCH, *_ORDER)]
+    return tuple(word(v) for v in (*(v for pair in pairs for v in pair), np.finfo(word).eps, *MSPROBE_RATIOS))
+
+
+def loop_tally(counts: Sequence[int], *, max_abs: float, nan_both: int, inf_both: int) -> dict[str, Tally]:
+    """:func:`tally` from a compiled pass's counts over the mismatches (``check_loops.COUNTS``
+    order: failing per check, pairs not both finite, relative errors not below each threshold)
+    and the largest absolute error."""
+    failing = dict(zip((TORCH, *_ORDER), (int(c) for c in counts[:4]), strict=True))
+    return _tallied(failing, max_abs=max_abs, nonfinite=int(counts[4]), not_below=[int(c) for c in counts[5:8]],
+                    nan_both=nan_both, inf_both=inf_both)
 
 
 def _tol(name: str, golden: np.ndarray) -> Closeness:

@@ -250,23 +250,50 @@ def thinned(samples: Sequence[Sample]) -> tuple[Sample, ...]:
                  for s in _spread(found, SAMPLED_PER_CATEGORY if category else SAMPLED_ALL))
 
 
-def _by_place(batch: Batch, index: np.ndarray) -> np.ndarray:
-    """Batch positions ``index`` in the order of their places in the tensor: a reduced batch
-    holds its mismatches first (the compiled paths) or in place (numpy), the same elements."""
+_FEW_RUNS = 8  # up to this many ascending runs, ranks are found by search; beyond, by one sort
+
+
+def _ascending_runs(flat: np.ndarray) -> list[np.ndarray]:
+    """``flat`` cut where it stops ascending: a reduced batch holds its mismatches first (the compiled
+    paths) and then its evidence, each in place; numpy's holds them in place already."""
+    cuts = np.flatnonzero(flat[1:] <= flat[:-1]) + 1
+    return np.split(flat, cuts) if cuts.size < _FEW_RUNS else []
+
+
+def _place_ranks(batch: Batch, index: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """The batch positions ``index`` whose places in the tensor are the ``ranks``-th smallest (ranks
+    ascending, places distinct), without sorting every place: each rank's place is found by a search
+    over the place values, counting through the few ascending runs."""
     flat = np.asarray(batch.flat(index), dtype=np.int64)
-    if flat.size < 2 or bool((flat[1:] > flat[:-1]).all()):  # in place already (a whole tensor)
-        return index
-    return index[np.argsort(flat, kind="stable")]
+    runs = _ascending_runs(flat) if flat.size > 1 else [flat]
+    if not runs:
+        return index[np.argsort(flat, kind="stable")[ranks]]
+    lo = np.full(ranks.size, min(int(r[0]) for r in runs), dtype=np.int64)
+    hi = np.full(ranks.size, max(int(r[-1]) for r in runs), dtype=np.int64)
+    while bool((lo < hi).any()):  # the smallest place with more than ``rank`` places at or below it
+        mid = (lo + hi) // 2
+        below = sum(np.searchsorted(r, mid, side="right") for r in runs)
+        hi, lo = np.where(below > ranks, mid, hi), np.where(below > ranks, lo, mid + 1)
+    starts = np.cumsum([0] + [r.size for r in runs[:-1]])
+    at = np.zeros(ranks.size, dtype=np.int64)
+    for start, run in zip(starts, runs):
+        found = np.minimum(np.searchsorted(run, lo), run.size - 1)
+        at = np.where(run[found] == lo, start + found, at)
+    return index[at]
+
+
+def _picked(batch: Batch, index: np.ndarray, k: int) -> np.ndarray:
+    """At most ``k`` of the batch positions ``index``, picked evenly by their places in the tensor."""
+    return _place_ranks(batch, index, _evenly(index.size, k)) if index.size else index
 
 
 def _transfer(claims: Sequence[Claim], batch: Batch) -> tuple[Sample, ...]:
     """Elements of the whole batch, then each claim's differing ones: a few times the bound
     picked evenly by place in the tensor, then spread over their inputs."""
-    every = _by_place(batch, np.arange(batch.x.size, dtype=np.int64))
-    found = _sampled(batch, every[_evenly(every.size, 4 * SAMPLED_ALL)], category="")
+    found = _sampled(batch, _picked(batch, np.arange(batch.x.size, dtype=np.int64), 4 * SAMPLED_ALL), category="")
     for claim in claims:
-        index = _by_place(batch, np.asarray(claim.index, dtype=np.int64))
-        found += _sampled(batch, index[_evenly(index.size, 4 * SAMPLED_PER_CATEGORY)], category=claim.category)
+        index = np.asarray(claim.index, dtype=np.int64)
+        found += _sampled(batch, _picked(batch, index, 4 * SAMPLED_PER_CATEGORY), category=claim.category)
     return thinned(found)
 
 

@@ -27,36 +27,37 @@ from conformance.records import Chunk
 __all__ = ["read_ahead"]
 
 T = TypeVar("T")
-Golden = Callable[[Chunk, bool], np.ndarray]  # a chunk's golden; True: computed while nothing else runs
+Golden = Callable[[Chunk], np.ndarray]  # a chunk's golden
 Item = Optional[tuple[Chunk, np.ndarray]]  # a chunk and its golden; None after the last chunk
 DEPTH = 2  # chunks the reader thread reads ahead: it need not wait for the judge of each
 
 
-def _next(chunks: Iterator[Chunk], golden: Golden, *, alone: bool) -> Item:
+def _next(chunks: Iterator[Chunk], golden: Golden) -> Item:
     chunk = next(chunks, None)
-    return None if chunk is None else (chunk, golden(chunk, alone))
+    return None if chunk is None else (chunk, golden(chunk))
 
 
 def read_ahead(chunks: Iterable[Chunk], *, golden: Golden, judge: Callable[[Chunk, np.ndarray], T],
                ahead: bool) -> Iterator[tuple[Chunk, T]]:
-    """Each chunk of ``chunks`` and ``judge(chunk, golden(chunk, alone))``, in order; with
-    ``ahead`` the next :data:`DEPTH` chunks are read and their goldens computed on the reader
-    thread meanwhile (an error of it raised here by ``Future.result`` after the chunks before
-    it; the chunks not yet begun are cancelled when the caller stops early).  ``alone`` is True
-    for a golden computed on the calling thread (the first chunk's, every chunk's without
-    ``ahead``): nothing else runs meanwhile, so it may take every thread."""
+    """Each chunk of ``chunks`` and ``judge(chunk, golden(chunk))``, in order; with ``ahead``
+    the next :data:`DEPTH` chunks are read and their goldens computed on the reader thread
+    meanwhile (an error of it raised here by ``Future.result`` after the chunks before it; the
+    chunks not yet begun are cancelled when the caller stops early).  A golden computed on the
+    calling thread (the first chunk's, every chunk's without ``ahead``) runs while nothing else
+    does, and the compiled golden splits it a range per thread; on the reader thread it runs
+    whole (:func:`conformance.jit.split` splits no work of a pool's thread)."""
     items = iter(chunks)
-    item = _next(items, golden, alone=True)
+    item = _next(items, golden)
     queued: deque[Future[Item]] = deque()
     try:
         while item is not None:
             chunk, expected = item
             while ahead and len(queued) < DEPTH:
-                queued.append(jit.pool("read", size=1).submit(_next, items, golden, alone=False))
+                queued.append(jit.pool("read", size=1).submit(_next, items, golden))
             result = judge(chunk, expected)
             del item, expected  # the reader's next chunks may take this one's memory
             yield chunk, result
-            item = queued.popleft().result() if ahead else _next(items, golden, alone=True)
+            item = queued.popleft().result() if ahead else _next(items, golden)
     finally:
         for future in queued:
             future.cancel()

@@ -17,6 +17,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from conformance import jit
 from conformance.config import load_config
 from conformance.dtypes import all_patterns, info, to_bits
 from conformance.errors import UsageError
@@ -31,6 +32,8 @@ from conformance.triage.sampling import SAMPLING
 
 scan_loops = pytest.importorskip("conformance.metrics._compiled.scan_loops",
                                   reason="numba (the fast extra) is not installed")
+compiled_golden = pytest.importorskip("conformance.reference.compiled",
+                                      reason="numba (the fast extra) is not installed")
 
 TOLERANCES = (Tolerance(1e-3, 1e-5), Tolerance(0.0, 0.0, max_ulp=0, strict_zeros=True),
               Tolerance(1.3e-6, 1e-5, max_ulp=3))
@@ -312,10 +315,10 @@ def test_a_sampled_round_on_many_mismatches_is_the_numpy_paths(mixed, threads, m
 def _row_and_kept(x: np.ndarray, dy: np.ndarray | None, actual: np.ndarray, *, direction: str, out: str,
                   monkeypatch) -> tuple[object, dict, list, set]:
     """The row of a dump judged in chunks of 9,973, what was kept of it (columns, samples, the
-    tally) as triage received it, and the threads its golden ran on (a chunk's, and the
-    first chunk's ranges: ``first:`` and the thread)."""
+    tally) as triage received it, and the threads its golden ran on (a chunk's, and the ranges
+    the golden split the first chunk into: ``first:`` and the thread)."""
     kept_seen: list = []
-    judge_findings, golden_of, compute = chunked._mismatch_findings, chunked._golden, chunked.ref.compute
+    judge_findings, golden_of, split = chunked._mismatch_findings, chunked._golden, jit.split
     threads: set = set()
 
     def spy(kept: chunked.Kept, samples: list, ctx, **kw) -> object:
@@ -325,22 +328,26 @@ def _row_and_kept(x: np.ndarray, dy: np.ndarray | None, actual: np.ndarray, *, d
 
     size = [0]  # the chunk whose golden is computed
 
-    def golden_on(chunk: Chunk, alone: bool, *, ctx) -> np.ndarray:
+    def golden_on(chunk: Chunk, *, ctx) -> np.ndarray:
         threads.add(threading.current_thread().name.split("_")[0])
         size[0] = chunk.x.size
         try:
-            return golden_of(chunk, alone, ctx=ctx)
+            return golden_of(chunk, ctx=ctx)
         finally:
             size[0] = 0  # triage computes goldens of its own after
 
-    def computed_on(direction: str, x: np.ndarray, *args, **kwargs) -> np.ndarray:
-        if x.size < size[0]:  # a range of a chunk's golden
-            threads.add("first:" + threading.current_thread().name.split("_")[0])
-        return compute(direction, x, *args, **kwargs)
+    def split_on(work, n: int, *, least: int) -> None:
+        def ranged(lo: int, hi: int) -> object:
+            if hi - lo < size[0]:  # a range of a chunk's golden
+                threads.add("first:" + threading.current_thread().name.split("_")[0])
+            return work(lo, hi)
+
+        return split(ranged, n, least=least)
 
     monkeypatch.setattr(chunked, "_mismatch_findings", spy)
     monkeypatch.setattr(chunked, "_golden", golden_on)
-    monkeypatch.setattr(chunked.ref, "compute", computed_on)
+    monkeypatch.setattr(jit, "split", split_on)
+    monkeypatch.setattr(compiled_golden, "SPLIT", 31)  # the golden splits a chunk of 9,973 too
     row = chunked.evaluate_chunks(lambda: _chunks(x, dy, actual, size=9_973), numel=x.size, dtype=x.dtype,
                                   alpha=0.2, direction=direction, out_dtype=out, backend="dump",
                                   config=load_config(None), label="y.npy")
@@ -354,7 +361,7 @@ def test_one_thread_or_two_judge_a_dump_alike(name, direction, monkeypatch):
     """CONFORMANCE_THREADS=1 and 2 give the same row (metrics, findings, plots), the same kept
     columns, samples and tally, on a dump of many chunks with mismatches in every one of them
     (NaN payloads, signed zeros, infinities, subnormals among the inputs): with two threads
-    the first chunk's golden is computed a range per thread, the next chunk's golden runs on
+    the golden splits the first chunk a range per thread, the next chunk's golden runs whole on
     the reader thread, and each chunk's mismatches are judged in ranges (small ones here) on
     both."""
     x = _inputs(name, seed=12)

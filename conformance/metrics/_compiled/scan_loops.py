@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import numba
 import numpy as np
 
+from conformance.metrics._compiled.check_loops import as_bits, check_run
 from conformance.metrics._compiled.metric_loops import NO_ERROR, RUN, judge_run, scratch, taken, ulp_bin, valued
 from conformance.ulp_loops import is_nan_bits
 
@@ -196,22 +197,25 @@ def _special(u, exp_mask):
 def _flagged(xb, db, ab, gb, lo, n, flags, top, has_dy, exp_mask, mant_mask, x_exp):
     """Flags of the elements ``lo .. lo + n - 1`` into ``flags`` (from 0): 1 a mismatch (bits
     differ, not NaN on both sides), 2 a matching element that is special (an exponent field
-    all zeros or all ones in x, dy or golden), 4 a finite pair; how many pairs are finite, and
-    ``top`` with the largest finite magnitude's bits taken in.  No branch on the data:
-    vectorised."""
-    finite = 0
+    all zeros or all ones in x, dy or golden), 4 a finite pair; how many pairs are finite, how
+    many matching pairs are NaN and how many an infinity (on both sides, so), and ``top`` with
+    the largest finite magnitude's bits taken in.  No branch on the data: vectorised."""
+    finite, nan_both, inf_both = 0, 0, 0
     magnitude = exp_mask | mant_mask
     for k in range(n):
         i = lo + k
         u, v = ab[i], gb[i]
         fin = ((u & exp_mask) != exp_mask) & ((v & exp_mask) != exp_mask)
-        mismatch = (u != v) & ~(is_nan_bits(u, exp_mask, mant_mask) & is_nan_bits(v, exp_mask, mant_mask))
+        nan_v = is_nan_bits(v, exp_mask, mant_mask)
+        mismatch = (u != v) & ~(is_nan_bits(u, exp_mask, mant_mask) & nan_v)
         special = _special(xb[i], x_exp) | _special(v, exp_mask) | (_special(db[i], x_exp) if has_dy else False)
         flags[k] = np.uint8(mismatch) | (np.uint8(special & ~mismatch) << 1) | (np.uint8(fin) << 2)
         finite += fin
+        nan_both += nan_v & ~mismatch
+        inf_both += ((v & magnitude) == exp_mask) & ~mismatch
         largest = max(u & magnitude, v & magnitude)
         top = max(top, largest if fin else largest ^ largest)  # in the bits' own type: vectorised
-    return finite, top
+    return finite, nan_both, inf_both, top
 
 
 @numba.njit(cache=True, nogil=True)
@@ -235,25 +239,28 @@ def find(bits, offset, out_where, start, pieces, sums, special_at, kinds, exp_ma
     index ``offset + i`` of each mismatch (bits differ, not NaN on both sides) at ``start``,
     ``start + 1``, ... of ``out_where``, and the local index of each matching element that is
     special (an exponent field all zeros or all ones in x, dy or golden) in ``special_at``; how
-    many matching elements are special and how many are plain (the others) in ``kinds``;
-    ``out_where`` and ``special_at`` are written one place past their end too.  The plain ones
-    are where neither list is (:func:`plain_picks`).  Returns where the writing ended and the
-    bits of the largest finite magnitude."""
+    many matching elements are special and how many are plain (the others), then how many are
+    NaN and how many an infinity on both sides, in ``kinds``; ``out_where`` and ``special_at``
+    are written one place past their end too.  The plain ones are where neither list is
+    (:func:`plain_picks`).  Returns where the writing ended and the bits of the largest finite
+    magnitude."""
     xb, db, ab, gb, af, gf, table = bits
     k, n_special, finite, top = start, 0, 0, exp_mask ^ exp_mask  # zero of the bits' type
+    nan_both, inf_both = 0, 0
     flags = np.empty(RUN, dtype=np.uint8)
     for lo in range(0, ab.size, RUN):
         n = min(RUN, ab.size - lo)
-        fin, top = _flagged(xb, db, ab, gb, lo, n, flags, top, db.size > 0, exp_mask, mant_mask, x_exp)
+        fin, nan, inf, top = _flagged(xb, db, ab, gb, lo, n, flags, top, db.size > 0, exp_mask, mant_mask, x_exp)
         k, n_special = _listed(flags, lo, n, offset, out_where, k, special_at, n_special)
-        finite += fin
+        finite, nan_both, inf_both = finite + fin, nan_both + nan, inf_both + inf
     _cosine_sums(ab, gb, af, gf, table, finite == ab.size, pieces, sums, exp_mask)
     kinds[0], kinds[1] = n_special, ab.size - (k - start) - n_special
+    kinds[2], kinds[3] = nan_both, inf_both
     return k, top
 
 
 @numba.njit(cache=True, nogil=True)
-def judge_range(bits, offset, kept, lo, hi, counts, bins, classes, judging):
+def judge_range(bits, offset, kept, lo, hi, counts, bins, classes, judging, checks, closeness):
     """The second pass over the chunk's (:class:`ChunkBits`) mismatches ``kept.where[lo:hi]``
     (:func:`find`), a run at a time, by :class:`Judging` ``judging``: writes their bits to the
     other :class:`KeptColumns`, adds what the plots of the mismatches
@@ -262,15 +269,20 @@ def judge_range(bits, offset, kept, lo, hi, counts, bins, classes, judging):
     ``metric_loops.class_counts``, by x's sign, mantissa and exponent masks and the exponent's
     shift); then judges the run from its values (``af``, ``gf``, or ``table`` by the bits when it
     is not empty) with :func:`conformance.metrics._compiled.metric_loops.judge_run`, into ``out_bad`` and
-    ``counts``.  Returns the maxima of the range, the first index winning a tie (a range after
-    another merges into it with :func:`conformance.metrics._compiled.metric_loops.merged`)."""
+    ``counts``, and, when ``checks`` is not empty (float32 and float64 outputs), adds what other
+    tools' checks count of the run to ``checks`` by the tolerances ``closeness``
+    (:func:`conformance.metrics._compiled.check_loops.check_run`).  Returns the maxima of the range,
+    the first index winning a tie (a range after another merges into it with
+    :func:`conformance.metrics._compiled.metric_loops.merged`)."""
     xb, db, ab, gb, af, gf, table = bits
     out_where, out_x, out_dy, out_golden, out_actual, out_bad = kept
     rtol, atol, max_ulp, strict_zeros, magnitude, exp_mask, mant_mask, x_sign, x_mant, x_exp, x_shift = judging
-    has_dy, by_table, binned = db.size > 0, table.size > 0, bins.size > 0
+    has_dy, by_table, binned, checked = db.size > 0, table.size > 0, bins.size > 0, checks.size > 0
     best = NO_ERROR
     errs, ulps = scratch()
     va, vg = np.empty(RUN, dtype=np.float64), np.empty(RUN, dtype=np.float64)
+    ta, tg, te = np.empty(RUN, dtype=af.dtype), np.empty(RUN, dtype=af.dtype), np.empty(RUN, dtype=af.dtype)
+    te_bits = as_bits(te)
     for start in range(lo, hi, RUN):
         n = min(RUN, hi - start)
         for j in range(start, start + n):
@@ -279,6 +291,8 @@ def judge_range(bits, offset, kept, lo, hi, counts, bins, classes, judging):
             out_x[j], out_golden[j], out_actual[j] = w, v, u
             va[j - start] = table[u] if by_table else np.float64(af[i])
             vg[j - start] = table[v] if by_table else np.float64(gf[i])
+            if checked:
+                ta[j - start], tg[j - start] = af[i], gf[i]
             if has_dy:
                 out_dy[j] = db[i]
             if binned:
@@ -288,6 +302,8 @@ def judge_range(bits, offset, kept, lo, hi, counts, bins, classes, judging):
         judge_run(out_actual, out_golden, start, va, vg, 0, n, out_bad, errs, ulps, counts, rtol, atol, max_ulp,
                   strict_zeros, magnitude, exp_mask, mant_mask)
         best = taken(best, errs, ulps, n, out_where, start, offset)
+        if checked:
+            check_run(ta, tg, n, closeness, checks, te, te_bits)
     return valued(best)
 
 
