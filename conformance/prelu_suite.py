@@ -26,6 +26,7 @@ import numpy as np
 
 from conformance.backends import WorkerSpec
 from conformance.dtypes import info
+from conformance.judge.agreement import Collector, Output
 from conformance.judge.evaluate import merge_rows
 from conformance.judge.gate import GateConfig, finding_gated, verdict
 from conformance.metrics import exact as met
@@ -58,12 +59,13 @@ class PreluRowSpec(RowKey):
 
 @dataclass(frozen=True)
 class PreluBatch:
-    """One input: x, dy (backward), the weight, its label."""
+    """One input: x, dy (backward), the weight, the axis its elements lie on (torch's 1), its label."""
 
     label: str
     x: np.ndarray
     dy: Optional[np.ndarray]
     weight: np.ndarray
+    channel_axis: int = 1
 
 
 def _specials(dtype: str) -> np.ndarray:
@@ -156,43 +158,66 @@ def _refused(spec: RowKey, result: BackendResult, batch: PreluBatch, *, config: 
                findings=(finding,), verdict=verdict([gated]), parts=(batch.label,), shapes=(batch.x.shape,))
 
 
-def judge_batch(spec: PreluRowSpec, batch: PreluBatch, result: BackendResult, *, config: GateConfig) -> list[Row]:
-    """A batch's rows: y (forward), or dx and dweight (backward)."""
+def judge_batch(spec: RowKey, batch: PreluBatch, result: BackendResult, *, config: GateConfig,
+                with_dweight: bool = True) -> list[Row]:
+    """A batch's rows: y (forward), or dx and (PReLU, ``with_dweight``) dweight (backward)."""
     if result.rejected is not None or result.value is None:
         return [_refused(spec, result, batch, config=config)]
-    w = golden_weight(spec.op, batch.weight)
+    w, axis = golden_weight(spec.op, batch.weight), batch.channel_axis
     forward = spec.direction == "forward"
     operand = batch.x if forward else batch.dy
-    expected = prelu.forward(batch.x, w) if forward else prelu.backward(batch.dy, batch.x, w)
+    expected = prelu.forward(batch.x, w, channel_axis=axis) if forward else \
+        prelu.backward(batch.dy, batch.x, w, channel_axis=axis)
     actual = np.asarray(result.value).reshape(batch.x.shape)
-    ops = Operands(batch.x, operand, w)
+    ops = Operands(batch.x, operand, w, axis)
     xs, ds = batch.x.reshape(-1), None if batch.dy is None else batch.dy.reshape(-1)
     values = lambda i: (xs[i], None if ds is None else ds[i], expected.reshape(-1)[i], actual.reshape(-1)[i])  # noqa: E731
     rows = [judge_part(spec, expected, actual, lambda: triage_elementwise(ops, expected, actual, forward=forward),
                        values=values, config=config, part=f"{batch.label} {'y' if forward else 'dx'}")]
-    if not forward and spec.op == "prelu":
+    if not forward and spec.op == "prelu" and with_dweight:
         rows.append(_dweight_row(spec, batch, result, config=config))
     return rows
 
 
-def _dweight_row(spec: PreluRowSpec, batch: PreluBatch, result: BackendResult, *, config: GateConfig) -> Row:
-    expected = prelu.dweight(batch.dy, batch.x, batch.weight)
+def _dweight_row(spec: RowKey, batch: PreluBatch, result: BackendResult, *, config: GateConfig) -> Row:
+    expected = prelu.dweight(batch.dy, batch.x, batch.weight, channel_axis=batch.channel_axis)
     actual = np.asarray(result.dweight if result.dweight is not None else np.full(expected.shape, np.nan))
     actual = actual.reshape(expected.shape).astype(expected.dtype)
     tile = result.tile_plan.tile_elements if result.tile_plan is not None else None
     values = lambda i: (None, None, expected.reshape(-1)[i], actual.reshape(-1)[i])  # noqa: E731
     return judge_part(spec, expected, actual,
-                      lambda: triage_dweight(batch.dy, batch.x, batch.weight, expected, actual, tile=tile),
+                      lambda: triage_dweight(batch.dy, batch.x, batch.weight, expected, actual, tile=tile,
+                                             channel_axis=batch.channel_axis),
                       values=values, config=config, part=f"{batch.label} dweight")
 
 
-def run_row(spec: PreluRowSpec, backend: object, *, config: GateConfig, seed: int = 0) -> Row:
-    """Every batch of one row, judged and merged; the backend's ``prelu_allowed`` (what its PReLU shows by
-    design) and ``reduction-order`` are allowed."""
-    config = replace(config, allowed=config.allowed | ALWAYS_ALLOWED | getattr(backend, "prelu_allowed", frozenset()))
-    rows = [r for b in batches(spec.dtype, spec.direction, op=spec.op, seed=seed)
-            for r in judge_batch(spec, b, call(backend, spec, b), config=config)]
-    return merge_rows(rows, config=config)
+def row_config(backend: object, config: GateConfig) -> GateConfig:
+    """``config`` allowing the backend's ``prelu_allowed`` (what its PReLU shows by design) and
+    ``reduction-order``."""
+    return replace(config, allowed=config.allowed | ALWAYS_ALLOWED | getattr(backend, "prelu_allowed", frozenset()))
+
+
+def run_outputs(spec: PreluRowSpec, backend: object, *, config: GateConfig, seed: int = 0) -> list[Output]:
+    """Every batch of one row, each judged part (y, dx, dweight) with what the backend returned for it,
+    for an agreement between backends (:class:`conformance.judge.agreement.Collector`)."""
+    config = row_config(backend, config)
+    found = []
+    for b in batches(spec.dtype, spec.direction, op=spec.op, seed=seed):
+        result = call(backend, spec, b)
+        for row in judge_batch(spec, b, result, config=config):
+            actual = result.dweight if row.parts[0].endswith("dweight") else result.value
+            found.append(Output(row.parts[0], b.x, b.dy, None if actual is None else np.asarray(actual), row))
+    return found
+
+
+def run_row(spec: PreluRowSpec, backend: object, *, config: GateConfig, seed: int = 0,
+            collector: Optional[Collector] = None) -> Row:
+    """Every batch of one row, judged and merged (:func:`row_config`); a ``collector`` compares its
+    outputs with its references' rows."""
+    outputs = run_outputs(spec, backend, config=config, seed=seed)
+    if collector is not None:
+        collector.add(outputs)
+    return merge_rows([o.row for o in outputs], config=row_config(backend, config))
 
 
 def supports(backend: object, dtype: str, direction: str) -> bool:
@@ -223,8 +248,8 @@ def selected_ops(alphas: tuple[float, ...]) -> tuple[str, ...]:
 def for_selection(selection: Selection) -> list[PreluRowSpec]:
     """The PReLU/RReLU rows a ``conformance run`` selection takes: those of its backends that declare the
     ops (a backend served by a worker declares them in its hello), on its dtypes, directions and slopes
-    (:func:`selected_ops`), each with the worker that serves its backend."""
-    ops = selected_ops(tuple(selection.alphas))
+    (:func:`selected_ops`) and ops (``selection.ops``), each with the worker that serves its backend."""
+    ops = tuple(op for op in selected_ops(tuple(selection.alphas)) if selection.runs_op(op))
     if not ops:
         return []
     chosen = {name: selection.backend(name) for name in selection.backends}
@@ -233,6 +258,7 @@ def for_selection(selection: Selection) -> list[PreluRowSpec]:
     return [replace(s, worker=selection.identity(s.backend)[2]) for s in specs]
 
 
-def run_spec(spec: PreluRowSpec, *, config: GateConfig, seed: int = 0) -> Row:
+def run_spec(spec: PreluRowSpec, *, config: GateConfig, seed: int = 0, collector: Optional[Collector] = None) -> Row:
     """:func:`run_row` on the backend instance of ``spec``'s name, profile and variant, or its worker's client."""
-    return run_row(spec, backend_for(spec.backend, spec.profile, spec.variant, spec.worker), config=config, seed=seed)
+    return run_row(spec, backend_for(spec.backend, spec.profile, spec.variant, spec.worker), config=config, seed=seed,
+                   collector=collector)

@@ -19,9 +19,11 @@ from conformance.backends import versions_of
 from conformance.errors import UsageError
 from conformance.frameworks.quantized_profiles import SUITE_PROFILES
 from conformance.interrupts import exit_code
+from conformance.judge.agreement import Collector
 from conformance.judge.baseline import compare, judged_against
 from conformance.judge.gate import GateConfig
-from conformance.records import Row, Skip, backend_label
+from conformance.ops import ops_of
+from conformance.records import DEFAULT_OP, Row, Skip, backend_label
 from conformance.render import console as show
 from conformance.render import export
 from conformance.render import github as ci
@@ -35,6 +37,7 @@ from conformance.suite import (
     Selection,
     SuiteResult,
     backend_of,
+    comparison_order,
     plan,
     processes,
     run_suite,
@@ -81,9 +84,12 @@ def run_with_progress(selection: Selection, options: Options, *, console: Consol
     specs, skipped = plan(selection)
     quant_specs, quant_skipped = ([], []) if quantized is None else \
         quantized_suite.for_selection(selection, quantized)
-    if not specs and not quant_specs:
-        raise UsageError(no_rows(skipped, also=quant_skipped))
-    prelu_specs = [] if quantized is None else prelu_suite.for_selection(selection)
+    prelu_specs = prelu_suite.for_selection(selection)
+    if not specs and not quant_specs and not prelu_specs:
+        raise UsageError(no_op_rows(selection) or no_rows(skipped, also=quant_skipped))
+    if selection.references:  # grouped as the collector needs them, the references first
+        prelu_specs = [prelu_specs[i] for i in comparison_order(prelu_specs, selection.references)]
+    prelu_agreement = Collector(selection.references) if selection.references else None
     place = {id(s): i for i, s in enumerate([*specs, *quant_specs, *prelu_specs])}
     placed: list[int] = []
     groups = side_by_side(selection, [*specs, *quant_specs, *prelu_specs], options)
@@ -101,9 +107,10 @@ def run_with_progress(selection: Selection, options: Options, *, console: Consol
         timer.begin(specs, skipped)
         result = run_suite(selection, options, specs=specs, on_row=finished,
                            extra=[*quantized_rows(quant_specs, config=options.config),
-                                  *prelu_rows(prelu_specs, options=options)])
+                                  *prelu_rows(prelu_specs, options=options, collector=prelu_agreement)])
         progress.update(task, description=f"{title}: {show.plural(len(result.rows), 'row')}")
     result.skipped = skipped
+    result.agreement += prelu_agreement.found if prelu_agreement is not None else []
     for line in quant_skipped if not quiet else ():
         console.print(f"skipped {line}", markup=False)
     return result, len(specs) + len(quant_specs) + len(prelu_specs)
@@ -116,10 +123,12 @@ def quantized_rows(specs: Sequence[quantized_suite.QuantRowSpec], *, config: Gat
                      functools.partial(quantized_suite.run_quantized_row, q, config=config)) for q in specs]
 
 
-def prelu_rows(specs: Sequence[prelu_suite.PreluRowSpec], *, options: Options) -> list[ExtraRow]:
+def prelu_rows(specs: Sequence[prelu_suite.PreluRowSpec], *, options: Options,
+               collector: Optional[Collector] = None) -> list[ExtraRow]:
     """The PReLU/RReLU rows as rows the suite runs after its own, each beside its backend's float rows (in this
-    process when a worker serves it)."""
-    return [ExtraRow(p, p.backend, functools.partial(prelu_suite.run_spec, p, config=options.config, seed=options.seed),
+    process when a worker serves it); a ``collector`` compares each with its references' rows."""
+    return [ExtraRow(p, p.backend, functools.partial(prelu_suite.run_spec, p, config=options.config, seed=options.seed,
+                                                     collector=collector),
                      here=p.worker is not None) for p in specs]
 
 
@@ -139,6 +148,15 @@ def no_rows(skipped: Sequence[tuple[RowSpec, str]], *, also: Sequence[str] = ())
     if also and not skipped:  # quantized rows only, their frameworks missing: the fix is an install
         return f"the selection runs no rows ({reasons})"
     return f"the selection runs no rows ({reasons}); pick a --dtype or --direction the backend supports"
+
+
+def no_op_rows(selection: Selection) -> Optional[str]:
+    """The usage error of an ``--op`` that none of the selected backends computes (None: each has one)."""
+    for op in (o for o in selection.ops or () if o != DEFAULT_OP):
+        if not any(op in ops_of(selection.backend(name)) for name in selection.backends):
+            return (f"--op {op}: none of {', '.join(selection.backends) or 'the selected backends'} computes it; "
+                    "name a --backend that does (docs/reference/prelu.md lists them)")
+    return None
 
 
 def gate_against(rows: Sequence[Row], baseline: tuple[str, dict], *, console: Console,

@@ -50,7 +50,8 @@ from conformance.guard import guarded_call, input_modified, shaped_like
 from conformance.judge.agreement import Agreement, Collector, Output
 from conformance.judge.evaluate import evaluate, merge_rows
 from conformance.judge.gate import GateConfig
-from conformance.records import BackendResult, Direction, Finding, Pair, Row, RowKey
+from conformance.judged_once import JudgedBatches
+from conformance.records import DEFAULT_OP, BackendResult, Direction, Finding, Pair, Row, RowKey
 from conformance.reproducers import save_reproducer
 
 SUITE_ALPHAS: tuple[float, ...] = (0.0, 0.01, 0.1, 0.2, 0.3, 1 / 3, 1.0, 1.5)
@@ -72,6 +73,11 @@ class Selection:
     worker_timeout: float = WorkerSpec.timeout  # per call, for backends served by their default worker
     objects: tuple[tuple[str, Backend], ...] = ()  # backends given as objects (conformance.check), by row name
     references: tuple[str, ...] = ()  # every other row is also compared bit for bit with these backends'
+    ops: Optional[tuple[str, ...]] = None  # the operators whose rows run (conformance.ops); None: every one
+
+    def runs_op(self, op: str) -> bool:
+        """Whether ``op``'s rows are selected (its slopes are :attr:`alphas`' to select)."""
+        return self.ops is None or op in self.ops
 
     def identity(self, name: str) -> tuple[Optional[str], Optional[str], Optional[WorkerSpec]]:
         """The profile, variant and worker backend ``name`` runs with in this selection."""
@@ -166,7 +172,7 @@ def _specs_for(backend: Backend, name: str, selection: Selection) -> Iterable[tu
 def plan(selection: Selection) -> tuple[list[RowSpec], list[tuple[RowSpec, str]]]:
     """Rows to run, and rows skipped because the backend does not support them (with why)."""
     rows, skipped = [], []
-    for name in selection.backends:
+    for name in selection.backends if selection.runs_op(DEFAULT_OP) else ():
         for spec, why in _specs_for(selection.backend(name), name, selection):
             if why is None:
                 rows.append(spec)
@@ -241,16 +247,22 @@ def run_batch(spec: RowSpec, batch: InputBatch, *, config: GateConfig) -> Row:
     return run_batch_output(spec, batch, config=config).row
 
 
-def run_batch_output(spec: RowSpec, batch: InputBatch, *, config: GateConfig) -> Output:
+def run_batch_output(spec: RowSpec, batch: InputBatch, *, config: GateConfig,
+                     judged: Optional[JudgedBatches] = None) -> Output:
     """:func:`run_batch`, keeping the backend's actual output next to the judged row (the golden of
-    an unchanged copy of one of the suite's batches is computed once for every backend: ``golden_of``)."""
+    an unchanged copy of one of the suite's batches is computed once for every backend: ``golden_of``;
+    with ``judged``, a result another backend already returned is judged once: :class:`JudgedBatches`)."""
     backend = backend_of(spec)
     out = spec.out_dtype if spec.out_dtype != spec.dtype else None
     x, dy = batch.x.copy(), None if batch.dy is None else batch.dy.copy()
     result = shaped_like(guarded_call(backend, spec.direction, x, spec.alpha, dy=dy, out_dtype=out),
                          numel=batch.x.size, out_dtype=spec.out_dtype)
-    golden = golden_of(spec, batch) if result.rejected is None else None
-    row = judge_batch(spec, batch, result, config=config, golden=golden)
+    row = None if judged is None else judged.reuse(spec, batch, result, config=config)
+    if row is None:
+        golden = golden_of(spec, batch) if result.rejected is None else None
+        row = judge_batch(spec, batch, result, config=config, golden=golden)
+        if judged is not None:
+            judged.keep(spec, batch, result, row)
     row = input_modified(row, kept=(batch.x, batch.dy), handed=(x, dy), config=config)
     return Output(batch.label, batch.x, batch.dy, result.value, row)
 
@@ -264,11 +276,13 @@ def judge_batch(spec: RowSpec, batch: InputBatch, result: BackendResult, *, conf
                     variant=spec.variant, config=config, label=batch.label, golden=golden)
 
 
-def run_row(spec: RowSpec, inputs: Inputs, *, options: Options, collector: Optional[Collector] = None) -> Row:
+def run_row(spec: RowSpec, inputs: Inputs, *, options: Options, collector: Optional[Collector] = None,
+            judged: Optional[JudgedBatches] = None) -> Row:
     """Every batch of one row, judged and merged; failing rows get reproducers.  A ``collector``
-    gets the row's actual outputs, for the agreement with a reference backend."""
+    gets the row's actual outputs, for the agreement with a reference backend; ``judged``: the
+    results of the row's group judged already (:class:`JudgedBatches`)."""
     batches = inputs.batches(spec)
-    outputs = [run_batch_output(spec, b, config=options.config) for b in batches]
+    outputs = [run_batch_output(spec, b, config=options.config, judged=judged) for b in batches]
     if collector is not None:
         collector.add([o for b, o in zip(batches, outputs) if not b.own])
     parts = [(b, o.row) for b, o in zip(batches, outputs)]
@@ -328,13 +342,16 @@ def run_suite(selection: Selection, options: Options, *, on_row: Optional[RowDon
     inputs = Inputs(seed=options.seed, max_examples=options.max_examples, alphas=selection.alphas, pooled=pooled)
     result = SuiteResult(skipped=skipped)
     collector = Collector(refs) if refs else None
+    judged = JudgedBatches()  # a comparison's rows run grouped: see comparison_order
     done: dict[int, Row] = {}
     n = len(todo)
 
     def run(i: int) -> Row:
         if i >= n:
             return extra[i - n].run()
-        return run_row(todo[i], inputs, options=options, **({} if collector is None else {"collector": collector}))
+        if collector is None:
+            return run_row(todo[i], inputs, options=options)
+        return run_row(todo[i], inputs, options=options, collector=collector, judged=judged)
 
     def finished(i: int, row: Row, seconds: float) -> None:
         done[i] = row

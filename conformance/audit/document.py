@@ -18,10 +18,13 @@ def _number(v: Optional[float]) -> Any:
 def activation_dict(a: Activation) -> dict:
     return {"where": a.where, "framework": a.framework, "api": a.api, "origin": a.origin,
             "slope": _number(a.slope), "slope_hex": None if a.slope is None else float(a.slope).hex(),
-            "default": {"api": a.api, "framework": a.framework, "slope": a.entry.declared},
+            "op": a.op,
+            "default": None if a.entry is None else {"api": a.api, "framework": a.framework, "slope": a.entry.declared},
             "equals_default": a.equals_default, "implicit": a.implicit, "dtype": a.dtype,
             "expression": a.expression, "hazards": list(a.hazards),
-            "input": None if a.stats is None else {k: _number(v) for k, v in a.stats.items()}}
+            "input": None if a.stats is None else {k: _number(v) for k, v in a.stats.items()},
+            "weight": None if a.weight is None else [_number(v) for v in a.weight], "provenance": a.provenance,
+            "bounds": None if a.bounds is None else [_number(v) for v in a.bounds], "arguments": list(a.arguments)}
 
 
 def audit_dict(a: Audit) -> dict:

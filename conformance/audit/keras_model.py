@@ -1,7 +1,8 @@
 """Keras ``.keras`` files (their config.json) and TensorFlow SavedModels (saved_model.pb).
 
 Neither is deserialized into a model nor run: a ``.keras`` file is a zip whose
-config.json is read as JSON; a SavedModel's protobuf is parsed (by protobuf alone, with
+config.json is read as JSON (its ``LeakyReLU`` layers, and its ``PReLU`` layers with the value their
+initializer fills the weight with and their ``shared_axes``); a SavedModel's protobuf is parsed (by protobuf alone, with
 the fields :mod:`conformance.audit.saved_model_schema` declares) and its graphs (and function
 library) searched for ``LeakyRelu`` ops.
 """
@@ -11,10 +12,12 @@ import lzma
 import zipfile
 import zlib
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
-from conformance.audit.record import STORED, Activation, from_default, with_value
+from conformance.audit.record import STORED, Activation, dynamic, from_default, with_value
+from conformance.audit.source import INITIALIZERS, KERAS_PRELU
 from conformance.errors import UsageError
 from conformance.ingest import bounded
 
@@ -38,9 +41,37 @@ def _layer(obj: dict, *, where: str) -> Optional[Activation]:
         if value is None:
             return from_default(where=where, api=LAYER, dtype=_dtype(config))
         return with_value(value, where=where, api=LAYER, origin=STORED, dtype=_dtype(config))
+    if obj.get("class_name") == "PReLU":
+        return prelu_layer(config, where=where, dtype=_dtype(config))
     if config.get("activation") == "leaky_relu":
         return from_default(where=f"{where} (activation=\"leaky_relu\")", api=ACTIVATION, dtype=_dtype(config))
     return None
+
+
+def prelu_layer(config: dict, *, where: str, dtype: Optional[str]) -> Activation:
+    """A saved Keras PReLU layer: the value its initializer fills the weight with, and its ``shared_axes``
+    (the weights themselves are not read: they are not in the config)."""
+    initializer = config.get("alpha_initializer")
+    value = _saved_initial(initializer)
+    shared = config.get("shared_axes")
+    arguments = (f"shared_axes={shared}",) if shared is not None else ()
+    if value is None:
+        found = dynamic(str(initializer), where=where, api=KERAS_PRELU)
+    else:
+        found = with_value(value, where=where, api=KERAS_PRELU, origin=STORED, dtype=dtype)
+    return replace(found, arguments=arguments, dtype=dtype)
+
+
+def _saved_initial(initializer: Any) -> Optional[float]:
+    """The fill value of a serialized initializer (``{"class_name": "Zeros"}``, ``Constant`` with its
+    ``value``, or a name); None for any other (a random one has no one value)."""
+    if isinstance(initializer, str):
+        return INITIALIZERS.get(initializer.lower())
+    if not isinstance(initializer, dict):
+        return None
+    name = str(initializer.get("class_name", "")).lower()
+    value = (initializer.get("config") or {}).get("value") if name == "constant" else INITIALIZERS.get(name)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def walk_config(obj: Any, *, path: str = "") -> Iterator[Activation]:

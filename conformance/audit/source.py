@@ -1,10 +1,22 @@
-"""Python source: every LeakyReLU construction or call, found by reading the AST.
+"""Python source: every LeakyReLU, PReLU and RReLU construction or call, found by reading the AST.
 
 Nothing is imported or executed.  Import aliases are followed
 (``import torch.nn as nn``, ``from torch.nn import functional as F``,
 ``from keras import layers``, ``from tensorflow import keras``, ...); a name
 that was never imported is read as written, with ``tf`` taken as TensorFlow.
 A slope that is not a constant expression is reported as dynamic.
+
+PReLU and RReLU are read with the arguments that shape them, by their signatures:
+
+- ``torch.nn.PReLU(num_parameters=1, init=0.25, device=None, dtype=None)`` and
+  ``torch.nn.RReLU(lower=1/8, upper=1/3, inplace=False)`` (``torch/nn/modules/activation.py``);
+- ``torch.nn.functional.prelu(input, weight)`` (a weight tensor: its slope is always dynamic) and
+  ``torch.nn.functional.rrelu(input, lower=1/8, upper=1/3, training=False, inplace=False)``
+  (``torch/nn/functional.py``);
+- ``keras.layers.PReLU(alpha_initializer="Zeros", alpha_regularizer=None, alpha_constraint=None,
+  shared_axes=None)`` (``keras/src/layers/activations/prelu.py``).
+
+A PReLU's slope is the value its weight starts from; an RReLU's its eval slope (lower + upper) / 2.
 
 Only regular files are read (a FIFO or device named ``*.py`` is skipped with a
 note, never opened for a blocking read); a file nested too deeply for the
@@ -18,11 +30,13 @@ import operator
 import os
 import stat
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
 from conformance.audit.record import Activation, dynamic, from_default, with_value
 from conformance.errors import UsageError
+from conformance.ops import RRELU_LOWER, RRELU_UPPER
 
 #: Qualified name (after aliases) -> the defaults table's API.
 _APIS = {
@@ -46,6 +60,18 @@ _APIS = {
     "flax.linen.leaky_relu": "jax.nn.leaky_relu",
     "paddle.nn.LeakyReLU": "paddle.nn.LeakyReLU",
     "paddle.nn.functional.leaky_relu": "paddle.nn.functional.leaky_relu",
+    "torch.nn.PReLU": "torch.nn.PReLU",
+    "torch.nn.modules.PReLU": "torch.nn.PReLU",
+    "torch.nn.modules.activation.PReLU": "torch.nn.PReLU",
+    "torch.nn.functional.prelu": "torch.nn.functional.prelu",
+    "torch.nn.RReLU": "torch.nn.RReLU",
+    "torch.nn.modules.RReLU": "torch.nn.RReLU",
+    "torch.nn.modules.activation.RReLU": "torch.nn.RReLU",
+    "torch.nn.functional.rrelu": "torch.nn.functional.rrelu",
+    "torch.nn.functional.rrelu_": "torch.nn.functional.rrelu",
+    "keras.layers.PReLU": "keras.layers.PReLU",
+    "tensorflow.keras.layers.PReLU": "keras.layers.PReLU",
+    "tf_keras.layers.PReLU": "keras.layers.PReLU",
 }
 _CONVENTIONAL = {"tf": "tensorflow"}  # used only when the file never binds the name
 _SLOPE_KEYWORDS = ("negative_slope", "alpha")
@@ -109,19 +135,89 @@ def constant(node: ast.AST) -> Optional[float]:
 def slope_argument(call: ast.Call, *, api: str) -> Optional[ast.AST]:
     """The slope's expression: a keyword, else its position (0 for a layer class, 1 for a function
     that takes x first); a ``**kwargs`` may carry it (returned as such); None when absent."""
-    for kw in call.keywords:
-        if kw.arg in _SLOPE_KEYWORDS:
-            return kw.value
+    named = next((kw.value for kw in call.keywords if kw.arg in _SLOPE_KEYWORDS), None)
     position = 0 if api.rsplit(".", 1)[-1][0].isupper() else 1
-    positional = [a for a in call.args if not isinstance(a, ast.Starred)]
-    if len(positional) > position and len(positional) == len(call.args):
+    return named if named is not None else argument(call, name=_SLOPE_KEYWORDS[0], position=position)
+
+
+PRELU, PRELU_CALL, RRELU, RRELU_CALL = ("torch.nn.PReLU", "torch.nn.functional.prelu", "torch.nn.RReLU",
+                                        "torch.nn.functional.rrelu")
+KERAS_PRELU = "keras.layers.PReLU"
+
+#: api -> (name, position) of its slope's arguments, then of the other arguments an audit shows.
+SIGNATURES: dict[str, tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]] = {
+    PRELU: ((("init", 1),), (("num_parameters", 0),)),
+    PRELU_CALL: ((("weight", 1),), ()),
+    RRELU: ((("lower", 0), ("upper", 1)), ()),
+    RRELU_CALL: ((("lower", 1), ("upper", 2)), (("training", 3),)),
+    KERAS_PRELU: ((("alpha_initializer", 0),), (("shared_axes", 3),)),
+}
+#: The fill value of Keras's constant initializers, by name (``keras/src/initializers/constant_initializers.py``).
+INITIALIZERS = {"zeros": 0.0, "ones": 1.0}
+
+
+def argument(call: ast.Call, *, name: str, position: int) -> Optional[ast.AST]:
+    """An argument's expression: its keyword, else its position; a ``*args``/``**kwargs`` that may carry
+    it (returned as such); None when absent."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    if not any(isinstance(a, ast.Starred) for a in call.args) and len(call.args) > position:
         return call.args[position]
-    starred = [a for a in call.args if isinstance(a, ast.Starred)]
-    splat = [kw.value for kw in call.keywords if kw.arg is None]
-    return (starred + splat or [None])[0]
+    splats = [a for a in call.args if isinstance(a, ast.Starred)] + [kw.value for kw in call.keywords if kw.arg is None]
+    return splats[0] if splats else None
+
+
+def _shown(call: ast.Call, *, api: str) -> tuple[str, ...]:
+    """The other arguments of ``call`` that shape it, as written (``num_parameters=3``)."""
+    found = ((name, argument(call, name=name, position=p)) for name, p in SIGNATURES[api][1])
+    return tuple(f"{name}={ast.unparse(node)}" for name, node in found if node is not None)
+
+
+def from_call(call: ast.Call, *, api: str, where: str) -> Activation:
+    """A PReLU or RReLU call of the source, with its slope and the arguments that shape it."""
+    (slope, *rest), _ = SIGNATURES[api]
+    nodes = [argument(call, name=n, position=p) for n, p in (slope, *rest)]
+    if api in (RRELU, RRELU_CALL):
+        found = _rrelu_call(nodes[0], nodes[1], where=where, api=api)
+    elif api == PRELU_CALL:  # the weight is a tensor, and has no default
+        found = dynamic("(no weight)" if nodes[0] is None else ast.unparse(nodes[0]), where=where, api=api)
+    elif nodes[0] is None:
+        found = from_default(where=where, api=api)
+    else:
+        value = constant(nodes[0]) if api == PRELU else _initial(nodes[0])
+        found = dynamic(ast.unparse(nodes[0]), where=where, api=api) if value is None else \
+            with_value(value, where=where, api=api)
+    return replace(found, arguments=_shown(call, api=api))
+
+
+def _rrelu_call(lower: Optional[ast.AST], upper: Optional[ast.AST], *, where: str, api: str) -> Activation:
+    """An RReLU's eval slope from its bounds as written (each absent one torch's default)."""
+    if lower is None and upper is None:
+        return replace(from_default(where=where, api=api), bounds=(RRELU_LOWER, RRELU_UPPER))
+    values = [RRELU_LOWER if lower is None else constant(lower), RRELU_UPPER if upper is None else constant(upper)]
+    if values[0] is None or values[1] is None:
+        written = ", ".join(f"{n}={ast.unparse(v)}" for n, v in (("lower", lower), ("upper", upper)) if v is not None)
+        return dynamic(written, where=where, api=api)
+    return replace(with_value((values[0] + values[1]) / 2, where=where, api=api), bounds=(values[0], values[1]))
+
+
+def _initial(node: ast.AST) -> Optional[float]:
+    """The value a Keras initializer written as ``"zeros"``, ``Zeros()`` or ``Constant(0.25)`` fills with."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return INITIALIZERS.get(node.value.lower())
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    if func.lower() in INITIALIZERS:
+        return INITIALIZERS[func.lower()]
+    value = argument(node, name="value", position=0) if func.lower() == "constant" else None
+    return None if value is None else constant(value)
 
 
 def _activation(call: ast.Call, *, api: str, where: str) -> Activation:
+    if api in SIGNATURES:
+        return from_call(call, api=api, where=where)
     arg = slope_argument(call, api=api)
     if arg is None:
         return from_default(where=where, api=api)

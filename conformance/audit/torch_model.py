@@ -10,13 +10,28 @@ source says so (:mod:`conformance.audit.torch_sites`).
 """
 from __future__ import annotations
 
+import functools
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
-from conformance.audit.record import PASSED, STORED, Activation, dynamic, from_default, same_slope, with_value
+from conformance.audit.record import (
+    DEFAULT,
+    INITIAL,
+    PASSED,
+    STORED,
+    TRAINED,
+    Activation,
+    default_of,
+    dynamic,
+    from_default,
+    same_slope,
+    with_value,
+)
+from conformance.audit.source import PRELU, PRELU_CALL, RRELU, RRELU_CALL
 from conformance.audit.torch_sites import Shown, Site, call_site, constructions, shown_as, written_at
 from conformance.errors import UsageError
-from conformance.reference.defaults import entry_for
+from conformance.ops import RRELU_LOWER, RRELU_UPPER
 
 MODULE, FUNCTION = "torch.nn.LeakyReLU", "torch.nn.functional.leaky_relu"
 
@@ -59,27 +74,98 @@ def _module(name: str, module: Any, *, site: Optional[Site]) -> Activation:
     if site is None:  # built before the factory ran (a module-level instance)
         return with_value(value, where=path, api=MODULE, origin=STORED)
     where = f"{site.where} {path}"
-    if not site.passed and same_slope(value, entry_for(MODULE).declared):
+    if not site.passed and same_slope(value, default_of(MODULE).declared):
         return from_default(where=where, api=MODULE)
     return with_value(value, where=where, api=MODULE, origin=PASSED if site.passed else STORED)
 
 
-def _traced_call(node: Any, *, shown: Shown) -> Activation:
-    """A functional call of the trace, named by the file:line of its caller; an implicit default
-    when the call written there passes no slope."""
+def _prelu(name: str, module: Any, *, site: Optional[Site]) -> Activation:
+    """A PReLU module: its weight against the value it was initialised with (``init``): every element
+    still equal to it (``initial value``; an implicit default when the construction passed no ``init``),
+    or not (``trained``)."""
+    import torch
+
+    weight = module.weight.detach()
+    initial = bool((weight == torch.full_like(weight, module.init)).all())
+    values = tuple(float(v) for v in weight.float().reshape(-1).tolist())
+    origin = STORED if not initial or site is None else PASSED if site.passed else DEFAULT
+    path = name or "(root)"
+    found = Activation(path if site is None else f"{site.where} {path}", "torch", PRELU, origin,
+                       values[0] if len(set(values)) == 1 else None, str(weight.dtype).removeprefix("torch."))
+    return replace(found, weight=values, provenance=INITIAL if initial else TRAINED,
+                   arguments=(f"num_parameters={module.num_parameters}", f"init={module.init!r}"))
+
+
+def _rrelu(name: str, module: Any, *, site: Optional[Site]) -> Activation:
+    """An RReLU module: its bounds and eval slope (lower + upper) / 2; an implicit default when the
+    construction passed no bound."""
+    bounds, path = (float(module.lower), float(module.upper)), name or "(root)"
+    if site is not None and not site.passed:
+        return replace(from_default(where=f"{site.where} {path}", api=RRELU), bounds=bounds)
+    where, origin = (path, STORED) if site is None else (f"{site.where} {path}", PASSED)
+    return replace(with_value(sum(bounds) / 2, where=where, api=RRELU, origin=origin), bounds=bounds)
+
+
+def listed(name: str, module: Any, *, sites: dict[int, Site]) -> Optional[Activation]:
+    """The activation a module is (a LeakyReLU, PReLU or RReLU), None for any other module."""
+    import torch
+
+    readers = ((torch.nn.LeakyReLU, _module), (torch.nn.PReLU, _prelu), (torch.nn.RReLU, _rrelu))
+    read = next((r for cls, r in readers if isinstance(module, cls)), None)
+    return None if read is None else read(name, module, site=sites.get(id(module)))
+
+
+def _call_written(node: Any, *, api: str, shown: Shown) -> tuple[str, Optional[Activation]]:
+    """Where a functional call of the trace was written (the file:line of its caller), and what the
+    source audit reads of ``api`` there."""
     site = call_site(node.stack_trace, shown=shown)
-    written = written_at(site) if site is not None else None
-    where = written.where if written else site.where if site else f"{node.name} (fx call_function)"
+    written = written_at(site, api=api) if site is not None else None
+    return (written.where if written else site.where if site else f"{node.name} (fx call_function)"), written
+
+
+def _traced_call(node: Any, *, model: Any, shown: Shown) -> Activation:
+    """A functional call of the trace; an implicit default when the call written there passes no slope."""
+    import torch
+
+    if node.target in (torch.prelu, torch.nn.functional.prelu):
+        return _traced_prelu(node, model=model, where=_call_written(node, api=PRELU_CALL, shown=shown)[0])
+    api = RRELU_CALL if node.target in _functions()[RRELU_CALL] else FUNCTION
+    where, written = _call_written(node, api=api, shown=shown)
+    if api == RRELU_CALL:
+        return _traced_rrelu(node, where=where, implicit=written is not None and written.implicit)
     if written is not None and written.implicit:
         return from_default(where=where, api=FUNCTION)
     return _call(node, where=where)
 
 
-def _functions() -> set:
+def _traced_prelu(node: Any, *, model: Any, where: str) -> Activation:
+    """``F.prelu(x, weight)``: the weight's values when it is an attribute of the model, else dynamic."""
+    weight = node.kwargs.get("weight", node.args[1] if len(node.args) > 1 else None)
+    if getattr(weight, "op", None) != "get_attr":
+        return dynamic(str(weight), where=where, api=PRELU_CALL)
+    tensor = functools.reduce(getattr, weight.target.split("."), model).detach()
+    values = tuple(float(v) for v in tensor.float().reshape(-1).tolist())
+    return replace(Activation(where, "torch", PRELU_CALL, STORED, values[0] if len(set(values)) == 1 else None,
+                              str(tensor.dtype).removeprefix("torch.")), weight=values)
+
+
+def _traced_rrelu(node: Any, *, where: str, implicit: bool) -> Activation:
+    """``F.rrelu(x, lower, upper, training)`` with the arguments the trace holds (fx fills in the defaults)."""
+    given = dict(zip(("lower", "upper", "training"), node.args[1:]), **node.kwargs)
+    bounds = (float(given.get("lower", RRELU_LOWER)), float(given.get("upper", RRELU_UPPER)))
+    found = from_default(where=where, api=RRELU_CALL) if implicit else \
+        with_value(sum(bounds) / 2, where=where, api=RRELU_CALL)
+    return replace(found, bounds=bounds, arguments=("training=True",) if given.get("training") else ())
+
+
+def _functions() -> dict[str, set]:
+    """The functions of a trace the audit lists, by the API they are."""
     import torch
 
-    return {torch.nn.functional.leaky_relu, torch.nn.functional.leaky_relu_, torch._C._nn.leaky_relu,
-            torch._C._nn.leaky_relu_}
+    return {FUNCTION: {torch.nn.functional.leaky_relu, torch.nn.functional.leaky_relu_, torch._C._nn.leaky_relu,
+                       torch._C._nn.leaky_relu_},
+            PRELU_CALL: {torch.prelu, torch.nn.functional.prelu},
+            RRELU_CALL: {torch.nn.functional.rrelu, torch.nn.functional.rrelu_, torch.rrelu, torch.rrelu_}}
 
 
 def _call(node: Any, *, where: str, dtype: Optional[str] = None) -> Activation:
@@ -99,27 +185,25 @@ def traced(model: Any, *, sites: dict[int, Site], shown: Shown) -> list[Activati
     tracer = torch.fx.Tracer()
     tracer.record_stack_traces = True  # each node's caller: the file:line of a functional call
     graph = tracer.trace(model)
-    modules, functions, found = dict(model.named_modules()), _functions(), []
+    modules, functions, found = dict(model.named_modules()), set().union(*_functions().values()), []
     for node in graph.nodes:
         module = modules.get(node.target) if node.op == "call_module" else None
-        if isinstance(module, torch.nn.LeakyReLU):
-            found.append(_module(node.target, module, site=sites.get(id(module))))
+        activation = listed(node.target, module, sites=sites) if module is not None else None
+        if activation is not None:
+            found.append(activation)
         elif node.op == "call_function" and node.target in functions:
-            found.append(_traced_call(node, shown=shown))
+            found.append(_traced_call(node, model=model, shown=shown))
     return found
 
 
 def audit_factory(target: str) -> tuple[list[Activation], tuple[str, ...]]:
-    """Every LeakyReLU of the model ``target`` builds, and notes on how they were found."""
-    import torch
-
+    """Every LeakyReLU, PReLU and RReLU of the model ``target`` builds, and notes on how they were found."""
     shown = _shown(target)
     model, sites = build(target, shown=shown)
     try:
         return traced(model, sites=sites, shown=shown), ("torch.fx trace: call order, functional calls included",)
     except Exception as exc:  # noqa: BLE001  fx fails on data-dependent control flow, among others
-        found = [_module(name, m, site=sites.get(id(m))) for name, m in model.named_modules()
-                 if isinstance(m, torch.nn.LeakyReLU)]
+        found = [a for name, m in model.named_modules() if (a := listed(name, m, sites=sites)) is not None]
         why = (str(exc).strip().splitlines() or [""])[0][:100]
         return found, (f"torch.fx could not trace ({type(exc).__name__}: {why}): modules only, "
                        "in definition order; functional calls are not seen",)

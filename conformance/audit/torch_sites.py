@@ -1,8 +1,9 @@
 """Where each LeakyReLU of a built torch model was written, so that a factory's audit names
 the same file:line and the same implicit defaults as the audit of its source.
 
-- a module: the ``nn.LeakyReLU(...)`` construction, recorded while the factory runs (a scoped
-  wrapper of ``LeakyReLU.__init__``), and whether it passed a slope;
+- a module: the ``nn.LeakyReLU(...)``, ``nn.PReLU(...)`` or ``nn.RReLU(...)`` construction, recorded
+  while the factory runs (a scoped wrapper of each class's ``__init__``), and whether it passed a slope
+  (``negative_slope``; PReLU's ``init``; RReLU's ``lower`` or ``upper``);
 - a functional call: the caller's frame in the fx trace's stack, and the call's own text at that
   line, read by the source audit (fx fills in the defaults a call left out, so the traced
   arguments cannot say whether a slope was written).
@@ -62,27 +63,46 @@ def shown_as(given: Mapping[str, str]) -> Shown:
     return shown
 
 
-@contextlib.contextmanager
-def constructions(*, shown: Shown) -> Iterator[dict[int, Site]]:
-    """``id(module) -> Site`` of every ``nn.LeakyReLU`` built inside the block (the wrapper is
-    removed on leaving it)."""
-    import torch
+#: torch.nn class -> (the position of its first slope argument, the names of its slope arguments), as
+#: torch/nn/modules/activation.py declares them.
+SLOPE_ARGUMENTS: dict[str, tuple[int, tuple[str, ...]]] = {
+    "LeakyReLU": (0, ("negative_slope",)),
+    "PReLU": (1, ("init",)),
+    "RReLU": (0, ("lower", "upper")),
+}
 
-    cls, sites = torch.nn.LeakyReLU, {}
-    original = cls.__init__
+
+def _recording(original: Callable[..., None], *, slope: tuple[int, tuple[str, ...]], sites: dict[int, Site],
+               shown: Shown) -> Callable[..., None]:
+    """``original`` (an ``__init__``), recording where it was called and whether it passed a slope."""
+    position, names = slope
 
     @functools.wraps(original)
     def recording(self: Any, *args: Any, **kwargs: Any) -> None:
         code = sys._getframe(1)
+        passed = len(args) > position or any(n in kwargs for n in names)
         sites[id(self)] = Site(shown(code.f_code.co_filename), code.f_lineno,
-                               getattr(code.f_code, "co_qualname", ""), bool(args) or "negative_slope" in kwargs)
+                               getattr(code.f_code, "co_qualname", ""), passed)
         original(self, *args, **kwargs)
 
-    cls.__init__ = recording
+    return recording
+
+
+@contextlib.contextmanager
+def constructions(*, shown: Shown) -> Iterator[dict[int, Site]]:
+    """``id(module) -> Site`` of every ``nn.LeakyReLU``, ``nn.PReLU`` and ``nn.RReLU`` built inside the
+    block (the wrappers are removed on leaving it)."""
+    import torch
+
+    sites: dict[int, Site] = {}
+    originals = {name: getattr(torch.nn, name).__init__ for name in SLOPE_ARGUMENTS}
+    for name, slope in SLOPE_ARGUMENTS.items():
+        getattr(torch.nn, name).__init__ = _recording(originals[name], slope=slope, sites=sites, shown=shown)
     try:
         yield sites
     finally:
-        cls.__init__ = original
+        for name, original in originals.items():
+            getattr(torch.nn, name).__init__ = original
 
 
 def call_site(stack_trace: Optional[str], *, shown: Shown) -> Optional[Site]:
@@ -108,7 +128,8 @@ def _written(file: str) -> tuple[Activation, ...]:
         return ()
 
 
-def written_at(site: Site) -> Optional[Activation]:
-    """What the source audit reads at ``site``'s line (its where names the scope as written)."""
+def written_at(site: Site, *, api: str) -> Optional[Activation]:
+    """What the source audit reads of ``api`` at ``site``'s line (its where names the scope as written)."""
     prefix = f"{site.file}:{site.line}"
-    return next((a for a in _written(site.file) if a.where == prefix or a.where.startswith(prefix + " ")), None)
+    return next((a for a in _written(site.file)
+                 if a.api == api and (a.where == prefix or a.where.startswith(prefix + " "))), None)

@@ -26,6 +26,7 @@ from conformance.errors import UsageError
 from conformance.interrupts import exit_code
 from conformance.judge.agreement import Migration, cells, migration
 from conformance.judge.gate import GateConfig
+from conformance.records import DEFAULT_OP
 from conformance.render import console as show
 from conformance.render import export, files
 from conformance.render.agreement import left_out, matrix_tables
@@ -86,9 +87,13 @@ def agree_options(args: argparse.Namespace) -> Options:
 def render_matrix(result: SuiteResult, *, console: Console, quiet: bool = False) -> None:
     """The tables of every pair of backends, then (unless ``quiet``) how to read them and which
     backends a table leaves out; another renderer (HTML) takes the same ``cells``."""
-    found = cells(result.agreement)
-    for table in matrix_tables(found, width=console.width):
-        console.print(table)
+    ops = dict.fromkeys(a.op for a in result.agreement)
+    by_op = {op: cells([a for a in result.agreement if a.op == op]) for op in ops}
+    for op, found in by_op.items():
+        if op != DEFAULT_OP:
+            console.print(f"{op} rows:", markup=False, style="bold")
+        for table in matrix_tables(found, width=console.width):
+            console.print(table)
     if quiet:
         return
     profiles = {r.backend: "/".join(p for p in (r.profile, r.variant) if p) for r in result.rows}
@@ -96,9 +101,11 @@ def render_matrix(result: SuiteResult, *, console: Console, quiet: bool = False)
     console.print("✓ bit-identical on every input and alpha; otherwise the differing elements and the "
                   "cause in a word, from both sides' triage against golden (n/a: no shared inputs)"
                   + (f". Profiles: {shown}" if shown else ""), markup=False, style="dim")
-    ran = list(dict.fromkeys(r.backend for r in result.rows))
-    for line in left_out(found, backends=ran, skipped=result.skipped):
-        console.print(line, markup=False, style="dim")
+    for op, found in by_op.items():
+        ran = list(dict.fromkeys(r.backend for r in result.rows if r.op == op))
+        for line in left_out(found, backends=ran, skipped=result.skipped):
+            console.print(line if op == DEFAULT_OP else line.replace("the ", f"the {op} ", 1), markup=False,
+                          style="dim")
 
 
 # ----------------------------------------------------------------------------- running

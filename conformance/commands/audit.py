@@ -1,8 +1,8 @@
-"""`conformance audit TARGET [--against TARGET]`: every LeakyReLU of a model and its slope.
+"""`conformance audit TARGET [--against TARGET]`: every LeakyReLU, PReLU and RReLU of a model and its slope.
 
 Exit 0 when nothing is wrong; 1 on a slope mismatch with ``--against`` (or on
 an implicit default under ``--strict``); 2 on an unreadable target, and on a
-target in which no LeakyReLU was found (an empty file, a model that cannot be
+target in which none was found (an empty file, a model that cannot be
 read, a source without LeakyReLU): an audit that read nothing is no PASS.
 """
 from __future__ import annotations
@@ -23,7 +23,8 @@ from conformance.render import console as render
 from conformance.render import files
 from conformance.render.export import dumps
 
-HELP = "list every LeakyReLU of a model (source, ONNX, Keras, SavedModel, torch, msprobe stats) and its slope"
+HELP = ("list every LeakyReLU, PReLU and RReLU of a model (source, ONNX, Keras, SavedModel, torch, msprobe stats) "
+        "and its slope")
 _ORIGIN_STYLE = {DEFAULT: "yellow", DYNAMIC: "magenta"}
 
 
@@ -36,16 +37,32 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _slope(a: Activation) -> str:
+    origin = f"[{_ORIGIN_STYLE[a.origin]}]{a.origin}[/]" if a.origin in _ORIGIN_STYLE else a.origin
+    if a.slope is None and a.weight:  # a PReLU's weight of several values
+        return f"{min(a.weight):.7g} to {max(a.weight):.7g} {origin}"
     if a.slope is None:
         return f"[magenta]dynamic[/] {escape(a.expression or '')}"
-    origin = f"[{_ORIGIN_STYLE[a.origin]}]{a.origin}[/]" if a.origin in _ORIGIN_STYLE else a.origin
     same = " =default" if a.origin not in (DEFAULT,) and a.equals_default else ""
     return f"{a.slope:.7g} {origin}{same}"
 
 
+def _op_note(a: Activation) -> list[str]:
+    """What a PReLU or RReLU is: its arguments, where its weight stands, what its slope means."""
+    if a.op == "prelu":
+        words = "PReLU" + (f" {', '.join(a.arguments)}" if a.arguments else "")
+        slope = a.provenance or ("the weight's initial value" if a.entry is not None else "the weight passed")
+        return [f"{words}: {slope}"]
+    if a.op == "rrelu":
+        bounds = f" [{a.bounds[0]:.7g}, {a.bounds[1]:.7g}]" if a.bounds else ""
+        if "training=True" in a.arguments:
+            return [f"RReLU{bounds}, training=True: samples its slope in the bounds (eval slope shown)"]
+        return [f"RReLU{bounds}: eval slope, the bounds' mean (training mode samples one in them)"]
+    return []
+
+
 def _note(a: Activation) -> str:
-    parts = [f"default of {a.api}"] if a.origin == DEFAULT else []
-    if a.origin == DYNAMIC:
+    parts = _op_note(a) + ([f"default of {a.api}"] if a.origin == DEFAULT else [])
+    if a.origin == DYNAMIC and a.op == "leaky_relu":
         parts.append("not a literal: blocks Conv+LeakyReLU fusion")
     if a.stats:
         parts.append("x in [" + ", ".join(f"{a.stats[k]:.4g}" for k in ("Min", "Max") if k in a.stats) + "]")
@@ -91,8 +108,9 @@ def nonempty(result: Audit, *, flag: str) -> Audit:
     """``result``, or a UsageError when it found no activation: nothing read is nothing vouched for."""
     if result.activations:
         return result
-    raise UsageError(f"{flag} {result.target}: no LeakyReLU found in this {result.kind} target (an empty "
-                     "or unreadable model, or none in it); nothing to audit, so no PASS: point it at the model")
+    raise UsageError(f"{flag} {result.target}: no LeakyReLU, PReLU or RReLU found in this {result.kind} "
+                     "target (an empty or unreadable model, or none in it); nothing to audit, so no PASS: point it at "
+                     "the model")
 
 
 def execute(args: argparse.Namespace) -> int:

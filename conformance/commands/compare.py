@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Optional
 
 from conformance import machine
-from conformance.commands import compare_msprobe, compare_quant, compare_reference
+from conformance.commands import compare_msprobe, compare_prelu, compare_quant, compare_reference
 from conformance.commands.args import add_gate_options, config_from, parse_alpha, parse_dtype, parse_int, shown
 from conformance.commands.output import HTML_HELP, add_view_options, html_paths, view_from
 from conformance.errors import UsageError
@@ -25,13 +25,13 @@ from conformance.ingest.arrays import Dump, load
 from conformance.ingest.dumps import check_bits_used, check_elements, check_pair, chunks, kernel_plan_fn, progress
 from conformance.judge.chunked import evaluate_chunks
 from conformance.judge.gate import GateConfig
-from conformance.records import Row
+from conformance.records import DEFAULT_OP, Row
 from conformance.render import console as render
 from conformance.render import files, github
 from conformance.render.export import partial_on_interrupt, write_reports
 from conformance.render.summary import RunInfo, command_line
 
-HELP = "triage arrays from a real device (x, y and/or dy, dx) against the exact reference"
+HELP = "triage arrays from a real device (x, y and/or dy, dx; PReLU's weight, dweight) against the exact reference"
 _BITS_DTYPES = ("bfloat16", "float16")
 
 
@@ -41,6 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", help="the slope the device was given")
     parser.add_argument("--dy", help="upstream gradient dy (backward)")
     parser.add_argument("--dx", help="gradient dx computed by the device (backward)")
+    compare_prelu.configure(parser)
     parser.add_argument("--dtype", metavar="D",
                         help="dtype of arrays stored as raw uint16 bits: bf16 or fp16 (or bfloat16, float16)")
     parser.add_argument("--quant", metavar="S_IN:Z_IN:S_OUT:Z_OUT",
@@ -122,6 +123,10 @@ def _evaluate(args: argparse.Namespace, x: Dump, out: Dump, *, dy: Optional[Dump
 
 
 def _check_flags(args: argparse.Namespace) -> None:
+    compare_prelu.check_flags(args)
+    if args.op != DEFAULT_OP:
+        _bits_dtype(args.dtype)
+        return
     compare_msprobe.check_flags(args)
     if args.quant is not None:
         return compare_quant.check_flags(args)
@@ -147,6 +152,8 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 def _source(args: argparse.Namespace) -> Callable[[GateConfig], list[Row]]:
     """What makes the rows: an msprobe dump, an export-cases directory, or the arrays."""
+    if args.op != DEFAULT_OP:
+        return lambda config: compare_prelu.rows(args, config=config, bits=_bits_dtype(args.dtype))
     if args.msprobe is not None:
         return lambda config: compare_msprobe.rows(args.msprobe, config=config, profile=args.profile,
                                                    cores=_cores(args.cores), quiet=args.quiet)
@@ -163,7 +170,8 @@ def _source(args: argparse.Namespace) -> Callable[[GateConfig], list[Row]]:
 def execute(args: argparse.Namespace) -> int:
     inputs = {"--x": args.x, "--y": args.y, "--dy": args.dy, "--dx": args.dx, "--config": args.config,
               "--msprobe": args.msprobe, **compare_reference.inputs(args),
-              compare_msprobe.BENCHMARK_FLAG: args.reference_msprobe}
+              compare_msprobe.BENCHMARK_FLAG: args.reference_msprobe, "--weight": args.weight,
+              "--dweight": args.dweight}
     paths = files.prepare(html_paths(args), inputs=inputs)
     _check_flags(args)
     pairs = compare_msprobe.PairRun(args) if args.reference_msprobe is not None else None

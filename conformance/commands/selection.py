@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Optional
 
@@ -24,6 +25,8 @@ from conformance.commands.args import (
 )
 from conformance.commands.names import check_profile, choice, profiled
 from conformance.errors import UsageError
+from conformance.ops import OPS
+from conformance.prelu_suite import OP_ALPHA
 from conformance.quantized_suite import QuantAsk, names_quantized, quantized_dtype
 from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, Selection
 
@@ -44,6 +47,9 @@ def add_selection_options(parser: argparse.ArgumentParser, *, reference: bool = 
     add("--dtype", action="append", metavar="D", help=f"{DTYPE_HELP}; repeat or comma-separate")
     add("--alpha", action="append", metavar="A", help="slope(s), e.g. 0.2 or 1/3 (default: the suite's 8)")
     add("--direction", action="append", metavar="DIR", help="forward or backward (default: both)")
+    add("--op", action="append", metavar="OP",
+        help=f"operator(s): {', '.join(OPS)} (repeat or comma-separate; default: every one; a PReLU row's "
+             "alpha is 0.25, an RReLU row's 11/48, so an --alpha leaving those out leaves their rows out)")
     if reference:
         add("--reference", action="append", metavar="NAME",
             help="also compare every other backend's rows bit for bit with this backend's output on the "
@@ -83,6 +89,7 @@ def run_selection_from(args: argparse.Namespace, *,
         choice(d, DIRECTIONS, flag="--direction")
     dtypes, quant_dtypes, alphas = dtypes_from(args), quant_dtypes_from(args), items(args.alpha, flag="--alpha")
     alphas = SUITE_ALPHAS if alphas is None else tuple(dict.fromkeys(map(parse_alpha, alphas)))
+    ops = ops_from(args, alphas=alphas)
     timeout = parse_seconds(args.worker_timeout, flag="--worker-timeout")
     workers = workers_from(args, timeout=timeout)  # last: starting a worker is the slow part
     served = tuple(name for name, _ in workers)
@@ -96,7 +103,25 @@ def run_selection_from(args: argparse.Namespace, *,
                                      [b for b in backends if b not in served])
     return Selection(backends=backends, workers=workers, worker_timeout=timeout,
                      dtypes=dtypes, alphas=alphas, directions=tuple(directions),  # type: ignore[arg-type]
-                     profile=profile, variant=variant, references=tuple(references)), ask
+                     profile=profile, variant=variant, references=tuple(references), ops=ops), ask
+
+
+def slope_text(alpha: float) -> str:
+    """``alpha`` as a user would type it: its short decimal, else a fraction (11/48)."""
+    return repr(alpha) if len(repr(alpha)) <= 8 else str(Fraction(alpha).limit_denominator(1000))
+
+
+def ops_from(args: argparse.Namespace, *, alphas: tuple[float, ...]) -> Optional[tuple[str, ...]]:
+    """The operators --op names (None without it: every op the slopes select); a UsageError for an
+    unknown one, or a PReLU/RReLU op whose one row alpha the --alpha slopes leave out."""
+    named = items(getattr(args, "op", None), flag="--op")
+    for op in named or ():
+        choice(op, tuple(OPS), flag="--op")
+        if op in OP_ALPHA and alphas != SUITE_ALPHAS and OP_ALPHA[op] not in alphas:
+            typed = slope_text(OP_ALPHA[op])
+            raise UsageError(f"--op {op}: its rows run at alpha {typed}, which --alpha leaves out; "
+                             f"drop --alpha or add {typed}")
+    return named
 
 
 def dtypes_from(args: argparse.Namespace) -> Optional[tuple[str, ...]]:

@@ -110,7 +110,7 @@ def agree(reference: Sequence[Output], other: Sequence[Output]) -> Agreement:
     """``other``'s row against ``reference``'s row on the batches they share."""
     pairs = shared(reference, other)
     diff = sum(int(differing(r.actual, o.actual).sum()) for r, o in pairs)  # type: ignore[arg-type]
-    return judged(reference[0].row, other[0].row, differing=diff, elements=sum(o.x.size for _, o in pairs),
+    return judged(reference[0].row, other[0].row, differing=diff, elements=sum(o.actual.size for _, o in pairs),  # type: ignore[union-attr]
                   ref_counts=_categories([r for r, _ in pairs]), counts=_categories([o for _, o in pairs]))
 
 
@@ -128,7 +128,7 @@ def judged(ref_row: Row, row: Row, *, differing: int, elements: int, ref_counts:
     else:
         text = why(ref_name, name, ref_counts=ref_counts, counts=counts)
         found = causes(ref_counts=ref_counts, counts=counts)
-    return Agreement(name, row.profile, row.variant, row.dtype, row.out_dtype, row.direction, row.alpha,
+    return Agreement(name, row.profile, row.variant, row.dtype, row.out_dtype, row.direction, row.alpha, op=row.op,
                      reference=ref_name, identical=bool(elements) and differing == 0, differing=differing,
                      elements=elements, why=text, causes=found)
 

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from conformance.dtypes import info
 from conformance.judge.agreement import Agreement, Cell
-from conformance.records import RowKey
+from conformance.records import DEFAULT_OP, RowKey
 from conformance.render.summary import AgreementTally, agreement_by_backend
 from conformance.render.text import short_float
 from conformance.render.widths import words_fit
@@ -73,7 +73,7 @@ def render_agreement(found: Sequence[Agreement], *, console: Console, every_row:
 
 
 def _label(a: Agreement) -> str:
-    return a.backend + (f"[{a.profile}]" if a.profile else "")
+    return a.backend + (f"[{a.profile}]" if a.profile else "") + ("" if a.op == DEFAULT_OP else f" {a.op}")
 
 
 def _every_row(found: Sequence[Agreement]) -> Table:

@@ -121,7 +121,8 @@ def row_dict(row: Row, *, seconds: Optional[float] = None, plots: bool = False) 
 
 def agreement_dict(a: Agreement) -> dict:
     """One agreement between a row and the reference backend's row, as JSON."""
-    return {"reference": a.reference, "backend": a.backend, "profile": a.profile, "dtype": a.dtype,
+    return {"reference": a.reference, "backend": a.backend, "profile": a.profile,
+            **({} if a.op == DEFAULT_OP else {"op": a.op}), "dtype": a.dtype,
             "out_dtype": a.out_dtype, "direction": a.direction, "alpha": encode_value(a.alpha),
             "identical": a.identical, "differing": a.differing, "elements": a.elements, "why": a.why,
             "causes": list(a.causes), **({"variant": a.variant} if a.variant is not None else {})}

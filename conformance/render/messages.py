@@ -25,8 +25,10 @@ def describe_offender(example: Offender, *, shape: Optional[Shape] = None) -> st
     where += f" of {example.part}" if example.part else ""
     if example.core is not None:
         where += f" (core {example.core}" + (f", tile {example.tile})" if example.tile is not None else ")")
-    if example.x is None:
+    if example.x is None and example.expected is None:
         return f"{where}: written outside the tensor"
+    if example.x is None:  # a sum (PReLU's dweight): no one x to show
+        return f"{where}: expected {show_value(example.expected)}, actual {show_value(example.actual)}"
     dy = f", dy={show_value(example.dy)}" if example.dy is not None else ""
     return f"{where}: x={show_value(example.x)}{dy}, expected {show_value(example.expected)}, " \
            f"actual {show_value(example.actual)}"

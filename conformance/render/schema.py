@@ -94,7 +94,8 @@ _AGREEMENT = {"type": "object", "additionalProperties": False,
                              "alpha": _VALUE, "identical": {"type": "boolean"},
                              "differing": {"type": "integer"}, "elements": {"type": "integer"},
                              "why": {"type": "string"}, "causes": {"type": "array", "items": {"type": "string"}},
-                             "variant": {"type": "string"}}}
+                             "variant": {"type": "string"},
+                             "op": {"enum": list(OPS)}}}  # present only when not leaky_relu
 _VERDICT_COUNTS = {"type": "object", "additionalProperties": False,
                    "required": ["pass", "warn", "fail", "skipped"],
                    "properties": {v: _COUNT for v in (*VERDICTS, "skipped")}}
