@@ -26,6 +26,9 @@ from conformance.triage.sampling import Scope, scope_of
 RULE_COST = 0.45  # description length of one rule, in elements: two rules may explain one
 BEAM = 3  # stacks kept per depth: a pair of rules that only together explain is found
 FEW = 4  # a trial on at most 1/FEW of a small batch is computed on those elements alone, not kept
+#: Settings that narrow operands, products or results: stacked on them, a rule changes elements that
+#: are zero, subnormal or infinite only once narrowed (a float32 x of 1e-9 is 0 in float16), outside its reach.
+NARROWING = frozenset({"input_dtype", "opmath", "result_dtype"})
 
 
 class _KindMasks(dict):
@@ -243,6 +246,7 @@ class _Choice:
 def _choices(sel: Selector, stack: list[Rule], cands: list[Rule], current: np.ndarray) -> list[_Choice]:
     """Every candidate that, stacked on ``stack``, could shorten the description."""
     used = frozenset().union(*(r.keys for r in stack)) if stack else frozenset()
+    narrowed = bool(used & NARROWING)  # the kinds are of the operands as given, not as the stack narrows them
     n = sel.scope.n_mis
     right_now = sel.where_right(current)[:n]
     wrong = np.flatnonzero(~right_now) if right_now.any() else np.arange(n)
@@ -252,7 +256,7 @@ def _choices(sel: Selector, stack: list[Rule], cands: list[Rule], current: np.nd
     for order, r in enumerate(cands):
         if r in stack or r.keys & used or wrong.size == 0:
             continue
-        if r.reach is not None and not _reaches(sel, r.reach, wrong, reached):
+        if r.reach is not None and not narrowed and not _reaches(sel, r.reach, wrong, reached):
             continue  # none of the wrong elements is of the kind the rule changes
         trial = stack + [r]
         if screen is not None and not sel.reproduced(trial, screen).any():
