@@ -139,7 +139,7 @@ class Tally:
 def tally(mutants: Sequence[Mutant], equivalent: Mapping[str, str]) -> Tally:
     """Counts of ``mutants``: killed, surviving (not listed equivalent), equivalent, not run."""
     eq = [m for m in mutants if m.key in equivalent and m.status not in KILLED]
-    not_run = [m for m in mutants if m.status in NOT_RUN and m.key not in equivalent]
+    not_run = [m for m in mutants if m.status in NOT_RUN and m.key not in equivalent and not _unreached(m)]
     unreached = [m for m in mutants if _unreached(m) and m.key not in equivalent]
     killed = [m for m in mutants if m.status in KILLED]
     survived = len(mutants) - len(eq) - len(not_run) - len(unreached) - len(killed)
