@@ -10,10 +10,11 @@ reproduces its bits.  The rules, in order:
   ``subnormal-flush``: the same with DAZ/FTZ (TensorFlow's CPU kernels);
 - ``alpha-mismatch`` by axis: the weight applied on another axis of the same length (torch's
   channel axis 1 against a channels-last axis, or ONNX's numpy broadcast from the trailing axis);
-- ``alpha-mismatch`` (or ``alpha-precision``) per weight element: the slope each channel used is
-  recovered from its own elements (the declared slope rounded to a narrower dtype, or the decimal it
-  was written from held wider, is ``alpha-precision``; any other slope is named with whose default it
-  is, ``conformance.ops``), or, when the weight clipped to bounds the slopes show reproduces them all,
+- ``alpha-mismatch`` (or ``alpha-precision``) per weight element: the slope each channel used, of any
+  value, is recovered from its own elements (:mod:`conformance.triage.prelu_slopes` proposes, a
+  recomputation proves; the declared slope rounded to a narrower dtype, or the decimal it was written from
+  held wider, is ``alpha-precision``; any other slope is named with whose default it is,
+  ``conformance.ops``, else by its value), or, when the weight clipped to bounds the slopes show reproduces them all,
   a clip of a learnable slope named with its bounds ("slope clipped to [0.01, 0.5]: channels 0, 3");
 - ``signed-zero`` for zeros of the other sign; ``unexplained`` for what is left.
 
@@ -30,13 +31,12 @@ from typing import Optional
 
 import numpy as np
 
-from conformance.dtypes import from_bits, info, short_name, to_bits
-from conformance.ops import OP_DEFAULTS, whose
+from conformance.dtypes import info, short_name, to_bits
+from conformance.ops import whose
 from conformance.reference import prelu, prelu_variants
 from conformance.reference.exact import cast_exact
 from conformance.reference.reductions import CATALOGUE, Reduction, reduce_dweight
-
-HELD_IN = ("float32", "bfloat16", "float16")  # the dtypes a kernel may hold a slope in
+from conformance.triage.prelu_slopes import HELD_IN, candidate_slopes, decimal_of, held
 
 
 @dataclass(frozen=True)
@@ -194,53 +194,6 @@ def _wrong_axis(ops: Operands, expected: np.ndarray, actual: np.ndarray, open_: 
     return None
 
 
-def _candidate_slopes(ops: Operands, actual: np.ndarray, at: np.ndarray, declared: float) -> list[float]:
-    """Slopes worth trying on one weight element's mismatching elements, the named ones first: the
-    declared one and the ops' defaults, each also rounded to float32, bfloat16 and float16 (as a kernel
-    holds them), then the ratio actual/operand at the first such element (rounded to the dtype and not)."""
-    found: list[float] = []
-    for slope in (declared, decimal_of(declared, np.asarray(ops.weight).dtype), *(d.slope for d in OP_DEFAULTS)):
-        found += [slope, *(float(cast_exact(np.array([slope]), info(t))[0]) for t in HELD_IN)]
-    with np.errstate(all="ignore"):
-        v, a = ops.operand[at].astype(np.float64), actual[at].astype(np.float64)
-        usable = np.isfinite(v) & np.isfinite(a) & (v != 0) & (ops.x[at] <= 0)
-    if usable.any():
-        ratios = a[usable][:RATIOS] / v[usable][:RATIOS]
-        found += [*_commonest(ratios, ops.x.dtype), float(ratios[0])]
-    return list(dict.fromkeys(found))
-
-
-RATIOS = 32  # elements whose ratio actual/operand is tried as a slope
-
-
-def _commonest(ratios: np.ndarray, dtype: np.dtype) -> list[float]:
-    """The ratios rounded to ``dtype`` and to float32, the commonest first: one product's rounding may move
-    its ratio off the slope, most do not."""
-    rounded = np.concatenate([cast_exact(ratios, info(t)).astype(np.float64) for t in (dtype, "float32")])
-    values, counts = np.unique(rounded, return_counts=True)
-    commonest = [float(v) for v in values[np.argsort(-counts, kind="stable")][:4]]
-    return commonest + _neighbours(commonest[0], dtype)
-
-
-def _neighbours(value: float, dtype: np.dtype) -> list[float]:
-    """The values one ULP either side of ``value`` in ``dtype``: a few elements' ratios may all round off it."""
-    held = cast_exact(np.array([value]), info(dtype))
-    if not np.isfinite(value) or value == 0 or float(held[0]) != value:
-        return []
-    bits = to_bits(held).astype(np.int64)
-    return [float(v) for v in from_bits(np.concatenate([bits - 1, bits + 1]).astype(to_bits(held).dtype),
-                                        held.dtype).astype(np.float64)]
-
-
-def decimal_of(value: float, dtype: np.dtype) -> float:
-    """The shortest decimal that rounds to ``value`` in ``dtype``: the number a weight was written from."""
-    for digits in range(1, 18):
-        decimal = float(f"{value:.{digits}g}")
-        if float(cast_exact(np.array([decimal]), info(dtype))[0]) == value:
-            return decimal
-    return value
-
-
 def _slope_name(slope: float, declared: float, weight_dtype: str, *,
                 opmath: Optional[str] = None) -> tuple[str, str]:
     """(category, words) of a recovered slope: the declared one rounded (or multiplied in a wider
@@ -257,25 +210,60 @@ def _slope_name(slope: float, declared: float, weight_dtype: str, *,
     if slope != declared and slope in (decimal, *(float(cast_exact(np.array([decimal]), info(t))[0]) for t in HELD_IN)):
         return "alpha-precision", (f"{slope!r} (the weight's decimal {decimal!r} held wider than its "
                                    f"{short_name(weight_dtype)} {declared!r})")
-    names = whose(slope)
-    return "alpha-mismatch", f"{slope!r}" + (f" ({', '.join(names)})" if names else "")
+    return "alpha-mismatch", described(slope)
 
 
-def _reproducing(ops: Operands, actual: np.ndarray, group: np.ndarray, g: int,
+def described(slope: float) -> str:
+    """``slope`` with whose default it is, and, when a narrower dtype holds it, the decimal it was written
+    from ("0.009999999776482582 (the torch LeakyReLU default, ...; 0.01 held in fp32)")."""
+    written = written_as(slope)
+    names = whose(slope) or (whose(written[0]) if written else ())
+    notes = [", ".join(names)] if names else []
+    notes += [f"{written[0]!r} held in {short_name(written[1])}"] if written else []
+    return f"{slope!r}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def written_as(slope: float) -> Optional[tuple[float, str]]:
+    """(the shortest decimal, the dtype) when a dtype of :data:`HELD_IN` holds ``slope`` exactly and a shorter
+    decimal rounds to it there: the constant a slope held narrow was written as."""
+    found = [(decimal_of(slope, info(t).dtype), t) for t in HELD_IN if held(slope, t) == slope]
+    found = [(d, t) for d, t in found if d != slope]
+    return min(found, key=lambda f: len(repr(f[0]))) if found else None
+
+
+def _reproducing(ops: Operands, actual: np.ndarray, group: np.ndarray, open_: np.ndarray, g: int,
                  slopes: list[float]) -> Optional[tuple[float, Optional[str], np.ndarray]]:
-    """The first (slope, opmath) that, the slope put in weight element ``g``, reproduces every element
-    of ``group``: products rounded once, or through float32 first as torch's opmath does (its
-    slope then held in float32: tried first); and every element it reproduces."""
+    """The (slope, opmath) that, the slope put in weight element ``g``, reproduces the elements of ``group``
+    (products rounded once, or through float32 first as torch's opmath does, its slope then held in float32:
+    tried first), and every element it reproduces: the first that reproduces them all, else the one
+    reproducing most of the ``open_`` ones, when it contradicts none of the others (:func:`_proves`)."""
     w = np.asarray(ops.weight)
     in_float32 = float(cast_exact(np.array([w.reshape(-1)[g]], dtype=np.float64), info("float32"))[0])
+    sub = Operands(ops.x[group], ops.operand[group], np.zeros(1))
+    best: Optional[tuple[int, float, Optional[str], np.ndarray]] = None
     for opmath, tried in ((None, slopes), ("float32", sorted(slopes, key=lambda s: s != in_float32))):
         for slope in tried:
-            trial = w.astype(np.float64).reshape(-1).copy()
-            trial[g] = slope
-            reproduced = same_bits(ops.golden(trial.reshape(w.shape), opmath=opmath), actual)
-            if reproduced[group].all():
-                return slope, opmath, reproduced
+            hits = same_bits(sub.golden(np.array([slope]), opmath=opmath), actual[group])
+            if hits.all():
+                return slope, opmath, _spread(hits, group)
+            if best is None or hits.sum() > best[0]:
+                best = (int(hits.sum()), slope, opmath, hits)
+    if best is not None and _proves(best[3], open_[group]):
+        return best[1], best[2], _spread(best[3], group)
     return None
+
+
+def _proves(hits: np.ndarray, open_: np.ndarray) -> bool:
+    """A slope reproducing only some of a group's elements accounts for them when it contradicts none the
+    output has right and reproduces most of the open ones (a few disturbed elements stay unexplained)."""
+    return bool(hits[~open_].all() and 2 * int(hits[open_].sum()) > int(open_.sum()) >= 3)
+
+
+def _spread(hits: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """``hits`` over the elements of ``group``, as a mask over the whole tensor."""
+    full = np.zeros(group.shape, dtype=bool)
+    full[group] = hits
+    return full
 
 
 @dataclass(frozen=True)
@@ -300,8 +288,9 @@ def _recovered(ops: Operands, actual: np.ndarray, open_: np.ndarray, *,
     found: dict[int, Recovered] = {}
     for g in np.unique(groups[open_]).tolist():
         at = (groups == g) & open_
-        slope = _reproducing(ops, actual, (groups == g) & unclaimed, g,
-                             _candidate_slopes(ops, actual, at, float(flat_w[g])))
+        slopes = candidate_slopes(ops.operand[at], actual[at], ops.x[at], declared=float(flat_w[g]),
+                                  weight_dtype=w.dtype)
+        slope = _reproducing(ops, actual, (groups == g) & unclaimed, open_, g, slopes)
         if slope is not None:
             found[g] = Recovered(slope[0], slope[1], (groups == g) & mismatching & slope[2])
     return found
@@ -337,13 +326,15 @@ def _slope_claim(key: str, channels: list[int], mask: np.ndarray, *, declared: n
                       {"channels": channels, "effective_alpha": slope})
 
 
-def _bounds(recovered: dict[int, Recovered], flat_w: np.ndarray, *, raised: bool) -> list[float]:
-    """The slopes the raised (``raised``) or lowered weight elements used, the commonest first, then the open
-    side (∓inf): a bound is one of them (an element of one or two elements may show another slope that
-    reproduces them as well)."""
+def _bounds(recovered: dict[int, Recovered], flat_w: np.ndarray, *, raised: bool, weight_dtype: str) -> list[float]:
+    """The slopes the raised (``raised``) or lowered weight elements used, the commonest first, each also
+    held in the weight's dtype, then the open side (∓inf): a bound is one of them (a channel of few elements
+    shows a range of slopes, and its simplest, a short decimal, may sit beside a bound the weight's dtype holds)."""
     used = [r.slope for g, r in recovered.items() if r.slope != flat_w[g] and (r.slope > flat_w[g]) == raised]
     values, counts = np.unique(np.array(used, dtype=np.float64), return_counts=True)
-    return [*values[np.argsort(-counts, kind="stable")][:3].tolist(), -np.inf if raised else np.inf]
+    commonest = values[np.argsort(-counts, kind="stable")][:3].tolist()
+    return list(dict.fromkeys([*commonest, *(held(v, weight_dtype) for v in commonest),
+                               -np.inf if raised else np.inf]))
 
 
 def _clip(ops: Operands, expected: np.ndarray, actual: np.ndarray,
@@ -357,8 +348,9 @@ def _clip(ops: Operands, expected: np.ndarray, actual: np.ndarray,
         return None
     right = same_bits(expected, actual)
     proof = right | np.logical_or.reduce([r.at for r in recovered.values()])
-    for lo, hi in ((lo, hi) for lo in _bounds(recovered, flat_w, raised=True)
-                   for hi in _bounds(recovered, flat_w, raised=False) if lo < hi):
+    held_in = np.asarray(ops.weight).dtype.name
+    for lo, hi in ((lo, hi) for lo in _bounds(recovered, flat_w, raised=True, weight_dtype=held_in)
+                   for hi in _bounds(recovered, flat_w, raised=False, weight_dtype=held_in) if lo < hi):
         clipped = np.clip(flat_w, lo, hi)
         moved = (clipped < flat_w).any() and (clipped > flat_w).any() or (clipped != flat_w).sum() > 1
         reproduced = same_bits(ops.golden(clipped.reshape(np.shape(ops.weight))), actual)
