@@ -16,13 +16,16 @@ seconds the workers spent on the chunks, divided among the cores (what the cores
 with nothing else running).
 A per-stage breakdown (golden, each backend, judging) of one negative and one positive
 chunk in this process says where the time goes.
-Run: ``make bench`` or ``python -c "import benchmarks.bench_sweep as b; b.main()"``.
+Run: ``make bench`` or ``.venv/bin/python -m benchmarks.bench_sweep`` (``--only forward``, ``backward``
+or ``classes`` runs one configuration and its breakdown alone).
 """
 from __future__ import annotations
 
+import argparse
 import os
 import time
 from collections.abc import Sequence
+from typing import Optional
 
 from conformance.backends import call
 from conformance.config import default_config
@@ -77,7 +80,7 @@ def stage_times(spec_group: Sequence[SweepSpec], lo: int) -> dict[str, float]:
         results[spec] = call(sweeping._backend(spec), spec.direction, seg.x, seg.alpha, dy=seg.dy)
         out[f"{spec.backend} call"] = time.perf_counter() - start
     judged: list = []
-    for spec in sorted(spec_group, key=lambda s: results[s].layout is None):  # the sweep's order
+    for spec in sorted(spec_group, key=lambda s: results[s].tile_plan is None):  # the sweep's order
         start, result = time.perf_counter(), results[spec]
         twin = next(((r, done) for r, done in judged if twins.derivable(r, done, result)), None)
         if twin is not None:
@@ -96,19 +99,27 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
 
-def main() -> None:
+CONFIGS = ("forward", "backward", "classes")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_sweep", description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=CONFIGS, help="one configuration (default: all three)")
+    only = parser.parse_args(argv).only
     workers = os.cpu_count() or 1
-    configs = [("forward, golden+torch+cann", specs("forward", [None]), 15 * 60),
-               ("backward dy vs x=-1, same backends", specs("backward", ["-1"]), 15 * 60),
-               ("backward dy vs all 9 x classes", specs("backward", X_CLASS_IDS), 20 * 60)]
-    for title, group, lo in (("forward", configs[0][1], 0xBF000000), ("forward", configs[0][1], 0x3F000000),
-                             ("backward x=-1", configs[1][1], 0x3F000000)):
+    every = [("forward, golden+torch+cann", specs("forward", [None]), 15 * 60),
+             ("backward dy vs x=-1, same backends", specs("backward", ["-1"]), 15 * 60),
+             ("backward dy vs all 9 x classes", specs("backward", X_CLASS_IDS), 20 * 60)]
+    configs = [c for name, c in zip(CONFIGS, every) if only in (None, name)]
+    breakdown = [("forward", every[0][1], 0xBF000000), ("forward", every[0][1], 0x3F000000),
+                 ("backward x=-1", every[1][1], 0x3F000000)]
+    for title, group, lo in (b for b in breakdown if only is None or b[0].split()[0] == only):
         sweeping.run_chunk(sweeping.ChunkTask(tuple(group), lo, lo + 1024, CONFIG))  # imports, warm caches
         stages = stage_times(group, lo)
         per = ", ".join(f"{k} {v / CHUNK * 1e9:.1f}" for k, v in stages.items())
         print(f"stages ns/pattern, {title}, chunk at {lo:#010x}, one process: {per}")
     with sweeping.dask_executor(workers=workers) as execute:
-        first = tuple(configs[2][1][:len(BACKENDS)])
+        first = tuple(configs[0][1][:len(BACKENDS)])
         warm = [sweeping.ChunkTask(first, k << 16, (k + 1) << 16, CONFIG) for k in range(workers * 2)]
         timed_sweep(execute, warm)
         for title, group, target in configs:
