@@ -49,7 +49,7 @@ _TEMPS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-_OPS = {"select": 3, "maxmin": 4, "vlrelu": 1, "step": 10, "mask-multiply": 9}
+_OPS = {"select": 3, "maxmin": 4, "vlrelu": 1, "step": 7, "mask-multiply": 9}  # step: plus one Muls per lift (_STEP)
 
 
 def buffer_spec(spec: KernelSpec) -> tuple[UbBuffer, ...]:
@@ -87,7 +87,8 @@ def compute_params(spec: KernelSpec) -> ComputeParams:
 def vector_ops(spec: KernelSpec) -> int:
     """Vector instructions per element (casts included), for the roofline estimate."""
     casts = spec.inputs * (spec.widened + (spec.variant.cast_input_to is not None))
-    return _OPS[spec.formulation] + casts + (spec.compute != spec.kernel_out)
+    lifts = len(_STEP[spec.compute.name][1]) if spec.formulation == "step" else 0
+    return _OPS[spec.formulation] + lifts + casts + (spec.compute != spec.kernel_out)
 
 
 def build_spec(direction: Direction, src: DTypeLike, out: DTypeLike, *, profile: Optional[str] = None,
