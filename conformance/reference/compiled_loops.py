@@ -25,6 +25,8 @@ from conformance.reference.compiled_rounding import (
     x86_tiny,
 )
 
+_DOUBLE_MAX = np.finfo(np.float64).max
+
 __all__ = ["backward_loop", "backward_tables", "forward_loop", "gather", "select_backward_loop", "select_forward_loop",
            "table_backward_loop"]
 
@@ -77,11 +79,16 @@ def _flushed_opmath(p, v, r):
 @numba.njit(cache=True)
 def _unrounded(v, r):
     """The product a directed final rounding rounds, in float64: ``a * v`` rounded to odd (a
-    non-finite product as it is), or the opmath product of ``v`` as it is read (no DAZ)."""
+    finite product beyond float64's range its largest finite value, a non-finite one as it
+    is), or the opmath product of ``v`` as it is read (no DAZ)."""
     if r[13] >= 0:
         return _opmath_product(v, r)
     p = v * r[0]
-    return odd_product(v, r[0], r[1], r[2]) if np.isfinite(p) else p
+    if np.isfinite(p):
+        return odd_product(v, r[0], r[1], r[2])
+    if np.isfinite(v) and np.isfinite(r[0]):  # a finite product beyond float64's range, rounded to odd
+        return np.copysign(_DOUBLE_MAX, p)
+    return p
 
 
 @numba.njit(cache=True)

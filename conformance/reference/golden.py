@@ -165,7 +165,8 @@ def _unrounded(v: np.ndarray, alpha: float, *, take: np.ndarray,
                opmath: Optional[DTypeLike]) -> np.ndarray:
     """The value a select's final conversion rounds, in float64: ``v`` where ``take``, else
     ``alpha*v`` rounded to odd in float64 (which any rounding to 24 bits or fewer rounds as
-    it would the exact product), or the opmath product (exact in float64)."""
+    it would the exact product; a finite product beyond float64's range is its largest
+    finite value), or the opmath product (exact in float64)."""
     if info(v.dtype).bits > 32:
         raise ValueError("a directed rounding of the result is modelled for inputs of at most 32 bits")
     w = v.astype(np.float64)
@@ -173,9 +174,12 @@ def _unrounded(v: np.ndarray, alpha: float, *, take: np.ndarray,
         mid = info(opmath)
         prod = scale_exact(cast_exact(v, mid), effective_slope(alpha, slope_dtype=mid), mid).astype(np.float64)
     else:
-        prod = w * alpha
+        with np.errstate(over="ignore"):
+            prod = w * alpha
         finite = np.isfinite(prod)
         prod[finite] = round_to_odd_product(w[finite], alpha)
+        overflowed = ~finite & np.isfinite(w) & np.isfinite(alpha)  # rounded to odd: the largest finite
+        prod[overflowed] = np.copysign(np.finfo(np.float64).max, prod[overflowed])
     return np.where(take, w, prod)
 
 
