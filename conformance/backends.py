@@ -262,13 +262,23 @@ def _import(module: str) -> Any:
     return loaded
 
 
-@functools.cache
 def load(name: str) -> Any:
     """The class (or factory) registered as ``name``, or named by the import path ``name``;
-    a UsageError naming the fix otherwise."""
+    a UsageError naming the fix otherwise.  A ``.py`` file is named by its absolute path, so the
+    same relative path in another directory is another module."""
+    module, sep, attr = name.partition(":")
+    if sep and module.endswith(".py") and is_import_path(name):
+        from pathlib import Path
+
+        return _load(f"{Path(module).resolve()}:{attr}", shown=name)
+    return _load(name, shown=name)
+
+
+@functools.cache
+def _load(name: str, *, shown: str) -> Any:
     target = name if is_import_path(name) else registry().get(name)
     if target is None:
-        raise UsageError(f"unknown backend {name!r}; choose from {', '.join(names())} "
+        raise UsageError(f"unknown backend {shown!r}; choose from {', '.join(names())} "
                          "or pass an import path such as package.module:factory")
     module, _, attr = target.partition(":")
     try:
@@ -278,8 +288,12 @@ def load(name: str) -> Any:
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # sys.exit(main()) at the end of a kernel file
         if isinstance(exc, KeyboardInterrupt) and from_signal(exc):
             raise
-        raise BackendUnavailable(f"backend {name}: cannot load {target} ({one_line(exc)})") from None
+        raise BackendUnavailable(f"backend {shown}: cannot load {shown if target == name else target} "
+                                 f"({one_line(exc)})") from None
     return obj
+
+
+load.cache_clear = _load.cache_clear  # type: ignore[attr-defined]  # tests start from a clean cache
 
 
 def declared_policy(name: str) -> dict[str, frozenset[str]]:

@@ -27,8 +27,14 @@ def _forget() -> None:
 @pytest.fixture
 def installed(monkeypatch):
     """Pretend the installed metadata holds these entry points (None: it lacks the group)."""
+    real = metadata.entry_points
+
     def install(*points: metadata.EntryPoint) -> None:
-        monkeypatch.setattr(backends.metadata, "entry_points", lambda group: [p for p in points if p.group == group])
+        def entry_points(**selection):  # other groups (numba's, when it compiles) as installed
+            if selection.get("group") != backends.GROUP:
+                return real(**selection)
+            return [p for p in points if p.group == backends.GROUP]
+        monkeypatch.setattr(backends.metadata, "entry_points", entry_points)
         _forget()
     yield install
     monkeypatch.undo()
@@ -118,3 +124,14 @@ def test_torch_npu_without_torch_npu_is_one_clear_line(capsys) -> None:
     with pytest.raises(BackendUnavailable, match="torch_npu is not installed"):
         backends.get_backend("torch_npu")
     assert_usage_error(run_cli(["run", "--backend", "torch_npu"], capsys), mentions="torch_npu is not installed")
+
+
+def test_the_same_relative_file_in_another_directory_is_another_backend(tmp_path, monkeypatch) -> None:
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "kernel.py").write_text(f"def make():\n    return {name!r}\n")
+    found = []
+    for name in ("one", "two"):
+        monkeypatch.chdir(tmp_path / name)
+        found.append(backends.load("kernel.py:make")())
+    assert found == ["one", "two"]
