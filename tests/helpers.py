@@ -53,6 +53,20 @@ def keep_tensorflow_across_msprobe(mp: pytest.MonkeyPatch) -> None:
             mp.setitem(sys.modules, name, None)
 
 
+def keep_torch_across_msprobe(mp: pytest.MonkeyPatch) -> None:
+    """msprobe's dump wraps torch's functions in its hooks and leaves them so: the later tests get
+    the functions back (a trace of ``F.prelu`` must see ``F.prelu``)."""
+    import torch
+
+    for owner in (torch, torch.nn.functional, torch.Tensor, torch._C._nn):
+        for name, value in list(vars(owner).items()):
+            if callable(value) and not name.startswith("__"):
+                try:
+                    mp.setattr(owner, name, value)
+                except (AttributeError, TypeError):  # a read-only slot msprobe cannot have wrapped either
+                    continue
+
+
 def sampled(cases: Iterable[tuple], *, default: Callable[..., bool]) -> list:
     """``cases`` as parameter sets: those ``default(*case)`` keeps run in every run, the others
     carry the ``exhaustive`` marker (``make test-exhaustive``); together they are the whole proof."""

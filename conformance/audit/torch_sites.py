@@ -117,9 +117,19 @@ def call_site(stack_trace: Optional[str], *, shown: Shown) -> Optional[Site]:
     return Site(shown(last["file"]), int(last["line"]), last["scope"])
 
 
-@functools.lru_cache(maxsize=64)
 def _written(file: str) -> tuple[Activation, ...]:
-    """The source audit of ``file`` (as shown: the path it is read from; nothing when it cannot be read)."""
+    """The source audit of ``file`` (as shown: the path it is read from; nothing when it cannot be read),
+    read again when the file it names is another (a relative path from another directory) or has changed."""
+    try:
+        stat = Path(file).stat()
+    except OSError:
+        return ()
+    return _scanned(file, version=(str(Path(file).resolve()), stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=64)
+def _scanned(file: str, *, version: tuple[str, int, int]) -> tuple[Activation, ...]:
+    """The source audit of ``file`` as it is at ``version`` (its real path, modification time and size)."""
     from conformance.audit.source import read_source, scan
 
     try:

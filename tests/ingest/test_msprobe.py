@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from conformance.render.export import SCHEMA, validate
-from tests.helpers import assert_usage_error, keep_tensorflow_across_msprobe, run_cli
+from tests.helpers import assert_usage_error, keep_tensorflow_across_msprobe, keep_torch_across_msprobe, run_cli
 
 torch = pytest.importorskip("torch")
 
@@ -235,6 +235,7 @@ def test_the_fixture_is_a_real_msprobe_dump():
 
 def test_the_generator_reproduces_the_fixture_when_msprobe_is_installed(tmp_path, monkeypatch):
     keep_tensorflow_across_msprobe(monkeypatch)
+    keep_torch_across_msprobe(monkeypatch)
     pytest.importorskip("msprobe.pytorch")
     import importlib.util
 
