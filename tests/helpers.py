@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -51,6 +51,20 @@ def keep_tensorflow_across_msprobe(mp: pytest.MonkeyPatch) -> None:
         else:
             mp.delitem(sys.modules, name, raising=False)
             mp.setitem(sys.modules, name, None)
+
+
+@pytest.fixture(autouse=True)
+def fresh_workers() -> Iterator[None]:
+    """No worker and no backend left from another test, before and after: a module that imports this
+    fixture gets it for each of its tests."""
+    from conformance import suite
+    from conformance.worker import client
+
+    client.close_all()
+    suite.backend_for.cache_clear()
+    yield
+    client.close_all()
+    suite.backend_for.cache_clear()
 
 
 def keep_torch_across_msprobe(mp: pytest.MonkeyPatch) -> None:

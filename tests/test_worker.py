@@ -19,20 +19,17 @@ from conformance.records import BackendResult, Hazard, TilePlan, TileSpan
 from conformance.render import export
 from conformance.worker import client, protocol
 from tests import worker_fakes
-from tests.helpers import assert_same_bits, assert_usage_error, children_on_the_numpy_path, run_cli
+from tests.helpers import (
+    assert_same_bits,
+    assert_usage_error,
+    children_on_the_numpy_path,
+    fresh_workers,  # noqa: F401  (autouse: each test starts with no worker)
+    run_cli,
+)
 
 TIMEOUT = 1.0  # seconds per call: short, so the hang cases stay quick, and long enough for an honest call
 #   (a fake's answer on golden's numpy path takes milliseconds: 0.04 s measured at a load of 18 on 2 cores)
 HANG_TIMEOUT = 0.3  # seconds for a worker whose first call hangs: no honest call has to fit in it
-
-
-@pytest.fixture(autouse=True)
-def fresh_workers():
-    client.close_all()
-    suite.backend_for.cache_clear()
-    yield
-    client.close_all()
-    suite.backend_for.cache_clear()
 
 
 def _conformance(*args: str) -> str:

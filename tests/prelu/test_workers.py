@@ -22,20 +22,14 @@ from conformance.runs import prelu_rows
 from conformance.triage.prelu import same_bits
 from conformance.worker import client, protocol, server
 from conformance.worker.hello import check_hello
-from tests.helpers import assert_same_bits
+from tests.helpers import (
+    assert_same_bits,
+    fresh_workers,  # noqa: F401  (autouse: each test starts with no worker)
+)
 from tests.prelu.worker_backends import GoldenPrelu, command
 
 TIMEOUT = 60.0  # seconds per call of a fake worker (milliseconds of work; a loaded machine is slow to start)
 SEQUENTIAL = Reduction("float32", "sequential", "input")  # shares rounded to the input dtype, a float32 sum
-
-
-@pytest.fixture(autouse=True)
-def fresh_workers():
-    client.close_all()
-    suite.backend_for.cache_clear()
-    yield
-    client.close_all()
-    suite.backend_for.cache_clear()
 
 
 def _inputs(shape: tuple[int, ...], dtype: str, *, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

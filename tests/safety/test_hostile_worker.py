@@ -16,18 +16,13 @@ from conformance.backends import BackendUnavailable, WorkerSpec
 from conformance.dtypes import all_patterns
 from conformance.worker import client, hello, protocol
 from tests import worker_fakes
-from tests.helpers import assert_usage_error, run_cli
+from tests.helpers import (
+    assert_usage_error,
+    fresh_workers,  # noqa: F401  (autouse: each test starts with no worker)
+    run_cli,
+)
 
 TIMEOUT = 3.0
-
-
-@pytest.fixture(autouse=True)
-def fresh_workers():
-    client.close_all()
-    suite.backend_for.cache_clear()
-    yield
-    client.close_all()
-    suite.backend_for.cache_clear()
 
 
 def _backend(mode: str) -> client.WorkerBackend:
