@@ -253,6 +253,13 @@ def _reproducing(ops: Operands, actual: np.ndarray, group: np.ndarray, open_: np
     return None
 
 
+def _reproduced(ops: Operands, actual: np.ndarray, group: np.ndarray, *, slope: float,
+                opmath: Optional[str]) -> np.ndarray:
+    """The elements of ``group`` (an earlier rule's among them) that ``slope`` reproduces, as a mask."""
+    sub = Operands(ops.x[group], ops.operand[group], np.zeros(1))
+    return _spread(same_bits(sub.golden(np.array([slope]), opmath=opmath), actual[group]), group)
+
+
 def _proves(hits: np.ndarray, open_: np.ndarray) -> bool:
     """A slope reproducing only some of a group's elements accounts for them when it contradicts none the
     output has right and reproduces most of the open ones (a few disturbed elements stay unexplained)."""
@@ -292,7 +299,8 @@ def _recovered(ops: Operands, actual: np.ndarray, open_: np.ndarray, *,
                                   weight_dtype=w.dtype)
         slope = _reproducing(ops, actual, (groups == g) & unclaimed, open_, g, slopes)
         if slope is not None:
-            found[g] = Recovered(slope[0], slope[1], (groups == g) & mismatching & slope[2])
+            found[g] = Recovered(slope[0], slope[1],
+                                 mismatching & _reproduced(ops, actual, groups == g, slope=slope[0], opmath=slope[1]))
     return found
 
 
