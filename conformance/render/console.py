@@ -117,9 +117,18 @@ def render_table(rows: Sequence[Row], *, console: Console) -> None:
     console.print(table)
 
 
+_OP_NAMES = {"leaky_relu": "LeakyReLU", "prelu": "PReLU", "rrelu": "RReLU"}
+
+
+def _ops_title(rows: Iterable[Row]) -> str:
+    """The operators of ``rows`` as a table's title names them: LeakyReLU, else each in order."""
+    ops = [_OP_NAMES.get(op, op) for op in dict.fromkeys(r.op for r in rows)] or ["LeakyReLU"]
+    return ops[0] if len(ops) == 1 else f"{', '.join(ops[:-1])} and {ops[-1]}"
+
+
 def _per_alpha_table(rows: Sequence[Row], *, under: Sequence[str]) -> Table:
     """The per-alpha table with the columns ``under`` on a line under each row."""
-    table = Table(title="LeakyReLU conformance: every row", header_style="bold", box=box.SIMPLE_HEAD,
+    table = Table(title=f"{_ops_title(rows)} conformance: every row", header_style="bold", box=box.SIMPLE_HEAD,
                   show_edge=False, pad_edge=False, collapse_padding=True)
     under = {_COLUMNS.index(name): "" if name == "findings" else name for name in under}
     for i, name in enumerate(_COLUMNS):
@@ -246,7 +255,8 @@ _STACKED = "findings (summed)"  # the column that goes under its line when the c
 
 def _folded_table(groups: Sequence[Folded], *, stacked: bool) -> Table:
     """The folded table; ``stacked``: each line's findings on a line of their own under it."""
-    table = Table(title=f"LeakyReLU conformance, {_alphas_title(groups)}", header_style="bold",
+    table = Table(title=f"{_ops_title([r for g in groups for r in g.rows])} conformance, {_alphas_title(groups)}",
+                  header_style="bold",
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True,
                   padding=(0, 0))
     under = {[name for name, _ in _FOLDED].index(_STACKED): ""} if stacked else {}

@@ -57,6 +57,7 @@ def test_a_correct_forward_dump_passes(tmp_path: Path, capsys: pytest.CaptureFix
     assert result.code == 0, result.text
     row, = json.loads((tmp_path / "r.json").read_text())["rows"]
     assert (row["op"], row["direction"], row["mismatches"], row["verdict"]) == ("prelu", "forward", 0, "pass")
+    assert "PReLU conformance" in result.out and "LeakyReLU" not in result.out  # the table names its operator
 
 
 def test_torchs_initial_slope_on_one_channel_is_named_with_its_channel(tmp_path: Path,
