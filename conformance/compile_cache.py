@@ -62,6 +62,7 @@ def warm_golden() -> None:
             ref.compute("backward", x, 0.2, dy=x, out_dtype=out, semantics=semantics)
         if info(name).bits == 16:  # large 16-bit calls: the forward gathered, the backward from tables
             big = _sample(name, ref.TABLE_MIN)
+            big.setflags(write=writable)  # a read-only dump or batch is a signature of its own
             ref.compute("forward", big, 0.2, out_dtype=out)
             ref.compute("backward", big, 0.2, dy=big, out_dtype=out)
 

@@ -6,7 +6,9 @@ the group it ran last while that group has tasks left, then takes the group with
 that no process runs yet, and only at the end helps another process with its group.  So a
 framework is imported and warmed up (JAX compiles a kernel per shape) in as few processes as
 possible.  A group marked ``here`` runs in this process only: a backend served by a worker
-process, whose pipes belong to this process.
+process, whose pipes belong to this process.  Without ``shared``, a group never runs on two
+processes: a comparison's group keeps state (its references' outputs) that only its own process
+holds, so a process whose groups are done takes no other's.
 
 Forked, not spawned: a child starts with this process's modules, backends and input caches, and
 runs the same code on the same data, so a task's result does not depend on where it ran.  Every
@@ -62,7 +64,8 @@ class Task:
 class Scheduler:
     """Which task each lane runs next (see the module's docstring); thread-safe."""
 
-    def __init__(self, tasks: Sequence[Task]):
+    def __init__(self, tasks: Sequence[Task], *, shared: bool = True):
+        self.shared = shared
         self.left: dict[str, deque[Task]] = {}
         for task in tasks:
             self.left.setdefault(task.group, deque()).append(task)
@@ -84,7 +87,7 @@ class Scheduler:
         if self.on.get(lane) in usable:
             return self.on[lane]
         running = {g for other, g in self.on.items() if other != lane}
-        free = [g for g in usable if g not in running] or usable
+        free = [g for g in usable if g not in running] or (usable if self.shared else [])
         # this process takes the groups only it can run first; then the largest group (first on ties)
         return max(free, key=lambda g: (lane == HERE and self.left[g][0].here, len(self.left[g])), default=None)
 
@@ -102,9 +105,10 @@ def can_fork() -> bool:
     return not getattr(bridge, "_backends", None)
 
 
-def run_tasks(tasks: Sequence[Task], run: Run, *, jobs: int, deliver: Deliver) -> None:
-    """Run every task (``run(task.index)``) on ``jobs`` processes, this one included; see the module."""
-    scheduler, lock = Scheduler(tasks), threading.Lock()
+def run_tasks(tasks: Sequence[Task], run: Run, *, jobs: int, deliver: Deliver, shared: bool = True) -> None:
+    """Run every task (``run(task.index)``) on ``jobs`` processes, this one included; ``shared``: a
+    process may help another with its group (see the module)."""
+    scheduler, lock = Scheduler(tasks, shared=shared), threading.Lock()
     children = [Child.fork(run) for _ in range(max(jobs, 1) - 1)]
     feeders = [Feeder(child, lane, scheduler, deliver=deliver, lock=lock)
                for lane, child in enumerate(children, start=HERE + 1)]

@@ -28,7 +28,7 @@ from typing import Optional
 
 import numpy as np
 
-from conformance import pool, reproducers
+from conformance import compared, pool, reproducers
 from conformance.backends import (
     Backend,
     WorkerSpec,
@@ -119,6 +119,7 @@ class Options:
     max_examples: int = 100
     results_dir: Optional[Path] = Path("results")
     jobs: int = 1
+    plots: bool = True  # the rows keep what the HTML report draws (``judge.plots``); False: no report draws it
 
 
 @dataclass(frozen=True)
@@ -248,7 +249,7 @@ def run_batch(spec: RowSpec, batch: InputBatch, *, config: GateConfig) -> Row:
 
 
 def run_batch_output(spec: RowSpec, batch: InputBatch, *, config: GateConfig,
-                     judged: Optional[JudgedBatches] = None) -> Output:
+                     judged: Optional[JudgedBatches] = None, plots: bool = True) -> Output:
     """:func:`run_batch`, keeping the backend's actual output next to the judged row (the golden of
     an unchanged copy of one of the suite's batches is computed once for every backend: ``golden_of``;
     with ``judged``, a result another backend already returned is judged once: :class:`JudgedBatches`)."""
@@ -260,7 +261,7 @@ def run_batch_output(spec: RowSpec, batch: InputBatch, *, config: GateConfig,
     row = None if judged is None else judged.reuse(spec, batch, result, config=config)
     if row is None:
         golden = golden_of(spec, batch) if result.rejected is None else None
-        row = judge_batch(spec, batch, result, config=config, golden=golden)
+        row = judge_batch(spec, batch, result, config=config, golden=golden, plots=plots)
         if judged is not None:
             judged.keep(spec, batch, result, row)
     row = input_modified(row, kept=(batch.x, batch.dy), handed=(x, dy), config=config)
@@ -268,12 +269,12 @@ def run_batch_output(spec: RowSpec, batch: InputBatch, *, config: GateConfig,
 
 
 def judge_batch(spec: RowSpec, batch: InputBatch, result: BackendResult, *, config: GateConfig,
-                golden: Optional[np.ndarray] = None) -> Row:
+                golden: Optional[np.ndarray] = None, plots: bool = True) -> Row:
     """Judge a backend's result for one batch (also used for results computed elsewhere);
     ``golden``: the batch's exact reference when the caller has it."""
     return evaluate(batch.x, spec.alpha, result, direction=spec.direction, dy=batch.dy,
                     out_dtype=spec.out_dtype, backend=spec.backend, profile=spec.profile,
-                    variant=spec.variant, config=config, label=batch.label, golden=golden)
+                    variant=spec.variant, config=config, label=batch.label, golden=golden, plots=plots)
 
 
 def run_row(spec: RowSpec, inputs: Inputs, *, options: Options, collector: Optional[Collector] = None,
@@ -282,7 +283,7 @@ def run_row(spec: RowSpec, inputs: Inputs, *, options: Options, collector: Optio
     gets the row's actual outputs, for the agreement with a reference backend; ``judged``: the
     results of the row's group judged already (:class:`JudgedBatches`)."""
     batches = inputs.batches(spec)
-    outputs = [run_batch_output(spec, b, config=options.config, judged=judged) for b in batches]
+    outputs = [run_batch_output(spec, b, config=options.config, judged=judged, plots=options.plots) for b in batches]
     if collector is not None:
         collector.add([o for b, o in zip(batches, outputs) if not b.own])
     parts = [(b, o.row) for b, o in zip(batches, outputs)]
@@ -334,8 +335,8 @@ def run_suite(selection: Selection, options: Options, *, on_row: Optional[RowDon
     """Run the selection, then ``extra``; Ctrl-C or SIGTERM stops it and returns the completed rows
     marked interrupted.  The rows run on up to ``options.jobs`` processes (:func:`processes`); the
     result lists them in the planned order, whichever finished first.  With references, the rows run
-    here, grouped by (dtype, out_dtype, direction, alpha), references first, so only one group's
-    outputs are kept."""
+    grouped by (dtype, out_dtype, direction, alpha), references first, each group in one process, so
+    only one group's outputs are kept there (:mod:`conformance.compared`)."""
     todo, skipped = plan(selection) if specs is None else (specs, [])
     refs = selection.references
     pooled = pooled_sizes(todo) if refs else None  # a comparison: the same inputs, boundaries too
@@ -358,10 +359,13 @@ def run_suite(selection: Selection, options: Options, *, on_row: Optional[RowDon
         if on_row is not None:
             on_row(todo[i] if i < n else extra[i - n].spec, row, seconds)  # type: ignore[arg-type]
     try:
+        lanes = processes(selection, options, rows=n + len(extra))
         if collector is not None:
-            in_order([*comparison_order(todo, refs), *range(n, n + len(extra))], run, finished=finished)
+            tasks = compared.comparison_tasks(todo, comparison_order(todo, refs), extra=len(extra),
+                                              served=[s.worker is not None for s in todo])
+            compared.run_compared(tasks, run, collector=collector, lanes=lanes, finished=finished,
+                                  prepare=lambda: [inputs.batches(s) for s in todo])
         else:
-            lanes = processes(selection, options, rows=n + len(extra))
             run_tasks(row_tasks(todo, extra), run, lanes=lanes, finished=finished)
     except KeyboardInterrupt as exc:
         result.interruption = exc
@@ -385,9 +389,9 @@ def in_order(order: Iterable[int], run: Callable[[int], Row], *, finished: Finis
 
 def processes(selection: Selection, options: Options, *, rows: int) -> int:
     """How many processes run ``rows`` rows: ``options.jobs``, but at least ``ROWS_PER_JOB`` rows
-    each; one for a comparison (its rows run in order, see :func:`run_suite`), and one when this
-    process cannot be forked safely (``pool.can_fork``: a framework already runs threads here)."""
-    if selection.references or not pool.can_fork():
+    each; one when this process cannot be forked safely (``pool.can_fork``: a framework already
+    runs threads here)."""
+    if not pool.can_fork():
         return 1
     return max(1, min(options.jobs, rows // ROWS_PER_JOB))
 

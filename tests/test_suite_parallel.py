@@ -140,12 +140,13 @@ def test_two_processes_give_the_reports_of_one(tmp_path: Path, capsys, monkeypat
                for n in saved)
 
 
-def test_a_comparison_a_small_run_and_a_process_with_framework_threads_stay_alone(monkeypatch) -> None:
+def test_a_small_run_and_a_process_with_framework_threads_stay_alone(monkeypatch) -> None:
+    """A comparison runs on several processes too (its groups apart: ``conformance.compared``)."""
     options = suite.Options(jobs=4)
     monkeypatch.setattr(pool, "can_fork", lambda: True)
     assert suite.processes(suite.Selection(), options, rows=4 * suite.ROWS_PER_JOB) == 4
     assert suite.processes(suite.Selection(), options, rows=2 * suite.ROWS_PER_JOB - 1) == 1
-    assert suite.processes(suite.Selection(references=("torch",)), options, rows=400) == 1
+    assert suite.processes(suite.Selection(references=("torch",)), options, rows=400) == 4
     assert suite.processes(suite.Selection(), suite.Options(jobs=1), rows=400) == 1
     monkeypatch.setattr(pool, "can_fork", lambda: False)
     assert suite.processes(suite.Selection(), options, rows=400) == 1

@@ -9,6 +9,7 @@ report which edge classes they used, so meta-tests can count them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import tempfile
@@ -113,7 +114,11 @@ def _inject(base: np.ndarray, picks: list[tuple[int, str, int]], pool: EdgePool)
     return tuple(final.values())
 
 
-def _edge_picks(n: int, pool: EdgePool, *, max_edges: int) -> st.SearchStrategy[list[tuple[int, str, int]]]:
+EdgePicks = st.SearchStrategy[list[tuple[int, str, int]]]
+_SEEDS = st.integers(0, 2 ** 32 - 1)
+
+
+def _edge_picks(n: int, pool: EdgePool, *, max_edges: int) -> EdgePicks:
     """Positions, classes (uniform over classes, so rare ones appear) and members to inject."""
     if n == 0:
         return st.just([])
@@ -123,11 +128,11 @@ def _edge_picks(n: int, pool: EdgePool, *, max_edges: int) -> st.SearchStrategy[
 
 
 @st.composite
-def _filled(draw: Callable, shape: Shape, pool: EdgePool, *, max_edges: int) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Random bits of ``shape`` from a drawn seed, with edge values injected."""
+def _filled(draw: Callable, shape: Shape, pool: EdgePool, picks: EdgePicks) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Random bits of ``shape`` from a drawn seed, with edge values injected at ``picks``."""
     n = math.prod(shape)
-    flat = random_bits(pool.dtype, n, seed=draw(st.integers(0, 2 ** 32 - 1)))
-    used = _inject(flat, draw(_edge_picks(n, pool, max_edges=max_edges)), pool) if n else ()
+    flat = random_bits(pool.dtype, n, seed=draw(_SEEDS))
+    used = _inject(flat, draw(picks), pool) if n else ()
     return flat.reshape(shape), used
 
 
@@ -144,13 +149,19 @@ def tensors(dtype: DTypeLike | DTypeInfo, *, direction: Direction = "forward",
         raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
     shape = shape if shape is not None else small_shapes(rec)
 
+    # One strategy per shape, built on its first draw: hypothesis validates and analyses a strategy
+    # when it is first drawn from, which for a new one at every example cost more than the draw.
+    @functools.cache
+    def filled(s: Shape) -> st.SearchStrategy[tuple[np.ndarray, tuple[str, ...]]]:
+        return _filled(s, pool, _edge_picks(math.prod(s), pool, max_edges=max_edges))
+
     @st.composite
     def build(draw: Callable) -> Drawn:
         s = draw(shape)
-        x, used = draw(_filled(s, pool, max_edges=max_edges))
+        x, used = draw(filled(s))
         if direction == "forward":
             return Drawn(x, None, used)
-        dy, used_dy = draw(_filled(s, pool, max_edges=max_edges))
+        dy, used_dy = draw(filled(s))
         return Drawn(x, dy, used + used_dy)
 
     return build()

@@ -2,7 +2,9 @@
 dtype pair and direction, and the migration check ``--from A --to B``.
 
 Runs the suite (``conformance.suite``) with every selected backend a reference, so each pair
-is compared once, bit for bit, on the batches every backend runs (``judge.agreement``).
+is compared once, bit for bit, on the batches every backend runs (``judge.agreement``); on
+``--jobs`` processes, a (dtype, out_dtype, direction, alpha) group whole in one
+(``conformance.compared``).  Without ``--html`` the rows measure no plots: only that report draws them.
 
 Exit codes: 0 the table was printed, or the migration is identical or differs only within the
 ``--allow`` categories; 1 the migration differs otherwise; 2 usage error; 130/143 interrupted.
@@ -20,7 +22,13 @@ from conformance.backends import default_backends
 from conformance.commands.args import items, parse_int
 from conformance.commands.names import checked_backend
 from conformance.commands.output import HTML_HELP, html_paths
-from conformance.commands.selection import MAX_EXAMPLES, add_selection_options, selection_from
+from conformance.commands.selection import (
+    MAX_EXAMPLES,
+    add_jobs_option,
+    add_selection_options,
+    jobs_from,
+    selection_from,
+)
 from conformance.config import allowed_categories, load_config
 from conformance.errors import UsageError
 from conformance.interrupts import exit_code
@@ -48,6 +56,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--json", metavar="PATH", help="write the JSON report (rows and the agreement section) here")
     add("--html", metavar="PATH", help=HTML_HELP)
     add("-q", "--quiet", action="store_true", help="print only the table (or, with --from/--to, the verdict)")
+    add_jobs_option(parser)
 
 
 # ----------------------------------------------------------------------------- arguments
@@ -79,7 +88,7 @@ def agree_selection(args: argparse.Namespace, pair: Optional[tuple[str, str]]) -
 def agree_options(args: argparse.Namespace) -> Options:
     return Options(config=load_config(), seed=parse_int(args.seed, flag="--seed"),
                    max_examples=parse_int(args.max_examples, flag="--max-examples", maximum=MAX_EXAMPLES),
-                   results_dir=None)
+                   results_dir=None, jobs=jobs_from(args), plots=args.html is not None)
 
 
 # ----------------------------------------------------------------------------- rendering

@@ -12,7 +12,12 @@ import argparse
 from conformance.commands.args import add_gate_options
 from conformance.commands.names import references_from
 from conformance.commands.output import HTML_HELP, add_view_options, html_paths, view_from
-from conformance.commands.selection import add_selection_options, options_from, run_selection_from
+from conformance.commands.selection import (
+    add_jobs_option,
+    add_selection_options,
+    options_from,
+    run_selection_from,
+)
 from conformance.render import console as show
 from conformance.render import files
 from conformance.render.baseline import load_report
@@ -31,9 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--config", metavar="FILE", help="TOML gate configuration ([tool.conformance] table)")
     add("--baseline", metavar="OLD.json",
         help="gate only on findings that are new or larger than in this earlier --json report")
-    add("--jobs", metavar="N",
-        help="processes the rows run on (default: the cores this process may use); 1 runs every row "
-             "in this process; the reports are the same either way")
+    add_jobs_option(parser)
     add_gate_options(parser)
     add_view_options(parser)
 

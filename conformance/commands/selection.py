@@ -164,11 +164,23 @@ def workers_from(args: argparse.Namespace, *, timeout: float) -> tuple[tuple[str
 def options_from(args: argparse.Namespace) -> Options:
     """How the rows run: the gate configuration, seed, examples, reproducer directory and jobs."""
     config = config_from(args)
-    jobs = available_cores() if args.jobs is None else parse_int(args.jobs, flag="--jobs", minimum=1,
-                                                                 maximum=MAX_JOBS)
     return Options(config=config, seed=parse_int(args.seed, flag="--seed"),
                    max_examples=parse_int(args.max_examples, flag="--max-examples", maximum=MAX_EXAMPLES),
-                   results_dir=Path(args.results_dir), jobs=jobs)
+                   results_dir=Path(args.results_dir), jobs=jobs_from(args))
+
+
+def add_jobs_option(parser: argparse.ArgumentParser) -> None:
+    """``--jobs N``: the processes the rows run on."""
+    parser.add_argument("--jobs", metavar="N",
+                        help="processes the rows run on (default: the cores this process may use); 1 runs "
+                             "every row in this process; the reports are the same either way")
+
+
+def jobs_from(args: argparse.Namespace) -> int:
+    """``--jobs``, or the cores this process may use."""
+    if args.jobs is None:
+        return available_cores()
+    return parse_int(args.jobs, flag="--jobs", minimum=1, maximum=MAX_JOBS)
 
 
 def available_cores() -> int:

@@ -10,7 +10,10 @@
   compression methods are refused.
 - The body is read defensively: :meth:`Dump.chunk` reads a memory-mapped file's
   bytes with ``pread`` and checks that they are all there, so a file truncated while
-  it is judged is a one-line error, never a ``SIGBUS``.
+  it is judged is a one-line error, never a ``SIGBUS``; :meth:`Dump.mapped` reads them in
+  place once the OS has mapped their pages, which it refuses for pages the file no longer
+  holds (a one-line error too, unless the file shrinks while those pages are read:
+  docs/safety.md).
 - Pickles and object dtypes are refused (``allow_pickle`` is never on).
 - Byte order is data, not an error: ``>f4`` or ``>f2`` (and x and y in different byte
   orders) are valid.  :meth:`Dump.chunk` returns native-order pieces, converted one
@@ -23,6 +26,7 @@
 """
 from __future__ import annotations
 
+import errno
 import lzma
 import math
 import mmap
@@ -51,6 +55,7 @@ from conformance.ingest.torch_files import is_torch_file, torch_tensor
 
 _MAGIC = b"\x93NUMPY"
 _MAX_HEADER = 1 << 20  # bytes of header text numpy may parse (its own default is 10,000)
+_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)  # Linux 5.14: map a range's pages, or fail
 _LOCAL_HEADER = struct.Struct("<4s22sHH")  # zip local file header: signature .. name/extra lengths
 
 
@@ -83,6 +88,25 @@ class Dump:
             part = part.byteswap().view(part.dtype.newbyteorder("="))
         return part.view(self.dtype)
 
+    def mapped(self, start: int, stop: int) -> np.ndarray:
+        """:meth:`chunk` without a copy where it can be: a native, mapped dump's elements
+        ``start:stop`` read in place, once the OS has mapped every page of them from the file
+        (``MADV_POPULATE_READ``), which fails instead of raising ``SIGBUS`` where the file has
+        shrunk (an error like :meth:`chunk`'s).  Elsewhere (no mapping, another byte order, an
+        OS without that advice), :meth:`chunk`."""
+        stop = min(stop, self.size)
+        if self._mapping is None or self._file is None or not self.raw.dtype.isnative or stop <= start:
+            return self.chunk(start, stop)
+        mapping, first = self._mapping
+        lo = (first + start * self.raw.itemsize) // mmap.PAGESIZE * mmap.PAGESIZE
+        try:
+            mapping.madvise(_POPULATE_READ, lo, first + stop * self.raw.itemsize - lo)
+        except OSError as exc:
+            if exc.errno != errno.EFAULT:  # not a page the file no longer holds (no such advice here): read it
+                return self.chunk(start, stop)
+            raise _shrank(self._file[0], start, stop) from None
+        return np.asarray(self.raw).reshape(-1)[start:stop].view(self.dtype)
+
     def whole(self) -> np.ndarray:
         """Every element, native, in the stored shape (a copy only when byte order needs one)."""
         return self.chunk(0, self.size).reshape(self.shape)
@@ -110,8 +134,7 @@ class Dump:
         with open(path, "rb", buffering=0) as handle:
             data = os.pread(handle.fileno(), want, first + start * item)
         if len(data) < want:
-            raise UsageError(f"{path}: the file shrank while it was read (elements {start} to {stop} are "
-                             "gone); do not change an input while the harness reads it, then run again")
+            raise _shrank(path, start, stop)
         return np.frombuffer(data, dtype=self.raw.dtype)
 
     @cached_property
@@ -139,6 +162,11 @@ class Dump:
         mapping = owner._mmap
         start = np.frombuffer(mapping, dtype=np.uint8)[:1].ctypes.data
         return mapping, self.raw.ctypes.data - start
+
+
+def _shrank(path: str, start: int, stop: int) -> UsageError:
+    return UsageError(f"{path}: the file shrank while it was read (elements {start} to {stop} are gone); do not "
+                      "change an input while the harness reads it, then run again")
 
 
 # ----------------------------------------------------------------------------- headers

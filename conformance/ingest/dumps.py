@@ -26,6 +26,7 @@ from conformance.reference.golden import SUPPORTED_PAIRS
 from conformance.render import console as render
 
 CHUNK_ELEMENTS = 1 << 21  # elements judged at a time: bounds memory, keeps the work in cache
+HELD = 4  # chunks a reader may still hold after it asked for the next: judged, read ahead, handed on
 PROGRESS_ELEMENTS = 1 << 24  # inputs at least this large show a progress bar (on stderr)
 
 
@@ -58,21 +59,30 @@ def check_pair(x: Dump, out: Dump, *, flag: str, src_flag: str = "--x") -> None:
 
 
 def chunks(x: Dump, out: Dump, *, dy: Optional[Dump], size: Optional[int] = None) -> Iterator[Chunk]:
-    """Consecutive flat chunks of x, dy and the output, native byte order (the first chunk's
-    files read at once, a thread each: a caller has nothing to do but wait for it, while a
-    later chunk's read may overlap the caller's work); the mapped pages of each are
-    released when the next chunk is asked for (resident memory holds a few chunks).  A
-    mapped file's chunks are copies (``Dump.chunk`` reads them), so a chunk still being judged
-    while the next is read does not depend on those pages."""
+    """Consecutive flat chunks of x, dy and the output, native byte order: a mapped file's
+    elements read in place (``Dump.mapped``: its pages mapped first, so a file that shrank is an
+    error), others read (the first chunk's files at once, a thread each: a caller has nothing
+    to do but wait for it, while a later chunk's read may overlap the caller's work).  The
+    mapped pages of a chunk are released from resident memory once the ``HELD``-th chunk after it
+    is asked for (resident memory holds a few chunks), when no reader holds it any more."""
     step = max(1, size or CHUNK_ELEMENTS)
     dumps = (x, out) if dy is None else (x, dy, out)
-    for lo in range(0, x.size, step):
+    starts = range(0, x.size, step)
+    for k, lo in enumerate(starts):
         hi = min(lo + step, x.size)
-        read = [functools.partial(dump.chunk, lo, hi) for dump in dumps]
+        read = [functools.partial(dump.mapped, lo, hi) for dump in dumps]
         parts = jit.in_parallel(read) if lo == 0 else [part() for part in read]
         yield Chunk(lo, parts[0], None if dy is None else parts[1], parts[-1])
-        for dump in dumps:
-            dump.release(lo, hi)
+        del parts
+        if k >= HELD:
+            _released(dumps, starts[k - HELD], step=step)
+    for lo in starts[max(0, len(starts) - HELD):]:  # the last ones, once no chunk is left to read
+        _released(dumps, lo, step=step)
+
+
+def _released(dumps: tuple[Dump, ...], lo: int, *, step: int) -> None:
+    for dump in dumps:
+        dump.release(lo, min(lo + step, dump.size))
 
 
 def kernel_plan_fn(profile: Optional[str], cores: Optional[int], *, dtypes: tuple[str, str],

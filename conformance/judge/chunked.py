@@ -35,7 +35,7 @@ from conformance.judge import other_checks
 from conformance.judge import plots as plotting
 from conformance.judge.evaluate import PlanFn, batch_values, judged, row_head, violations_of
 from conformance.judge.gate import GateConfig, verdict
-from conformance.metrics import chunk_pipeline
+from conformance.metrics import chunk_golden, chunk_pipeline
 from conformance.metrics import exact as met
 from conformance.records import MAX_EXAMPLES, Chunk, Finding, Metrics, OtherCheck, Row, Shape, TilePlan, Tolerance
 from conformance.reference import golden as ref
@@ -250,8 +250,10 @@ def compiled_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept,
     at = scratch.positions(chunk.actual.size)
     kept.tally = kept.tally or plotting.Tally(chunk.x.dtype, chunk.actual.dtype)
     start = kept.size
-    end, top = scan_loops.find(bits, chunk.offset, kept.columns["where"], start, scratch.pieces, sums, at, kinds,
-                               *masks.out[1:], masks.x_exp)
+    golden = chunk_golden.scan_golden(chunk, expected, direction=ctx.direction, alpha=ctx.alpha,
+                                      out_dtype=ctx.out_dtype)
+    end, top = scan_loops.find(bits, golden, chunk.offset, kept.columns["where"], start, scratch.pieces, sums, at,
+                               kinds, *masks.out[1:], masks.x_exp)
     kept.shared += kinds[2:]
     evidence = functools.partial(_compiled_evidence, kept.columns["where"], start, end, chunk.offset, at, kinds)
     best, counts, picked = _judged(bits, masks, kept, ctx.tolerance, offset=chunk.offset, lo=start, hi=end,
@@ -383,12 +385,6 @@ def _mismatch_findings(kept: Kept, samples: list[_Sample], ctx: _Context, *, num
                   tile_plan=ctx.tile_plan(), part=ctx.label, hazard_cores={}), plots
 
 
-def _golden(chunk: Chunk, *, ctx: _Context) -> np.ndarray:
-    """The chunk's golden (on the calling thread, the compiled golden splits it a range per
-    thread; on the reader thread it runs whole: :mod:`.chunk_pipeline`)."""
-    return ref.compute(ctx.direction, chunk.x, ctx.alpha, dy=chunk.dy, out_dtype=ctx.out_dtype)
-
-
 class _Judge:
     """The scan of each chunk of one row, into the kept elements of the whole tensor."""
 
@@ -425,14 +421,16 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
     ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
                    backend, config, label, _lazy_plan(plan_fn, numel=numel), profile, head["shapes"][0])
     judge = _Judge(ctx, numel=numel)
+    goldens = chunk_golden.Goldens(direction=ctx.direction, alpha=ctx.alpha, out_dtype=ctx.out_dtype)
     metrics, samples = [], []
-    judged = chunk_pipeline.read_ahead(read(), golden=functools.partial(_golden, ctx=ctx), judge=judge,
+    judged = chunk_pipeline.read_ahead(read(), golden=goldens, judge=judge,
                                        ahead=judge.scratch is not None and jit.threads() > 1)
     with contextlib.closing(judged):  # on an error or Ctrl-C here, the chunks not begun are cancelled
         for chunk, (m, s) in judged:
             metrics.append(m)
             samples.append(s)
             advance(int(chunk.x.size))
+    goldens.clear()  # triage's memory
     kept = judge.kept
     total = reduce(met.merge, metrics) if metrics else met.empty()
     checks = _other_checks(kept, metrics=total, out_dtype=ctx.out_dtype)

@@ -113,13 +113,14 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
              dy: Optional[np.ndarray] = None, out_dtype: Optional[str] = None, backend: str,
              profile: Optional[str] = None, variant: Optional[str] = None,
              config: GateConfig, label: str = "", plan_fn: Optional[PlanFn] = None,
-             shape: Optional[Shape] = None, golden: Optional[np.ndarray] = None) -> Row:
+             shape: Optional[Shape] = None, golden: Optional[np.ndarray] = None, plots: bool = True) -> Row:
     """Judge one backend result against the exact reference.
 
     ``shape`` is the shape the reported indices are shown in: by default x's own;
     pass the whole array's shape when x is a flat chunk whose indices are global.
     ``golden`` is the exact reference of these inputs when the caller already has it
     (flat, of the output dtype; a sweep computes it once for all its backends).
+    ``plots``: measure what the HTML report's figures draw (False when no report draws them).
     """
     x = np.asarray(x)
     head = row_head(x.dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
@@ -134,7 +135,7 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
                                                              dy=dy_flat, out_dtype=head["out_dtype"])
     comp = met.compare(actual, expected, tolerance=config.tolerance(head["out_dtype"]), part=label)
     findings: tuple[Finding, ...] = ()
-    plots = None
+    measured = None
     if comp.mismatch_index.size or result.hazards:
         tile_plan = result.tile_plan if result.tile_plan is not None else (
             plan_fn(x.size) if plan_fn is not None else None)
@@ -147,9 +148,10 @@ def evaluate(x: np.ndarray, alpha: float, result: BackendResult, *, direction: s
                           violations=[violations_of(c, lambda index: bad[index]) for c in claims],
                           backend=backend, config=config, tile_plan=tile_plan, part=label, profile=profile,
                           hazard_cores=first_cores(result.hazards))
-        plots = plotting.measure(claims, batch, tile_plan=tile_plan, shape=head["shapes"][0], part=label)
+        if plots:
+            measured = plotting.measure(claims, batch, tile_plan=tile_plan, shape=head["shapes"][0], part=label)
     checks = other_checks.of_batch(actual, expected, mismatch_index=comp.mismatch_index, metrics=comp.metrics)
-    return Row(**head, metrics=comp.metrics, findings=findings, plots=plots, other_checks=checks,
+    return Row(**head, metrics=comp.metrics, findings=findings, plots=measured, other_checks=checks,
                verdict=verdict([f.gated for f in findings]))
 
 

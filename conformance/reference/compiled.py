@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from functools import cache
-from typing import Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
@@ -67,7 +67,7 @@ from conformance.reference.exact import (
 )
 from conformance.reference.semantics import Semantics
 
-__all__ = ["compute", "covers"]
+__all__ = ["SelectLoop", "compute", "covers", "exact_forward", "room"]
 
 #: Settings applied around the loop, as the numpy path applies them: operands saturated and
 #: flushed as they are read and narrowed to ``input_dtype``, the result flushed.
@@ -149,14 +149,14 @@ def _cached_rules(src: DTypeInfo, out: DTypeInfo, a: float, sign: float, daz: bo
 
 
 def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[np.ndarray] = None,
-            out_dtype=None, semantics: Semantics) -> np.ndarray:
+            out_dtype=None, semantics: Semantics, into: Optional[np.ndarray] = None) -> np.ndarray:
     """The golden of ``direction`` under ``semantics`` (which :func:`covers`), compiled: the
     operands read, the result rounded to ``result_dtype`` and converted, then flushed, as the
-    numpy path does."""
+    numpy path does; written into ``into`` where it is :func:`room` for the loop's own result."""
     s = semantics
     operands = [read_operand(np.asarray(v), s) for v in ((x,) if direction == "forward" else (dy, x))]
     if s.result_dtype is None:
-        y = _core(direction, operands, alpha, out_dtype, s)
+        y = _core(direction, operands, alpha, out_dtype, s, into=None if s.flush_output else into)
     else:
         inner = replace(s, result_dtype=None)
         y = rounded_through(lambda held: _core(direction, held, alpha, s.result_dtype, inner), operands,
@@ -164,36 +164,46 @@ def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[n
     return flush_to_zero(y) if s.flush_output else y
 
 
-def _core(direction: Direction, operands: list[np.ndarray], alpha: float, out_dtype, s: Semantics) -> np.ndarray:
+def _core(direction: Direction, operands: list[np.ndarray], alpha: float, out_dtype, s: Semantics, *,
+          into: Optional[np.ndarray] = None) -> np.ndarray:
     """The golden of the read operands (x last), its result dtype and output flush aside."""
     x = operands[-1]
     _, out = resolve_pair(x.dtype, out_dtype)
     shape, x = x.shape, _narrowed(x, s).reshape(-1)
     a = effective_slope(check_alpha(alpha if s.slope is None else s.slope), slope_dtype=s.slope_dtype)
     if direction == "forward":
-        return _forward(x, a, out, s).reshape(shape)
-    return _backward(_narrowed(operands[0], s).reshape(-1), x, a, out, s).reshape(shape)
+        return _forward(x, a, out, s, into=into).reshape(shape)
+    return _backward(_narrowed(operands[0], s).reshape(-1), x, a, out, s, into=into).reshape(shape)
 
 
-def _loop_inputs(x: np.ndarray, a: float, out: DTypeInfo, s: Semantics) -> tuple:
+def room(into: Optional[np.ndarray], *, size: int, dtype: np.dtype) -> np.ndarray:
+    """``into`` when a loop may write a result of ``size`` elements of ``dtype`` there (flat,
+    C-contiguous, writable), else a new array."""
+    if into is not None and into.shape == (size,) and into.dtype == dtype and into.flags.c_contiguous \
+            and into.flags.writeable:
+        return into
+    return np.empty(size, dtype=dtype)
+
+
+def _loop_inputs(x: np.ndarray, a: float, out: DTypeInfo, s: Semantics, *, into: Optional[np.ndarray]) -> tuple:
     """(the operand the loop reads, its decode table, the result, its sink, the rules, the flags)."""
     src = info(x.dtype)  # narrowed operands are computed in the dtype that holds them
     if s.rounding != "rne" and src.bits > 32:
         raise ValueError("a directed rounding of the result is modelled for inputs of at most 32 bits")
-    result = np.empty(x.size, dtype=out.dtype)
+    result = room(into, size=x.size, dtype=out.dtype)
     xs, table = _operand(x)
     flags = (src.name == out.name, _SATURATE[s.saturate], _ROUNDING[s.rounding])
     return xs, table, result, to_bits(result) if out.bits == 16 else result, \
         _rules(src, out, a, s.daz, s.ftz, s.opmath), flags
 
 
-def _forward(x: np.ndarray, a: float, out: DTypeInfo, s: Semantics) -> np.ndarray:
+def _forward(x: np.ndarray, a: float, out: DTypeInfo, s: Semantics, *, into: Optional[np.ndarray]) -> np.ndarray:
     """The forward of the flat, read and narrowed ``x`` with the slope ``a``; ``twice``: the
     select's result (unsaturated) through the select again."""
     if s.formulation == "twice":
-        first = _forward(x, a, out, replace(s, formulation="select", saturate=False))
-        return _forward(first, a, out, replace(s, formulation="select"))
-    xs, table, result, sink, rules, flags = _loop_inputs(x, a, out, s)
+        first = _forward(x, a, out, replace(s, formulation="select", saturate=False), into=None)
+        return _forward(first, a, out, replace(s, formulation="select"), into=into)
+    xs, table, result, sink, rules, flags = _loop_inputs(x, a, out, s, into=into)
     form = s.formulation if s.formulation != "max_or_min" else ("max" if a <= 1 else "min")
     if _FORWARD_FORM[form] <= 1 and _plain(s):
         ge, scale = s.predicate == "ge", form == "scale"
@@ -208,9 +218,10 @@ def _forward(x: np.ndarray, a: float, out: DTypeInfo, s: Semantics) -> np.ndarra
     return result
 
 
-def _backward(dy: np.ndarray, x: np.ndarray, a: float, out: DTypeInfo, s: Semantics) -> np.ndarray:
+def _backward(dy: np.ndarray, x: np.ndarray, a: float, out: DTypeInfo, s: Semantics, *,
+              into: Optional[np.ndarray]) -> np.ndarray:
     """The backward of the flat, read and narrowed ``dy`` and ``x`` with the slope ``a``."""
-    xs, table, result, sink, rules, flags = _loop_inputs(x, a, out, s)
+    xs, table, result, sink, rules, flags = _loop_inputs(x, a, out, s, into=into)
     dys, _ = _operand(dy)
     if s.formulation == "swap_operands":  # x and dy passed the other way round
         xs, dys = dys, xs
@@ -232,6 +243,27 @@ def _backward(dy: np.ndarray, x: np.ndarray, a: float, out: DTypeInfo, s: Semant
     else:
         backward_loop(dys, xs, table, sink, s.grad_rule == "ge", s.nan_grad == "dy", modes, flags, rules)
     return result
+
+
+class SelectLoop(NamedTuple):
+    """What ``compiled_vector.vector_forward_loop`` computes a forward golden from, beside the
+    flat x it reads and its sink: x's decode table, ``ge``, ``scale`` and the product's rules."""
+
+    table: np.ndarray
+    ge: bool
+    scale: bool
+    rules: Any
+
+
+def exact_forward(src: str, alpha: float, *, out_dtype: str) -> Optional[SelectLoop]:
+    """The select loop that computes the exact forward golden of float32 or float64 ``src`` values
+    into a float32 or float64 output, as :func:`compute` runs it (None for other dtypes: the loop
+    that computes them branches, or reads bits)."""
+    x, out = info(src), info(out_dtype)
+    if x.bits <= 16 or out.bits <= 16:
+        return None
+    a = effective_slope(check_alpha(alpha), slope_dtype=None)
+    return SelectLoop(_NO_TABLE, False, False, _rules(x, out, a, False, False, None))
 
 
 def _plain(s: Semantics) -> bool:

@@ -362,16 +362,21 @@ def _step_gradient(dx: np.ndarray, ds: np.ndarray, xs: np.ndarray, a: float, out
 
 
 def compute(direction: Direction, x: np.ndarray, alpha: float, *, dy: Optional[np.ndarray] = None,
-            out_dtype: Optional[DTypeLike] = None, semantics: Semantics = EXACT) -> np.ndarray:
-    """The golden of one direction under ``semantics`` (``dy`` is required for backward)."""
+            out_dtype: Optional[DTypeLike] = None, semantics: Semantics = EXACT,
+            into: Optional[np.ndarray] = None) -> np.ndarray:
+    """The golden of one direction under ``semantics`` (``dy`` is required for backward).
+    ``into``: room the compiled loops may write it into instead of a new array (flat, of the
+    output's dtype and x's size: :func:`conformance.reference.compiled.room`), so a caller that
+    computes many goldens of one size pays for fresh memory once; the golden is what is returned,
+    written there or not."""
     if direction == "backward" and dy is None:
         raise ValueError("backward needs dy")
     if direction == "forward" and _tabled(x):
-        return _from_table(np.asarray(x), alpha, out_dtype=out_dtype, semantics=semantics)
+        return _from_table(np.asarray(x), alpha, out_dtype=out_dtype, semantics=semantics, into=into)
     if _compiles(direction, x, dy, semantics):
         from conformance.reference import compiled  # numba, imported on the first compiled call
 
-        return compiled.compute(direction, x, alpha, dy=dy, out_dtype=out_dtype, semantics=semantics)
+        return compiled.compute(direction, x, alpha, dy=dy, out_dtype=out_dtype, semantics=semantics, into=into)
     return reference_compute(direction, x, alpha, dy=dy, out_dtype=out_dtype, semantics=semantics)
 
 
@@ -393,16 +398,18 @@ def _pattern_table(src: str, alpha: float, out_dtype: Optional[str], semantics: 
     return table
 
 
-def _from_table(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike], semantics: Semantics) -> np.ndarray:
+def _from_table(x: np.ndarray, alpha: float, *, out_dtype: Optional[DTypeLike], semantics: Semantics,
+                into: Optional[np.ndarray] = None) -> np.ndarray:
     """The forward of a 16-bit ``x``: each element's pattern looked up in :func:`_pattern_table`
     (every forward semantics is elementwise, so the bits are those computed on ``x`` itself)."""
-    from conformance.reference.compiled_loops import gather  # numba, imported on the first compiled call
+    from conformance.reference.compiled import room  # numba, imported on the first compiled call
+    from conformance.reference.compiled_loops import gather
 
     src = info(x.dtype)
     out = None if out_dtype is None else info(out_dtype).name
     table = _pattern_table(src.name, float(check_alpha(alpha)), out, semantics)
     bits = to_bits(np.ascontiguousarray(x).reshape(-1))
-    result = np.empty(bits.size, dtype=table.dtype)
+    result = room(into, size=bits.size, dtype=table.dtype)
     sink, patterns = to_bits(result), to_bits(table)
     jit.split(lambda lo, hi: gather(patterns, bits[lo:hi], sink[lo:hi]), bits.size, least=TABLE_MIN)
     return result.reshape(x.shape)

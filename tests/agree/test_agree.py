@@ -2,6 +2,7 @@
 outputs, the same inputs for every backend, and the --from/--to verdicts."""
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -10,9 +11,10 @@ import pytest
 
 from conformance.adapters import from_numpy
 from conformance.backends import call
+from conformance.commands.agree import agree_options, configure
 from conformance.judge.agreement import Agreement, Cell, cells, migration
 from conformance.reference import golden
-from conformance.render.export import SCHEMA, validate
+from conformance.render.export import SCHEMA, row_dict, validate
 from conformance.suite import Inputs, Options, RowSpec, Selection, plan, pooled_sizes, run_suite
 from tests.helpers import CONFIG, assert_usage_error, bits_differ, keep_small_batches, run_cli
 
@@ -213,3 +215,18 @@ def test_a_tile_boundary_defect_shows_in_the_migration(capsys: pytest.CaptureFix
     code, text = _agree_cli(capsys, "--from", "golden", "--to", "cann", "--variant", "tail-overrun",
                             "--allow", "rounding")
     assert code == 1 and "golden → cann: differs:" in text, text
+
+
+def test_the_rows_keep_what_a_report_draws_only_when_one_draws_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``agree`` without ``--html`` measures no plots; the rows, their JSON and the agreement are
+    the same either way."""
+    keep_small_batches(monkeypatch)
+    runs = {plots: run_suite(_fakes(), Options(config=CONFIG, max_examples=MAX_EXAMPLES, results_dir=None,
+                                                 plots=plots)) for plots in (True, False)}
+    assert any(r.plots is not None for r in runs[True].rows)
+    assert all(r.plots is None for r in runs[False].rows)
+    assert [row_dict(r) for r in runs[True].rows] == [row_dict(r) for r in runs[False].rows]
+    assert runs[True].agreement == runs[False].agreement
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    assert [agree_options(parser.parse_args(argv)).plots for argv in ([], ["--html", "a.html"])] == [False, True]

@@ -23,6 +23,7 @@ from conformance.dtypes import all_patterns, info, to_bits
 from conformance.errors import UsageError
 from conformance.judge import chunked
 from conformance.judge import plots as plotting
+from conformance.metrics import chunk_golden
 from conformance.metrics.exact import _cosine_sums
 from conformance.records import Chunk, Tolerance
 from conformance.reference import golden
@@ -318,7 +319,7 @@ def _row_and_kept(x: np.ndarray, dy: np.ndarray | None, actual: np.ndarray, *, d
     tally) as triage received it, and the threads its golden ran on (a chunk's, and the ranges
     the golden split the first chunk into: ``first:`` and the thread)."""
     kept_seen: list = []
-    judge_findings, golden_of, split = chunked._mismatch_findings, chunked._golden, jit.split
+    judge_findings, golden_of, split = chunked._mismatch_findings, chunk_golden.Goldens.__call__, jit.split
     threads: set = set()
 
     def spy(kept: chunked.Kept, samples: list, ctx, **kw) -> object:
@@ -328,11 +329,11 @@ def _row_and_kept(x: np.ndarray, dy: np.ndarray | None, actual: np.ndarray, *, d
 
     size = [0]  # the chunk whose golden is computed
 
-    def golden_on(chunk: Chunk, *, ctx) -> np.ndarray:
+    def golden_on(goldens: chunk_golden.Goldens, chunk: Chunk, slot: int) -> np.ndarray:
         threads.add(threading.current_thread().name.split("_")[0])
         size[0] = chunk.x.size
         try:
-            return golden_of(chunk, ctx=ctx)
+            return golden_of(goldens, chunk, slot)
         finally:
             size[0] = 0  # triage computes goldens of its own after
 
@@ -345,7 +346,7 @@ def _row_and_kept(x: np.ndarray, dy: np.ndarray | None, actual: np.ndarray, *, d
         return split(ranged, n, least=least)
 
     monkeypatch.setattr(chunked, "_mismatch_findings", spy)
-    monkeypatch.setattr(chunked, "_golden", golden_on)
+    monkeypatch.setattr(chunk_golden.Goldens, "__call__", golden_on)
     monkeypatch.setattr(jit, "split", split_on)
     monkeypatch.setattr(compiled_golden, "SPLIT", 31)  # the golden splits a chunk of 9,973 too
     row = chunked.evaluate_chunks(lambda: _chunks(x, dy, actual, size=9_973), numel=x.size, dtype=x.dtype,
@@ -375,7 +376,9 @@ def test_one_thread_or_two_judge_a_dump_alike(name, direction, monkeypatch):
             got[threads] = _row_and_kept(x, dy, actual, direction=direction, out=name, monkeypatch=m)
     (one, kept_one, samples_one, on_one), (two, kept_two, samples_two, on_two) = got["1"], got["2"]
     assert on_one == {"MainThread"}, on_one
-    assert on_two == {"MainThread", "conformance-read", "first:MainThread", "first:conformance-pass"}, on_two
+    split_first = {"first:MainThread", "first:conformance-pass"}  # the first chunk's golden, a range per thread
+    fused = chunk_golden.fused_loop(direction, 0.2, x=name, out=name) is not None  # computed in the scan instead
+    assert on_two == {"MainThread", "conformance-read"} | (set() if fused else split_first), on_two
     per_chunk = np.bincount(kept_one["columns"]["where"] // 9_973)
     assert per_chunk.size == -(-x.size // 9_973) and per_chunk.min() > 2 * 31, "mismatches in every chunk, split"
     assert one.metrics == two.metrics and one.plots == two.plots and one.plots is not None

@@ -4,6 +4,7 @@ the size check, naming the member."""
 from __future__ import annotations
 
 import io
+import os
 import re
 import tracemalloc
 import zipfile
@@ -230,3 +231,34 @@ def test_a_dtype_the_table_cannot_read_is_named_with_the_flag(tmp_path: Path) ->
     with pytest.raises(UsageError) as caught:
         load(str(tmp_path / "y.npy"), flag="--y", bits_dtype=None)
     assert str(caught.value).startswith("--y") and "unsupported dtype int64" in str(caught.value)
+
+
+# ----------------------------------------------------------------------------- chunks read in place
+
+def test_a_mapped_chunk_is_read_in_place_and_holds_what_a_copy_holds(tmp_path: Path) -> None:
+    path = tmp_path / "x.npy"
+    np.save(path, np.arange(1 << 16, dtype=np.float32))
+    dump = load(str(path), flag="--x", bits_dtype=None)
+    part = dump.mapped(1000, 40_000)
+    assert np.shares_memory(part, dump.raw) and not part.flags.writeable
+    np.testing.assert_array_equal(part, dump.chunk(1000, 40_000))
+
+
+def test_a_mapped_chunk_of_another_byte_order_is_a_native_copy(tmp_path: Path) -> None:
+    path = tmp_path / "x.npy"
+    np.save(path, np.arange(4096, dtype=">f4"))
+    dump = load(str(path), flag="--x", bits_dtype=None)
+    part = dump.mapped(8, 4096)
+    assert part.dtype.isnative and not np.shares_memory(part, dump.raw)
+    np.testing.assert_array_equal(part, np.arange(8, 4096, dtype=np.float32))
+
+
+def test_a_mapped_chunk_of_a_file_that_shrank_is_an_error_not_a_sigbus(tmp_path: Path) -> None:
+    """Its pages are mapped before it is handed on: the OS says they are gone."""
+    path = tmp_path / "x.npy"
+    np.save(path, np.arange(1 << 16, dtype=np.float32))
+    dump = load(str(path), flag="--x", bits_dtype=None)
+    assert dump.mapped(0, 8).tolist() == list(range(8))
+    os.truncate(path, 4096)
+    with pytest.raises(UsageError, match="shrank while it was read"):
+        dump.mapped(1 << 15, 1 << 16)

@@ -341,19 +341,21 @@ def _compare_quant(tmp_path: Path, capsys: pytest.CaptureFixture[str], *, chunk:
     from conformance.ingest.arrays import Dump
 
     report, largest = tmp_path / f"chunk{chunk}.json", [0]
-    saved, dumps.CHUNK_ELEMENTS = (dumps.CHUNK_ELEMENTS, Dump.chunk), chunk
+    saved, dumps.CHUNK_ELEMENTS = (dumps.CHUNK_ELEMENTS, Dump.chunk, Dump.mapped), chunk
 
-    def spied(self: Dump, start: int, stop: int) -> np.ndarray:
-        part = saved[1](self, start, stop)
-        largest[0] = max(largest[0], part.size)
-        return part
+    def spy(read):  # a read of the dump (a copy or a view of the mapping), its size kept
+        def spied(self: Dump, start: int, stop: int) -> np.ndarray:
+            part = read(self, start, stop)
+            largest[0] = max(largest[0], part.size)
+            return part
+        return spied
 
-    Dump.chunk = spied  # type: ignore[method-assign]
+    Dump.chunk, Dump.mapped = spy(saved[1]), spy(saved[2])  # type: ignore[method-assign]
     try:
         code = main(["compare", "--x", str(tmp_path / "x.npy"), "--y", str(tmp_path / "y.npy"), "--alpha", "0.2",
                      "--quant", "0.05:0:0.04:-28", "--json", str(report), "-q"])
     finally:
-        dumps.CHUNK_ELEMENTS, Dump.chunk = saved  # type: ignore[method-assign]
+        dumps.CHUNK_ELEMENTS, Dump.chunk, Dump.mapped = saved  # type: ignore[method-assign]
     capsys.readouterr()
     assert 0 < largest[0] <= chunk, f"the dumps were read {largest[0]} codes at a time, not {chunk}"
     doc = json.loads(report.read_text())

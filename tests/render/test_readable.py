@@ -176,9 +176,14 @@ def test_settle_gives_each_column_its_longest_word_and_shares_the_rest() -> None
     assert settle([15, 8], [40, 16], spare=60) == [40, 16]  # no more than each needs
 
 
+@pytest.fixture(scope="module")
+def rows() -> list[Row]:
+    """:func:`_rows`, judged once for every width."""
+    return _rows()
+
+
 @pytest.mark.parametrize("width", WIDTHS)
-def test_no_table_splits_a_word_at_80_100_or_120_columns(width: int) -> None:
-    rows = _rows()
+def test_no_table_splits_a_word_at_80_100_or_120_columns(width: int, rows: list[Row]) -> None:
     drawn = {"folded": lambda c: show.render_folded(rows, console=c),
              "every row": lambda c: show.render_table(rows, console=c),
              "agreement": lambda c: shown.render_agreement(_agreements(), console=c),

@@ -61,13 +61,13 @@ def test_a_dump_that_shrinks_while_it_is_read_is_an_error_not_a_sigbus(tmp_path:
 def test_compare_of_an_input_truncated_mid_run_exits_2(tmp_path: Path, capsys, monkeypatch) -> None:
     x = tmp_path / "x.npy"
     np.save(x, np.zeros(4096, np.float32))
-    real = arrays.Dump.chunk
+    real = arrays.Dump.mapped
 
     def truncate_then_read(dump: arrays.Dump, start: int, stop: int) -> np.ndarray:
         os.truncate(x, 256)  # another process shortens the input while compare reads it
         return real(dump, start, stop)
 
-    monkeypatch.setattr(arrays.Dump, "chunk", truncate_then_read)
+    monkeypatch.setattr(arrays.Dump, "mapped", truncate_then_read)
     result = _compare(tmp_path, x, capsys)
     assert_usage_error(result, mentions="shrank while it was read")
     assert str(x) in result.err

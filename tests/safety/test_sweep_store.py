@@ -6,6 +6,7 @@ import contextlib
 import errno
 import json
 import os
+import shutil
 import sqlite3
 import sys
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance import cli
 from conformance.config import default_config
 from conformance.errors import UsageError
 from conformance.records import Row
@@ -59,12 +61,26 @@ def _clean(row: Row) -> Row:
     return replace(row, metrics=metrics, findings=(), verdict="pass")
 
 
+@pytest.fixture(scope="module")
+def failed_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The failing sweep, run once for the module: its store's directory and its report's text."""
+    where = tmp_path_factory.mktemp("failed-sweep")
+    argv = ["sweep", "--store", str(where / "s.sqlite"), "--json", str(where / "first.json"), "-q", *FAILING]
+    with pytest.MonkeyPatch.context() as mp:  # the env the autouse fixture clears for each test
+        for name in ("COLUMNS", "LINES", "GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY"):
+            mp.delenv(name, raising=False)
+        assert cli.main(argv) == 1
+    return where, (where / "first.json").read_text()
+
+
 @pytest.fixture
-def failed(tmp_path, capsys):
-    """A store holding the failing sweep, and its report."""
-    result, doc = _sweep(tmp_path, capsys, *FAILING, name="first.json")
-    assert result.code == 1, result.text
-    return doc
+def failed(tmp_path, failed_once):
+    """A store holding the failing sweep (a copy of the module's, for this test to tamper with), and
+    its report."""
+    where, report = failed_once
+    for stored in where.glob("s.sqlite*"):  # the database and any WAL files beside it
+        shutil.copyfile(stored, tmp_path / stored.name)
+    return json.loads(report)
 
 
 def _mismatches(doc: dict) -> int:

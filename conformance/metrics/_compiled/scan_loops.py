@@ -3,13 +3,16 @@
 The same results as the numpy path of :mod:`conformance.judge.chunked`, which compares
 the chunk (:func:`conformance.metrics.exact.compare`), then takes the mismatching
 elements and a stride sample of the matching ones in several passes.  Here a first pass
-(:func:`find`) flags a run of elements at a time without branches (vectorised), lists the
-mismatches and the special matching elements from the flags (the plain ones are where
-neither list is: :func:`plain_picks`), then adds up the cosine sums as numpy's pairwise sum
-adds them; a second (:func:`judge_range`) writes a run of the mismatches where the caller
-keeps them and judges the run there (:func:`conformance.metrics._compiled.metric_loops.judge_run`), a
-range of the mismatches at a time, so that threads may judge ranges at once (``nogil``) and
-their counts and maxima merge exactly.
+(:func:`find`) takes a run of elements at a time: computes a forward golden there when asked
+(:class:`Golden`), passes a run of equal pairs and no special element on bitwise reductions,
+flags the elements of any other run without branches (vectorised), lists the mismatches and
+the special matching elements from the flags (the plain ones are where neither list is:
+:func:`plain_picks`), and adds up the cosine sums as numpy's pairwise sum adds them
+(:mod:`conformance.metrics._compiled.pairwise`); a second (:func:`judge_range`) writes a run
+of the mismatches where the caller keeps them and judges the run there
+(:func:`conformance.metrics._compiled.metric_loops.judge_run`), a range of the mismatches at a
+time, so that threads may judge ranges at once (``nogil``) and their counts and maxima merge
+exactly.
 Every array is read as bit patterns; values come from the float32/float64 arrays
 themselves, or from a table of every pattern for a 16-bit format.
 """
@@ -22,10 +25,12 @@ import numpy as np
 
 from conformance.metrics._compiled.check_loops import as_bits, check_run
 from conformance.metrics._compiled.metric_loops import NO_ERROR, RUN, judge_run, scratch, taken, ulp_bin, valued
+from conformance.metrics._compiled.pairwise import BLOCK, block_sums, pairwise_sums, tree_shaped, tree_sums
+from conformance.reference.compiled_vector import vector_forward_loop
 from conformance.ulp_loops import is_nan_bits
 
-__all__ = ["ChunkBits", "Judging", "KeptColumns", "count_into", "find", "judge_range", "pairwise_sums", "piece_sums",
-           "plain_picks"]
+__all__ = ["ChunkBits", "Golden", "Judging", "KeptColumns", "count_into", "find", "judge_range", "pairwise_sums",
+           "piece_sums", "plain_picks"]
 
 
 class ChunkBits(NamedTuple):
@@ -40,6 +45,21 @@ class ChunkBits(NamedTuple):
     actual_values: Any
     golden_values: Any
     table: Any
+
+
+class Golden(NamedTuple):
+    """The golden :func:`find` computes itself when ``computed`` is False, a run at a time just
+    before it reads the run: from x's values ``x`` into ``sink`` (the golden's values, writable;
+    the chunk's golden bits are its memory) by the select loop of
+    :class:`conformance.reference.compiled.SelectLoop` (``table``, ``ge``, ``scale``, ``rules``)."""
+
+    computed: bool
+    x: Any
+    sink: Any
+    table: Any
+    ge: bool
+    scale: bool
+    rules: Any
 
 
 class KeptColumns(NamedTuple):
@@ -70,89 +90,18 @@ class Judging(NamedTuple):
     x_exp: Any
     x_shift: Any
 
-_BLOCK = 128  # numpy's PW_BLOCKSIZE: a piece this short is summed by eight accumulators
-_DEPTH = 128  # pieces a pairwise sum holds at once: two per halving, far more than 2^63 elements need
-
-
-@numba.njit(cache=True)
-def pairwise_sums(a, g, lo, n):
-    """``np.add.reduce`` of each of the float64 products ``a[i] * g[i]``, ``a[i] * a[i]`` and
-    ``g[i] * g[i]`` over ``lo .. lo + n - 1``, in numpy's order: a piece of more than 128
-    elements is split in halves (the first rounded down to a multiple of 8) summed apart, a
-    shorter one by eight accumulators; plus the reduction's initial 0.0.  The halves are
-    walked with a stack of their own (numba's cache does not keep recursive functions)."""
-    lanes = np.empty((3, 8), dtype=np.float64)
-    if n <= _BLOCK:
-        return _plus_zero(_block(a, g, lo, n, lanes))
-    starts, sizes = np.empty(_DEPTH, dtype=np.int64), np.empty(_DEPTH, dtype=np.int64)
-    split, sums = np.zeros(_DEPTH, dtype=np.bool_), np.empty((_DEPTH, 3), dtype=np.float64)
-    starts[0], sizes[0], split[0], top, done = lo, n, False, 1, 0
-    while top:
-        at, size = starts[top - 1], sizes[top - 1]
-        if size <= _BLOCK:
-            sums[done, 0], sums[done, 1], sums[done, 2] = _block(a, g, at, size, lanes)
-            done, top = done + 1, top - 1
-        elif split[top - 1]:  # both halves summed: the first is below the second
-            for j in range(3):
-                sums[done - 2, j] += sums[done - 1, j]
-            done, top = done - 1, top - 1
-        else:
-            half = size // 2
-            half -= half % 8
-            split[top - 1] = True
-            starts[top], sizes[top], split[top] = at + half, size - half, False
-            starts[top + 1], sizes[top + 1], split[top + 1] = at, half, False
-            top += 2
-    return _plus_zero((sums[0, 0], sums[0, 1], sums[0, 2]))
-
-
-@numba.njit(cache=True, inline="always")
-def _plus_zero(sums):
-    return 0.0 + sums[0], 0.0 + sums[1], 0.0 + sums[2]
-
-
-@numba.njit(cache=True)
-def _block(a, g, lo, n, lanes):
-    """The three sums of a piece of at most 128 pairs: eight accumulators each (``lanes``), lane
-    l taking elements l, l + 8, ..., then added pairwise, then the elements past the last
-    eight one by one; a piece shorter than eight, one by one."""
-    if n < 8:
-        dot = aa = gg = 0.0
-        for i in range(lo, lo + n):
-            x, y = np.float64(a[i]), np.float64(g[i])
-            dot, aa, gg = dot + x * y, aa + x * x, gg + y * y
-        return dot, aa, gg
-    for lane in range(8):
-        x, y = np.float64(a[lo + lane]), np.float64(g[lo + lane])
-        lanes[0, lane], lanes[1, lane], lanes[2, lane] = x * y, x * x, y * y
-    whole = n - n % 8
-    for t in range(8, whole, 8):
-        for lane in range(8):
-            x, y = np.float64(a[lo + t + lane]), np.float64(g[lo + t + lane])
-            lanes[0, lane] += x * y
-            lanes[1, lane] += x * x
-            lanes[2, lane] += y * y
-    dot, aa, gg = _lanes_added(lanes, 0), _lanes_added(lanes, 1), _lanes_added(lanes, 2)
-    for i in range(lo + whole, lo + n):
-        x, y = np.float64(a[i]), np.float64(g[i])
-        dot, aa, gg = dot + x * y, aa + x * x, gg + y * y
-    return dot, aa, gg
-
-
-@numba.njit(cache=True, inline="always")
-def _lanes_added(lanes, j):
-    """The eight accumulators of sum ``j`` added pairwise, as numpy adds its eight."""
-    r = lanes[j]
-    return ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-
 
 @numba.njit(cache=True)
 def _add_piece(a, g, lo, n, sums):
     """The cosine sums (dot, aa, gg) of one piece of finite pairs added to ``sums``."""
-    dot, aa, gg = pairwise_sums(a, g, lo, n)
-    sums[0] += dot
-    sums[1] += aa
-    sums[2] += gg
+    _add_sums(pairwise_sums(a, g, lo, n), sums)
+
+
+@numba.njit(cache=True, inline="always")
+def _add_sums(piece, sums):
+    sums[0] += piece[0]
+    sums[1] += piece[1]
+    sums[2] += piece[2]
 
 
 @numba.njit(cache=True)
@@ -199,16 +148,17 @@ def _flagged(xb, db, ab, gb, lo, n, flags, top, has_dy, exp_mask, mant_mask, x_e
     differ, not NaN on both sides), 2 a matching element that is special (an exponent field
     all zeros or all ones in x, dy or golden), 4 a finite pair; how many pairs are finite, how
     many matching pairs are NaN and how many an infinity (on both sides, so), and ``top`` with
-    the largest finite magnitude's bits taken in.  No branch on the data: vectorised."""
+    the largest finite magnitude's bits taken in.  No branch on the data, over slices read from
+    their start (no index may wrap round): vectorised."""
     finite, nan_both, inf_both = 0, 0, 0
     magnitude = exp_mask | mant_mask
+    xs, us, vs, ds = xb[lo:lo + n], ab[lo:lo + n], gb[lo:lo + n], db[lo:lo + n] if has_dy else db
     for k in range(n):
-        i = lo + k
-        u, v = ab[i], gb[i]
+        u, v = us[k], vs[k]
         fin = ((u & exp_mask) != exp_mask) & ((v & exp_mask) != exp_mask)
         nan_v = is_nan_bits(v, exp_mask, mant_mask)
         mismatch = (u != v) & ~(is_nan_bits(u, exp_mask, mant_mask) & nan_v)
-        special = _special(xb[i], x_exp) | _special(v, exp_mask) | (_special(db[i], x_exp) if has_dy else False)
+        special = _special(xs[k], x_exp) | _special(v, exp_mask) | (_special(ds[k], x_exp) if has_dy else False)
         flags[k] = np.uint8(mismatch) | (np.uint8(special & ~mismatch) << 1) | (np.uint8(fin) << 2)
         finite += fin
         nan_both += nan_v & ~mismatch
@@ -216,6 +166,28 @@ def _flagged(xb, db, ab, gb, lo, n, flags, top, has_dy, exp_mask, mant_mask, x_e
         largest = max(u & magnitude, v & magnitude)
         top = max(top, largest if fin else largest ^ largest)  # in the bits' own type: vectorised
     return finite, nan_both, inf_both, top
+
+
+@numba.njit(cache=True, nogil=True)
+def _plain_run(xb, db, ab, gb, lo, n, has_dy, exp_mask, mant_mask, x_exp):
+    """Whether every pair of the elements ``lo .. lo + n - 1`` has equal bits and no element is
+    special (an exponent field all zeros or all ones in x, dy or golden: so every pair is
+    finite), and the largest magnitude's bits.  Bitwise reductions in the bits' own type over
+    slices read from their start (no index may wrap round), which the compiler vectorises:
+    most runs of a dump are so, and need no flags."""
+    zero = exp_mask ^ exp_mask
+    differ, special, top = zero, zero, zero
+    magnitude = exp_mask | mant_mask
+    xs, us, vs, ds = xb[lo:lo + n], ab[lo:lo + n], gb[lo:lo + n], db[lo:lo + n] if has_dy else db
+    for k in range(n):
+        v = vs[k]
+        differ |= us[k] ^ v
+        odd = _special(xs[k], x_exp) | _special(v, exp_mask)
+        if has_dy:  # the same for every element: taken out of the loop
+            odd |= _special(ds[k], x_exp)
+        special |= exp_mask if odd else zero
+        top = max(top, v & magnitude)
+    return (differ == 0) & (special == 0), top
 
 
 @numba.njit(cache=True, nogil=True)
@@ -232,7 +204,7 @@ def _listed(flags, lo, n, offset, out_where, k, special_at, n_special):
 
 
 @numba.njit(cache=True, nogil=True)
-def find(bits, offset, out_where, start, pieces, sums, special_at, kinds, exp_mask, mant_mask, x_exp):
+def find(bits, golden, offset, out_where, start, pieces, sums, special_at, kinds, exp_mask, mant_mask, x_exp):
     """The first pass over a chunk (:class:`ChunkBits` ``bits``), a run of elements at a time:
     adds up the cosine sums of the finite pairs into ``sums`` (dot, aa, gg) by pieces of
     ``pieces.shape[1]``, writes the flat
@@ -243,17 +215,39 @@ def find(bits, offset, out_where, start, pieces, sums, special_at, kinds, exp_ma
     NaN and how many an infinity on both sides, in ``kinds``; ``out_where`` and ``special_at``
     are written one place past their end too.  The plain ones are where neither list is
     (:func:`plain_picks`).  Returns where the writing ended and the bits of the largest finite
-    magnitude."""
+    magnitude.  A :class:`Golden` not yet ``computed`` is computed a run at a time first, so the
+    run's x and golden are read while they are in the first cache."""
     xb, db, ab, gb, af, gf, table = bits
     k, n_special, finite, top = start, 0, 0, exp_mask ^ exp_mask  # zero of the bits' type
     nan_both, inf_both = 0, 0
     flags = np.empty(RUN, dtype=np.uint8)
+    piece = pieces.shape[1]
+    whole = ab.size // piece * piece if tree_shaped(piece, RUN) and table.size == 0 else 0  # whole pieces
+    blocks = np.empty((whole // BLOCK, 3), dtype=np.float64)
+    look = True  # for a plain run: after a plain run (likely one again), and every other run after one that is not
     for lo in range(0, ab.size, RUN):
         n = min(RUN, ab.size - lo)
+        if not golden.computed:
+            vector_forward_loop(golden.x[lo:lo + n], golden.table, golden.sink[lo:lo + n], golden.ge, golden.scale,
+                                golden.rules)
+        plain, largest = _plain_run(xb, db, ab, gb, lo, n, db.size > 0, exp_mask, mant_mask, x_exp) if look \
+            else (False, top)
+        look = plain or not look
+        if lo < whole:  # the run's blocks summed while they are in the first cache, in case all are finite
+            block_sums(af, gf, lo, n, blocks, lo // BLOCK, plain)
+        if plain:  # nothing to list: every pair matches, finite, and no element is special
+            finite, top = finite + n, max(top, largest)
+            continue
         fin, nan, inf, top = _flagged(xb, db, ab, gb, lo, n, flags, top, db.size > 0, exp_mask, mant_mask, x_exp)
         k, n_special = _listed(flags, lo, n, offset, out_where, k, special_at, n_special)
         finite, nan_both, inf_both = finite + fin, nan_both + nan, inf_both + inf
-    _cosine_sums(ab, gb, af, gf, table, finite == ab.size, pieces, sums, exp_mask)
+    if whole and finite == ab.size:
+        for lo in range(0, whole, piece):
+            _add_sums(tree_sums(blocks, lo // BLOCK, piece // BLOCK), sums)
+        if whole < ab.size:
+            _add_piece(af, gf, whole, ab.size - whole, sums)
+    else:
+        _cosine_sums(ab, gb, af, gf, table, finite == ab.size, pieces, sums, exp_mask)
     kinds[0], kinds[1] = n_special, ab.size - (k - start) - n_special
     kinds[2], kinds[3] = nan_both, inf_both
     return k, top
