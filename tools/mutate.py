@@ -66,7 +66,8 @@ GROUPS = (
           ("tests/triage/test_search.py", "tests/triage/test_rules.py", "tests/triage/test_attribution.py",
            "tests/triage/test_claims.py", "tests/triage/test_rules_homogeneous.py",
            "tests/triage/test_rules_kernel_formulas.py", "tests/triage/test_rules_catalogue.py",
-           "tests/triage/test_search_selector.py")),
+           "tests/triage/test_search_selector.py", "tests/triage/test_search_bound.py",
+           "tests/triage/test_rules_flush_alternatives.py")),
 )
 
 
