@@ -14,6 +14,7 @@ from conformance.judge.evaluate import evaluate
 from conformance.records import BackendResult
 from conformance.reference import golden as ref
 from conformance.reference.semantics import Semantics
+from conformance.triage import rules
 
 ALL_FLUSHED = Semantics(daz=True, ftz=True, flush_output=True)
 SMALLEST_NORMAL = 2.0 ** -126
@@ -30,6 +31,15 @@ def _window(alpha: float) -> np.ndarray:
 
 # float32 x in [2**-24, 2**-14): normal as read, a float16 subnormal once narrowed
 NARROWED_SUBNORMALS = np.geomspace(2.0 ** -24, 2.0 ** -14.5, 64).astype(np.float32)
+
+
+
+@pytest.fixture(autouse=True)
+def _catalogue_built_here() -> None:
+    """Each case builds the flush rules itself, not from an earlier test's cached catalogue, so
+    coverage (and mutation testing's choice of tests) credits it with them."""
+    rules._fixed_rules.cache_clear()
+
 
 CASES = [
     # a slope of 8: a subnormal x's product is normal, so only the rules reading x as zero hold
