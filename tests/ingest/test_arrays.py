@@ -16,6 +16,7 @@ from numpy.lib import format as npy_format
 
 from conformance.dtypes import info
 from conformance.errors import UsageError
+from conformance.ingest import arrays
 from conformance.ingest.arrays import _fill, load, load_array, read, table_dtype
 
 A = np.arange(15, dtype=np.float32).reshape(3, 5) / 7
@@ -260,5 +261,39 @@ def test_a_mapped_chunk_of_a_file_that_shrank_is_an_error_not_a_sigbus(tmp_path:
     dump = load(str(path), flag="--x", bits_dtype=None)
     assert dump.mapped(0, 8).tolist() == list(range(8))
     os.truncate(path, 4096)
-    with pytest.raises(UsageError, match="shrank while it was read"):
+    with pytest.raises(UsageError, match="shrank while it was read") as caught:
         dump.mapped(1 << 15, 1 << 16)
+    assert str(caught.value).startswith(str(path)) and "elements 32768 to 65536 are gone" in str(caught.value)
+    assert str(caught.value).endswith("do not change an input while the harness reads it, then run again")
+
+
+def test_a_mapped_chunk_before_where_the_file_was_cut_is_still_read_in_place(tmp_path: Path) -> None:
+    """Only the chunk's own pages are mapped first: a cut after them is not the chunk's error."""
+    path = tmp_path / "x.npy"
+    np.save(path, np.arange(1 << 16, dtype=np.float32))
+    dump = load(str(path), flag="--x", bits_dtype=None)
+    os.truncate(path, 3 * 4096)
+    part = dump.mapped(1024, 1030)  # on the file's second page, well before the cut
+    assert np.shares_memory(part, dump.raw)
+    assert part.tolist() == list(range(1024, 1030))
+
+
+def test_where_the_os_lacks_the_advice_a_mapped_chunk_is_a_copy(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """An advice the OS does not know is refused (EINVAL, not EFAULT): the chunk is read as a copy."""
+    path = tmp_path / "x.npy"
+    np.save(path, np.arange(4096, dtype=np.float32).reshape(64, 64))
+    dump = load(str(path), flag="--x", bits_dtype=None)
+    monkeypatch.setattr(arrays, "_POPULATE_READ", 12345)
+    part = dump.mapped(100, 300)
+    assert not np.shares_memory(part, dump.raw)
+    assert part.tolist() == list(range(100, 300))
+
+
+def test_a_mapped_chunk_of_a_matrix_is_its_flat_elements(tmp_path: Path) -> None:
+    path = tmp_path / "x.npy"
+    np.save(path, np.arange(4096, dtype=np.float32).reshape(64, 64))
+    dump = load(str(path), flag="--x", bits_dtype=None)
+    part = dump.mapped(100, 300)
+    assert np.shares_memory(part, dump.raw) and part.shape == (200,)
+    assert part.tolist() == list(range(100, 300))
