@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -283,20 +284,26 @@ def test_sigterm_stops_selftest_with_143(capsys, monkeypatch) -> None:
     assert result.code == 143 and "terminated (SIGTERM)" in result.err and "Traceback" not in result.text
 
 
+def _rows_with_reproducers(results: Path) -> set[str]:
+    """The rows (``..._alpha_A``) that have saved a reproducer (``..._alpha_A-CATEGORY.npz``)."""
+    return {m.group(1) for p in results.glob("*.npz") if (m := re.match(r"(.*_alpha_[^-]*)-", p.name))}
+
+
 def test_sigterm_to_a_real_run_writes_a_partial_report_and_exits_143(tmp_path: Path) -> None:
-    """A real ``python -m conformance run`` of 32 rows, terminated once the first reproducer
-    appears (alpha 0.01, the first row, fails and saves one), so at least one row is finished
-    and most are still to come."""
+    """A real ``python -m conformance run`` of 32 rows, terminated once reproducers of two rows
+    have appeared: the rows run one after another and a row is recorded before the next starts,
+    so at least one row is finished (a row's first reproducer alone is not enough: it may still
+    be shrinking another category's), and most are still to come."""
     (tmp_path / "r.json").write_text(STALE)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **NUMPY_PATH}  # the signal's property, not the loops'
     argv = cli_command("run", "--backend", "cann", "--variant", "default-slope", "--dtype", "fp16,bf16",
                        "--alpha", "0.01,0,0.1,0.2,0.3,1/3,1,1.5", "--max-examples", "5", "--json", "r.json",
-                       "--junit", "r.xml", "--results-dir", "res", small_batches=True)
+                       "--junit", "r.xml", "--results-dir", "res", "--jobs", "1", small_batches=True)
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
         deadline = time.monotonic() + 240
-        while not list((tmp_path / "res").glob("*.npz")) and proc.poll() is None:
+        while len(_rows_with_reproducers(tmp_path / "res")) < 2 and proc.poll() is None:
             assert time.monotonic() < deadline, "no row finished in time"
             time.sleep(0.1)
         proc.send_signal(signal.SIGTERM)
