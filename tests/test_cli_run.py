@@ -183,3 +183,16 @@ def test_a_default_run_with_nothing_installed_says_what_to_install(monkeypatch, 
     result = run_cli(["run", "--dtype", "fp16"], capsys, cwd=tmp_path)
     assert result.code == 2 and "no default backend can run here" in result.err
     assert len(result.err.strip().splitlines()) == 2  # the backend's line and the one-line error
+
+
+@pytest.mark.parametrize("html", [False, True], ids=["no-html", "html"])
+def test_run_measures_the_plots_only_for_an_html_report(cli, monkeypatch, html: bool) -> None:
+    from conformance.commands import run as run_command
+
+    seen = []
+    real = run_command.execute_suite
+    monkeypatch.setattr(run_command, "execute_suite", lambda sel, options, *a, **k: seen.append(options.plots)
+                        or real(sel, options, *a, **k))
+    result = cli("run", "--backend", "golden", *NARROW, "--json", "r.json", *(["--html", "r.html"] if html else []))
+    assert result.code == 0, result.text
+    assert seen == [html]

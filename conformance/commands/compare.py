@@ -119,7 +119,8 @@ def _evaluate(args: argparse.Namespace, x: Dump, out: Dump, *, dy: Optional[Dump
                                alpha=alpha, direction=direction, out_dtype=out.dtype.name,
                                backend="dump", profile=args.profile, config=config, label=label,
                                plan_fn=plan_fn, shape=x.shape,
-                               advance=progress(stack, f"{direction} {label}", total=x.size, quiet=args.quiet))
+                               advance=progress(stack, f"{direction} {label}", total=x.size, quiet=args.quiet),
+                               plots=args.html is not None)
 
 
 def _check_flags(args: argparse.Namespace) -> None:
@@ -156,7 +157,8 @@ def _source(args: argparse.Namespace) -> Callable[[GateConfig], list[Row]]:
         return lambda config: compare_prelu.rows(args, config=config, bits=_bits_dtype(args.dtype))
     if args.msprobe is not None:
         return lambda config: compare_msprobe.rows(args.msprobe, config=config, profile=args.profile,
-                                                   cores=_cores(args.cores), quiet=args.quiet)
+                                                   cores=_cores(args.cores), quiet=args.quiet,
+                                                   plots=args.html is not None)
     if args.quant is not None:
         return lambda config: compare_quant.rows(args, config=config)
     if args.manifest is not None:

@@ -74,10 +74,10 @@ def _check(call: Call) -> None:
 
 
 def evaluate_call(call: Call, *, config: GateConfig, profile: Optional[str] = None,
-                  cores: Optional[int] = None, quiet: bool = False) -> Row:
+                  cores: Optional[int] = None, quiet: bool = False, plots: bool = True) -> Row:
     """The row of one call: golden of the call's x (and dy) at its slope against its output;
     ``profile``/``cores`` give triage the reference kernel's tiling plan (``tail-block``);
-    ``quiet``: no progress bar (``-q``)."""
+    ``quiet``: no progress bar (``-q``); ``plots``: keep what the HTML report draws."""
     _check(call)
     plan_fn: Optional[PlanFn] = None
     if profile is not None or cores is not None:
@@ -88,14 +88,14 @@ def evaluate_call(call: Call, *, config: GateConfig, profile: Optional[str] = No
                               dtype=call.x.dtype, alpha=call.alpha, direction=call.direction,
                               out_dtype=call.out.dtype.name, backend="dump", config=config,
                               profile=profile, label=call.out_file, shape=call.x.shape, plan_fn=plan_fn,
-                              advance=progress(stack, call.name, total=call.x.size, quiet=quiet))
+                              advance=progress(stack, call.name, total=call.x.size, quiet=quiet), plots=plots)
     return replace(row, variant=call.name, notes=(*(() if call.note is None else (call.note,)), *call.where))
 
 
 def rows(dump_dir: str, *, config: GateConfig, profile: Optional[str] = None,
-         cores: Optional[int] = None, quiet: bool = False) -> list[Row]:
+         cores: Optional[int] = None, quiet: bool = False, plots: bool = True) -> list[Row]:
     """One row per LeakyReLU call of the msprobe dump at ``dump_dir``."""
-    return [evaluate_call(call, config=config, profile=profile, cores=cores, quiet=quiet)
+    return [evaluate_call(call, config=config, profile=profile, cores=cores, quiet=quiet, plots=plots)
             for call in read_calls(dump_dir)]
 
 

@@ -86,4 +86,5 @@ def _judged(args: argparse.Namespace, x: Dump, ref: Dump, *, dy: Optional[Dump],
                                out_dtype=ref.dtype.name, backend="dump", profile=args.profile,
                                config=config, label=label, plan_fn=plan_fn, shape=x.shape,
                                advance=progress(stack, f"{row.direction} {label}", total=x.size,
-                                                quiet=args.quiet))
+                                                quiet=args.quiet),
+                               plots=args.html is not None)

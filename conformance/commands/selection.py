@@ -162,11 +162,12 @@ def workers_from(args: argparse.Namespace, *, timeout: float) -> tuple[tuple[str
 
 
 def options_from(args: argparse.Namespace) -> Options:
-    """How the rows run: the gate configuration, seed, examples, reproducer directory and jobs."""
+    """How the rows run: the gate configuration, seed, examples, reproducer directory and jobs;
+    the plot data only for an HTML report."""
     config = config_from(args)
     return Options(config=config, seed=parse_int(args.seed, flag="--seed"),
                    max_examples=parse_int(args.max_examples, flag="--max-examples", maximum=MAX_EXAMPLES),
-                   results_dir=Path(args.results_dir), jobs=jobs_from(args))
+                   results_dir=Path(args.results_dir), jobs=jobs_from(args), plots=args.html is not None)
 
 
 def add_jobs_option(parser: argparse.ArgumentParser) -> None:

@@ -368,21 +368,23 @@ def _violating_at(violating: np.ndarray, index: np.ndarray) -> np.ndarray:
 
 
 def _mismatch_findings(kept: Kept, samples: list[_Sample], ctx: _Context, *, numel: int,
-                       shape: Shape) -> tuple[tuple[Finding, ...], Optional[plotting.Plots]]:
+                       shape: Shape, plots: bool) -> tuple[tuple[Finding, ...], Optional[plotting.Plots]]:
     """Triage of every mismatch of the tensor at once, on a batch of the mismatches and a
     weighted sample of the matching elements (the evidence a rule is contradicted by);
-    ``tail-block`` is judged on the whole tensor's plan and size.  Also the row's plot data."""
+    ``tail-block`` is judged on the whole tensor's plan and size.  Also the row's plot data
+    (``plots``; None without)."""
     batch, mismatches, violating = _reduced(kept, samples, ctx, numel=numel)
     claims = triage(batch, mismatches=mismatches, tile_plan=ctx.tile_plan())
     del mismatches
-    plots = plotting.measure(claims, batch, tile_plan=ctx.tile_plan(), shape=shape, part=ctx.label, tally=kept.tally)
+    drawn = plotting.measure(claims, batch, tile_plan=ctx.tile_plan(), shape=shape, part=ctx.label,
+                             tally=kept.tally) if plots else None
     counts = [violations_of(c, functools.partial(_violating_at, violating)) for c in claims]
     where = batch.where[:violating.size]  # the mismatches' flat indices, ascending
     values = batch_values(batch)
     claims = [replace(c, index=where[c.index[:MAX_EXAMPLES]]) for c in claims]  # only examples are read on
     return judged(claims, lambda i: values(int(np.searchsorted(where, where.dtype.type(i)))),  # no int64 copy
                   violations=counts, backend=ctx.backend, config=ctx.config, profile=ctx.profile,
-                  tile_plan=ctx.tile_plan(), part=ctx.label, hazard_cores={}), plots
+                  tile_plan=ctx.tile_plan(), part=ctx.label, hazard_cores={}), drawn
 
 
 class _Judge:
@@ -410,11 +412,11 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
                     out_dtype: str, backend: str, config: GateConfig,
                     profile: Optional[str] = None, label: str = "",
                     plan_fn: Optional[PlanFn] = None, shape: Optional[Shape] = None,
-                    advance: Callable[[int], None] = lambda n: None) -> Row:
+                    advance: Callable[[int], None] = lambda n: None, plots: bool = True) -> Row:
     """Judge a tensor of ``numel`` elements that ``read()`` gives as consecutive flat chunks:
     the chunks' golden, metrics and kept elements, then triage of all the mismatches as one
     batch; ``tail-block`` is judged on the whole tensor's tiling plan.  ``advance(n)`` is
-    told of each chunk done.  With the compiled paths and more than one thread, the next
+    told of each chunk done; ``plots``: keep what the HTML report draws (``judge.plots``).  With the compiled paths and more than one thread, the next
     chunks are read and their golden computed while one is judged (:mod:`.chunk_pipeline`)."""
     head = row_head(dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
                     profile=profile, variant=None, label=label, shape=(numel,) if shape is None else shape)
@@ -434,9 +436,9 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
     kept = judge.kept
     total = reduce(met.merge, metrics) if metrics else met.empty()
     checks = _other_checks(kept, metrics=total, out_dtype=ctx.out_dtype)
-    findings, plots = _mismatch_findings(kept, samples, ctx, numel=numel, shape=head["shapes"][0]) \
+    findings, drawn = _mismatch_findings(kept, samples, ctx, numel=numel, shape=head["shapes"][0], plots=plots) \
         if total.mismatches and kept is not None else ((), None)
-    return Row(**head, metrics=total, findings=findings, plots=plots, other_checks=checks,
+    return Row(**head, metrics=total, findings=findings, plots=drawn, other_checks=checks,
                verdict=verdict([f.gated for f in findings]))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -178,6 +178,23 @@ def test_chunked_rows_equal_the_whole_batch_evaluator(case: Dumped, tmp_path: Pa
         whole = evaluate(x, 0.2, BackendResult(out), direction=direction, dy=dy, backend="dump",
                          config=load_config(None), label=label, plan_fn=plan_fn)
         assert _exact_part(row) == _exact_part(whole)
+
+
+def test_the_plot_data_is_kept_only_for_an_html_report(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Without ``--html`` nothing draws the plots, so compare does not measure them; the row is
+    otherwise the same, and with ``--html`` the page has them."""
+    case = next(c for c in CASES if c.name == "default-alpha-defect")
+    for name, array in case.make().items():
+        np.save(tmp_path / f"{name}.npy", array)
+    plain: list[Row] = []
+    _report(case, tmp_path, capsys, chunk=1 << 20, monkeypatch=monkeypatch, rows=plain)
+    drawn: list[Row] = []
+    monkeypatch.setattr(compare, "evaluate_chunks", lambda *a, **k: drawn.append(evaluate_chunks(*a, **k)) or drawn[-1])
+    result = run_cli(["compare", "--x", "x.npy", "--y", "y.npy", "--alpha", "0.2", "--html", "r.html"], capsys,
+                     cwd=tmp_path)
+    assert result.code == 1, result.text
+    assert plain[0].plots is None and drawn[0].plots is not None and drawn[0].plots.ulp
+    assert replace(plain[0], plots=None) == replace(drawn[0], plots=None)
 
 
 def test_a_large_compare_on_a_pipe_prints_progress_lines(tmp_path: Path, capsys, monkeypatch) -> None:
