@@ -416,8 +416,9 @@ def evaluate_chunks(read: Reader, *, numel: int, dtype: Any, alpha: float, direc
     """Judge a tensor of ``numel`` elements that ``read()`` gives as consecutive flat chunks:
     the chunks' golden, metrics and kept elements, then triage of all the mismatches as one
     batch; ``tail-block`` is judged on the whole tensor's tiling plan.  ``advance(n)`` is
-    told of each chunk done; ``plots``: keep what the HTML report draws (``judge.plots``).  With the compiled paths and more than one thread, the next
-    chunks are read and their golden computed while one is judged (:mod:`.chunk_pipeline`)."""
+    told of each chunk done; ``plots``: keep what the HTML report draws (``judge.plots``).
+    With the compiled paths and more than one thread, the next chunks are read and their
+    golden computed while one is judged (:mod:`.chunk_pipeline`)."""
     head = row_head(dtype, alpha, out_dtype=out_dtype, direction=direction, backend=backend,
                     profile=profile, variant=None, label=label, shape=(numel,) if shape is None else shape)
     ctx = _Context(head["alpha"], direction, head["out_dtype"], config.tolerance(head["out_dtype"]),
