@@ -183,7 +183,7 @@ def check(fn: Any, *, dtypes: Optional[Sequence[str]] = None, alphas: Sequence[f
             raise UsageError(f"direction {d!r}: pass forward and/or backward")
     gate = _gate(config, strict=strict, allow=allow)
     options = Options(config=gate, seed=seed, max_examples=max_examples,
-                      results_dir=None if results_dir is None else Path(results_dir))
+                      results_dir=None if results_dir is None else Path(results_dir), plots=False)
     specs, skipped = plan(selection)
     if not specs:
         why = "; ".join(dict.fromkeys(w for _, w in skipped)) or "nothing selected"

@@ -106,7 +106,7 @@ def variant_rows(name: str, *, profile: Optional[str], seed: int) -> list[Row]:
     v = VARIANTS[name]
     selection = Selection(backends=("cann",), dtypes=tuple(v.dtypes), alphas=SELFTEST_ALPHAS,
                           directions=tuple(v.directions), profile=profile, variant=name)  # type: ignore[arg-type]
-    options = Options(config=load_config(), seed=seed, max_examples=SELFTEST_EXAMPLES, results_dir=None)
+    options = Options(config=load_config(), seed=seed, max_examples=SELFTEST_EXAMPLES, results_dir=None, plots=False)
     result = run_suite(selection, options)
     if result.interruption is not None:  # the CLI exits 130 (Ctrl-C) or 143 (SIGTERM)
         raise result.interruption
