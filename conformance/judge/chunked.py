@@ -35,7 +35,7 @@ from conformance.judge import other_checks
 from conformance.judge import plots as plotting
 from conformance.judge.evaluate import PlanFn, batch_values, judged, row_head, violations_of
 from conformance.judge.gate import GateConfig, verdict
-from conformance.metrics import chunk_golden, chunk_pipeline
+from conformance.metrics import chunk_golden, chunk_pipeline, first_pass
 from conformance.metrics import exact as met
 from conformance.records import MAX_EXAMPLES, Chunk, Finding, Metrics, OtherCheck, Row, Shape, TilePlan, Tolerance
 from conformance.reference import golden as ref
@@ -186,21 +186,6 @@ def _joined(special: np.ndarray, special_weight: float, plain: np.ndarray,
     return keep[order], weight[order]
 
 
-class _Scratch:
-    """What the compiled scan of every chunk reuses: room for the values of one piece of the
-    cosine sums, and where the chunk's special matching elements are."""
-
-    def __init__(self) -> None:
-        self.pieces = np.empty((2, met.DOT_PIECE), dtype=np.float64)  # finite pairs summed as one piece
-        self.at = np.empty(0, dtype=np.int64)
-
-    def positions(self, n: int) -> np.ndarray:
-        """Room for the local indices of ``n`` elements, and one more."""
-        if self.at.size <= n:
-            self.at = np.empty(n + 1, dtype=np.int64)
-        return self.at
-
-
 class _Masks(NamedTuple):
     """The output format's magnitude, exponent and mantissa masks; x's sign, mantissa and
     exponent masks and its exponent's shift (the mantissa's bits), in x's bits' type."""
@@ -235,27 +220,22 @@ def _masks(rec: Any) -> tuple[int, int, int]:
 
 
 def compiled_scan(chunk: Chunk, expected: np.ndarray, ctx: _Context, kept: Kept,
-                  scratch: _Scratch) -> tuple[Metrics, _Sample]:
+                  room: first_pass.Room) -> tuple[Metrics, _Sample]:
     """:func:`numpy_scan` in compiled passes (the same metrics, kept elements and sample):
-    one finds the mismatches, a second judges them, split by ranges over threads, while the
-    evidence's plain elements are picked."""
-    from conformance.metrics._compiled import (
-        metric_loops,
-        scan_loops,  # numba, imported on the first compiled call
-    )
+    one finds the mismatches (:mod:`conformance.metrics.first_pass`), a second judges them,
+    each split by ranges over threads, while the evidence's plain elements are picked."""
+    from conformance.metrics._compiled import metric_loops  # numba, imported on the first compiled call
 
     bits, masks = _operands(chunk, expected)
     kept.reserve(chunk.actual.size + 1)  # the scan writes one place past the mismatches
-    sums, kinds = np.zeros(3), np.zeros(4, dtype=np.int64)
-    at = scratch.positions(chunk.actual.size)
     kept.tally = kept.tally or plotting.Tally(chunk.x.dtype, chunk.actual.dtype)
     start = kept.size
     golden = chunk_golden.scan_golden(chunk, expected, direction=ctx.direction, alpha=ctx.alpha,
                                       out_dtype=ctx.out_dtype)
-    end, top = scan_loops.find(bits, golden, chunk.offset, kept.columns["where"], start, scratch.pieces, sums, at,
-                               kinds, *masks.out[1:], masks.x_exp)
+    end, top, kinds, sums = first_pass.find(bits, golden, offset=chunk.offset, where=kept.columns["where"],
+                                            start=start, room=room, masks=(*masks.out, masks.x_exp))
     kept.shared += kinds[2:]
-    evidence = functools.partial(_compiled_evidence, kept.columns["where"], start, end, chunk.offset, at, kinds)
+    evidence = functools.partial(_compiled_evidence, kept.columns["where"], start, end, chunk.offset, room.at, kinds)
     best, counts, picked = _judged(bits, masks, kept, ctx.tolerance, offset=chunk.offset, lo=start, hi=end,
                                    meanwhile=evidence)
     k, kept.size = end - start, end
@@ -393,7 +373,7 @@ class _Judge:
     def __init__(self, ctx: _Context, *, numel: int) -> None:
         self.ctx, self.numel = ctx, numel
         self.where = np.dtype(np.int32 if numel <= np.iinfo(np.int32).max else np.int64)
-        self.scratch = _Scratch() if jit.enabled() else None
+        self.scratch = first_pass.Room() if jit.enabled() else None
         self.kept: Optional[Kept] = None
 
     def __call__(self, chunk: Chunk, expected: np.ndarray) -> tuple[Metrics, _Sample]:

@@ -23,7 +23,7 @@ from conformance.dtypes import all_patterns, info, to_bits
 from conformance.errors import UsageError
 from conformance.judge import chunked
 from conformance.judge import plots as plotting
-from conformance.metrics import chunk_golden
+from conformance.metrics import chunk_golden, first_pass
 from conformance.metrics.exact import _cosine_sums
 from conformance.records import Chunk, Tolerance
 from conformance.reference import golden
@@ -80,7 +80,7 @@ def _scanned(chunks: list[Chunk], *, direction: str, out: str, tolerance: Tolera
              numel: int) -> tuple[list, chunked.Kept, list]:
     ctx = chunked._Context(0.2, direction, out, tolerance, "dump", load_config(None), "y.npy", lambda: None)
     kept, metrics, samples = None, [], []
-    scratch = chunked._Scratch() if compiled else None
+    scratch = first_pass.Room() if compiled else None
     for chunk in chunks:
         kept = kept or chunked.Kept(chunk, numel=numel, where=np.dtype(np.int32))
         expected = golden.compute(direction, chunk.x, 0.2, dy=chunk.dy, out_dtype=out)

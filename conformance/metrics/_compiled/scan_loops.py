@@ -29,8 +29,8 @@ from conformance.metrics._compiled.pairwise import BLOCK, block_sums, pairwise_s
 from conformance.reference.compiled_vector import vector_forward_loop
 from conformance.ulp_loops import is_nan_bits
 
-__all__ = ["ChunkBits", "Golden", "Judging", "KeptColumns", "count_into", "find", "judge_range", "pairwise_sums",
-           "piece_sums", "plain_picks"]
+__all__ = ["ChunkBits", "Golden", "Judging", "KeptColumns", "cosine_sums", "count_into", "find", "judge_range",
+           "pairwise_sums", "piece_sums", "plain_picks", "whole_pieces"]
 
 
 class ChunkBits(NamedTuple):
@@ -203,44 +203,61 @@ def _listed(flags, lo, n, offset, out_where, k, special_at, n_special):
     return k, n_special
 
 
+@numba.njit(cache=True)
+def whole_pieces(bits, piece):
+    """How many of the chunk's (:class:`ChunkBits` ``bits``) first elements make whole pieces of
+    ``piece`` whose cosine sums are :func:`tree_sums` of the blocks :func:`find` sums (0: none)."""
+    return bits.actual.size // piece * piece if tree_shaped(piece, RUN) and bits.table.size == 0 else 0
+
+
 @numba.njit(cache=True, nogil=True)
-def find(bits, golden, offset, out_where, start, pieces, sums, special_at, kinds, exp_mask, mant_mask, x_exp):
-    """The first pass over a chunk (:class:`ChunkBits` ``bits``), a run of elements at a time:
-    adds up the cosine sums of the finite pairs into ``sums`` (dot, aa, gg) by pieces of
-    ``pieces.shape[1]``, writes the flat
-    index ``offset + i`` of each mismatch (bits differ, not NaN on both sides) at ``start``,
-    ``start + 1``, ... of ``out_where``, and the local index of each matching element that is
-    special (an exponent field all zeros or all ones in x, dy or golden) in ``special_at``; how
-    many matching elements are special and how many are plain (the others), then how many are
-    NaN and how many an infinity on both sides, in ``kinds``; ``out_where`` and ``special_at``
-    are written one place past their end too.  The plain ones are where neither list is
-    (:func:`plain_picks`).  Returns where the writing ended and the bits of the largest finite
+def find(bits, golden, lo, hi, offset, out_where, start, blocks, whole, special_at, found, exp_mask, mant_mask,
+         x_exp):
+    """The first pass over the elements ``lo .. hi - 1`` of a chunk (:class:`ChunkBits` ``bits``;
+    ``lo`` a multiple of ``RUN``), a run of elements at a time: writes the flat index
+    ``offset + i`` of each mismatch (bits differ, not NaN on both sides) at ``start``,
+    ``start + 1``, ... of ``out_where``, and the local index ``i`` of each matching element that
+    is special (an exponent field all zeros or all ones in x, dy or golden) at ``special_at[0]``,
+    ``special_at[1]``, ... (each written one place past its end too); the plain ones are where
+    neither list is (:func:`plain_picks`).  The cosine sums of each block of the first ``whole``
+    elements go to ``blocks`` (:func:`block_sums`; read by :func:`cosine_sums`).  ``found``
+    gets how many mismatches and special matching elements were listed, how many pairs are
+    finite, NaN on both sides and an infinity on both sides, and the bits of the largest finite
     magnitude.  A :class:`Golden` not yet ``computed`` is computed a run at a time first, so the
-    run's x and golden are read while they are in the first cache."""
+    run's x and golden are read while they are in the first cache.  Ranges of one chunk may be
+    found at once on several threads (``nogil``), each with its own lists."""
     xb, db, ab, gb, af, gf, table = bits
     k, n_special, finite, top = start, 0, 0, exp_mask ^ exp_mask  # zero of the bits' type
     nan_both, inf_both = 0, 0
     flags = np.empty(RUN, dtype=np.uint8)
-    piece = pieces.shape[1]
-    whole = ab.size // piece * piece if tree_shaped(piece, RUN) and table.size == 0 else 0  # whole pieces
-    blocks = np.empty((whole // BLOCK, 3), dtype=np.float64)
     look = True  # for a plain run: after a plain run (likely one again), and every other run after one that is not
-    for lo in range(0, ab.size, RUN):
-        n = min(RUN, ab.size - lo)
+    for at in range(lo, hi, RUN):
+        n = min(RUN, hi - at)
         if not golden.computed:
-            vector_forward_loop(golden.x[lo:lo + n], golden.table, golden.sink[lo:lo + n], golden.ge, golden.scale,
+            vector_forward_loop(golden.x[at:at + n], golden.table, golden.sink[at:at + n], golden.ge, golden.scale,
                                 golden.rules)
-        plain, largest = _plain_run(xb, db, ab, gb, lo, n, db.size > 0, exp_mask, mant_mask, x_exp) if look \
+        plain, largest = _plain_run(xb, db, ab, gb, at, n, db.size > 0, exp_mask, mant_mask, x_exp) if look \
             else (False, top)
         look = plain or not look
-        if lo < whole:  # the run's blocks summed while they are in the first cache, in case all are finite
-            block_sums(af, gf, lo, n, blocks, lo // BLOCK, plain)
+        if at < whole:  # the run's blocks summed while they are in the first cache, in case all are finite
+            block_sums(af, gf, at, n, blocks, at // BLOCK, plain)
         if plain:  # nothing to list: every pair matches, finite, and no element is special
             finite, top = finite + n, max(top, largest)
             continue
-        fin, nan, inf, top = _flagged(xb, db, ab, gb, lo, n, flags, top, db.size > 0, exp_mask, mant_mask, x_exp)
-        k, n_special = _listed(flags, lo, n, offset, out_where, k, special_at, n_special)
+        fin, nan, inf, top = _flagged(xb, db, ab, gb, at, n, flags, top, db.size > 0, exp_mask, mant_mask, x_exp)
+        k, n_special = _listed(flags, at, n, offset, out_where, k, special_at, n_special)
         finite, nan_both, inf_both = finite + fin, nan_both + nan, inf_both + inf
+    found[0], found[1], found[2], found[3], found[4] = k - start, n_special, finite, nan_both, inf_both
+    return top
+
+
+@numba.njit(cache=True)
+def cosine_sums(bits, blocks, whole, finite, pieces, sums, exp_mask):
+    """Add up the chunk's cosine sums (dot, aa, gg) into ``sums`` by pieces of
+    ``pieces.shape[1]``, as numpy's pairwise sum adds them: from :func:`find`'s ``blocks`` when
+    the chunk's ``finite`` pairs are all of them, else from the pairs themselves."""
+    xb, db, ab, gb, af, gf, table = bits
+    piece = pieces.shape[1]
     if whole and finite == ab.size:
         for lo in range(0, whole, piece):
             _add_sums(tree_sums(blocks, lo // BLOCK, piece // BLOCK), sums)
@@ -248,9 +265,6 @@ def find(bits, golden, offset, out_where, start, pieces, sums, special_at, kinds
             _add_piece(af, gf, whole, ab.size - whole, sums)
     else:
         _cosine_sums(ab, gb, af, gf, table, finite == ab.size, pieces, sums, exp_mask)
-    kinds[0], kinds[1] = n_special, ab.size - (k - start) - n_special
-    kinds[2], kinds[3] = nan_both, inf_both
-    return k, top
 
 
 @numba.njit(cache=True, nogil=True)
