@@ -2,7 +2,7 @@
 
 Targets, this 2-core machine, one alpha (0.2), backends torch + cann (reference), the exact
 golden computed once per chunk and shared by both, and a backend's row derived from the
-other's where their bits agree (the sweep's default):
+other's where their bits agree, and no plot data (the sweep's default, without ``--html``):
 - forward, all 2^32 x: at most 1 minute;
 - backward, all 2^32 dy against x = -1 (the product path): at most 15 minutes;
 - backward, all 2^32 dy against each of the 9 x classes: at most 20 minutes.
@@ -53,7 +53,7 @@ def sampled_tasks(group: Sequence[SweepSpec], *, chunk: int = CHUNK) -> list[swe
     by_class: dict[object, list[SweepSpec]] = {}
     for spec in group:
         by_class.setdefault(spec.x_class, []).append(spec)
-    return [sweeping.ChunkTask(tuple(members), lo, lo + chunk, CONFIG)
+    return [sweeping.ChunkTask(tuple(members), lo, lo + chunk, CONFIG, plots=False)
             for members in by_class.values() for lo in range(0, ALL, ALL // SAMPLES)]
 
 
@@ -89,7 +89,8 @@ def stage_times(spec_group: Sequence[SweepSpec], lo: int) -> dict[str, float]:
             out[f"{spec.backend} derived"] = time.perf_counter() - start
             continue
         judged.append((evaluate(seg.x, seg.alpha, result, direction=spec.direction, dy=seg.dy,
-                                backend=spec.backend, profile=spec.profile, config=CONFIG, golden=golden),
+                                backend=spec.backend, profile=spec.profile, config=CONFIG, golden=golden,
+                                plots=False),
                        result))
         out[f"{spec.backend} judge"] = time.perf_counter() - start
     return out
@@ -114,13 +115,13 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     breakdown = [("forward", every[0][1], 0xBF000000), ("forward", every[0][1], 0x3F000000),
                  ("backward x=-1", every[1][1], 0x3F000000)]
     for title, group, lo in (b for b in breakdown if only is None or b[0].split()[0] == only):
-        sweeping.run_chunk(sweeping.ChunkTask(tuple(group), lo, lo + 1024, CONFIG))  # imports, warm caches
+        sweeping.run_chunk(sweeping.ChunkTask(tuple(group), lo, lo + 1024, CONFIG, plots=False))  # imports, caches
         stages = stage_times(group, lo)
         per = ", ".join(f"{k} {v / CHUNK * 1e9:.1f}" for k, v in stages.items())
         print(f"stages ns/pattern, {title}, chunk at {lo:#010x}, one process: {per}")
     with sweeping.dask_executor(workers=workers) as execute:
         first = tuple(configs[0][1][:len(BACKENDS)])
-        warm = [sweeping.ChunkTask(first, k << 16, (k + 1) << 16, CONFIG) for k in range(workers * 2)]
+        warm = [sweeping.ChunkTask(first, k << 16, (k + 1) << 16, CONFIG, plots=False) for k in range(workers * 2)]
         timed_sweep(execute, warm)
         for title, group, target in configs:
             tasks = sampled_tasks(group)

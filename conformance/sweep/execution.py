@@ -90,7 +90,7 @@ def sweep(specs: Sequence[SweepSpec], options: SweepOptions, *, config: GateConf
     with Store(options.store) as store:
         try:
             plan = sweeping.make_plan(specs, store, start=options.start, stop=options.stop, chunk=options.chunk,
-                                      config=config, fresh=options.fresh)
+                                      config=config, fresh=options.fresh, plots=paths.html is not None)
         except ValueError as exc:
             raise UsageError(f"--range/--chunk: {exc}") from None
         with export.placeholder(paths, seed=None, config=config):

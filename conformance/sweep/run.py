@@ -56,6 +56,7 @@ class ChunkTask:
     hi: int
     config: GateConfig
     single_thread: bool = False  # a worker process: torch and friends on one thread
+    plots: bool = True  # the rows keep what the HTML report draws (``judge.plots``)
 
 
 @dataclass(frozen=True)
@@ -123,17 +124,18 @@ def _call(spec: SweepSpec, seg: Segment) -> _Called:
 
 
 def _evaluated(spec: SweepSpec, seg: Segment, result: BackendResult, golden: np.ndarray, *,
-               config: GateConfig) -> Row:
+               config: GateConfig, plots: bool) -> Row:
     return evaluate(seg.x, seg.alpha, result, direction=spec.direction, dy=seg.dy, out_dtype=spec.out_dtype,
                     backend=spec.backend, profile=spec.profile, variant=spec.variant, config=config,
-                    label=_segment_label(spec, seg.alpha), golden=golden, shape=(spec.size,))
+                    label=_segment_label(spec, seg.alpha), golden=golden, shape=(spec.size,), plots=plots)
 
 
-def _judge_segment(specs: Sequence[SweepSpec], seg: Segment, golden: np.ndarray, *,
-                   config: GateConfig) -> dict[SweepSpec, tuple[Row, Optional[np.ndarray]]]:
+def _judge_segment(specs: Sequence[SweepSpec], seg: Segment, golden: np.ndarray, *, config: GateConfig,
+                   plots: bool = True) -> dict[SweepSpec, tuple[Row, Optional[np.ndarray]]]:
     """Each spec's row of the segment and its output (None: it returned none).  A backend whose
     output has the bits of one already judged gets its row derived (``twins``); the results
-    with a tile plan are judged first, as the others' rows derive from theirs."""
+    with a tile plan are judged first, as the others' rows derive from theirs.  ``plots``: the
+    rows keep what the HTML report draws."""
     called = {spec: _call(spec, seg) for spec in specs}
     judged: list[tuple[Row, BackendResult]] = []
     out = {}
@@ -142,7 +144,7 @@ def _judge_segment(specs: Sequence[SweepSpec], seg: Segment, golden: np.ndarray,
         row = next((twins.derived(r, result, backend=spec.backend, profile=spec.profile, variant=spec.variant,
                                   config=config) for r, done in judged if twins.derivable(r, done, result)), None)
         if row is None:
-            row = _evaluated(spec, seg, result, golden, config=config)
+            row = _evaluated(spec, seg, result, golden, config=config, plots=plots)
             judged.append((row, result))
         row = shifted(input_modified(row, kept=(seg.x, seg.dy), handed=called[spec].handed, config=config),
                       seg.start)
@@ -185,7 +187,7 @@ def _run_chunk(task: ChunkTask) -> ChunkDone:
     differ = dict.fromkeys(pairs, 0)
     for seg in segments(group, task.lo, task.hi):
         golden = ref.compute(group.direction, seg.x, seg.alpha, dy=seg.dy, out_dtype=group.out_dtype)
-        rows = _judge_segment(task.specs, seg, golden, config=task.config)
+        rows = _judge_segment(task.specs, seg, golden, config=task.config, plots=task.plots)
         outputs = {spec: value for spec, (_, value) in rows.items()}
         for spec in task.specs:
             judged[spec].append(rows[spec][0])
@@ -227,9 +229,10 @@ class Plan:
 
 
 def make_plan(specs: Sequence[SweepSpec], store: Store, *, start: int, stop: Optional[int], chunk: int,
-              config: GateConfig, fresh: bool = False, single_thread: bool = False) -> Plan:
+              config: GateConfig, fresh: bool = False, single_thread: bool = False, plots: bool = True) -> Plan:
     """Group specs by their inputs, plan their chunks, keep the chunks not yet stored
-    (``fresh``: drop the stored ones of this plan first)."""
+    (``fresh``: drop the stored ones of this plan first).  ``plots``: the rows keep what the HTML
+    report draws, and a stored row of mismatches without it is computed again."""
     chunks: dict[SweepSpec, list[tuple[int, int]]] = {s: [] for s in specs}  # report in the specs' order
     tasks: list[ChunkTask] = []
     prints = {s: spec_fingerprint(s) for s in specs}
@@ -245,7 +248,7 @@ def make_plan(specs: Sequence[SweepSpec], store: Store, *, start: int, stop: Opt
         if fresh:
             for key in [s.key for s in members] + [bits.pair_key(p) for p in mine]:
                 store.forget(key, plan)
-        checked = {s: store.verified(s, plan, fingerprint=prints[s]) for s in members}
+        checked = {s: store.verified(s, plan, fingerprint=prints[s], plots=plots) for s in members}
         counted = [_pair_counts(p, plan, store, prints=prints) for p in mine]
         for s in members:
             chunks[s], recomputed[s] = plan, checked[s].rejected
@@ -254,7 +257,7 @@ def make_plan(specs: Sequence[SweepSpec], store: Store, *, start: int, stop: Opt
             if any((lo, hi) not in c for c in counted):  # a pair lacks its count: every backend again
                 missing = tuple(members)
             if missing:
-                tasks.append(ChunkTask(missing, lo, hi, config, single_thread))
+                tasks.append(ChunkTask(missing, lo, hi, config, single_thread, plots))
         pairs += mine
     return Plan(chunks, tuple(tasks), prints, recomputed, tuple(pairs))
 

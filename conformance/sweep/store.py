@@ -128,6 +128,7 @@ CHECKSUM_MISMATCH = "checksum mismatch"
 SPEC_MISMATCH = "spec mismatch"
 UNREADABLE = "unreadable row"
 OUT_OF_RANGE = "counts out of range"
+NO_PLOTS = "no plot data (stored by a sweep without --html)"
 _BOUNDED = ("mismatches", "violations", "nan_positions", "inf_positions", "zero_signs", "within_1e3",
             "within_5e3", "above", "below")
 
@@ -162,8 +163,10 @@ def _spec_matches(row: Row, spec: SweepSpec) -> bool:
         (spec.backend, spec.profile, spec.variant, spec.dtype, spec.out_dtype, spec.direction)
 
 
-def verified_row(spec: SweepSpec, stored: tuple, *, fingerprint: str) -> tuple[Optional[Row], str]:
-    """The row of one stored (lo, hi, row, fingerprint, checksum), or None and why it is rejected."""
+def verified_row(spec: SweepSpec, stored: tuple, *, fingerprint: str,
+                 plots: bool = False) -> tuple[Optional[Row], str]:
+    """The row of one stored (lo, hi, row, fingerprint, checksum), or None and why it is rejected;
+    ``plots``: a row of mismatches must hold its plot data (a sweep without ``--html`` stores none)."""
     lo, hi, text, printed, sum_ = stored
     if not isinstance(text, str) or not isinstance(printed, str) or \
             sum_ != checksum(spec.key, lo, hi, printed, text):
@@ -180,7 +183,9 @@ def verified_row(spec: SweepSpec, stored: tuple, *, fingerprint: str) -> tuple[O
         problem = counts_problem(row, lo=lo, hi=hi)
     except TypeError:  # a count that is not a number
         problem = "a count is not a number"
-    return (None, OUT_OF_RANGE) if problem else (row, "")
+    if problem:
+        return None, OUT_OF_RANGE
+    return (None, NO_PLOTS) if plots and row.plots is None and row.metrics.mismatches else (row, "")
 
 
 @dataclass(frozen=True)
@@ -304,7 +309,8 @@ class Store:
                 found[(lo, hi)] = n
         return found
 
-    def verified(self, spec: SweepSpec, chunks: Sequence[tuple[int, int]], *, fingerprint: str) -> Verified:
+    def verified(self, spec: SweepSpec, chunks: Sequence[tuple[int, int]], *, fingerprint: str,
+                 plots: bool = False) -> Verified:
         """The stored rows of ``chunks`` of ``spec`` that pass every check (:func:`verified_row`)."""
         wanted, rows, rejected = set(chunks), {}, Counter()
         with _guarded(self.path):
@@ -313,7 +319,7 @@ class Store:
         for entry in stored:
             if (entry[0], entry[1]) not in wanted:
                 continue
-            row, why = verified_row(spec, entry, fingerprint=fingerprint)
+            row, why = verified_row(spec, entry, fingerprint=fingerprint, plots=plots)
             if row is None:
                 rejected[why] += 1
             else:

@@ -148,6 +148,28 @@ def test_fresh_recomputes_a_forged_clean_store(tmp_path, capsys, failed):
     assert result.code == 1 and _mismatches(doc) == _mismatches(failed)
 
 
+def _stored_plots(path: Path) -> list[bool]:
+    """Whether each stored chunk row (in range order) holds plot data."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return [row_from_text(text).plots is not None for (text,) in db.execute("SELECT row FROM chunks ORDER BY lo")]
+
+
+def test_a_sweep_keeps_plot_data_only_for_an_html_report(tmp_path, capsys, failed):
+    """Without ``--html`` the chunk rows keep no plot data (nothing draws it); a later sweep with
+    ``--html`` computes again the rows of mismatches, which the page draws, and only those."""
+    assert _stored_plots(tmp_path / "s.sqlite") == [False] * CHUNKS
+    result, doc = _sweep(tmp_path, capsys, *FAILING, "--html", str(tmp_path / "r.html"), quiet=False)
+    assert result.code == 1 and _mismatches(doc) == _mismatches(failed)
+    said = f"{FAILING_CHUNKS} chunk row(s) recomputed: {stores.NO_PLOTS} {FAILING_CHUNKS}"
+    assert f"{FAILING_CHUNKS} chunk(s) to compute; {said}" in _console(result)
+    assert sum(_stored_plots(tmp_path / "s.sqlite")) == FAILING_CHUNKS
+    again, _ = _sweep(tmp_path, capsys, *FAILING, "--html", str(tmp_path / "again.html"), quiet=False,
+                      name="again.json")
+    assert "0 chunk(s) to compute" in _console(again)
+    figures = [(tmp_path / page).read_text().count("<svg") for page in ("r.html", "again.html")]
+    assert figures[0] == figures[1] > 0
+
+
 # ----------------------------------------------------------------------------- stale code
 
 def test_rows_of_other_code_are_recomputed(tmp_path, capsys, failed, monkeypatch):
