@@ -68,8 +68,9 @@ def warm_golden() -> None:
 
 
 def warm_metrics() -> None:
-    """The ULP distance and the metric pass for 16-, 32- and 64-bit data, and compare's chunk scan."""
-    from conformance.judge import chunked
+    """The ULP distance and the metric pass for 16-, 32- and 64-bit data, other tools' checks of a
+    batch, and compare's chunk scan."""
+    from conformance.judge import chunked, other_checks
     from conformance.metrics.exact import compare
     from conformance.records import Tolerance
 
@@ -79,6 +80,8 @@ def warm_metrics() -> None:
         a = _sample(name)
         ulp_distance(a, a[::-1].copy())
         compare(a, a[::-1].copy(), tolerance=Tolerance(rtol=0.0, atol=0.0))
+        if name in other_checks.LOOP_DTYPES:  # other tools' checks of a batch's mismatches
+            other_checks.loop_counts(a, a[::-1].copy())
 
 
 def warm_triage() -> None:

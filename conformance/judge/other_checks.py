@@ -37,7 +37,8 @@ from typing import Optional
 
 import numpy as np
 
-from conformance.dtypes import DTYPES, bfloat16, info, is_nan
+from conformance import jit
+from conformance.dtypes import DTYPES, bfloat16, from_bits, info, is_nan
 from conformance.judge.gate import TORCH_TOLERANCES
 from conformance.records import Metrics, OtherCheck
 
@@ -283,11 +284,30 @@ def decided(tallies: dict[str, Tally], *, out_dtype: str, metrics: Metrics) -> t
 
 def of_batch(actual: np.ndarray, golden: np.ndarray, *, mismatch_index: np.ndarray,
              metrics: Metrics) -> tuple[OtherCheck, ...]:
-    """Every check's verdict on one batch (flat ``actual`` and ``golden``, the row's mismatches)."""
+    """Every check's verdict on one batch (flat ``actual`` and ``golden``, the row's mismatches);
+    the counts of a float32 or float64 output taken by the compiled pass when there is one."""
     out_dtype = info(golden.dtype).name
     nan, inf = specials(golden)
-    counts = tally(actual[mismatch_index], golden[mismatch_index], golden_nan=nan, golden_inf=inf)
-    return decided(counts, out_dtype=out_dtype, metrics=metrics)
+    a, g = actual[mismatch_index], golden[mismatch_index]
+    if jit.enabled() and out_dtype in LOOP_DTYPES and a.dtype == g.dtype:
+        nan_both = nan - int(np.count_nonzero(is_nan(g)))
+        inf_both = inf - int(np.count_nonzero(np.isinf(g)))
+        counts, max_abs = loop_counts(a, g)
+        return decided(loop_tally(counts, max_abs=max_abs, nan_both=nan_both, inf_both=inf_both),
+                       out_dtype=out_dtype, metrics=metrics)
+    return decided(tally(a, g, golden_nan=nan, golden_inf=inf), out_dtype=out_dtype, metrics=metrics)
+
+
+def loop_counts(actual: np.ndarray, golden: np.ndarray) -> tuple[np.ndarray, float]:
+    """The compiled pass's counts (``check_loops.COUNTS``) over the mismatching pairs, in their
+    float32 or float64 arithmetic, and the largest absolute error."""
+    from conformance.metrics._compiled.check_loops import COUNTS, Closeness, check_run  # numba
+
+    a, g = np.ascontiguousarray(actual), np.ascontiguousarray(golden)
+    counts, errs = np.zeros(len(COUNTS), dtype=np.int64), np.empty(a.size, dtype=a.dtype)
+    check_run(a, g, a.size, Closeness(*loop_tolerances(info(a.dtype).name)), counts, errs,
+              errs.view(np.int32 if a.dtype.itemsize == 4 else np.int64))
+    return counts, float(from_bits([int(counts[-1])], a.dtype)[0])  # the largest error's bits, as a float
 
 
 def _merged_tally(name: str, parts: Sequence[Tally]) -> Tally:

@@ -88,3 +88,25 @@ def test_compiled_counts_are_the_numpy_path_s(monkeypatch: pytest.MonkeyPatch) -
     compiled = _judged(x, actual, size=10_007)
     monkeypatch.setenv("CONFORMANCE_COMPILED", "0")
     assert _judged(x, actual, size=10_007) == compiled
+
+
+@pytest.mark.parametrize("name", ["float32", "float64"])
+def test_a_batchs_checks_taken_compiled_are_numpys(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``of_batch`` (a whole batch in memory, as ``run``, ``agree`` and ``sweep`` judge one) counts a
+    float32 or float64 batch's mismatches by the compiled pass: the same checks, tallies and
+    verdicts as numpy's ``tally`` of the same batch."""
+    x = _x(name, seed=15)
+    golden = ref.forward(x, 0.2)
+    actual = _device(golden, seed=16)
+    index = np.flatnonzero((to_bits(actual) != to_bits(golden)) & ~(is_nan(actual) & is_nan(golden)))
+    metrics = chunked.evaluate_chunks(lambda: [Chunk(0, x, None, actual)], numel=x.size, dtype=x.dtype, alpha=0.2,
+                                      direction="forward", out_dtype=name, backend="dump", config=GateConfig()).metrics
+    compiled = oc.of_batch(actual, golden, mismatch_index=index, metrics=metrics)
+    nan, inf = oc.specials(golden)
+    numpy = oc.decided(oc.tally(actual[index], golden[index], golden_nan=nan, golden_inf=inf), out_dtype=name,
+                       metrics=metrics)
+    assert [(c.name, c.passes, c.detail, c.tally) for c in compiled] == \
+        [(c.name, c.passes, c.detail, c.tally) for c in numpy]
+    assert dict(compiled[0].tally)["nan_both"] > 0 and not all(c.passes for c in compiled)
+    monkeypatch.setenv("CONFORMANCE_COMPILED", "0")
+    assert repr(oc.of_batch(actual, golden, mismatch_index=index, metrics=metrics)) == repr(numpy)
