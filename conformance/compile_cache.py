@@ -86,9 +86,11 @@ def warm_metrics() -> None:
 
 def warm_triage() -> None:
     """The passes triage and the HTML report's plots make over a batch's mismatches: in order and
-    at positions (the passes read their inputs read-only, whatever they were given)."""
+    at positions (the passes read their inputs read-only, whatever they were given); and the
+    split of a large batch's other elements (its scope)."""
     from conformance.dtypes import to_bits
     from conformance.metrics._compiled import metric_loops
+    from conformance.triage._compiled import scope_loops
 
     for name, index in ((n, i) for n in ("float16", "float32", "float64") for i in (None, np.arange(0, 8, 2))):
         rec, golden = info(name), _sample(name)
@@ -101,6 +103,7 @@ def warm_triage() -> None:
         if name != "float16":  # the slopes pass takes float32 and float64
             metric_loops.slopes(actual, golden, golden, golden, index, smallest_normal=rec.smallest_normal,
                                 forward=True)
+    scope_loops.warm()
 
 
 def warm_emulator() -> None:

@@ -8,6 +8,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from conformance import jit
+from conformance.dtypes import info, to_bits
 from conformance.triage.claims import Batch, special_values
 
 
@@ -74,6 +76,23 @@ def _special(batch: Batch, index: np.ndarray) -> np.ndarray:
     return out[index]
 
 
+def _ascending(index: np.ndarray, n: int) -> bool:
+    """``index`` is ascending, without repeats, within ``range(n)``."""
+    return index.size == 0 or (int(index[0]) >= 0 and int(index[-1]) < n and bool((index[1:] > index[:-1]).all()))
+
+
+def _split_compiled(batch: Batch, mismatches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_special`'s split of the elements other than the ascending ``mismatches``, in one
+    compiled pass (``triage._compiled.scope_loops``): the special ones and the plain ones."""
+    from conformance.triage._compiled.scope_loops import split_others  # numba
+
+    x = to_bits(batch.x.reshape(-1))
+    golden = to_bits(batch.golden.reshape(-1)) if batch.golden is not None else x[:0]
+    dy = to_bits(batch.dy.reshape(-1)) if batch.dy is not None else x[:0]
+    return split_others(mismatches, x, x_exp=info(batch.x.dtype).exp_mask, golden_bits=golden,
+                        golden_exp=info(batch.golden.dtype).exp_mask if batch.golden is not None else 0, dy_bits=dy)
+
+
 def scope_of(batch: Batch, mismatches: np.ndarray) -> Scope:
     n = batch.x.size
     if batch.weight is not None:  # a reduced batch: its matching elements are already a sample
@@ -83,16 +102,19 @@ def scope_of(batch: Batch, mismatches: np.ndarray) -> Scope:
         keep[mismatches] = False
         others = np.flatnonzero(keep)
         return Scope(np.concatenate([mismatches, others]), mismatches.size, batch.weight_of(others))
-    keep = np.ones(n, dtype=bool)
-    keep[mismatches] = False
-    others = np.flatnonzero(keep)
-    if n <= SAMPLING.full_scope:
-        return Scope(np.concatenate([mismatches, others]), mismatches.size, np.ones(others.size))
-    is_special = _special(batch, others)
-    if is_special.all():  # every other element is special: all of them, in order, no copies
-        special, plain = others, others[:0]
+    if n > SAMPLING.full_scope and jit.enabled() and _ascending(mismatches, n):
+        special, plain = _split_compiled(batch, mismatches)
     else:
-        special, plain = others[is_special], others[~is_special]
+        keep = np.ones(n, dtype=bool)
+        keep[mismatches] = False
+        others = np.flatnonzero(keep)
+        if n <= SAMPLING.full_scope:
+            return Scope(np.concatenate([mismatches, others]), mismatches.size, np.ones(others.size))
+        is_special = _special(batch, others)
+        if is_special.all():  # every other element is special: all of them, in order, no copies
+            special, plain = others, others[:0]
+        else:
+            special, plain = others[is_special], others[~is_special]
     pick = np.sort(np.random.default_rng(0).choice(plain, min(SAMPLING.scope_plain, plain.size), replace=False))
     weight = np.ones(special.size + pick.size)
     weight[special.size:] = plain.size / max(pick.size, 1)
