@@ -10,7 +10,8 @@ other's where their bits agree, and no plot data (the sweep's default, without `
 Each configuration runs 32 chunks of 2^21 patterns (2^26 in all) spread evenly over the
 pattern space (one every 2^27, so positives, negatives, subnormals, infinities and NaNs
 weigh as in the full sweep) on the embedded Dask cluster with one worker per core, after a
-warm-up chunk per worker (imports), and the rate is extrapolated to 2^32 patterns twice: by
+few warm-up chunks per worker of positive and negative x (the imports, and the compiled loops a
+chunk of mismatches loads from numba's cache once per process), and the rate is extrapolated to 2^32 patterns twice: by
 wall time (what this machine takes at its present load, printed beside it) and by the CPU
 seconds the workers spent on the chunks, divided among the cores (what the cores would take
 with nothing else running).
@@ -121,7 +122,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         print(f"stages ns/pattern, {title}, chunk at {lo:#010x}, one process: {per}")
     with sweeping.dask_executor(workers=workers) as execute:
         first = tuple(configs[0][1][:len(BACKENDS)])
-        warm = [sweeping.ChunkTask(first, k << 16, (k + 1) << 16, CONFIG, plots=False) for k in range(workers * 2)]
+        warm = [sweeping.ChunkTask(first, lo, lo + (1 << 16), CONFIG, plots=False)  # both signs: triage's loops too
+                for k in range(workers * 2) for lo in (k << 16, (1 << 31) + (1 << 30) + (k << 16))]
         timed_sweep(execute, warm)
         for title, group, target in configs:
             tasks = sampled_tasks(group)

@@ -154,7 +154,9 @@ def _judge_segment(specs: Sequence[SweepSpec], seg: Segment, golden: np.ndarray,
 
 
 def _single_thread() -> None:
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    """A worker process of a cluster with a worker per core: its libraries and this package's
+    compiled passes (``CONFORMANCE_THREADS``) on one thread, the results the same."""
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "CONFORMANCE_THREADS"):
         os.environ.setdefault(name, "1")
     torch = sys.modules.get("torch")  # imported later, it reads OMP_NUM_THREADS
     if torch is not None and torch.get_num_threads() != 1:
