@@ -160,8 +160,8 @@ def is_nan(a: np.ndarray) -> np.ndarray:
     if a.dtype.kind == "f":  # numpy's own float types: one vectorised pass
         return np.isnan(a)
     rec = info(a.dtype)
-    bits = to_bits(a)
-    return ((bits & rec.exp_mask) == rec.exp_mask) & ((bits & rec.mant_mask) != 0)
+    magnitude = to_bits(a) & rec.uint.type(rec.exp_mask | rec.mant_mask)
+    return magnitude > rec.exp_mask  # above infinity's pattern: the exponent all ones and a mantissa
 
 
 def is_subnormal(a: np.ndarray) -> np.ndarray:
