@@ -33,7 +33,7 @@ from typing import Optional
 import numpy as np
 
 from conformance import jit
-from conformance.dtypes import from_bits, info, is_nan, ordered, to_bits
+from conformance.dtypes import from_bits, info, is_nan, ordered, to_bits, widened_patterns
 from conformance.records import Metrics, Tolerance, Where
 
 
@@ -80,6 +80,9 @@ def _cosine_sums(a: np.ndarray, g: np.ndarray) -> tuple[float, float, float, int
     """Scaled dot/norm sums over pairs where both sides are finite (``a is g`` for a pair
     that matches everywhere: one sum then serves all three).  ``a`` and ``g`` are in their
     own dtype; the sums are taken in float64 (see :func:`_dots`)."""
+    tabled = _table_sums(a, g)
+    if tabled is not None:
+        return tabled
     same = a is g
     found = _finite_top(a, g)
     if found is not None:  # every pair finite: the sums read the arrays as they are
@@ -111,6 +114,24 @@ def _finite_top(a: np.ndarray, g: np.ndarray) -> Optional[float]:
     word = rec.uint.type
     finite, top = metric_loops.finite_magnitude(*bits, word(rec.exp_mask), word(rec.exp_mask | rec.mant_mask))
     return float(from_bits([int(top)], a.dtype)[0]) if finite else None
+
+
+def _table_sums(a: np.ndarray, g: np.ndarray) -> Optional[tuple[float, float, float, int]]:
+    """Compiled, of 16-bit pairs (each value read from the table of every pattern's): the
+    cosine sums as this module's numpy path takes them, from the finite pairs' unscaled sums and
+    their largest magnitude (:func:`scaled_cosine`: a 16-bit magnitude never needs the scaled
+    sums); None where the numpy path computes them."""
+    if not (jit.enabled() and a.size and a.dtype == g.dtype and info(a.dtype).bits == 16):
+        return None
+    from conformance.metrics._compiled import scan_loops  # numba, imported on the first compiled call
+
+    rec = info(a.dtype)
+    word, table = rec.uint.type, jit.read_only(widened_patterns(rec.name))
+    ab, gb = (jit.read_only(np.ascontiguousarray(to_bits(v)).reshape(-1)) for v in (a, g))
+    sums = np.zeros(3)
+    top = scan_loops.table_sums(ab, gb, table, np.empty((2, DOT_PIECE)), sums, word(rec.exp_mask),
+                                word(rec.exp_mask | rec.mant_mask))
+    return scaled_cosine([float(v) for v in sums], float(table[int(top)]), a, g)
 
 
 DOT_PIECE = 1 << 16  # elements widened to float64 at a time (in cache)

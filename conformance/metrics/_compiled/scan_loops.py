@@ -30,7 +30,7 @@ from conformance.reference.compiled_vector import vector_forward_loop
 from conformance.ulp_loops import is_nan_bits
 
 __all__ = ["ChunkBits", "Golden", "Judging", "KeptColumns", "cosine_sums", "count_into", "find", "judge_range",
-           "pairwise_sums", "piece_sums", "plain_picks", "whole_pieces"]
+           "pairwise_sums", "piece_sums", "plain_picks", "table_sums", "whole_pieces"]
 
 
 class ChunkBits(NamedTuple):
@@ -134,6 +134,20 @@ def _cosine_sums(ab, gb, af, gf, table, all_finite, pieces, sums, exp_mask):
                 filled = 0
     if filled:
         _add_piece(va, vg, 0, filled, sums)
+
+
+@numba.njit(cache=True)
+def table_sums(ab, gb, table, pieces, sums, exp_mask, magnitude):
+    """:func:`_cosine_sums` of two 16-bit arrays' bits ``ab``, ``gb`` (their values ``table``'s),
+    and the bits of the largest magnitude of their finite pairs (zero: none), as
+    ``metrics.exact._cosine_sums`` takes them."""
+    top = exp_mask ^ exp_mask
+    for i in range(ab.size):
+        u, v = ab[i], gb[i]
+        if (u & exp_mask) != exp_mask and (v & exp_mask) != exp_mask:
+            top = max(top, max(u & magnitude, v & magnitude))
+    _cosine_sums(ab, gb, table[:0], table[:0], table, False, pieces, sums, exp_mask)
+    return top
 
 
 @numba.njit(cache=True, inline="always")
