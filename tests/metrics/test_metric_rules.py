@@ -115,8 +115,11 @@ def test_merging_parts_of_different_magnitudes_gives_the_concatenations_cosine(s
     assert {name: getattr(parts, name) for name in COUNTS} == {name: getattr(whole, name) for name in COUNTS}
 
 
-def test_merging_a_part_with_no_finite_pair_keeps_the_others_sums() -> None:
-    g = np.array([0.75, -0.5])  # exponent 0: the other part's sums would add at full weight
+@pytest.mark.parametrize("values", [[0.75, -0.5], [3.0, -2.5]], ids=["exponent-0", "exponent-2"])
+def test_merging_a_part_with_no_finite_pair_keeps_the_others_sums(values: list[float]) -> None:
+    """Exponent 0: the other part's sums would add at full weight; exponent 2: its exponent is
+    kept, not the empty part's 0."""
+    g = np.array(values)
     a = g * 1.001
     some = compare(a, g, tolerance=TOL).metrics
     none = compare(np.array([np.nan]), np.array([1.0]), tolerance=TOL).metrics
