@@ -442,10 +442,12 @@ def _other_checks(kept: Optional[Kept], *, metrics: Metrics, out_dtype: str) -> 
 def warm() -> None:
     """Compile (or load) the chunk scan for every dtype pair the golden runs, forward and
     backward, on chunks read from a file (read-only) and given in memory (writable)."""
+    from conformance.metrics._compiled import scan_loops  # numba
     from conformance.reference.golden import SUPPORTED_PAIRS
     from conformance.triage._compiled import slope_loops  # numba: the triage of a large batch's slopes
 
     slope_loops.warm()
+    scan_loops.count_into(np.empty(2, dtype=np.int64), 0, 2)  # a large tensor's mismatch positions (_positions)
     for (name, out), direction, writable in ((p, d, w) for p in sorted(SUPPORTED_PAIRS)
                                              for d in ("forward", "backward") for w in (True, False)):
         x = np.linspace(-3, 3, 8).astype(info(name).dtype)

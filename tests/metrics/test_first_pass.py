@@ -37,7 +37,8 @@ def _found(chunk: Chunk, *, ranges: int, monkeypatch: pytest.MonkeyPatch) -> tup
         expected = np.zeros(N, dtype=np.float32)  # the memory the scan computes the golden into
         bits, masks = chunked._operands(chunk, expected)
         scan = chunk_golden.scan_golden(chunk, expected, direction="forward", alpha=0.2, out_dtype="float32")
-        where, room = np.full(N + 9, -1, dtype=np.int64), first_pass.Room()
+        where = np.full(N + 9, -1, dtype=np.int32)  # the kept column of a tensor under 2^31 elements
+        room = first_pass.Room()
         end, top, kinds, sums = first_pass.find(bits, scan, offset=chunk.offset, where=where, start=3, room=room,
                                                 masks=(*masks.out, masks.x_exp))
     return (end, int(top), kinds.tolist(), sums.tobytes(), where[3:end].tolist(), room.at[:kinds[0]].tolist(),
