@@ -160,9 +160,15 @@ def tally(actual: np.ndarray, golden: np.ndarray, *, golden_nan: int, golden_inf
     """Each check's counts over a batch's mismatching elements (``actual`` and ``golden`` of one
     dtype); ``golden_nan``/``golden_inf``: the NaN and infinities of the whole batch's golden (where
     an element matches, the output holds the same)."""
-    nan_both = golden_nan - int(np.count_nonzero(is_nan(golden)))
-    inf_both = golden_inf - int(np.count_nonzero(np.isinf(_upcast(golden))))
+    nan_both, inf_both = _shared(golden, golden_nan=golden_nan, golden_inf=golden_inf)
     return mismatch_tally(actual, golden, nan_both=nan_both, inf_both=inf_both)
+
+
+def _shared(golden: np.ndarray, *, golden_nan: int, golden_inf: int) -> tuple[int, int]:
+    """How many matching elements are NaN and how many an infinity: the whole batch's golden
+    ones (``golden_nan``, ``golden_inf``) less those at the mismatches (``golden``)."""
+    return (golden_nan - int(np.count_nonzero(is_nan(golden))),
+            golden_inf - int(np.count_nonzero(np.isinf(_upcast(golden)))))
 
 
 def mismatch_tally(actual: np.ndarray, golden: np.ndarray, *, nan_both: int, inf_both: int) -> dict[str, Tally]:
@@ -290,8 +296,7 @@ def of_batch(actual: np.ndarray, golden: np.ndarray, *, mismatch_index: np.ndarr
     nan, inf = specials(golden)
     a, g = actual[mismatch_index], golden[mismatch_index]
     if jit.enabled() and out_dtype in LOOP_DTYPES and a.dtype == g.dtype:
-        nan_both = nan - int(np.count_nonzero(is_nan(g)))
-        inf_both = inf - int(np.count_nonzero(np.isinf(g)))
+        nan_both, inf_both = _shared(g, golden_nan=nan, golden_inf=inf)
         counts, max_abs = loop_counts(a, g)
         return decided(loop_tally(counts, max_abs=max_abs, nan_both=nan_both, inf_both=inf_both),
                        out_dtype=out_dtype, metrics=metrics)
