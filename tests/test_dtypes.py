@@ -43,6 +43,14 @@ def test_signed_zeros_are_zero_apart_and_nan_is_reported_separately() -> None:
     assert d.nan.tolist() == [False, False, True, True]
 
 
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_is_nan_of_every_16_bit_pattern_is_nan_of_its_float32_value(name: str) -> None:
+    x = all_patterns(name)
+    expected = np.isnan(x.astype(np.float32))
+    assert int(expected.sum()) == 2 * (2 ** info(name).mant_bits - 1)
+    assert np.array_equal(is_nan(x), expected)
+
+
 def test_bfloat16_masks_count_every_class() -> None:
     x = all_patterns("bfloat16")
     assert int(is_nan(x).sum()) == 2 * (2 ** 7 - 1)  # both signs, every nonzero mantissa at max exponent

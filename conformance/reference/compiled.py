@@ -49,6 +49,7 @@ from conformance.reference.compiled_loops import (
     backward_loop,
     backward_tables,
     forward_loop,
+    narrowed_loop,
     select_backward_loop,
     select_forward_loop,
     table_backward_loop,
@@ -273,5 +274,16 @@ def _plain(s: Semantics) -> bool:
 
 
 def _narrowed(v: np.ndarray, s: Semantics) -> np.ndarray:
-    """An operand narrowed to ``input_dtype`` as the loop reads it (after it was read)."""
-    return narrowed(v, s.input_dtype, saturating=s.saturate_inputs)
+    """An operand narrowed to ``input_dtype`` as the loop reads it (after it was read): a float32
+    or float64 one to a 16-bit dtype without saturation in one compiled pass (the numpy path takes
+    several), the others as ``exact.narrowed``."""
+    to = None if s.input_dtype is None else info(s.input_dtype)
+    if to is None or to.bits != 16 or s.saturate_inputs or v.dtype not in _WIDE or not v.ndim:
+        return narrowed(v, s.input_dtype, saturating=s.saturate_inputs)
+    flat = jit.read_only(v).reshape(-1)
+    out = np.empty(flat.size, dtype=flat.dtype)
+    narrowed_loop(flat, _kind(to), out)
+    return out.reshape(v.shape)
+
+
+_WIDE = (np.dtype(np.float32), np.dtype(np.float64))  # what the narrowing loop reads

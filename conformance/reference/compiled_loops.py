@@ -27,8 +27,8 @@ from conformance.reference.compiled_rounding import (
 
 _DOUBLE_MAX = np.finfo(np.float64).max
 
-__all__ = ["backward_loop", "backward_tables", "forward_loop", "gather", "select_backward_loop", "select_forward_loop",
-           "table_backward_loop"]
+__all__ = ["backward_loop", "backward_tables", "forward_loop", "gather", "narrowed_loop", "select_backward_loop",
+           "select_forward_loop", "table_backward_loop"]
 
 
 @numba.njit(cache=True)
@@ -358,3 +358,11 @@ def gather(table, index, out):
     first_touch(out)
     for i in range(index.size):
         out[i] = table[index[i]]
+
+
+@numba.njit(cache=True, nogil=True)
+def narrowed_loop(vs, kind, sink):
+    """A float32 or float64 operand narrowed to float16 (kind 0) or bfloat16 (kind 1) and widened
+    back into ``sink`` (its dtype): ``exact.narrowed_by_formula`` without saturation, one pass."""
+    for i in range(vs.size):
+        sink[i] = rounded(np.float64(vs[i]), kind)

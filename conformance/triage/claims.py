@@ -55,6 +55,7 @@ class Batch:
     _predictions: dict = field(default_factory=dict, init=False, compare=False, repr=False)
     _memo_bytes: list = field(default_factory=lambda: [0], init=False, compare=False, repr=False)
     _source: Optional[tuple[Batch, np.ndarray]] = field(default=None, init=False, compare=False, repr=False)
+    _gathered: list = field(default_factory=lambda: [None], init=False, compare=False, repr=False)
 
     @property
     def tensor_size(self) -> int:
@@ -141,9 +142,20 @@ class Batch:
         return whole
 
     def _computed(self, index: Optional[np.ndarray], semantics: Semantics) -> np.ndarray:
-        x = self.x if index is None else self.x[index]
-        dy = None if self.dy is None else (self.dy if index is None else self.dy[index])
+        x, dy = self._operands_at(index)
         return ref.compute(self.direction, x, self.alpha, dy=dy, out_dtype=self.out_dtype, semantics=semantics)
+
+    def _operands_at(self, index: Optional[np.ndarray]) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        """x and dy at ``index`` (None: every element).  The last pair gathered is kept for the
+        same index array: the search computes each rule on one scope in turn."""
+        if index is None:
+            return self.x, self.dy
+        last = self._gathered[0]
+        if last is not None and last[0] is index:
+            return last[1], last[2]
+        x, dy = self.x[index], None if self.dy is None else self.dy[index]
+        self._gathered[0] = (index, x, dy)
+        return x, dy
 
     @cached_property
     def dtypes(self) -> tuple[str, str]:

@@ -25,7 +25,7 @@ from conformance.dtypes import all_patterns, info, to_bits, ulp_distance
 from conformance.metrics.exact import compare
 from conformance.records import Tolerance
 from conformance.reference import golden
-from conformance.reference.exact import SUPPORTED_PAIRS
+from conformance.reference.exact import SUPPORTED_PAIRS, narrowed_by_formula
 from conformance.reference.semantics import _CHOICES, Semantics
 from tests.helpers import sampled
 
@@ -342,6 +342,25 @@ def test_a_golden_computed_inside_a_split_does_not_split_again(monkeypatch):
     _same_bits(np.concatenate(halves), golden.reference_compute("forward", x, 0.3))
     golden.forward(x, 0.3)
     assert split_sizes == [x.size]
+
+
+def _midpoints(name: str, to: str) -> np.ndarray:
+    """Every midpoint of two neighbouring finite ``to`` values (the overflow threshold too) and
+    its neighbours in ``name``, both signs: where narrowing rounds a tie, or just misses one."""
+    w = np.unique(np.abs(all_patterns(to).astype(np.float64)))
+    w = w[np.isfinite(w)]
+    mids = np.concatenate([(w[:-1] + w[1:]) / 2, [w[-1] + (w[-1] - w[-2]) / 2]]).astype(name)
+    near = [mids, np.nextafter(mids, np.inf), np.nextafter(mids, 0)]
+    return np.concatenate([*near, *(-v for v in near)])
+
+
+@pytest.mark.parametrize("name", ["float32", "float64"])
+@pytest.mark.parametrize("to", ["float16", "bfloat16"])
+def test_an_operand_narrowed_in_one_pass_is_the_numpy_paths(inputs, name, to):
+    v = np.concatenate([inputs[name], _midpoints(name, to)])
+    got = compiled._narrowed(v.reshape(2, -1), Semantics(input_dtype=to))
+    assert got.shape == (2, v.size // 2)
+    _same_bits(got.reshape(-1), narrowed_by_formula(v, to))
 
 
 def test_strided_and_empty_inputs(inputs):
