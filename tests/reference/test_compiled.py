@@ -363,6 +363,19 @@ def test_an_operand_narrowed_in_one_pass_is_the_numpy_paths(inputs, name, to):
     _same_bits(got.reshape(-1), narrowed_by_formula(v, to))
 
 
+def test_only_a_wide_operand_to_a_16_bit_dtype_unsaturated_takes_the_narrowing_loop(monkeypatch):
+    taken = []
+    loop = compiled.narrowed_loop
+    monkeypatch.setattr(compiled, "narrowed_loop", lambda *a: taken.append(a[0].dtype.name) or loop(*a))
+    for dtype, s in ((np.float32, Semantics(input_dtype="bfloat16")), (np.float64, Semantics(input_dtype="float16")),
+                     (np.float32, Semantics(input_dtype="float16", saturate_inputs=True)),
+                     (np.float32, Semantics(input_dtype="float32")), (np.float16, Semantics(input_dtype="bfloat16")),
+                     (np.float32, Semantics())):
+        compiled._narrowed(np.ones(4, dtype=dtype), s)
+    compiled._narrowed(np.float32(1.0), Semantics(input_dtype="float16"))  # a scalar stays one
+    assert taken == ["float32", "float64"]
+
+
 def test_strided_and_empty_inputs(inputs):
     x = inputs["float32"][: 2 * 4096].reshape(64, 128)[:, ::2]
     _same_bits(golden.forward(x, 0.3, out_dtype="float16"), golden.reference_compute("forward", x, 0.3,

@@ -34,6 +34,19 @@ def _batch(n: int) -> Batch:
     return Batch(x, None, 0.2, "forward", "float32", g, g)
 
 
+def test_a_scope_is_gathered_once_for_its_index_and_again_for_another() -> None:
+    x = np.random.default_rng(4).standard_normal(100).astype(np.float32)
+    batch = Batch(x, -x, 0.2, "backward", "float32", x, x)
+    index = np.arange(0, 100, 3)
+    first = batch._operands_at(index)
+    assert all(a is b for a, b in zip(batch._operands_at(index), first))  # the kept pair
+    other = batch._operands_at(index[::-1].copy())
+    np.testing.assert_array_equal(other[0], x[index[::-1]])
+    np.testing.assert_array_equal(other[1], -x[index[::-1]])
+    assert batch._operands_at(index)[0] is not first[0]  # only the last index is kept
+    assert batch._operands_at(None)[0] is x
+
+
 @pytest.mark.parametrize("n", [1000, MEMO_WHOLE + 1, 8 * MEMO_ELEMENTS])
 def test_a_variant_on_some_elements_is_the_variant_computed_on_them(n: int, monkeypatch) -> None:
     batch = _batch(n)
