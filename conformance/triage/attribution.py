@@ -167,11 +167,18 @@ def _predicted_whole(sel: Selector, judged: _Judged, stack: list[Rule]) -> np.nd
 
 def _wrong(sel: Selector, judged: _Judged, stack: list[Rule]) -> tuple[np.ndarray, np.ndarray]:
     """Where the stack's prediction on the whole batch is wrong (ascending), and it there.  On
-    a scope of mismatches alone, the mismatches' are known: only the others are predicted
-    (with the compiled paths; the numpy path predicts every element, the reference)."""
+    a scope of mismatches alone, the mismatches' are known: where they are most of the batch,
+    only the others are predicted (with the compiled paths; the numpy path predicts every
+    element, the reference).  Where they are not, the whole batch is predicted in place: its
+    others gathered would cost more than the mismatches computed again."""
     batch, mis = judged.batch, judged.mis
     if sel.scope.size != sel.scope.n_mis or not jit.enabled():
         full = sel.predict_batch(stack)
+        wrong = np.flatnonzero(~match_mask(full, batch.actual))
+        return wrong, full[wrong]
+    semantics = stack_semantics(stack)
+    if 2 * mis.size < batch.x.size:
+        full = batch.recomputed(semantics=semantics)
         wrong = np.flatnonzero(~match_mask(full, batch.actual))
         return wrong, full[wrong]
     if sel.batch is not batch:  # a batch of the leading mismatches (``_mismatch_selector``)
@@ -180,7 +187,6 @@ def _wrong(sel: Selector, judged: _Judged, stack: list[Rule]) -> tuple[np.ndarra
         keep = np.ones(batch.x.size, dtype=bool)
         keep[mis] = False
         rest = np.flatnonzero(keep)
-    semantics = stack_semantics(stack)
     rest = rest[~match_mask(batch.recomputed(rest, semantics=semantics), batch.actual[rest])]
     wrong = rest if judged.explained.all() else np.sort(np.concatenate([mis[~judged.explained], rest]))
     return wrong, batch.recomputed(wrong, semantics=semantics)

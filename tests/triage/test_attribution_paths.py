@@ -169,3 +169,34 @@ def test_where_a_stack_is_wrong_when_the_mismatches_come_last(compiled: bool, mo
     assert wrong.tolist() == [1, 3, 4, 5]  # x = -9 and -7 left exact; 9 held; dy flushed at x = 3e-39
     full = batch.recomputed(semantics=stack_semantics([RELU]))
     np.testing.assert_array_equal(predicted.view(np.uint32), full[wrong].view(np.uint32))
+
+
+@pytest.mark.parametrize("stack", [[RELU], [FLUSH], [RELU, FLUSH]], ids=["relu", "flush", "relu+flush"])
+@pytest.mark.parametrize("k, whole", [(4, True), (5, False)], ids=["fewer-than-half", "half"])
+def test_a_batch_mostly_matching_is_predicted_whole_and_one_mostly_mismatching_on_its_others(
+        stack: list[Rule], k: int, whole: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fewer mismatches than half the batch: the stack is predicted on the whole batch in place,
+    else on the other elements alone; where it is wrong, and what it predicts there, alike."""
+    from conformance.triage import claims
+
+    monkeypatch.setattr(claims, "MEMO_WHOLE", 2)  # a prediction on some elements is computed on them
+    reduced = _reduced([RELU, FLUSH])
+    actual = reduced.golden.copy()
+    actual[:k] = reduced.actual[:k]  # the first k of the mismatches the stacks explain
+    batch = Batch(reduced.x, reduced.dy, 0.2, "backward", "float32", reduced.golden, actual)
+    mis = np.arange(k)
+    full = batch.recomputed(semantics=stack_semantics(stack))
+    expected = np.flatnonzero(~match_mask(full, actual))
+    sized, computed = [], Batch._computed
+    monkeypatch.setattr(Batch, "_computed", lambda self, index, s: sized.append(
+        self.x.size if index is None else index.size) or computed(self, index, s))
+    for compiled in (False, True):
+        compiled_configuration(monkeypatch, enabled=compiled)
+        selector = attribution._mismatch_selector(batch, mis, leading=False)
+        judged = attribution._Judged(batch, mis, attribution._explained(selector, mis, stack))
+        sized.clear()
+        batch._predictions.clear()
+        wrong, predicted = attribution._wrong(selector, judged, stack)
+        np.testing.assert_array_equal(wrong, expected)
+        np.testing.assert_array_equal(predicted.view(np.uint32), full[expected].view(np.uint32))
+        assert sized[0] == (10 if whole or not compiled else 10 - k)
