@@ -9,9 +9,11 @@ other's where their bits agree, and no plot data (the sweep's default, without `
 
 Each configuration runs 32 chunks of 2^21 patterns (2^26 in all) spread evenly over the
 pattern space (one every 2^27, so positives, negatives, subnormals, infinities and NaNs
-weigh as in the full sweep) on the embedded Dask cluster with one worker per core, after a
-few warm-up chunks per worker of positive and negative x (the imports, and the compiled loops a
-chunk of mismatches loads from numba's cache once per process), and the rate is extrapolated to 2^32 patterns twice: by
+weigh as in the full sweep) on the embedded Dask cluster with one worker per core, after
+warm-up chunks: the first 2^16 patterns of every sampled chunk, as many times over as there are
+workers (the imports, and the compiled loops each kind of chunk loads from numba's cache once
+per process: a full sweep pays that once per worker, while in 32 sampled chunks it would weigh
+64 times over in the extrapolation), and the rate is extrapolated to 2^32 patterns twice: by
 wall time (what this machine takes at its present load, printed beside it) and by the CPU
 seconds the workers spent on the chunks, divided among the cores (what the cores would take
 with nothing else running).
@@ -26,6 +28,7 @@ import argparse
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Optional
 
 from conformance.backends import call
@@ -121,12 +124,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         per = ", ".join(f"{k} {v / CHUNK * 1e9:.1f}" for k, v in stages.items())
         print(f"stages ns/pattern, {title}, chunk at {lo:#010x}, one process: {per}")
     with sweeping.dask_executor(workers=workers) as execute:
-        first = tuple(configs[0][1][:len(BACKENDS)])
-        warm = [sweeping.ChunkTask(first, lo, lo + (1 << 16), CONFIG, plots=False)  # both signs: triage's loops too
-                for k in range(workers * 2) for lo in (k << 16, (1 << 31) + (1 << 30) + (k << 16))]
-        timed_sweep(execute, warm)
         for title, group, target in configs:
             tasks = sampled_tasks(group)
+            timed_sweep(execute, [replace(t, hi=t.lo + (1 << 16)) for t in tasks for _ in range(workers)])
             load = os.getloadavg()[0]
             seconds, cpu = timed_sweep(execute, tasks)
             scale = ALL / (SAMPLES * CHUNK)  # each x class sweeps all 2^32 dy
