@@ -157,8 +157,8 @@ def widened_patterns(dtype: DTypeLike) -> np.ndarray:
 def is_nan(a: np.ndarray) -> np.ndarray:
     """NaN mask that also works for bfloat16 (via the bit pattern)."""
     a = np.asarray(a)
-    if a.dtype.kind == "f" and a.dtype.itemsize > 2:  # float32 and float64: one vectorised pass
-        return np.isnan(a)
+    if a.dtype.kind == "f" and (a.dtype.itemsize > 2 or not a.dtype.isnative):  # one vectorised pass
+        return np.isnan(a)  # a bit pattern is read in this machine's byte order: not a swapped float16's
     rec = info(a.dtype)  # a 16-bit pattern: numpy's float16 isnan widens each element, 10x slower
     magnitude = to_bits(a) & rec.uint.type(rec.exp_mask | rec.mant_mask)
     return magnitude > rec.exp_mask  # above infinity's pattern: the exponent all ones and a mantissa
