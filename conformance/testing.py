@@ -33,8 +33,8 @@ SUBJECT = "actual"  # the backend name a row of in-memory arrays carries
 
 
 def as_array(value: Any, *, name: str) -> np.ndarray:
-    """``value`` as a numpy array of the same dtype and bits: a numpy array, a torch tensor
-    (bfloat16 through a bit view), a JAX array or a TensorFlow tensor."""
+    """``value`` as a numpy array of the same dtype and values, in this machine's byte order: a
+    numpy array, a torch tensor (bfloat16 through a bit view), a JAX array or a TensorFlow tensor."""
     module = type(value).__module__.split(".")[0]
     if module == "torch":
         from conformance.frameworks.torch_backend import numpy_from_tensor
@@ -45,7 +45,7 @@ def as_array(value: Any, *, name: str) -> np.ndarray:
     found = np.asarray(value)
     if found.dtype.kind not in "fV" or found.dtype.name not in {info(d).dtype.name for d in DTYPES}:
         raise UsageError(f"{name} is {found.dtype}; pass a float16, bfloat16, float32 or float64 array")
-    return found
+    return found if found.dtype.isnative else found.astype(found.dtype.newbyteorder("="))
 
 
 def _arrays(actual: Any, x: Any, *, dy: Any) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:

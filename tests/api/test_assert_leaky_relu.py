@@ -31,6 +31,16 @@ def test_another_slope_fails_naming_the_cause_and_its_count() -> None:
     assert _counts(judge_leaky_relu(wrong, X16, alpha=0.2)) == {"alpha-mismatch": differing}
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_arrays_in_the_other_byte_order_are_judged_by_their_values(dtype: str) -> None:
+    x = X16.astype(dtype)
+    wrong = ref.forward(x, 0.01)
+    swapped = [v.astype(v.dtype.newbyteorder()) for v in (wrong, x)]
+    assert _counts(judge_leaky_relu(*swapped, alpha=0.2)) == _counts(judge_leaky_relu(wrong, x, alpha=0.2))
+    assert _counts(judge_leaky_relu(*swapped, alpha=0.2))["alpha-mismatch"] > 0
+    assert_leaky_relu(ref.forward(x, 0.2).astype(x.dtype.newbyteorder()), swapped[1], alpha=0.2)
+
+
 def test_one_ulp_passes_by_default_and_fails_when_strict_or_at_zero_tolerance() -> None:
     exact = ref.forward(X16, 0.2)
     off = exact.copy()
