@@ -263,9 +263,10 @@ def claim_regional_semantics(batch: Batch, state: State, tile_plan: Optional[Til
         regions = ranked(batch.flat(state.remaining), numel=batch.tensor_size, shape=batch.tensor_shape,
                          tile_plan=tile_plan, partial=partial)
         trials = [t for t in (_regional_trial(batch, state, r) for r in regions) if t is not None]
-        if not trials:
+        best = max(trials, key=lambda t: t.gain, default=None)
+        if best is None or not best.claims:  # neutral context alone claims nothing: every later round finds it again
             return
-        _settle(state, max(trials, key=lambda t: t.gain))
+        _settle(state, best)
 
 
 def _regional_trial(batch: Batch, state: State, region: Region) -> Optional[_Trial]:

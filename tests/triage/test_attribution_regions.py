@@ -12,6 +12,7 @@ import pytest
 from conformance.metrics.exact import match_mask
 from conformance.records import TilePlan, TileSpan
 from conformance.reference import golden as ref
+from conformance.reference.semantics import Semantics
 from conformance.triage import attribution
 from conformance.triage.claims import Batch, Claim, State
 from conformance.triage.regions import ranked
@@ -265,6 +266,36 @@ def test_a_trial_that_claims_nothing_withdraws_nothing() -> None:
     attribution._settle(state, attribution._Trial(1.0, [], [first]))
     assert state.claims == [first] and state.by_rules == [first]
     np.testing.assert_array_equal(state.remaining, np.arange(1, 9))
+
+
+def _double_rounded(count: int) -> np.ndarray:
+    """``count`` float32 dy whose product by 0.1, rounded to float32 and then to float16, is not
+    the product rounded once: what a float32 opmath changes in a float16 gradient."""
+    dy = np.random.default_rng(3).standard_normal(1 << 20).astype(np.float32)
+    neg = np.full(dy.size, -1.0, dtype=np.float32)
+    once = ref.compute("backward", neg, 0.1, dy=dy, out_dtype="float16")
+    twice = ref.compute("backward", neg, 0.1, dy=dy, out_dtype="float16", semantics=Semantics(opmath="float32"))
+    return dy[~match_mask(twice, once)][:count]
+
+
+def test_a_round_whose_best_region_claims_nothing_ends_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight gradients a float32 opmath rounds twice, 500 elements apart: every region's shortest
+    stack is that neutral context, which claims nothing, so the state stays as it was and a
+    second round would rank the same regions again.  One round is ranked; the eight stay for
+    ``rounding``."""
+    x = (np.random.default_rng(4).standard_normal(4096) * 4).astype(np.float32)
+    dy = np.random.default_rng(5).standard_normal(4096).astype(np.float32)
+    at = np.arange(100, 4000, 500)
+    x[at], dy[at] = -1.0, _double_rounded(at.size)
+    golden = ref.compute("backward", x, 0.1, dy=dy, out_dtype="float16")
+    actual = ref.compute("backward", x, 0.1, dy=dy, out_dtype="float16", semantics=Semantics(opmath="float32"))
+    np.testing.assert_array_equal(np.flatnonzero(~match_mask(actual, golden)), at)
+    rounds = []
+    monkeypatch.setattr(attribution, "ranked", lambda *a, **k: rounds.append(1) or ranked(*a, **k))
+    state = State(at)
+    attribution.claim_regional_semantics(Batch(x, dy, 0.1, "backward", "float16", golden, actual), state, None)
+    assert (len(rounds), state.claims) == (1, [])
+    np.testing.assert_array_equal(state.remaining, at)
 
 
 def test_a_rule_on_one_core_of_the_tiling_plan_names_the_core() -> None:
