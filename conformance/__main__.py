@@ -1,6 +1,4 @@
 """``python -m conformance`` is the same as the ``conformance`` console script."""
-import sys
+from conformance.cli import run
 
-from conformance.cli import main
-
-sys.exit(main())
+run()

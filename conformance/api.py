@@ -24,7 +24,7 @@ from conformance.judge.gate import GateConfig, overall
 from conformance.records import Direction, Row
 from conformance.render import export
 from conformance.render.messages import failure_message
-from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, RowSpec, Selection, SuiteResult, plan, run_suite
+from conformance.suite import DIRECTIONS, SUITE_ALPHAS, Options, RowSpec, Selection, SuiteResult, planned, run_suite
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,7 @@ def check(fn: Any, *, dtypes: Optional[Sequence[str]] = None, alphas: Sequence[f
     gate = _gate(config, strict=strict, allow=allow)
     options = Options(config=gate, seed=seed, max_examples=max_examples,
                       results_dir=None if results_dir is None else Path(results_dir), plots=False)
-    specs, skipped = plan(selection)
+    specs, skipped = planned(selection, options)
     if not specs:
         why = "; ".join(dict.fromkeys(w for _, w in skipped)) or "nothing selected"
         raise UsageError(f"the selection runs no rows ({why})")

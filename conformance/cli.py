@@ -19,11 +19,11 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
-from typing import Any, Optional, TextIO
+from typing import Any, NoReturn, Optional, TextIO
 
 from conformance import jit
 from conformance.errors import UsageError, one_line
-from conformance.interrupts import describe, exit_code, os_exit_raises, sigterm_as_interrupt
+from conformance.interrupts import describe, exit_code, exit_now, os_exit_raises, sigterm_as_interrupt
 
 COMMANDS = ("run", "compare", "diff", "audit", "export-cases", "tiling", "defaults", "replay", "selftest",
             "worker", "sweep", "quantized", "agree")
@@ -134,6 +134,12 @@ def _closed_pipes_dropped() -> Iterator[None]:
         yield
     finally:
         sys.stdout, sys.stderr = saved
+
+
+def run() -> NoReturn:
+    """The ``conformance`` program (the console script, ``python -m conformance``): :func:`main`,
+    then the process ends by :func:`conformance.interrupts.exit_now`."""
+    exit_now(main())
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -11,6 +11,10 @@ Because the signals raise their own classes, :func:`from_signal` tells the
 user's Ctrl-C from a ``KeyboardInterrupt`` that a backend raised itself (a
 plug-in's ``raise KeyboardInterrupt`` is a finding on its row, not a stop).
 
+The program ends by :func:`exit_now`: the exit handlers run and the output is flushed, but the
+interpreter's teardown, which for a process that imported TensorFlow takes seconds and writes
+nothing, is skipped.
+
 A signal handler runs wherever the main thread is, also inside a garbage-collector
 callback, a weakref callback or a ``__del__``, where Python cannot propagate an exception:
 it prints "Exception ignored" and goes on, and the Ctrl-C would be lost.  While the
@@ -20,6 +24,7 @@ lands at the next point where it can stop the run.
 from __future__ import annotations
 
 import _thread
+import atexit
 import os
 import signal
 import sys
@@ -161,3 +166,16 @@ def os_exit_raises() -> Iterator[None]:
         yield
     finally:
         os._exit = real
+
+
+def exit_now(code: int) -> NoReturn:
+    """End this process with ``code`` once every exit handler ran (workers closed, temporary files
+    removed, logging flushed) and stdout and stderr are flushed, without the interpreter's teardown
+    (modules' and frameworks' destructors: TensorFlow's take seconds, and write nothing)."""
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe, or a closed stream: nothing more can be written
+            pass
+    os._exit(code)

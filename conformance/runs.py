@@ -38,7 +38,7 @@ from conformance.suite import (
     SuiteResult,
     backend_of,
     comparison_order,
-    plan,
+    planned,
     processes,
     run_suite,
 )
@@ -81,7 +81,7 @@ def run_with_progress(selection: Selection, options: Options, *, console: Consol
     selection's quantized rows (those its backends bring, and those it names).  The result, and
     the number of rows planned."""
     timer = timer or Timer()
-    specs, skipped = plan(selection)
+    specs, skipped = planned(selection, options)
     quant_specs, quant_skipped = ([], []) if quantized is None else \
         quantized_suite.for_selection(selection, quantized)
     prelu_specs = prelu_suite.for_selection(selection)

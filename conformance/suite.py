@@ -170,11 +170,26 @@ def _specs_for(backend: Backend, name: str, selection: Selection) -> Iterable[tu
                               direction, alpha, worker, given), why
 
 
-def plan(selection: Selection) -> tuple[list[RowSpec], list[tuple[RowSpec, str]]]:
-    """Rows to run, and rows skipped because the backend does not support them (with why)."""
+def plan(selection: Selection, *, meanwhile: Optional[Callable[[list[RowSpec]], object]] = None
+         ) -> tuple[list[RowSpec], list[tuple[RowSpec, str]]]:
+    """Rows to run, and rows skipped because the backend does not support them (with why).  The
+    selection's workers start first, each importing its framework in its own process; when there
+    are some, ``meanwhile`` is given the rows of the backends in this process before their hellos
+    are read (what it builds needs no worker)."""
+    names = selection.backends if selection.runs_op(DEFAULT_OP) else ()
+    workers = {name: selection.identity(name)[2] for name in names}
+    if any(w is not None for w in workers.values()):
+        from conformance.worker.client import launch
+
+        for worker in filter(None, workers.values()):
+            launch(worker)
+    here = {name: list(_specs_for(selection.backend(name), name, selection)) for name in names
+            if workers[name] is None}
+    if meanwhile is not None and len(here) < len(workers):
+        meanwhile([spec for specs in here.values() for spec, why in specs if why is None])
     rows, skipped = [], []
-    for name in selection.backends if selection.runs_op(DEFAULT_OP) else ():
-        for spec, why in _specs_for(selection.backend(name), name, selection):
+    for name in names:
+        for spec, why in here[name] if name in here else _specs_for(selection.backend(name), name, selection):
             if why is None:
                 rows.append(spec)
             else:
@@ -229,6 +244,23 @@ def pooled_sizes(specs: Sequence[RowSpec]) -> Pooled:
             if n not in common:
                 found.setdefault(key, {}).setdefault(n, []).append(spec.backend)
     return {k: tuple((n, "+".join(who)) for n, who in sorted(d.items())) for k, d in found.items()}
+
+
+def planned(selection: Selection, options: Options) -> tuple[list[RowSpec], list[tuple[RowSpec, str]]]:
+    """:func:`plan`, the input batches of the rows in this process built while the workers start."""
+    return plan(selection, meanwhile=functools.partial(_built_ahead, seed=options.seed, alphas=selection.alphas,
+                                                       max_examples=options.max_examples,
+                                                       pooled=bool(selection.references)))
+
+
+def _built_ahead(rows: Sequence[RowSpec], *, seed: int, max_examples: int, alphas: Sequence[float],
+                 pooled: bool) -> None:
+    """Build the input batches of ``rows`` into the process's memo (``cases.batches.BATCHES``), as
+    the run's own :class:`Inputs` will ask for them: while the workers start, so that neither this
+    process nor the ones it forks builds them afterwards."""
+    inputs = Inputs(seed=seed, max_examples=max_examples, alphas=alphas, pooled=pooled_sizes(rows) if pooled else None)
+    for spec in rows:
+        inputs.batches(spec)
 
 
 # ----------------------------------------------------------------------------- running
@@ -337,7 +369,7 @@ def run_suite(selection: Selection, options: Options, *, on_row: Optional[RowDon
     result lists them in the planned order, whichever finished first.  With references, the rows run
     grouped by (dtype, out_dtype, direction, alpha), references first, each group in one process, so
     only one group's outputs are kept there (:mod:`conformance.compared`)."""
-    todo, skipped = plan(selection) if specs is None else (specs, [])
+    todo, skipped = planned(selection, options) if specs is None else (specs, [])
     refs = selection.references
     pooled = pooled_sizes(todo) if refs else None  # a comparison: the same inputs, boundaries too
     inputs = Inputs(seed=options.seed, max_examples=options.max_examples, alphas=selection.alphas, pooled=pooled)

@@ -6,7 +6,7 @@ The convention, in README.md and docs/**/*.md:
   a **runnable example**, typed in the repository root.  The lines after it, up to the next ``$``
   line, a ``# exit N`` line or the end of the block, are its documented output; ``# exit N`` is its
   documented exit code (0 when the block does not say).  The test runs the command through
-  ``conformance.cli:main``, the installed ``conformance`` script's entry point, in this process
+  ``conformance.cli:main``, what the installed ``conformance`` script (``cli:run``) runs, in this process
   (the frameworks it calls are then imported once per test process, not once per example), with
   ``COLUMNS=100``, in a scratch directory that links the repository's ``examples/``, ``tests/``
   and ``pyproject.toml``, and asserts the exit code and that every documented output line appears
@@ -22,6 +22,7 @@ Runnable examples that cannot run here are listed in :data:`NOT_RUN` with the re
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 import shlex
 import sys
@@ -175,11 +176,11 @@ def test_a_runnable_example_prints_what_the_text_says(example: Example, scratch:
     assert _in_order(example.output, printed) == [], "\n".join(printed)
 
 
-def test_the_installed_script_is_the_entry_point_the_examples_call() -> None:
+def test_the_installed_script_runs_the_entry_point_the_examples_call() -> None:
     from importlib.metadata import entry_points
 
     (script,) = [e for e in entry_points(group="console_scripts") if e.name == "conformance"]
-    assert script.value == "conformance.cli:main"
+    assert script.value == "conformance.cli:run" and "exit_now(main())" in inspect.getsource(cli.run)
 
 
 @pytest.mark.parametrize(("where", "command"), illustrations(), ids=lambda v: str(v)[:60])

@@ -13,6 +13,7 @@ import pytest
 
 from conformance import suite
 from conformance.backends import WorkerSpec
+from conformance.cases import strategies
 from conformance.dtypes import DTYPES, all_patterns, from_bits
 from conformance.errors import BackendUnavailable, ProtocolError
 from conformance.records import BackendResult, Hazard, TilePlan, TileSpan
@@ -185,6 +186,63 @@ def test_stdout_noise_in_the_worker_does_not_reach_the_frames() -> None:
         result = backend.forward(x, 0.2)
         assert result.rejected is None
         assert_same_bits(result.value, suite.backend_for("golden", None, None).forward(x, 0.2).value)
+
+
+# ----------------------------------------------------------------------------- started ahead
+
+def test_a_launched_worker_is_the_one_whose_hello_connect_reads() -> None:
+    spec = WorkerSpec(worker_fakes.command("noisy"), TIMEOUT)
+    client.launch(spec)
+    started = client._LAUNCHED[spec].proc
+    client.launch(spec)  # launched once
+    assert client._LAUNCHED[spec].proc is started
+    backend = client.connect(spec)
+    assert backend.worker.proc is started and spec not in client._LAUNCHED
+    client.launch(spec)  # connected already: nothing more starts
+    assert spec not in client._LAUNCHED and client.connect(spec) is backend
+
+
+@pytest.mark.parametrize("ended_by", ["close", "close_all"])
+def test_a_launched_worker_never_connected_is_ended_with_the_others(ended_by: str) -> None:
+    spec = WorkerSpec(worker_fakes.command("noisy"), TIMEOUT)
+    client.launch(spec)
+    started = client._LAUNCHED[spec]
+    client.close(spec) if ended_by == "close" else client.close_all()
+    assert not started.alive() and not client._LAUNCHED
+
+
+def test_a_launched_worker_that_does_not_start_says_why_at_the_connect() -> None:
+    spec = WorkerSpec("/nonexistent/worker", 1)
+    client.launch(spec)
+    with pytest.raises(BackendUnavailable, match="does not start"):
+        client.connect(spec)
+
+
+def _served_and_here() -> tuple[WorkerSpec, suite.Selection]:
+    spec = WorkerSpec(_conformance("--backend", "golden"), 60)
+    return spec, suite.Selection(backends=("golden", "cann"), dtypes=("float16",), alphas=(0.2,),
+                                 directions=("forward",), workers=(("golden", spec),))
+
+
+def test_the_rows_planned_here_are_given_while_the_workers_start() -> None:
+    spec, selection = _served_and_here()
+    seen = []
+    rows, _ = suite.plan(selection, meanwhile=lambda here: seen.append(([r.backend for r in here],
+                                                                         spec in client._LAUNCHED)))
+    assert seen == [(["cann"], True)]  # cann's row, while golden's worker had not said hello yet
+    assert [r.backend for r in rows] == ["golden", "cann"] and rows == suite.plan(selection)[0]
+
+
+def test_the_batches_of_the_rows_planned_here_are_built_while_the_workers_start(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A seed no other test uses, so that only the run's own building can have drawn them."""
+    _, selection = _served_and_here()
+    options = suite.Options(seed=917_406, max_examples=5, results_dir=None)
+    rows, _ = suite.planned(selection, options)
+    monkeypatch.setattr(strategies, "collect", lambda *a, **k: pytest.fail("drawn again"))
+    suite.Inputs(seed=options.seed, max_examples=5, alphas=selection.alphas).batches(rows[1])  # cann's: drawn ahead
+    with pytest.raises(pytest.fail.Exception, match="drawn again"):  # another seed: nothing drew it ahead
+        suite.Inputs(seed=options.seed + 1, max_examples=5, alphas=selection.alphas).batches(rows[1])
 
 
 # ----------------------------------------------------------------------------- start-up failures

@@ -207,8 +207,9 @@ class WorkerProcess:
 
 
 def start(spec: WorkerSpec) -> tuple[WorkerProcess, dict]:
-    """A started worker and its hello; BackendUnavailable when it does not get that far."""
-    worker = WorkerProcess(spec)
+    """A started worker (the one :func:`launch` started, if any) and its hello; BackendUnavailable
+    when it does not get that far."""
+    worker = _LAUNCHED.pop(spec, None) or WorkerProcess(spec)
     try:
         deadline = Deadline.after(max(spec.timeout, START_TIMEOUT))
         hello = check_hello(worker.receive(deadline=deadline), command=spec.command)
@@ -397,10 +398,24 @@ def _checked(reply: Message, *, shape: tuple[int, ...], out_dtype: str,
 
 
 _OPEN: dict[WorkerSpec, WorkerBackend] = {}
+_LAUNCHED: dict[WorkerSpec, WorkerProcess] = {}  # started by launch, their hello not read yet
+
+
+def launch(spec: WorkerSpec) -> None:
+    """Start the worker of ``spec`` now, its hello read by the first :func:`connect`: its framework
+    imports in its own process while this one goes on.  A worker that does not start is started
+    again by the connect, which says why."""
+    if spec in _OPEN or spec in _LAUNCHED:
+        return
+    try:
+        _LAUNCHED[spec] = WorkerProcess(spec)
+    except BackendUnavailable:
+        pass
 
 
 def connect(spec: WorkerSpec) -> WorkerBackend:
-    """The one client of ``spec`` in this process (started on first use, closed at exit)."""
+    """The one client of ``spec`` in this process (started on first use, or by :func:`launch`;
+    closed at exit)."""
     if spec not in _OPEN:
         _OPEN[spec] = WorkerBackend(spec)
     return _OPEN[spec]
@@ -411,12 +426,17 @@ def close(spec: WorkerSpec) -> None:
     backend = _OPEN.pop(spec, None)
     if backend is not None:
         backend.close()
+    launched = _LAUNCHED.pop(spec, None)
+    if launched is not None:
+        launched.close()
 
 
 def close_all() -> None:
     """Close every worker this process started and forget them (the next connect starts anew)."""
     while _OPEN:
         close(next(reversed(_OPEN)))
+    while _LAUNCHED:
+        _LAUNCHED.popitem()[1].close()
 
 
 atexit.register(close_all)
