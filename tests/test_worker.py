@@ -211,6 +211,21 @@ def test_a_launched_worker_never_connected_is_ended_with_the_others(ended_by: st
     assert not started.alive() and not client._LAUNCHED
 
 
+def test_a_worker_interrupted_before_its_hello_is_ended(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C (or SIGTERM) while the hello is awaited: the worker, in a session of its own that the
+    terminal's Ctrl-C does not reach, is killed before the interruption goes on."""
+    spec = WorkerSpec(worker_fakes.command("noisy"), TIMEOUT)
+    client.launch(spec)
+    started = client._LAUNCHED[spec]
+
+    def interrupted(self: client.WorkerProcess, **_: object) -> protocol.Message:
+        raise KeyboardInterrupt
+    monkeypatch.setattr(client.WorkerProcess, "receive", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        client.connect(spec)
+    assert not started.alive() and not client._LAUNCHED and not client._OPEN
+
+
 def test_a_launched_worker_that_does_not_start_says_why_at_the_connect() -> None:
     spec = WorkerSpec("/nonexistent/worker", 1)
     client.launch(spec)

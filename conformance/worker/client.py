@@ -216,7 +216,7 @@ def start(spec: WorkerSpec) -> tuple[WorkerProcess, dict]:
     except WorkerFailure as exc:
         worker.kill()
         raise BackendUnavailable(f"worker {spec.command!r} failed to start: {exc}") from None
-    except BackendUnavailable:
+    except BaseException:  # BackendUnavailable, or Ctrl-C or SIGTERM while it starts: it ends with the wait
         worker.kill()
         raise
     return worker, hello
