@@ -14,6 +14,7 @@ from conformance.cases import corpus
 from conformance.dtypes import to_bits
 from conformance.render import export
 from conformance.render.files import ReportPaths
+from conformance.replay import replay
 from conformance.runs import execute_suite
 from conformance.selftest import Outcome
 from tests.framework_support import keras_backend
@@ -90,7 +91,7 @@ def test_failing_rows_get_small_replayable_reproducers(tmp_path: Path, variant: 
     assert row.verdict == "fail" and finding.reproducer is not None
     rep = corpus.load(finding.reproducer)
     assert rep.category == category and rep.variant == variant and rep.case.x.size <= max_size
-    replayed = suite.replay(rep, config=suite.Options().config)
+    replayed = replay(rep, config=suite.Options().config)
     assert replayed.verdict == "fail" and category in {f.category for f in replayed.findings}
 
 

@@ -21,7 +21,7 @@ from conformance.errors import CorpusError, Unsupported, UsageError
 from conformance.judge.gate import GateConfig
 from conformance.records import Row
 from conformance.render import console as show
-from conformance.suite import replay
+from conformance.replay import replay
 
 HELP = "re-run a reproducer (.npz) saved by 'conformance run' and print its finding"
 
