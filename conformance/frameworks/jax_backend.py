@@ -67,7 +67,8 @@ class JaxBackend(SameDtypeBackend):
 
     def prelu_supports(self, dtype: str, direction: str) -> bool:
         """Every PReLU row: float32, float16 and bfloat16, both directions (the float16 dweight is a
-        sequential float16 sum of exact shares, :mod:`conformance.reference.reductions`)."""
+        sequential float16 sum of exact shares, or of shares rounded to float16 on a host that widens
+        op by op: :mod:`conformance.reference.reductions`, docs/reference/prelu.md)."""
         return dtype in ("float32", "float16", "bfloat16")
 
     def prelu(self, direction: str, x: np.ndarray, weight: np.ndarray, *,

@@ -10,7 +10,8 @@ tiles' partial sums then added in order, as a kernel that reduces each tile on c
 ``accumulator`` dtype, and rounds the sum to the output dtype.  A sequential sum in a 16-bit
 accumulator adds each share unrounded and rounds each partial sum once to the accumulator, so an
 exact share (``terms`` None) is rounded only as part of the sum: XLA:CPU's float16 reduce fused
-with the product that forms its shares (JAX).  A
+with the product that forms its shares (JAX, on a host where XLA fuses it; where it widens the
+float16 operations one by one, the shares are rounded first).  A
 :class:`Reduction` names one such way; :data:`CATALOGUE` lists the ways triage tries.
 """
 from __future__ import annotations
@@ -112,7 +113,7 @@ def reduce_dweight(dy: np.ndarray, x: np.ndarray, weight: np.ndarray, reduction:
 
 #: The ways triage tries, the likeliest first (torch's half-precision sums are the first one, its float32 ones
 #: the cascade; TensorFlow's float16 sums are Eigen's; JAX's float16 ones the sequential input-dtype sum of
-#: exact shares: docs/reference/prelu.md).
+#: exact shares, or of rounded ones, by host: docs/reference/prelu.md).
 CATALOGUE: tuple[Reduction, ...] = tuple(
     Reduction(acc, order, shares)
     for shares in ("input", None) for acc in ("float32", "float64", "input") for order in ("pairwise", "sequential")
