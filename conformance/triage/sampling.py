@@ -81,16 +81,26 @@ def _ascending(index: np.ndarray, n: int) -> bool:
     return index.size == 0 or (int(index[0]) >= 0 and int(index[-1]) < n and bool((index[1:] > index[:-1]).all()))
 
 
-def _split_compiled(batch: Batch, mismatches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_special`'s split of the elements other than the ascending ``mismatches``, in one
-    compiled pass (``triage._compiled.scope_loops``): the special ones and the plain ones."""
-    from conformance.triage._compiled.scope_loops import split_others  # numba
+def _split_compiled(batch: Batch, mismatches: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """:func:`_special`'s split of the elements other than the ascending ``mismatches`` by the
+    compiled passes (``triage._compiled.scope_loops``): the special ones, the sample of the
+    plain ones (:func:`_sample_ranks`; the plain ones are counted, never listed), and how
+    many plain ones there are."""
+    from conformance.triage._compiled.scope_loops import plain_at, split_others  # numba
 
     x = to_bits(batch.x.reshape(-1))
-    golden = to_bits(batch.golden.reshape(-1)) if batch.golden is not None else x[:0]
-    dy = to_bits(batch.dy.reshape(-1)) if batch.dy is not None else x[:0]
-    return split_others(mismatches, x, x_exp=info(batch.x.dtype).exp_mask, golden_bits=golden,
-                        golden_exp=info(batch.golden.dtype).exp_mask if batch.golden is not None else 0, dy_bits=dy)
+    operands = dict(x_exp=info(batch.x.dtype).exp_mask,
+                    golden_bits=to_bits(batch.golden.reshape(-1)) if batch.golden is not None else x[:0],
+                    golden_exp=info(batch.golden.dtype).exp_mask if batch.golden is not None else 0,
+                    dy_bits=to_bits(batch.dy.reshape(-1)) if batch.dy is not None else x[:0])
+    special, counts = split_others(mismatches, x, **operands)
+    n_plain = int(counts.sum())
+    return special, plain_at(_sample_ranks(n_plain), mismatches, x, plain_counts=counts, **operands), n_plain
+
+
+def _sample_ranks(n_plain: int) -> np.ndarray:
+    """Which of ``n_plain`` plain elements (ranks, ascending) a scope keeps: a seeded draw."""
+    return np.sort(np.random.default_rng(0).choice(n_plain, min(SAMPLING.scope_plain, n_plain), replace=False))
 
 
 def scope_of(batch: Batch, mismatches: np.ndarray) -> Scope:
@@ -103,7 +113,7 @@ def scope_of(batch: Batch, mismatches: np.ndarray) -> Scope:
         others = np.flatnonzero(keep)
         return Scope(np.concatenate([mismatches, others]), mismatches.size, batch.weight_of(others))
     if n > SAMPLING.full_scope and jit.enabled() and _ascending(mismatches, n):
-        special, plain = _split_compiled(batch, mismatches)
+        special, pick, n_plain = _split_compiled(batch, mismatches)
     else:
         keep = np.ones(n, dtype=bool)
         keep[mismatches] = False
@@ -115,9 +125,9 @@ def scope_of(batch: Batch, mismatches: np.ndarray) -> Scope:
             special, plain = others, others[:0]
         else:
             special, plain = others[is_special], others[~is_special]
-    pick = np.sort(np.random.default_rng(0).choice(plain, min(SAMPLING.scope_plain, plain.size), replace=False))
+        pick, n_plain = plain[_sample_ranks(plain.size)], plain.size
     weight = np.ones(special.size + pick.size)
-    weight[special.size:] = plain.size / max(pick.size, 1)
+    weight[special.size:] = n_plain / max(pick.size, 1)
     return Scope(np.concatenate([mismatches, special, pick]), mismatches.size, weight)
 
 

@@ -44,8 +44,8 @@ def _backward(*, x_value: float, alpha: float = 0.2, slope_dtype: str = "float16
     return Batch(x, dy, alpha, "backward", "float32", golden, actual)
 
 
-def _fp32(seed: int) -> np.ndarray:
-    return from_bits(np.random.default_rng(seed).integers(0, 1 << 32, 1 << 16, dtype=np.uint64), "float32")
+def _fp32(seed: int, *, size: int = 1 << 16) -> np.ndarray:
+    return from_bits(np.random.default_rng(seed).integers(0, 1 << 32, size, dtype=np.uint64), "float32")
 
 
 CASES = [
@@ -54,6 +54,9 @@ CASES = [
     Case("fp32-random-bits-to-fp16", lambda: _forward(_fp32(3), out="float16", slope_dtype="float16")),
     Case("fp16-to-fp32", lambda: _forward(all_patterns("float16"), out="float32", slope_dtype="float16")),
     Case("fp64", lambda: _forward(_fp32(4).astype(np.float64), out="float64", slope_dtype="float32")),
+    # a last block shorter than the others, special elements scattered through the blocks
+    Case("fp32-odd-length-to-fp16", lambda: _forward(_fp32(5, size=(1 << 16) + 37), out="float16",
+                                                     slope_dtype="float16")),
     Case("backward-plain-x", lambda: _backward(x_value=-1.0)),
     Case("backward-special-x", lambda: _backward(x_value=float("nan"))),
     # a steep slope makes a subnormal dy's gradient normal: only dy is special there
