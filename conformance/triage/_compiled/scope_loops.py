@@ -6,9 +6,10 @@ path marks the mismatches in a mask, lists the others, tests every element for a
 value, gathers the tests at the others and draws the sample from the list of plain ones.
 :func:`split_others` counts the special elements of each block of :data:`BLOCK` positions
 without a branch, takes away the special mismatches, and walks only a block with a special
-element left to list it; the plain ones are counted per block; :func:`plain_at` then finds the plain elements of the ranks drawn
-(the same draw: the ``k``-th plain element is the list's ``k``-th), walking only the blocks
-they lie in.  The plain ones, most of a large batch, are never listed.
+element left to list it; the plain ones are counted per block.  :func:`plain_at` then finds
+the plain elements of the ranks drawn (the same draw: the ``k``-th plain element is the
+list's ``k``-th), looking only at the blocks they lie in.  The plain ones, most of a large
+batch, are never listed.
 """
 from __future__ import annotations
 
@@ -37,9 +38,10 @@ def _odd(xb, i, x_exp, gb, g_exp, db):
 @numba.njit(cache=True, nogil=True)
 def _split(mismatches, xb, x_exp, gb, g_exp, db, special, plain_counts):
     """Each position of ``xb`` that is not in the ascending ``mismatches`` and where x, golden
-    (``gb``) or dy (``db``) has an exponent field all zeros or all ones, written to ``special``; the other such positions counted per block of ``BLOCK`` in
-    ``plain_counts``.  How many special ones there are.  A block's elements are tested without
-    a branch; only a block with a special element other than a mismatch is walked."""
+    (``gb``) or dy (``db``) has an exponent field all zeros or all ones, written to
+    ``special``; the other such positions counted per block of ``BLOCK`` in ``plain_counts``.
+    How many special ones there are.  A block's elements are tested without a branch; only a
+    block with a special element other than a mismatch is walked."""
     m, n = mismatches.size, xb.size
     j, n_special = 0, 0
     for block in range(plain_counts.size):
